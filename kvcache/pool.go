@@ -1,0 +1,348 @@
+package kvcache
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// DefaultBlockSize is the number of token slots per block when Options leaves it zero.
+const DefaultBlockSize = 16
+
+// Hash identifies the contents of a full block together with everything before
+// it: the hash of the parent block's Hash and this block's token ids.
+type Hash [16]byte
+
+// SeqID names a sequence that owns a block table.
+type SeqID uint64
+
+// ErrNoBlocks reports that an allocation needs more blocks than the pool can give.
+type ErrNoBlocks struct {
+	Need int // blocks the call needed
+	Free int // blocks that could have been handed out (free + evictable cached)
+}
+
+func (e *ErrNoBlocks) Error() string {
+	return fmt.Sprintf("kvcache: out of blocks: need %d, %d free", e.Need, e.Free)
+}
+
+// ErrUnknownSeq reports a call for a sequence that holds no block table.
+var ErrUnknownSeq = errors.New("kvcache: unknown sequence")
+
+// Options configures a Pool.
+type Options struct {
+	NumBlocks     int  // blocks in the pool; required
+	BlockSize     int  // token slots per block; default 16
+	PrefixCaching bool // index full blocks by hash for reuse across sequences
+}
+
+// Usage is a snapshot of the pool's occupancy and prefix-cache counters.
+type Usage struct {
+	Total  int // blocks in the pool
+	Free   int // unreferenced, holding nothing reusable
+	Used   int // referenced by at least one sequence
+	Cached int // unreferenced but indexed: reusable until evicted
+
+	Queries   uint64 // prompt tokens looked up in the prefix cache
+	Hits      uint64 // of those, tokens found cached
+	Evictions uint64 // cached blocks reused for new contents
+}
+
+type block struct {
+	ref        int32
+	hashed     bool
+	onList     bool
+	hash       Hash
+	prev, next int32 // free list links; the sentinel is index len(blocks)
+}
+
+type table struct {
+	blocks []int
+	hashes []Hash // hashes of blocks[:len(hashes)], all full and committed
+}
+
+// Pool is a fixed pool of KV blocks with ref counts, an LRU free list and a
+// prefix-cache index. See the package doc for its invariants.
+type Pool struct {
+	blockSize int
+	caching   bool
+	blocks    []block
+	sentinel  int32
+	onList    int // blocks on the free list, cached or not
+	cached    int // of those, the hashed ones
+	index     map[Hash]int
+	seqs      map[SeqID]*table
+
+	queries, hits, evictions uint64
+}
+
+// New builds a pool whose blocks all start on the free list in id order.
+func New(opts Options) (*Pool, error) {
+	if opts.NumBlocks <= 0 {
+		return nil, fmt.Errorf("kvcache: NumBlocks must be positive, got %d", opts.NumBlocks)
+	}
+	if opts.BlockSize == 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	if opts.BlockSize < 0 {
+		return nil, fmt.Errorf("kvcache: BlockSize must be positive, got %d", opts.BlockSize)
+	}
+	p := &Pool{
+		blockSize: opts.BlockSize,
+		caching:   opts.PrefixCaching,
+		blocks:    make([]block, opts.NumBlocks+1),
+		sentinel:  int32(opts.NumBlocks),
+		index:     make(map[Hash]int),
+		seqs:      make(map[SeqID]*table),
+	}
+	s := &p.blocks[p.sentinel]
+	s.prev, s.next = p.sentinel, p.sentinel
+	for i := range opts.NumBlocks {
+		p.pushTail(i)
+	}
+	return p, nil
+}
+
+// BlockSize returns the number of token slots per block.
+func (p *Pool) BlockSize() int { return p.blockSize }
+
+// NumBlocks returns the number of blocks in the pool.
+func (p *Pool) NumBlocks() int { return int(p.sentinel) }
+
+// BlocksFor returns how many blocks hold n tokens.
+func (p *Pool) BlocksFor(n int) int { return (n + p.blockSize - 1) / p.blockSize }
+
+// Available returns how many blocks an allocation could take now (free plus evictable).
+func (p *Pool) Available() int { return p.onList }
+
+// Usage returns the current occupancy and counters.
+func (p *Pool) Usage() Usage {
+	return Usage{
+		Total:     p.NumBlocks(),
+		Free:      p.onList - p.cached,
+		Used:      p.NumBlocks() - p.onList,
+		Cached:    p.cached,
+		Queries:   p.queries,
+		Hits:      p.hits,
+		Evictions: p.evictions,
+	}
+}
+
+// Blocks returns seq's block table; the slice is owned by the pool and valid
+// until the next call that changes seq.
+func (p *Pool) Blocks(seq SeqID) []int {
+	if t := p.seqs[seq]; t != nil {
+		return t.blocks
+	}
+	return nil
+}
+
+// Has reports whether seq holds a block table.
+func (p *Pool) Has(seq SeqID) bool { return p.seqs[seq] != nil }
+
+// Lookup returns the longest run of cached full blocks that holds a prefix of
+// tokens, and the number of tokens they cover. It changes no ref counts: pass
+// the result to Allocate in the same step. Callers that need logits for the
+// last prompt token pass the prompt without it.
+func (p *Pool) Lookup(tokens []int) (blocks []int, numTokens int) {
+	if !p.caching {
+		return nil, 0
+	}
+	p.queries += uint64(len(tokens))
+	var parent Hash
+	for start := 0; start+p.blockSize <= len(tokens); start += p.blockSize {
+		h := ChainHash(parent, tokens[start:start+p.blockSize])
+		id, ok := p.index[h]
+		if !ok {
+			break
+		}
+		blocks = append(blocks, id)
+		parent = h
+	}
+	n := len(blocks) * p.blockSize
+	p.hits += uint64(n)
+	return blocks, n
+}
+
+// Allocate makes seq's block table hold at least numTokens slots. On the
+// first call for seq, computed (from Lookup) becomes the head of its table
+// and each of those blocks gains a reference. It either succeeds whole or
+// returns *ErrNoBlocks and changes nothing.
+func (p *Pool) Allocate(seq SeqID, computed []int, numTokens int) error {
+	t := p.seqs[seq]
+	have := 0
+	revive := 0 // computed blocks that leave the free list when referenced
+	if t != nil {
+		have = len(t.blocks)
+		computed = nil
+	} else {
+		have = len(computed)
+		for _, id := range computed {
+			if p.blocks[id].ref == 0 {
+				revive++
+			}
+		}
+	}
+	need := max(p.BlocksFor(numTokens)-have, 0)
+	if need+revive > p.onList {
+		return &ErrNoBlocks{Need: need, Free: p.onList - revive}
+	}
+	if t == nil {
+		t = &table{}
+		p.seqs[seq] = t
+		for _, id := range computed {
+			p.ref(id)
+			t.blocks = append(t.blocks, id)
+			t.hashes = append(t.hashes, p.blocks[id].hash)
+		}
+	}
+	for range need {
+		t.blocks = append(t.blocks, p.take())
+	}
+	return nil
+}
+
+// Commit publishes seq's full blocks among tokens (its token ids so far, all
+// computed) to the prefix cache. A block whose contents another block already
+// holds stays private; a published hash is never rewritten.
+func (p *Pool) Commit(seq SeqID, tokens []int) {
+	t := p.seqs[seq]
+	if t == nil || !p.caching {
+		return
+	}
+	full := min(len(tokens)/p.blockSize, len(t.blocks))
+	for i := len(t.hashes); i < full; i++ {
+		var parent Hash
+		if i > 0 {
+			parent = t.hashes[i-1]
+		}
+		h := ChainHash(parent, tokens[i*p.blockSize:(i+1)*p.blockSize])
+		t.hashes = append(t.hashes, h)
+		id := t.blocks[i]
+		b := &p.blocks[id]
+		if b.hashed {
+			continue
+		}
+		if _, dup := p.index[h]; dup {
+			continue
+		}
+		b.hashed, b.hash = true, h
+		p.index[h] = id
+	}
+}
+
+// Free drops seq's block table. Blocks whose last reference this was go back
+// on the free list, tail blocks first so that they are evicted before the
+// prefix blocks other prompts are likelier to share; blocks with nothing
+// reusable go to the head, to be taken before any cached block.
+func (p *Pool) Free(seq SeqID) {
+	t := p.seqs[seq]
+	if t == nil {
+		return
+	}
+	delete(p.seqs, seq)
+	for i := len(t.blocks) - 1; i >= 0; i-- {
+		id := t.blocks[i]
+		b := &p.blocks[id]
+		b.ref--
+		if b.ref > 0 {
+			continue
+		}
+		if b.hashed {
+			p.pushTail(id)
+		} else {
+			p.pushHead(id)
+		}
+	}
+}
+
+// ResetCache evicts every cached-but-unreferenced block from the index, as on
+// idle sleep when KV memory is released; blocks in use keep their hashes.
+func (p *Pool) ResetCache() {
+	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
+		b := &p.blocks[i]
+		if b.hashed {
+			delete(p.index, b.hash)
+			b.hashed = false
+			p.cached--
+		}
+	}
+}
+
+// FreeList returns the block ids on the free list from head (taken next) to tail.
+func (p *Pool) FreeList() []int {
+	out := make([]int, 0, p.onList)
+	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
+		out = append(out, int(i))
+	}
+	return out
+}
+
+// ChainHash returns the hash of a full block of tokens following parent.
+func ChainHash(parent Hash, tokens []int) Hash {
+	buf := make([]byte, len(parent)+4*len(tokens))
+	copy(buf, parent[:])
+	for i, tok := range tokens {
+		binary.LittleEndian.PutUint32(buf[len(parent)+4*i:], uint32(tok))
+	}
+	sum := sha256.Sum256(buf)
+	var h Hash
+	copy(h[:], sum[:])
+	return h
+}
+
+// take pops the head of the free list, evicting its cached contents.
+func (p *Pool) take() int {
+	id := int(p.blocks[p.sentinel].next)
+	p.unlink(id)
+	b := &p.blocks[id]
+	if b.hashed {
+		delete(p.index, b.hash)
+		b.hashed = false
+		p.evictions++
+	}
+	b.ref = 1
+	return id
+}
+
+// ref adds a reference, taking the block off the free list if it was there.
+func (p *Pool) ref(id int) {
+	b := &p.blocks[id]
+	if b.ref == 0 {
+		p.unlink(id)
+	}
+	b.ref++
+}
+
+func (p *Pool) unlink(id int) {
+	b := &p.blocks[id]
+	p.blocks[b.prev].next = b.next
+	p.blocks[b.next].prev = b.prev
+	b.onList = false
+	p.onList--
+	if b.hashed {
+		p.cached--
+	}
+}
+
+func (p *Pool) pushTail(id int) {
+	p.insertAfter(id, p.blocks[p.sentinel].prev)
+}
+
+func (p *Pool) pushHead(id int) {
+	p.insertAfter(id, p.sentinel)
+}
+
+func (p *Pool) insertAfter(id int, at int32) {
+	b := &p.blocks[id]
+	b.prev = at
+	b.next = p.blocks[at].next
+	p.blocks[b.next].prev = int32(id)
+	p.blocks[at].next = int32(id)
+	b.onList = true
+	p.onList++
+	if b.hashed {
+		p.cached++
+	}
+}
