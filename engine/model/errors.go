@@ -1,0 +1,32 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error kinds returned (wrapped with detail) by the loaders. Match them with errors.Is.
+var (
+	// ErrMalformed: bad magic, a truncated file, an out-of-range count or offset.
+	ErrMalformed = errors.New("malformed model file")
+	// ErrUnsupported: an architecture, tensor type or tokenizer batchd cannot run.
+	ErrUnsupported = errors.New("unsupported model")
+	// ErrMissingTensor: a tensor the architecture needs is absent.
+	ErrMissingTensor = errors.New("missing tensor")
+	// ErrShape: a tensor or hyperparameter disagrees with the model's dimensions.
+	ErrShape = errors.New("tensor shape mismatch")
+)
+
+// FileError ties a load error to the file it came from.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string { return fmt.Sprintf("load %s: %v", e.Path, e.Err) }
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}

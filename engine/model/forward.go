@@ -1,0 +1,276 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrBadBatch reports a step batch the backend cannot run (bad token id,
+// position past the context, block table too short or out of range).
+var ErrBadBatch = errors.New("invalid batch")
+
+// SeqInput is one sequence's share of a step: Tokens at positions Pos,
+// Pos+1, ...; Blocks is its block table, covering at least Pos+len(Tokens)
+// slots. The K/V of positions before Pos must already be in those blocks.
+type SeqInput struct {
+	Tokens []int
+	Pos    int
+	Blocks []int
+	Logits bool // return logits for the last token
+}
+
+// Batch is one forward step over any mix of prefill chunks and decode tokens.
+type Batch struct {
+	Seqs []SeqInput
+}
+
+// CPUOptions sizes the CPU backend's paged KV store and thread pool.
+type CPUOptions struct {
+	NumBlocks int // KV blocks; required
+	BlockSize int // token slots per block; default 16
+	Threads   int // worker threads; default GOMAXPROCS
+}
+
+// CPU runs the model on the CPU over a paged KV store: for every layer, K and
+// V of a token live at slot (block*BlockSize + pos%BlockSize).
+type CPU struct {
+	m         *Model
+	c         Config
+	blockSize int
+	numBlocks int
+	k, v      [][]float32 // per layer: numBlocks*blockSize*KVDim
+	rope      *ropeTable
+	pool      *workers
+
+	// scratch, grown to the largest step seen
+	cap                int
+	x, xb, q, kk, vv   []float32
+	att, hb, hb2       []float32
+	xq                 []byte
+	tokSeq, tokPos     []int
+	logits, logitsNorm []float32
+	out                [][]float32
+}
+
+// NewCPU allocates the KV store and starts the worker threads.
+func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
+	if o.BlockSize == 0 {
+		o.BlockSize = 16
+	}
+	if o.NumBlocks <= 0 || o.BlockSize <= 0 {
+		return nil, fmt.Errorf("cpu backend: %d blocks of %d tokens", o.NumBlocks, o.BlockSize)
+	}
+	c := m.Config
+	b := &CPU{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks,
+		rope: newRopeTable(c, c.Context), pool: newWorkers(o.Threads)}
+	slots := o.NumBlocks * o.BlockSize * c.KVDim()
+	for range c.Layers {
+		b.k = append(b.k, make([]float32, slots))
+		b.v = append(b.v, make([]float32, slots))
+	}
+	return b, nil
+}
+
+// Model returns the model the backend runs.
+func (b *CPU) Model() *Model { return b.m }
+
+// Close stops the worker threads and drops the KV store.
+func (b *CPU) Close() error {
+	b.pool.close()
+	b.k, b.v = nil, nil
+	return nil
+}
+
+func (b *CPU) grow(n int) {
+	if n <= b.cap {
+		return
+	}
+	c := b.c
+	b.cap = n
+	b.x = make([]float32, n*c.Dim)
+	b.xb = make([]float32, n*max(c.Dim, c.QDim()))
+	b.q = make([]float32, n*c.QDim())
+	b.kk = make([]float32, n*c.KVDim())
+	b.vv = make([]float32, n*c.KVDim())
+	b.att = make([]float32, n*c.QDim())
+	b.hb = make([]float32, n*c.FFN)
+	b.hb2 = make([]float32, n*c.FFN)
+	b.xq = make([]byte, n*Q8_0.RowBytes(roundUp(max(c.Dim, c.FFN, c.QDim()), Q8Block)))
+	b.tokSeq = make([]int, n)
+	b.tokPos = make([]int, n)
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+func (b *CPU) check(batch *Batch) (int, error) {
+	total := 0
+	for i, s := range batch.Seqs {
+		if len(s.Tokens) == 0 {
+			return 0, fmt.Errorf("%w: sequence %d has no tokens", ErrBadBatch, i)
+		}
+		end := s.Pos + len(s.Tokens)
+		if s.Pos < 0 || end > b.c.Context {
+			return 0, fmt.Errorf("%w: sequence %d positions %d..%d outside the context of %d",
+				ErrBadBatch, i, s.Pos, end-1, b.c.Context)
+		}
+		if len(s.Blocks)*b.blockSize < end {
+			return 0, fmt.Errorf("%w: sequence %d has %d blocks for %d tokens", ErrBadBatch, i, len(s.Blocks), end)
+		}
+		for _, id := range s.Blocks {
+			if id < 0 || id >= b.numBlocks {
+				return 0, fmt.Errorf("%w: sequence %d block %d outside the pool of %d", ErrBadBatch, i, id, b.numBlocks)
+			}
+		}
+		for _, t := range s.Tokens {
+			if t < 0 || t >= b.c.Vocab {
+				return 0, fmt.Errorf("%w: token %d outside the vocab of %d", ErrBadBatch, t, b.c.Vocab)
+			}
+		}
+		total += len(s.Tokens)
+	}
+	return total, nil
+}
+
+// Forward runs one step and returns, for each sequence that asked, the logits
+// of its last token (nil for the others). The slices are valid until the next call.
+func (b *CPU) Forward(batch *Batch) ([][]float32, error) {
+	n, err := b.check(batch)
+	if err != nil {
+		return nil, err
+	}
+	b.grow(n)
+	c := b.c
+	t := 0
+	for si, s := range batch.Seqs {
+		for j, tok := range s.Tokens {
+			b.tokSeq[t], b.tokPos[t] = si, s.Pos+j
+			b.m.Embed.Row(tok, b.x[t*c.Dim:(t+1)*c.Dim])
+			t++
+		}
+	}
+	for l := range b.m.Layers {
+		b.layer(l, batch, n)
+	}
+	return b.classify(batch, n), nil
+}
+
+func (b *CPU) layer(l int, batch *Batch, n int) {
+	c, L := b.c, &b.m.Layers[l]
+	D, KV := c.Dim, c.KVDim()
+	for t := range n {
+		rmsnorm(b.xb[t*D:(t+1)*D], b.x[t*D:(t+1)*D], L.AttnNorm, c.RMSEps)
+	}
+	b.matmul(b.q, b.xb, n, L.Wq)
+	b.matmul(b.kk, b.xb, n, L.Wk)
+	b.matmul(b.vv, b.xb, n, L.Wv)
+	for t := range n {
+		pos := b.tokPos[t]
+		b.rope.rope(c, b.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, pos)
+		b.rope.rope(c, b.kk[t*KV:(t+1)*KV], c.KVHeads, pos)
+		blocks := batch.Seqs[b.tokSeq[t]].Blocks
+		slot := blocks[pos/b.blockSize]*b.blockSize + pos%b.blockSize
+		copy(b.k[l][slot*KV:(slot+1)*KV], b.kk[t*KV:(t+1)*KV])
+		copy(b.v[l][slot*KV:(slot+1)*KV], b.vv[t*KV:(t+1)*KV])
+	}
+	b.attention(l, batch, n)
+	b.matmul(b.xb, b.att, n, L.Wo)
+	for i := range n * D {
+		b.x[i] += b.xb[i]
+	}
+	for t := range n {
+		rmsnorm(b.xb[t*D:(t+1)*D], b.x[t*D:(t+1)*D], L.FFNNorm, c.RMSEps)
+	}
+	b.matmul(b.hb, b.xb, n, L.W1)
+	b.matmul(b.hb2, b.xb, n, L.W3)
+	for i := range n * c.FFN {
+		b.hb[i] = silu(b.hb[i]) * b.hb2[i]
+	}
+	b.matmul(b.xb, b.hb, n, L.W2)
+	for i := range n * D {
+		b.x[i] += b.xb[i]
+	}
+}
+
+// attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
+// over positions 0..pos of the token's own sequence, read through its block table.
+func (b *CPU) attention(l int, batch *Batch, n int) {
+	c := b.c
+	hd, KV, group := c.HeadDim, c.KVDim(), c.Heads/c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	kc, vc := b.k[l], b.v[l]
+	b.pool.run(n*c.Heads, 1, func(lo, hi int) {
+		var scores []float32
+		for i := lo; i < hi; i++ {
+			t, h := i/c.Heads, i%c.Heads
+			pos := b.tokPos[t]
+			blocks := batch.Seqs[b.tokSeq[t]].Blocks
+			q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+			kvOff := (h / group) * hd
+			if cap(scores) < pos+1 {
+				scores = make([]float32, pos+1, c.Context)
+			}
+			scores = scores[:pos+1]
+			for p := 0; p <= pos; p++ {
+				slot := blocks[p/b.blockSize]*b.blockSize + p%b.blockSize
+				scores[p] = dotF32(q, kc[slot*KV+kvOff:slot*KV+kvOff+hd]) * scale
+			}
+			softmax(scores)
+			out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+			clear(out)
+			for p := 0; p <= pos; p++ {
+				slot := blocks[p/b.blockSize]*b.blockSize + p%b.blockSize
+				v := vc[slot*KV+kvOff : slot*KV+kvOff+hd]
+				a := scores[p]
+				for d := range out {
+					out[d] += a * v[d]
+				}
+			}
+		}
+	})
+}
+
+// matmul computes out[n x W.Rows] = x[n x W.Cols] . W^T across the worker pool.
+func (b *CPU) matmul(out, x []float32, n int, w *Matrix) {
+	var xq []byte
+	if w.Type == Q8_0 {
+		rb := Q8_0.RowBytes(w.Cols)
+		xq = b.xq[:n*rb]
+		for t := range n {
+			QuantizeQ8(x[t*w.Cols:(t+1)*w.Cols], xq[t*rb:(t+1)*rb])
+		}
+	}
+	b.pool.run(w.Rows, 16, func(lo, hi int) { matmulRows(out, x, xq, n, w, lo, hi) })
+}
+
+// classify applies the final norm and classifier to the last token of every
+// sequence that wants logits.
+func (b *CPU) classify(batch *Batch, n int) [][]float32 {
+	c := b.c
+	rows := 0
+	for _, s := range batch.Seqs {
+		if s.Logits {
+			rows++
+		}
+	}
+	if cap(b.logits) < rows*c.Vocab {
+		b.logits = make([]float32, rows*c.Vocab)
+		b.logitsNorm = make([]float32, rows*c.Dim)
+	}
+	b.out = b.out[:0]
+	t, r := 0, 0
+	for _, s := range batch.Seqs {
+		t += len(s.Tokens)
+		if !s.Logits {
+			b.out = append(b.out, nil)
+			continue
+		}
+		rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], b.x[(t-1)*c.Dim:t*c.Dim], b.m.OutNorm, c.RMSEps)
+		b.out = append(b.out, b.logits[r*c.Vocab:(r+1)*c.Vocab])
+		r++
+	}
+	if rows > 0 {
+		b.matmul(b.logits, b.logitsNorm, rows, b.m.Output)
+	}
+	return b.out
+}

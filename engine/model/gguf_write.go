@@ -1,0 +1,144 @@
+package model
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+)
+
+// GGUFWriter writes a GGUF v3 file: metadata in insertion order, then tensors
+// aligned to 32 bytes. It is how testing/modelgen and tests make model files.
+type GGUFWriter struct {
+	keys    []string
+	meta    map[string]any
+	tensors []writerTensor
+}
+
+type writerTensor struct {
+	name string
+	dims []uint64
+	typ  DType
+	data []byte
+}
+
+// NewGGUFWriter returns an empty writer.
+func NewGGUFWriter() *GGUFWriter { return &GGUFWriter{meta: map[string]any{}} }
+
+// Set adds a metadata key. Values may be string, bool, uint32, int32, uint64,
+// float32, []string, []float32 or []int32.
+func (w *GGUFWriter) Set(key string, v any) {
+	if _, ok := w.meta[key]; !ok {
+		w.keys = append(w.keys, key)
+	}
+	w.meta[key] = v
+}
+
+// AddTensor adds a tensor with ggml-order dims (dims[0] contiguous) and raw data.
+func (w *GGUFWriter) AddTensor(name string, typ DType, dims []uint64, data []byte) {
+	w.tensors = append(w.tensors, writerTensor{name: name, dims: dims, typ: typ, data: data})
+}
+
+// WriteTo writes the file.
+func (w *GGUFWriter) WriteTo(out io.Writer) (int64, error) {
+	cw := &countWriter{w: bufio.NewWriterSize(out, 1<<20)}
+	le := binary.LittleEndian
+	put := func(v any) { _ = binary.Write(cw, le, v) }
+	putStr := func(s string) { put(uint64(len(s))); _, _ = io.WriteString(cw, s) }
+
+	_, _ = io.WriteString(cw, ggufMagic)
+	put(uint32(3))
+	put(uint64(len(w.tensors)))
+	put(uint64(len(w.keys)))
+	for _, k := range w.keys {
+		putStr(k)
+		switch v := w.meta[k].(type) {
+		case string:
+			put(ggufString)
+			putStr(v)
+		case bool:
+			put(ggufBool)
+			put(v)
+		case uint32:
+			put(ggufU32)
+			put(v)
+		case int32:
+			put(ggufI32)
+			put(v)
+		case uint64:
+			put(ggufU64)
+			put(v)
+		case float32:
+			put(ggufF32)
+			put(math.Float32bits(v))
+		case []string:
+			put(ggufArray)
+			put(ggufString)
+			put(uint64(len(v)))
+			for _, s := range v {
+				putStr(s)
+			}
+		case []float32:
+			put(ggufArray)
+			put(ggufF32)
+			put(uint64(len(v)))
+			put(v)
+		case []int32:
+			put(ggufArray)
+			put(ggufI32)
+			put(uint64(len(v)))
+			put(v)
+		default:
+			return cw.n, fmt.Errorf("gguf: metadata %q has unsupported type %T", k, v)
+		}
+	}
+	var off uint64
+	for _, t := range w.tensors {
+		putStr(t.name)
+		put(uint32(len(t.dims)))
+		put(t.dims)
+		put(uint32(t.typ))
+		put(off)
+		off = align32(off + uint64(len(t.data)))
+	}
+	pad := func() { _, _ = cw.Write(make([]byte, align32(uint64(cw.n))-uint64(cw.n))) }
+	pad()
+	for _, t := range w.tensors {
+		_, _ = cw.Write(t.data)
+		pad()
+	}
+	if err := cw.w.(*bufio.Writer).Flush(); err != nil {
+		return cw.n, err
+	}
+	return cw.n, cw.err
+}
+
+// SortedKeys returns the metadata keys in order, for tests and dumps.
+func (f *GGUFFile) SortedKeys() []string {
+	keys := make([]string, 0, len(f.Meta))
+	for k := range f.Meta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func align32(n uint64) uint64 { return (n + 31) &^ 31 }
+
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.err = err
+	return n, err
+}

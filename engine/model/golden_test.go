@@ -1,0 +1,85 @@
+package model
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+func loadStories(t testing.TB, format string) *Model {
+	t.Helper()
+	var m *Model
+	var err error
+	switch format {
+	case "llama2c":
+		m, err = Load(testmodels.Path(t, "stories260K.bin"), LoadOptions{Tokenizer: testmodels.Path(t, "tok512.bin")})
+	case "gguf":
+		m, err = Load(testmodels.Path(t, "stories260K.gguf"), LoadOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// greedy runs one sequence alone, prompt in one prefill step, then decodes.
+func greedy(t testing.TB, b *CPU, prompt []int, maxTokens int) []int {
+	t.Helper()
+	blocks := make([]int, b.numBlocks)
+	for i := range blocks {
+		blocks[i] = i
+	}
+	var out []int
+	in := SeqInput{Tokens: prompt, Pos: 0, Blocks: blocks, Logits: true}
+	for len(out) < maxTokens {
+		logits, err := b.Forward(&Batch{Seqs: []SeqInput{in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := Argmax(logits[0])
+		if b.m.IsStop(next) {
+			break
+		}
+		out = append(out, next)
+		in = SeqInput{Tokens: []int{next}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
+	}
+	return out
+}
+
+func TestGoldenGenerations(t *testing.T) {
+	goldens := testmodels.Goldens(t)
+	for _, format := range []string{"llama2c", "gguf"} {
+		t.Run(format, func(t *testing.T) {
+			m := loadStories(t, format)
+			b, err := NewCPU(m, CPUOptions{NumBlocks: 32, BlockSize: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			for _, g := range goldens {
+				prompt := m.Tokenizer.Encode(g.Prompt, true)
+				if !slices.Equal(prompt, g.PromptTokens) {
+					t.Fatalf("%q: prompt tokens %v, want %v", g.Prompt, prompt, g.PromptTokens)
+				}
+				out := greedy(t, b, prompt, g.MaxTokens())
+				if !slices.Equal(out, g.OutputTokens) {
+					t.Fatalf("%q: output differs at %d:\n got %v\nwant %v", g.Prompt, firstDiff(out, g.OutputTokens), out, g.OutputTokens)
+				}
+				if text := m.Tokenizer.Decode(prompt[len(prompt)-1], out); text != g.Text {
+					t.Fatalf("%q: text\n got %q\nwant %q", g.Prompt, text, g.Text)
+				}
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

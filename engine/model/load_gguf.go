@@ -1,0 +1,213 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// llamaArchs are GGUF architectures with Llama's tensor layout and normal RoPE.
+var llamaArchs = map[string]bool{"llama": true, "mistral": true}
+
+func loadGGUF(data []byte) (*Model, error) {
+	f, err := ParseGGUF(data)
+	if err != nil {
+		return nil, err
+	}
+	arch, _ := f.MetaString("general.architecture")
+	if !llamaArchs[arch] {
+		return nil, fmt.Errorf("%w: architecture %q (batchd runs llama)", ErrUnsupported, arch)
+	}
+	c, err := ggufConfig(f, arch)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := ggufTokenizer(f)
+	if err != nil {
+		return nil, err
+	}
+	if c.Vocab == 0 {
+		c.Vocab = tok.VocabSize()
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	m := &Model{Config: c, Tokenizer: tok}
+	ld := &ggufLoader{f: f, data: data}
+	m.Embed = ld.matrix("token_embd.weight", c.Vocab, c.Dim)
+	m.OutNorm = ld.vector("output_norm.weight", c.Dim)
+	if _, ok := f.Tensor("output.weight"); ok {
+		m.Output = ld.matrix("output.weight", c.Vocab, c.Dim)
+	} else {
+		m.Output, m.Config.Tied = m.Embed, true
+	}
+	for i := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		m.Layers = append(m.Layers, Layer{
+			AttnNorm: ld.vector(p+"attn_norm.weight", c.Dim),
+			Wq:       ld.matrix(p+"attn_q.weight", c.QDim(), c.Dim),
+			Wk:       ld.matrix(p+"attn_k.weight", c.KVDim(), c.Dim),
+			Wv:       ld.matrix(p+"attn_v.weight", c.KVDim(), c.Dim),
+			Wo:       ld.matrix(p+"attn_output.weight", c.Dim, c.QDim()),
+			FFNNorm:  ld.vector(p+"ffn_norm.weight", c.Dim),
+			W1:       ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim),
+			W2:       ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN),
+			W3:       ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim),
+		})
+	}
+	if err := errors.Join(ld.errs...); err != nil {
+		return nil, err
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	m.StopTokens = stopTokens(f, tok)
+	return m, nil
+}
+
+func ggufConfig(f *GGUFFile, arch string) (Config, error) {
+	c := Config{Arch: arch, RMSEps: 1e-5, RopeTheta: 10000}
+	var missing []string
+	get := func(key string, dst *int, required bool) {
+		v, ok := f.MetaUint(arch + "." + key)
+		switch {
+		case ok && v < 1<<31:
+			*dst = int(v)
+		case required:
+			missing = append(missing, arch+"."+key)
+		}
+	}
+	get("embedding_length", &c.Dim, true)
+	get("feed_forward_length", &c.FFN, true)
+	get("block_count", &c.Layers, true)
+	get("attention.head_count", &c.Heads, true)
+	get("context_length", &c.Context, true)
+	get("vocab_size", &c.Vocab, false)
+	c.KVHeads = c.Heads
+	get("attention.head_count_kv", &c.KVHeads, false)
+	if c.Heads > 0 {
+		c.HeadDim = c.Dim / c.Heads
+	}
+	get("attention.key_length", &c.HeadDim, false)
+	c.RopeDim = c.HeadDim
+	get("rope.dimension_count", &c.RopeDim, false)
+	if len(missing) > 0 {
+		return c, fmt.Errorf("%w: metadata %s missing", ErrMalformed, strings.Join(missing, ", "))
+	}
+	if v, ok := f.MetaFloat(arch + ".attention.layer_norm_rms_epsilon"); ok {
+		c.RMSEps = float32(v)
+	}
+	if v, ok := f.MetaFloat(arch + ".rope.freq_base"); ok {
+		c.RopeTheta = float32(v)
+	}
+	if v, ok := f.Meta[arch+".rope.scaling.type"].(string); ok && v != "none" && v != "" {
+		return c, fmt.Errorf("%w: rope scaling %q", ErrUnsupported, v)
+	}
+	return c, nil
+}
+
+func ggufTokenizer(f *GGUFFile) (*Tokenizer, error) {
+	if kind, _ := f.MetaString("tokenizer.ggml.model"); kind != "llama" {
+		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports SentencePiece \"llama\")", ErrUnsupported, kind)
+	}
+	pieces, ok := f.Meta["tokenizer.ggml.tokens"].([]string)
+	if !ok {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens missing or not a string array", ErrMalformed)
+	}
+	scores, ok := f.Meta["tokenizer.ggml.scores"].([]float32)
+	if !ok {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.scores missing or not a float32 array", ErrMalformed)
+	}
+	types, _ := f.Meta["tokenizer.ggml.token_type"].([]int32)
+	spaced := make([]string, len(pieces))
+	for i, p := range pieces {
+		spaced[i] = strings.ReplaceAll(p, "\u2581", " ")
+	}
+	id := func(key string, def int) int {
+		if v, ok := f.MetaUint(key); ok && v < uint64(len(pieces)) {
+			return int(v)
+		}
+		return def
+	}
+	return NewTokenizer(spaced, scores, types, id("tokenizer.ggml.bos_token_id", 1),
+		id("tokenizer.ggml.eos_token_id", 2), id("tokenizer.ggml.unknown_token_id", 0))
+}
+
+func stopTokens(f *GGUFFile, tok *Tokenizer) []int {
+	stops := []int{}
+	add := func(id int) {
+		for _, s := range stops {
+			if s == id {
+				return
+			}
+		}
+		stops = append(stops, id)
+	}
+	if tok.EOS >= 0 {
+		add(tok.EOS)
+	}
+	if v, ok := f.MetaUint("tokenizer.ggml.eot_token_id"); ok && v < uint64(tok.VocabSize()) {
+		add(int(v))
+	}
+	if tok.BOS >= 0 {
+		add(tok.BOS)
+	}
+	return stops
+}
+
+// ggufLoader turns directory entries into matrices, collecting every problem.
+type ggufLoader struct {
+	f    *GGUFFile
+	data []byte
+	errs []error
+}
+
+func (l *ggufLoader) tensor(name string) (*GGUFTensor, []byte) {
+	t, ok := l.f.Tensor(name)
+	if !ok {
+		l.errs = append(l.errs, fmt.Errorf("%w: %s", ErrMissingTensor, name))
+		return nil, nil
+	}
+	if !t.Type.Supported() {
+		l.errs = append(l.errs, fmt.Errorf("%w: tensor %s has type %s (want F32, F16 or Q8_0)", ErrUnsupported, name, t.Type))
+		return nil, nil
+	}
+	start := l.f.DataOffset + t.Offset
+	return t, l.data[start : start+t.Size]
+}
+
+func (l *ggufLoader) matrix(name string, rows, cols int) *Matrix {
+	t, b := l.tensor(name)
+	if t == nil {
+		return &Matrix{}
+	}
+	if len(t.Dims) != 2 || t.Dims[0] != uint64(cols) || t.Dims[1] != uint64(rows) {
+		l.errs = append(l.errs, fmt.Errorf("%w: %s has dims %v, want [%d %d]", ErrShape, name, t.Dims, cols, rows))
+		return &Matrix{}
+	}
+	m, err := NewMatrix(t.Type, rows, cols, b)
+	if err != nil {
+		l.errs = append(l.errs, fmt.Errorf("%s: %w", name, err))
+		return &Matrix{}
+	}
+	return m
+}
+
+func (l *ggufLoader) vector(name string, n int) []float32 {
+	t, b := l.tensor(name)
+	if t == nil {
+		return nil
+	}
+	if len(t.Dims) != 1 || t.Dims[0] != uint64(n) {
+		l.errs = append(l.errs, fmt.Errorf("%w: %s has dims %v, want [%d]", ErrShape, name, t.Dims, n))
+		return nil
+	}
+	m, err := NewMatrix(t.Type, 1, n, b)
+	if err != nil {
+		l.errs = append(l.errs, fmt.Errorf("%s: %w", name, err))
+		return nil
+	}
+	v := make([]float32, n)
+	m.Row(0, v)
+	return v
+}

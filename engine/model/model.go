@@ -1,0 +1,215 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Config holds a Llama model's hyperparameters.
+type Config struct {
+	Arch      string  // GGUF general.architecture, or "llama" for llama2.c files
+	Dim       int     // embedding width
+	FFN       int     // feed-forward hidden width
+	Layers    int     // transformer blocks
+	Heads     int     // query heads
+	KVHeads   int     // key/value heads (grouped-query attention when < Heads)
+	HeadDim   int     // width of one head
+	RopeDim   int     // leading dims of each head that RoPE rotates (== HeadDim usually)
+	Vocab     int     // vocabulary size
+	Context   int     // longest sequence the model was trained for
+	RMSEps    float32 // RMSNorm epsilon
+	RopeTheta float32 // RoPE frequency base
+	RopeNeoX  bool    // rotate pairs (i, i+RopeDim/2) instead of adjacent (2i, 2i+1)
+	Tied      bool    // the classifier is the token embedding
+}
+
+// KVDim returns the width of one token's K (or V) across KV heads.
+func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// QDim returns the width of one token's Q across heads.
+func (c Config) QDim() int { return c.Heads * c.HeadDim }
+
+// KVBytesPerToken returns the KV memory one token takes in every layer (float32).
+func (c Config) KVBytesPerToken() int { return 2 * c.Layers * c.KVDim() * 4 }
+
+func (c Config) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"dim", c.Dim}, {"ffn", c.FFN}, {"layers", c.Layers}, {"heads", c.Heads}, {"kv heads", c.KVHeads},
+		{"head dim", c.HeadDim}, {"vocab", c.Vocab}, {"context", c.Context}} {
+		if f.v <= 0 || f.v > 1<<24 {
+			errs = append(errs, fmt.Errorf("%s = %d", f.name, f.v))
+		}
+	}
+	if c.KVHeads > 0 && c.Heads%c.KVHeads != 0 {
+		errs = append(errs, fmt.Errorf("heads %d not a multiple of kv heads %d", c.Heads, c.KVHeads))
+	}
+	if c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0 {
+		errs = append(errs, fmt.Errorf("rope dim %d for head dim %d", c.RopeDim, c.HeadDim))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrShape, err)
+	}
+	return nil
+}
+
+// Layer holds one transformer block's weights.
+type Layer struct {
+	AttnNorm   []float32
+	Wq, Wk, Wv *Matrix
+	Wo         *Matrix
+	FFNNorm    []float32
+	W1, W2, W3 *Matrix // gate, down, up
+}
+
+// Model is a loaded Llama: config, weights and tokenizer. Weights may be
+// memory-mapped; Close releases them.
+type Model struct {
+	Config    Config
+	Format    string // "gguf" or "llama2c"
+	Path      string
+	Embed     *Matrix // Vocab x Dim
+	Layers    []Layer
+	OutNorm   []float32
+	Output    *Matrix // Vocab x Dim; the same as Embed when tied
+	Tokenizer *Tokenizer
+	// StopTokens end generation when sampled: EOS, and BOS, which starts a new
+	// document (llama2.c's run.c stops on it).
+	StopTokens []int
+
+	mapped []byte
+}
+
+// LoadOptions says how to load a model file.
+type LoadOptions struct {
+	Format    string // "gguf", "llama2c" or "" to detect from the file's magic
+	Tokenizer string // llama2.c tokenizer file; required for llama2.c checkpoints
+	Logger    *slog.Logger
+}
+
+// Load opens a GGUF or llama2.c model file, memory-maps it and validates it.
+func Load(path string, opts LoadOptions) (*Model, error) {
+	data, err := mmapFile(path)
+	if err != nil {
+		return nil, &FileError{Path: path, Err: err}
+	}
+	format := opts.Format
+	if format == "" {
+		format = "llama2c"
+		if len(data) >= 4 && string(data[:4]) == ggufMagic {
+			format = "gguf"
+		}
+	}
+	var m *Model
+	switch format {
+	case "gguf":
+		m, err = loadGGUF(data)
+	case "llama2c":
+		m, err = loadLlama2c(data, opts.Tokenizer)
+	default:
+		err = fmt.Errorf("%w: format %q (want gguf or llama2c)", ErrUnsupported, format)
+	}
+	if err != nil {
+		_ = munmap(data)
+		return nil, &FileError{Path: path, Err: err}
+	}
+	m.Format, m.Path, m.mapped = format, path, data
+	return m, nil
+}
+
+// Close releases the model's mapped memory. The model must not be used after.
+func (m *Model) Close() error {
+	if m.mapped == nil {
+		return nil
+	}
+	err := munmap(m.mapped)
+	m.mapped = nil
+	return err
+}
+
+// WeightBytes returns the bytes of weights a decode step reads: every matrix
+// and norm except the token embedding table (unless it doubles as classifier).
+func (m *Model) WeightBytes() int {
+	n := m.Output.Bytes() + 4*len(m.OutNorm)
+	for _, l := range m.Layers {
+		n += l.Wq.Bytes() + l.Wk.Bytes() + l.Wv.Bytes() + l.Wo.Bytes() +
+			l.W1.Bytes() + l.W2.Bytes() + l.W3.Bytes() + 4*(len(l.AttnNorm)+len(l.FFNNorm))
+	}
+	return n
+}
+
+// IsStop reports whether id ends generation.
+func (m *Model) IsStop(id int) bool {
+	for _, s := range m.StopTokens {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+func mmapFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() == 0 {
+		return nil, malformed("empty file")
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", ErrMalformed)
+	}
+	return unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+}
+
+func munmap(b []byte) error { return unix.Munmap(b) }
+
+// checkShape returns an error naming the matrix unless it is rows x cols.
+func checkShape(name string, m *Matrix, rows, cols int) error {
+	if m.Rows != rows || m.Cols != cols {
+		return fmt.Errorf("%w: %s is %dx%d, want %dx%d", ErrShape, name, m.Rows, m.Cols, rows, cols)
+	}
+	return nil
+}
+
+func (m *Model) validate() error {
+	c := m.Config
+	errs := []error{
+		checkShape("token embedding", m.Embed, c.Vocab, c.Dim),
+		checkShape("output", m.Output, c.Vocab, c.Dim),
+	}
+	if len(m.OutNorm) != c.Dim {
+		errs = append(errs, fmt.Errorf("%w: output norm has %d, want %d", ErrShape, len(m.OutNorm), c.Dim))
+	}
+	for i, l := range m.Layers {
+		p := fmt.Sprintf("layer %d ", i)
+		errs = append(errs,
+			checkShape(p+"wq", l.Wq, c.QDim(), c.Dim),
+			checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim),
+			checkShape(p+"wv", l.Wv, c.KVDim(), c.Dim),
+			checkShape(p+"wo", l.Wo, c.Dim, c.QDim()),
+			checkShape(p+"w1", l.W1, c.FFN, c.Dim),
+			checkShape(p+"w2", l.W2, c.Dim, c.FFN),
+			checkShape(p+"w3", l.W3, c.FFN, c.Dim))
+		if len(l.AttnNorm) != c.Dim || len(l.FFNNorm) != c.Dim {
+			errs = append(errs, fmt.Errorf("%w: layer %d norms have %d and %d, want %d",
+				ErrShape, i, len(l.AttnNorm), len(l.FFNNorm), c.Dim))
+		}
+	}
+	if m.Tokenizer.VocabSize() != c.Vocab {
+		errs = append(errs, fmt.Errorf("%w: tokenizer has %d pieces, model vocab %d",
+			ErrShape, m.Tokenizer.VocabSize(), c.Vocab))
+	}
+	return errors.Join(errs...)
+}
