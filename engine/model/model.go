@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -88,7 +90,7 @@ type Model struct {
 
 // LoadOptions says how to load a model file.
 type LoadOptions struct {
-	Format    string // "gguf", "llama2c" or "" to detect from the file's magic
+	Format    string // "gguf", "llama2c" or "" to detect (GGUF magic or .gguf name, else llama2.c)
 	Tokenizer string // llama2.c tokenizer file; required for llama2.c checkpoints
 	Logger    *slog.Logger
 }
@@ -102,7 +104,7 @@ func Load(path string, opts LoadOptions) (*Model, error) {
 	format := opts.Format
 	if format == "" {
 		format = "llama2c"
-		if len(data) >= 4 && string(data[:4]) == ggufMagic {
+		if (len(data) >= 4 && string(data[:4]) == ggufMagic) || strings.EqualFold(filepath.Ext(path), ".gguf") {
 			format = "gguf"
 		}
 	}

@@ -1,0 +1,211 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+func tinySynth(dtype DType, seed uint64) SynthOptions {
+	return SynthOptions{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 64, DType: dtype, Seed: seed}
+}
+
+func writeSynth(t *testing.T, o SynthOptions) (string, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Synthesize(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, buf.Bytes()
+}
+
+func TestSynthesizeIsDeterministicAndLoads(t *testing.T) {
+	for _, dt := range []DType{F32, F16, Q8_0} {
+		o := tinySynth(dt, 7)
+		path, a := writeSynth(t, o)
+		_, b := writeSynth(t, o)
+		if sha256.Sum256(a) != sha256.Sum256(b) {
+			t.Fatalf("%s: same seed gave different bytes", dt)
+		}
+		o.Seed = 8
+		if _, c := writeSynth(t, o); bytes.Equal(a, c) {
+			t.Fatalf("%s: different seeds gave the same bytes", dt)
+		}
+		m, err := Load(path, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.Config
+		if c.Dim != 64 || c.Layers != 2 || c.Heads != 4 || c.KVHeads != 2 || c.FFN != 96 || c.Vocab != 300 ||
+			c.Context != 64 || c.Tied || m.Layers[0].Wq.Type != dt {
+			t.Fatalf("%s: loaded config %+v, wq type %s", dt, c, m.Layers[0].Wq.Type)
+		}
+		// The synthesized vocab round-trips text through byte fallback and merges.
+		ids := m.Tokenizer.Encode("the rain in spain ü", true)
+		if got := m.Tokenizer.Decode(ids[0], ids[1:]); got != "the rain in spain ü" {
+			t.Fatalf("%s: round trip gave %q (ids %v)", dt, got, ids)
+		}
+		b2, err := NewCPU(m, CPUOptions{NumBlocks: 4, BlockSize: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b2.Forward(&Batch{Seqs: []SeqInput{{Tokens: ids, Blocks: []int{0, 1}, Logits: true}}}); err != nil {
+			t.Fatal(err)
+		}
+		b2.Close()
+		m.Close()
+	}
+}
+
+// TestQuantizedForwardMatchesReference checks the F16 and Q8_0 paths against
+// the dense reference, which dequantizes rows on its own.
+func TestQuantizedForwardMatchesReference(t *testing.T) {
+	for _, dt := range []DType{F16, Q8_0} {
+		path, _ := writeSynth(t, tinySynth(dt, 3))
+		m, err := Load(path, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := NewCPU(m, CPUOptions{NumBlocks: 8, BlockSize: 4})
+		ref := &denseRef{m: m}
+		toks := []int{1, 300 - 1, 17, 42, 280, 5, 99}
+		var want []float32
+		for i, tok := range toks {
+			want = ref.step(tok, i)
+		}
+		got, err := b.Forward(&Batch{Seqs: []SeqInput{{Tokens: toks, Blocks: []int{5, 2}, Logits: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxAbsDiff(got[0], want); d > 1e-5 {
+			t.Fatalf("%s: logits differ by %g", dt, d)
+		}
+		b.Close()
+		m.Close()
+	}
+}
+
+func TestLoadErrorsAreTyped(t *testing.T) {
+	_, good := writeSynth(t, tinySynth(F32, 1))
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rewrite := func(mut func(w *GGUFWriter, f *GGUFFile)) []byte {
+		f, err := ParseGGUF(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := NewGGUFWriter()
+		for _, k := range f.SortedKeys() {
+			switch v := f.Meta[k].(type) {
+			case uint32, string, float32, []string, []float32, []int32:
+				w.Set(k, v)
+			}
+		}
+		for _, tt := range f.Tensors {
+			start := f.DataOffset + tt.Offset
+			w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
+		}
+		mut(w, f)
+		var buf bytes.Buffer
+		if _, err := w.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	dropTensor := func(name string) func(*GGUFWriter, *GGUFFile) {
+		return func(w *GGUFWriter, _ *GGUFFile) {
+			for i, tt := range w.tensors {
+				if tt.name == name {
+					w.tensors = append(w.tensors[:i], w.tensors[i+1:]...)
+					return
+				}
+			}
+		}
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"bad magic", append([]byte("GGUX"), good[4:]...), ErrMalformed},
+		{"truncated header", good[:20], ErrMalformed},
+		{"truncated data", good[:len(good)-100], ErrMalformed},
+		{"arch", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("general.architecture", "mamba") }), ErrUnsupported},
+		{"tokenizer", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("tokenizer.ggml.model", "gpt2") }), ErrUnsupported},
+		{"missing tensor", rewrite(dropTensor("blk.1.ffn_up.weight")), ErrMissingTensor},
+		{"tensor type", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.tensors[3].typ = 12 }), ErrUnsupported},
+		{"shape", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("llama.feed_forward_length", uint32(128)) }), ErrShape},
+		{"heads", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("llama.attention.head_count_kv", uint32(3)) }), ErrShape},
+	}
+	for _, tc := range cases {
+		_, err := Load(write(tc.name+".gguf", tc.data), LoadOptions{})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
+		}
+		var fe *FileError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: error %v does not name the file", tc.name, err)
+		}
+	}
+
+	bin, err := os.ReadFile(testmodels.Path(t, "stories260K.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := testmodels.Path(t, "tok512.bin")
+	for name, tc := range map[string]struct {
+		data []byte
+		tok  string
+		want error
+	}{
+		"llama2c truncated":     {bin[:len(bin)/2], tok, ErrMalformed},
+		"llama2c tiny":          {bin[:10], tok, ErrMalformed},
+		"llama2c no tokenizer":  {bin, "", ErrMalformed},
+		"llama2c bad tokenizer": {bin, write("tok", []byte{1, 2, 3}), ErrMalformed},
+		"llama2c bad header":    {append([]byte{0, 0, 0, 0}, bin[4:]...), tok, ErrShape},
+	} {
+		_, err := Load(write(name, tc.data), LoadOptions{Format: "llama2c", Tokenizer: tc.tok})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %v", name, err, tc.want)
+		}
+	}
+	if _, err := Load(filepath.Join(dir, "absent"), LoadOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("absent file: %v", err)
+	}
+}
+
+func TestF16Conversion(t *testing.T) {
+	for _, f := range []float32{0, 1, -1, 0.5, 65504, 1e-7, 6.1e-5, -3.14159, 1e6} {
+		h := F32ToF16(f)
+		back := F16ToF32(h)
+		if F32ToF16(back) != h {
+			t.Errorf("%v -> %#x -> %v does not round trip", f, h, back)
+		}
+	}
+	for h := range 1 << 16 {
+		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
+			continue // NaN payloads
+		}
+		if got := F32ToF16(F16ToF32(uint16(h))); got != uint16(h) {
+			t.Fatalf("half %#x -> %v -> %#x", h, F16ToF32(uint16(h)), got)
+		}
+	}
+	if F32ToF16(1e6) != 0x7c00 || F32ToF16(1+1.0/2048) != 0x3c00 {
+		t.Error("overflow or ties-to-even rounding wrong")
+	}
+}

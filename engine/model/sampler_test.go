@@ -1,0 +1,73 @@
+package model
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestArgmaxLowestOnTie(t *testing.T) {
+	if got := Argmax([]float32{1, 3, 3, 2}); got != 1 {
+		t.Fatalf("Argmax = %d, want 1", got)
+	}
+}
+
+func TestSamplerSeededAndFiltered(t *testing.T) {
+	logits := func() []float32 { return []float32{1, 2, 3, 4, 0.5, 3.9, -1, 2.5} }
+	draw := func(p SamplingParams, n int) []int {
+		s := NewSampler(p)
+		var out []int
+		for range n {
+			out = append(out, s.Sample(logits(), nil))
+		}
+		return out
+	}
+	p := SamplingParams{Temperature: 1, Seed: 42}
+	a, b := draw(p, 200), draw(p, 200)
+	if !slices.Equal(a, b) {
+		t.Fatal("same seed gave different draws")
+	}
+	p.Seed = 43
+	if slices.Equal(a, draw(p, 200)) {
+		t.Fatal("different seeds gave the same 200 draws")
+	}
+	seen := map[int]bool{}
+	for _, id := range a {
+		seen[id] = true
+	}
+	if len(seen) < 4 {
+		t.Fatalf("temperature 1 drew only %v", seen)
+	}
+	for _, tc := range []struct {
+		p     SamplingParams
+		allow []int
+	}{
+		{SamplingParams{Temperature: 1, TopK: 2, Seed: 1}, []int{3, 5}},
+		{SamplingParams{Temperature: 1, TopP: 0.5, Seed: 1}, []int{3, 5}},
+		{SamplingParams{Temperature: 1, MinP: 0.5, Seed: 1}, []int{2, 3, 5}},
+		{SamplingParams{Temperature: 0}, []int{3}},
+	} {
+		for _, id := range draw(tc.p, 300) {
+			if !slices.Contains(tc.allow, id) {
+				t.Fatalf("%+v drew %d, allowed %v", tc.p, id, tc.allow)
+			}
+		}
+	}
+}
+
+func TestRepetitionPenalty(t *testing.T) {
+	s := NewSampler(SamplingParams{RepetitionPenalty: 2})
+	if got := s.Sample([]float32{0, 4, 3}, []int{1}); got != 2 {
+		t.Fatalf("penalized token still chosen: %d", got)
+	}
+}
+
+func TestSamplingParamsValidate(t *testing.T) {
+	for _, p := range []SamplingParams{{Temperature: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}, {RepetitionPenalty: -1}} {
+		if p.Validate() == nil {
+			t.Errorf("%+v accepted", p)
+		}
+	}
+	if err := (SamplingParams{Temperature: 0.7, TopK: 40, TopP: 0.9}).Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,187 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strings"
+)
+
+// SynthOptions describes a random-weight Llama to write as GGUF.
+type SynthOptions struct {
+	Dim, Layers, Heads, KVHeads, FFN, Vocab, Context int
+	DType                                            DType   // F32, F16 or Q8_0 for the matrices; norms stay F32
+	Seed                                             uint64  // same seed, same bytes
+	Tied                                             bool    // no separate output matrix
+	Std                                              float64 // weight standard deviation; default 0.02
+	// Tokenizer supplies the vocabulary (its size must equal Vocab); nil
+	// synthesizes one with byte fallback.
+	Tokenizer *Tokenizer
+}
+
+func (o *SynthOptions) check() error {
+	if o.Heads <= 0 || o.KVHeads <= 0 || o.Dim%o.Heads != 0 || o.Heads%o.KVHeads != 0 {
+		return fmt.Errorf("synth: dim %d, heads %d, kv heads %d do not divide", o.Dim, o.Heads, o.KVHeads)
+	}
+	if !o.DType.Supported() {
+		return fmt.Errorf("synth: dtype %s", o.DType)
+	}
+	if o.DType == Q8_0 && (o.Dim%Q8Block != 0 || o.FFN%Q8Block != 0) {
+		return fmt.Errorf("synth: Q8_0 needs dim and ffn that are multiples of %d", Q8Block)
+	}
+	if o.Tokenizer != nil && o.Tokenizer.VocabSize() != o.Vocab {
+		return fmt.Errorf("synth: tokenizer has %d pieces, vocab is %d", o.Tokenizer.VocabSize(), o.Vocab)
+	}
+	if o.Tokenizer == nil && o.Vocab < 259+1 {
+		return fmt.Errorf("synth: a synthesized vocab needs at least 260 pieces, got %d", o.Vocab)
+	}
+	c := Config{Dim: o.Dim, FFN: o.FFN, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
+		HeadDim: o.Dim / o.Heads, RopeDim: o.Dim / o.Heads, Vocab: o.Vocab, Context: o.Context}
+	return c.validate()
+}
+
+// Synthesize writes a deterministic random-weight Llama GGUF (weights normal
+// with std 0.02, norms 1.0) that llama.cpp and batchd both load.
+func Synthesize(w io.Writer, o SynthOptions) error {
+	if o.Std == 0 {
+		o.Std = 0.02
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	pieces, scores, types := synthVocab(o)
+	gw := NewGGUFWriter()
+	fileType := map[DType]uint32{F32: 0, F16: 1, Q8_0: 7}[o.DType]
+	gw.Set("general.architecture", "llama")
+	gw.Set("general.name", fmt.Sprintf("batchd-synth-d%d-l%d-%s", o.Dim, o.Layers, strings.ToLower(o.DType.String())))
+	gw.Set("general.file_type", fileType)
+	gw.Set("llama.context_length", uint32(o.Context))
+	gw.Set("llama.embedding_length", uint32(o.Dim))
+	gw.Set("llama.block_count", uint32(o.Layers))
+	gw.Set("llama.feed_forward_length", uint32(o.FFN))
+	gw.Set("llama.attention.head_count", uint32(o.Heads))
+	gw.Set("llama.attention.head_count_kv", uint32(o.KVHeads))
+	gw.Set("llama.attention.layer_norm_rms_epsilon", float32(1e-5))
+	gw.Set("llama.rope.dimension_count", uint32(o.Dim/o.Heads))
+	gw.Set("llama.rope.freq_base", float32(10000))
+	gw.Set("llama.vocab_size", uint32(o.Vocab))
+	gw.Set("tokenizer.ggml.model", "llama")
+	gw.Set("tokenizer.ggml.tokens", pieces)
+	gw.Set("tokenizer.ggml.scores", scores)
+	gw.Set("tokenizer.ggml.token_type", types)
+	gw.Set("tokenizer.ggml.bos_token_id", uint32(1))
+	gw.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	gw.Set("tokenizer.ggml.unknown_token_id", uint32(0))
+
+	rng := rand.New(rand.NewPCG(o.Seed, 0x6261746368640a))
+	kv := o.Dim / o.Heads * o.KVHeads
+	mat := func(name string, rows, cols int) {
+		gw.AddTensor(name, o.DType, []uint64{uint64(cols), uint64(rows)}, randomMatrix(rng, o.DType, rows, cols, o.Std))
+	}
+	ones := func(name string, n int) {
+		b := make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
+		}
+		gw.AddTensor(name, F32, []uint64{uint64(n)}, b)
+	}
+	mat("token_embd.weight", o.Vocab, o.Dim)
+	ones("output_norm.weight", o.Dim)
+	if !o.Tied {
+		mat("output.weight", o.Vocab, o.Dim)
+	}
+	for i := range o.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		mat(p+"attn_q.weight", o.Dim, o.Dim)
+		mat(p+"attn_k.weight", kv, o.Dim)
+		mat(p+"attn_v.weight", kv, o.Dim)
+		mat(p+"attn_output.weight", o.Dim, o.Dim)
+		ones(p+"attn_norm.weight", o.Dim)
+		mat(p+"ffn_gate.weight", o.FFN, o.Dim)
+		mat(p+"ffn_down.weight", o.Dim, o.FFN)
+		mat(p+"ffn_up.weight", o.FFN, o.Dim)
+		ones(p+"ffn_norm.weight", o.Dim)
+	}
+	_, err := gw.WriteTo(w)
+	return err
+}
+
+func randomMatrix(rng *rand.Rand, t DType, rows, cols int, std float64) []byte {
+	row := make([]float32, cols)
+	out := make([]byte, rows*t.RowBytes(cols))
+	rb := t.RowBytes(cols)
+	for r := range rows {
+		for i := range row {
+			row[i] = float32(rng.NormFloat64() * std)
+		}
+		dst := out[r*rb : (r+1)*rb]
+		switch t {
+		case F32:
+			for i, v := range row {
+				binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+			}
+		case F16:
+			for i, v := range row {
+				binary.LittleEndian.PutUint16(dst[2*i:], F32ToF16(v))
+			}
+		case Q8_0:
+			QuantizeQ8(row, dst)
+		}
+	}
+	return out
+}
+
+// synthVocab returns GGUF pieces (spaces as U+2581), scores and types: the
+// given tokenizer's, or <unk>, <s>, </s>, 256 byte pieces, printable ASCII and
+// then ever longer strings of letters so that BPE merges have work to do.
+func synthVocab(o SynthOptions) ([]string, []float32, []int32) {
+	if o.Tokenizer != nil {
+		p, s, ty := o.Tokenizer.Pieces()
+		out := make([]string, len(p))
+		for i := range p {
+			out[i] = strings.ReplaceAll(p[i], " ", "\u2581")
+		}
+		return out, s, ty
+	}
+	pieces := []string{"<unk>", "<s>", "</s>"}
+	types := []int32{TokenUnknown, TokenControl, TokenControl}
+	for b := range 256 {
+		pieces = append(pieces, fmt.Sprintf("<0x%02X>", b))
+		types = append(types, TokenByte)
+	}
+	seen := map[string]bool{}
+	add := func(p string) {
+		if len(pieces) < o.Vocab && !seen[p] {
+			seen[p] = true
+			pieces = append(pieces, strings.ReplaceAll(p, " ", "\u2581"))
+			types = append(types, TokenNormal)
+		}
+	}
+	for c := byte(' '); c <= '~'; c++ {
+		add(string(c))
+	}
+	const letters = " etaoinshrdlucmfwypvbgkjqxz"
+	level := []string{""}
+	for len(pieces) < o.Vocab {
+		var next []string
+		for _, p := range level {
+			for _, c := range letters {
+				s := p + string(c)
+				next = append(next, s)
+				if len(s) > 1 {
+					add(s)
+				}
+			}
+		}
+		level = next
+	}
+	scores := make([]float32, len(pieces))
+	for i := range scores {
+		if types[i] == TokenNormal {
+			scores[i] = -float32(i)
+		}
+	}
+	return pieces, scores, types
+}

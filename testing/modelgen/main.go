@@ -1,0 +1,81 @@
+// Command modelgen writes a deterministic random-weight Llama GGUF of any
+// shape and dtype, for benchmarks and for a demo model when no real one is
+// configured:
+//
+//	go run ./testing/modelgen --out FILE --dim D --layers L --heads H --kv-heads K \
+//	    --ffn F --vocab V --ctx C --dtype f32|f16|q8_0 --seed S [--tied] [--tokenizer FILE]
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/batchd/batchd/engine/model"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "modelgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("modelgen", flag.ContinueOnError)
+	out := fs.String("out", "", "output GGUF file (required)")
+	o := model.SynthOptions{}
+	fs.IntVar(&o.Dim, "dim", 768, "embedding width")
+	fs.IntVar(&o.Layers, "layers", 12, "transformer blocks")
+	fs.IntVar(&o.Heads, "heads", 12, "attention heads")
+	fs.IntVar(&o.KVHeads, "kv-heads", 0, "key/value heads (default: heads)")
+	fs.IntVar(&o.FFN, "ffn", 2048, "feed-forward width")
+	fs.IntVar(&o.Vocab, "vocab", 32000, "vocabulary size")
+	fs.IntVar(&o.Context, "ctx", 1024, "context length")
+	dtype := fs.String("dtype", "f32", "matrix type: f32, f16 or q8_0")
+	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
+	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
+	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	if o.KVHeads == 0 {
+		o.KVHeads = o.Heads
+	}
+	var err error
+	if o.DType, err = model.ParseDType(*dtype); err != nil {
+		return err
+	}
+	if *tokPath != "" {
+		if o.Tokenizer, err = model.LoadLlama2cTokenizer(*tokPath, o.Vocab); err != nil {
+			return err
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(*out), ".modelgen-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := model.Synthesize(bw, o); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), *out)
+}
