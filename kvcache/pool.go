@@ -142,14 +142,14 @@ func (p *Pool) Blocks(seq SeqID) []int {
 func (p *Pool) Has(seq SeqID) bool { return p.seqs[seq] != nil }
 
 // Lookup returns the longest run of cached full blocks that holds a prefix of
-// tokens, and the number of tokens they cover. It changes no ref counts: pass
-// the result to Allocate in the same step. Callers that need logits for the
-// last prompt token pass the prompt without it.
+// tokens, and the number of tokens they cover. It changes no ref counts or
+// counters: pass the result to Allocate in the same step, and Record it once
+// the sequence is admitted. Callers that need logits for the last prompt
+// token pass the prompt without it.
 func (p *Pool) Lookup(tokens []int) (blocks []int, numTokens int) {
 	if !p.caching {
 		return nil, 0
 	}
-	p.queries += uint64(len(tokens))
 	var parent Hash
 	for start := 0; start+p.blockSize <= len(tokens); start += p.blockSize {
 		h := ChainHash(parent, tokens[start:start+p.blockSize])
@@ -160,9 +160,15 @@ func (p *Pool) Lookup(tokens []int) (blocks []int, numTokens int) {
 		blocks = append(blocks, id)
 		parent = h
 	}
-	n := len(blocks) * p.blockSize
-	p.hits += uint64(n)
-	return blocks, n
+	return blocks, len(blocks) * p.blockSize
+}
+
+// Record counts one prefix-cache query of queried tokens of which hit were cached.
+func (p *Pool) Record(queried, hit int) {
+	if p.caching {
+		p.queries += uint64(queried)
+		p.hits += uint64(hit)
+	}
 }
 
 // Allocate makes seq's block table hold at least numTokens slots. On the

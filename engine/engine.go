@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/kvcache"
+)
+
+// Backend runs forward passes over the paged KV store.
+type Backend interface {
+	// Forward runs one step; it returns the last-token logits of every
+	// sequence that asked, valid until the next call.
+	Forward(*model.Batch) ([][]float32, error)
+	Close() error
+}
+
+var _ Backend = (*model.CPU)(nil)
+
+// Options configure an Engine.
+type Options struct {
+	Model   *model.Model
+	Backend Backend // sized with the same NumBlocks and BlockSize
+
+	NumBlocks            int  // KV blocks in the pool; required
+	BlockSize            int  // tokens per block; default 16
+	DisablePrefixCaching bool // prefix caching is on unless this is set
+
+	Scheduler SchedulerConfig
+	MaxQueue  int // requests waiting for admission before Submit returns ErrQueueFull; default 1024
+
+	Logger *slog.Logger
+	Now    func() time.Time // clock; default time.Now
+}
+
+// Engine owns the scheduler, the KV pool and the backend, and runs them from
+// one goroutine (Run). Submit, Cancel and Stats are safe from any goroutine;
+// they touch only the inbox and the published snapshot, never the loop's state.
+//
+// Lock order: mu is a leaf lock; it is never held across a forward pass or
+// while pushing to a Stream.
+type Engine struct {
+	m       *model.Model
+	backend Backend
+	pool    *kvcache.Pool
+	sched   *Scheduler
+	log     *slog.Logger
+	now     func() time.Time
+	wake    chan struct{}
+	done    chan struct{}
+
+	heartbeat atomic.Int64 // unix nanos of the loop's last turn
+	afterStep func()       // test hook, run by the loop at every step boundary
+
+	mu       sync.Mutex
+	inbox    []*reqState
+	cancels  []cancelReq
+	newCfg   *SchedulerConfig
+	live     map[uint64]*reqState
+	pending  int // accepted, not yet scheduled
+	maxQueue int
+	nextID   uint64
+	closed   bool
+	drained  chan struct{} // closed when draining and nothing is live
+	snap     Stats
+	rec      recorder
+}
+
+type cancelReq struct {
+	id     uint64
+	reason FinishReason
+	err    error
+}
+
+// reqState is the loop's per-request state.
+type reqState struct {
+	req        Request
+	seq        *Sequence
+	stream     *Stream
+	sampler    *model.Sampler
+	detok      *model.Detokenizer
+	stop       stopMatcher
+	stopIDs    []int
+	scheduled  bool
+	firstToken time.Time
+	lastToken  time.Time
+}
+
+// New builds an engine; call Run to start its loop.
+func New(o Options) (*Engine, error) {
+	if o.Model == nil || o.Backend == nil {
+		return nil, fmt.Errorf("%w: engine needs a model and a backend", ErrInvalidArgument)
+	}
+	if o.BlockSize == 0 {
+		o.BlockSize = kvcache.DefaultBlockSize
+	}
+	pool, err := kvcache.New(kvcache.Options{NumBlocks: o.NumBlocks, BlockSize: o.BlockSize, PrefixCaching: !o.DisablePrefixCaching})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 1024
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	e := &Engine{
+		m: o.Model, backend: o.Backend, pool: pool, sched: NewScheduler(o.Scheduler, pool),
+		log: o.Logger.With("component", "engine"), now: o.Now,
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		live: map[uint64]*reqState{}, maxQueue: o.MaxQueue,
+	}
+	e.heartbeat.Store(e.now().UnixNano())
+	e.publish()
+	return e, nil
+}
+
+// Model returns the engine's model.
+func (e *Engine) Model() *model.Model { return e.m }
+
+// Heartbeat returns when the step loop last completed a turn; a wedged loop stops it.
+func (e *Engine) Heartbeat() time.Time { return time.Unix(0, e.heartbeat.Load()) }
+
+// Submit validates r and queues it without blocking. The stream ends with
+// exactly one terminal event. Cancelling ctx cancels the request.
+func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
+	r, err := prepare(r, e.m, e.pool.NumBlocks(), e.pool.BlockSize())
+	if err != nil {
+		e.mu.Lock()
+		e.rec.rejected++
+		e.mu.Unlock()
+		return nil, err
+	}
+	stops := append(append([]int(nil), e.m.StopTokens...), r.StopTokenIDs...)
+	rs := &reqState{req: r, sampler: model.NewSampler(r.Sampling), stop: stopMatcher{stops: r.Stop}, stopIDs: stops,
+		detok: model.NewDetokenizer(e.m.Tokenizer, r.Tokens[len(r.Tokens)-1])}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if e.pending >= e.maxQueue {
+		e.rec.rejected++
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w (%d waiting)", ErrQueueFull, e.pending)
+	}
+	e.nextID++
+	id := e.nextID
+	rs.seq = &Sequence{ID: id, Priority: r.Priority, Arrival: e.now(), Tokens: r.Tokens,
+		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens}
+	rs.stream = newStream(id)
+	e.live[id] = rs
+	e.pending++
+	e.rec.submitted++
+	e.inbox = append(e.inbox, rs)
+	e.mu.Unlock()
+	rs.stream.stop = context.AfterFunc(ctx, func() { _ = e.cancel(id, FinishCancelled, ctx.Err()) })
+	e.poke()
+	return rs.stream, nil
+}
+
+// Cancel ends request id at the next step boundary with finish reason "cancelled".
+func (e *Engine) Cancel(id uint64) error { return e.cancel(id, FinishCancelled, nil) }
+
+func (e *Engine) cancel(id uint64, reason FinishReason, err error) error {
+	e.mu.Lock()
+	if _, ok := e.live[id]; !ok {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: request %d", ErrNotFound, id)
+	}
+	e.cancels = append(e.cancels, cancelReq{id, reason, err})
+	e.mu.Unlock()
+	e.poke()
+	return nil
+}
+
+// Owner returns the Owner of a live request.
+func (e *Engine) Owner(id uint64) (uint32, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rs, ok := e.live[id]
+	if !ok {
+		return 0, false
+	}
+	return rs.req.Owner, true
+}
+
+// SetScheduler replaces the scheduler's knobs from the next step (hot reload).
+func (e *Engine) SetScheduler(cfg SchedulerConfig) {
+	e.mu.Lock()
+	e.newCfg = &cfg
+	e.mu.Unlock()
+	e.poke()
+}
+
+// SetMaxQueue changes the waiting-queue limit (hot reload).
+func (e *Engine) SetMaxQueue(n int) {
+	e.mu.Lock()
+	if n > 0 {
+		e.maxQueue = n
+	}
+	e.mu.Unlock()
+}
+
+// Drain stops admission (Submit returns ErrClosed) and waits until every
+// live request has ended or ctx is done.
+func (e *Engine) Drain(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	if e.drained == nil {
+		e.drained = make(chan struct{})
+		if len(e.live) == 0 {
+			close(e.drained)
+		}
+	}
+	ch := e.drained
+	e.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done is closed when Run has returned.
+func (e *Engine) Done() <-chan struct{} { return e.done }
+
+// Stats returns a snapshot; it never waits for the step loop.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.snap
+	e.rec.fill(&s, e.now())
+	return s
+}
+
+// KVUsage returns the pool's occupancy as last published by the loop.
+func (e *Engine) KVUsage() kvcache.Usage {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return kvcache.Usage{Total: e.snap.KVBlocksTotal, Used: e.snap.KVBlocksUsed, Cached: e.snap.KVBlocksCached,
+		Free: e.snap.KVBlocksTotal - e.snap.KVBlocksUsed - e.snap.KVBlocksCached}
+}
+
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}

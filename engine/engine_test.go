@@ -1,0 +1,397 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+type engineOpts struct {
+	blocks, blockSize int
+	sched             SchedulerConfig
+	maxQueue          int
+	noStart           bool
+}
+
+func loadModel(t testing.TB, format string) *model.Model {
+	t.Helper()
+	var m *model.Model
+	var err error
+	if format == "gguf" {
+		m, err = model.Load(testmodels.Path(t, "stories260K.gguf"), model.LoadOptions{})
+	} else {
+		m, err = model.Load(testmodels.Path(t, "stories260K.bin"), model.LoadOptions{Tokenizer: testmodels.Path(t, "tok512.bin")})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// startEngine runs an engine whose loop checks the KV pool's invariants at
+// every step boundary; a violation fails the test.
+func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
+	t.Helper()
+	if o.blocks == 0 {
+		o.blocks = 256
+	}
+	if o.blockSize == 0 {
+		o.blockSize = 16
+	}
+	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Model: m, Backend: cpu, NumBlocks: o.blocks, BlockSize: o.blockSize,
+		Scheduler: o.sched, MaxQueue: o.maxQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var violation error
+	e.afterStep = func() {
+		if err := e.pool.Check(); err != nil {
+			mu.Lock()
+			violation = err
+			mu.Unlock()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if !o.noStart {
+		go func() { _ = e.Run(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		if !o.noStart {
+			<-e.Done()
+		}
+		cpu.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if violation != nil {
+			t.Errorf("KV pool invariant broken: %v", violation)
+		}
+	})
+	return e
+}
+
+type result struct {
+	text   string
+	tokens []int
+	done   Event
+}
+
+func run(t testing.TB, e *Engine, r Request) result {
+	t.Helper()
+	s, err := e.Submit(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, toks, done, err := s.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return result{text, toks, done}
+}
+
+func checkGolden(t testing.TB, g testmodels.Golden, r result) {
+	t.Helper()
+	if !slices.Equal(r.tokens, g.OutputTokens) {
+		t.Fatalf("%q: tokens differ at %d (preemptions %d)", g.Prompt, firstDiff(r.tokens, g.OutputTokens), r.done.Preemptions)
+	}
+	if r.text != g.Text {
+		t.Fatalf("%q: text %q, want %q", g.Prompt, r.text, g.Text)
+	}
+	want := FinishLength
+	if g.Stop == "bos" {
+		want = FinishStop
+	}
+	if r.done.Finish != want {
+		t.Fatalf("%q: finish %s, want %s", g.Prompt, r.done.Finish, want)
+	}
+}
+
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func TestGoldenAloneThroughEngine(t *testing.T) {
+	for _, format := range []string{"llama2c", "gguf"} {
+		m := loadModel(t, format)
+		e := startEngine(t, m, engineOpts{})
+		for _, g := range testmodels.Goldens(t) {
+			r := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+			checkGolden(t, g, r)
+			if r.done.Usage.PromptTokens != len(g.PromptTokens) || r.done.Usage.CompletionTokens != len(g.OutputTokens) {
+				t.Fatalf("usage %+v", r.done.Usage)
+			}
+		}
+		if s := e.Stats(); s.KVBlocksUsed != 0 || s.Running != 0 || s.Waiting != 0 {
+			t.Fatalf("engine not idle after the goldens: %+v", s)
+		}
+	}
+}
+
+// TestBatchingIsInvisible runs 32 golden requests with staggered arrivals,
+// once with room for all and once in a pool so small that they preempt each
+// other, and once with the prefix cache warm; greedy tokens never change.
+func TestBatchingIsInvisible(t *testing.T) {
+	m := loadModel(t, "gguf")
+	goldens := testmodels.Goldens(t)
+	for _, tc := range []struct {
+		name      string
+		o         engineOpts
+		preempted bool
+	}{
+		{"roomy", engineOpts{blocks: 512, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, false},
+		{"tight pool", engineOpts{blocks: 40, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, true},
+		{"block size 1", engineOpts{blocks: 700, blockSize: 1, sched: SchedulerConfig{MaxNumBatchedTokens: 7, MaxPartialPrefills: 2}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startEngine(t, m, tc.o)
+			var wg sync.WaitGroup
+			results := make([]result, 32)
+			for i := range results {
+				g := goldens[i%len(goldens)]
+				s, err := e.Submit(context.Background(), Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Stagger: the next request arrives once this one has its first token.
+				first := make(chan struct{})
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var once sync.Once
+					for {
+						ev, ok, err := s.Recv(context.Background())
+						if err != nil || !ok {
+							once.Do(func() { close(first) })
+							return
+						}
+						once.Do(func() { close(first) })
+						results[i].text += ev.Text
+						results[i].tokens = append(results[i].tokens, ev.Tokens...)
+						if ev.Done {
+							results[i].done = ev
+						}
+					}
+				}()
+				if i%3 != 2 {
+					<-first
+				}
+			}
+			wg.Wait()
+			preemptions := 0
+			for i, r := range results {
+				checkGolden(t, goldens[i%len(goldens)], r)
+				preemptions += r.done.Preemptions
+			}
+			s := e.Stats()
+			if tc.preempted && (preemptions == 0 || s.Preemptions == 0) {
+				t.Fatalf("expected preemptions, got %d (stats %d)", preemptions, s.Preemptions)
+			}
+			if s.MeanBatchSize <= 1.5 {
+				t.Fatalf("requests did not batch: mean batch size %.2f", s.MeanBatchSize)
+			}
+			if s.KVBlocksUsed != 0 {
+				t.Fatalf("blocks still used: %+v", s)
+			}
+		})
+	}
+}
+
+func TestPrefixCacheHitGivesSameTokens(t *testing.T) {
+	m := loadModel(t, "gguf")
+	e := startEngine(t, m, engineOpts{blocks: 256, blockSize: 4})
+	g := testmodels.Goldens(t)[2] // 13 prompt tokens: 3 full blocks of 4
+	first := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+	second := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+	checkGolden(t, g, first)
+	checkGolden(t, g, second)
+	if first.done.Usage.CachedPromptTokens != 0 || second.done.Usage.CachedPromptTokens != 12 {
+		t.Fatalf("cached prompt tokens %d then %d, want 0 then 12",
+			first.done.Usage.CachedPromptTokens, second.done.Usage.CachedPromptTokens)
+	}
+	if s := e.Stats(); s.PrefixHits != 12 || s.PrefixQueries != 24 {
+		t.Fatalf("prefix stats %d/%d", s.PrefixHits, s.PrefixQueries)
+	}
+}
+
+func TestStopStringsAndTokens(t *testing.T) {
+	m := loadModel(t, "gguf")
+	e := startEngine(t, m, engineOpts{})
+	g := testmodels.Goldens(t)[0]
+	r := run(t, e, Request{Prompt: g.Prompt, MaxTokens: 100, Stop: []string{"Lily. She", "zzz"}})
+	if r.text != ", there was a little girl named " || r.done.Finish != FinishStop {
+		t.Fatalf("stop string: %q %s", r.text, r.done.Finish)
+	}
+	// A stop token id ends before emitting it.
+	r = run(t, e, Request{Prompt: g.Prompt, MaxTokens: 100, StopTokenIDs: []int{g.OutputTokens[3]}})
+	if !slices.Equal(r.tokens, g.OutputTokens[:3]) || r.done.Finish != FinishStop {
+		t.Fatalf("stop token: %v %s", r.tokens, r.done.Finish)
+	}
+}
+
+func TestSubmitValidation(t *testing.T) {
+	m := loadModel(t, "gguf")
+	e := startEngine(t, m, engineOpts{blocks: 8, blockSize: 16})
+	for name, r := range map[string]Request{
+		"bad token":     {Tokens: []int{1, 9999}},
+		"empty tokens":  {Tokens: []int{}},
+		"temperature":   {Prompt: "x", Sampling: model.SamplingParams{Temperature: -1}},
+		"past context":  {Prompt: "x", MaxTokens: 600},
+		"negative max":  {Prompt: "x", MaxTokens: -1},
+		"empty stop":    {Prompt: "x", Stop: []string{""}},
+		"never fits kv": {Prompt: "x", MaxTokens: 200},
+	} {
+		if _, err := e.Submit(context.Background(), r); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: got %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	// Without max_tokens the request is sized to what the pool can hold.
+	r := run(t, e, Request{Prompt: "Once"})
+	if r.done.Finish != FinishLength || r.done.Usage.PromptTokens+r.done.Usage.CompletionTokens != 8*16+1 {
+		t.Fatalf("default max tokens: %+v %s", r.done.Usage, r.done.Finish)
+	}
+}
+
+func TestQueueFullIsImmediateAndTyped(t *testing.T) {
+	m := loadModel(t, "gguf")
+	e := startEngine(t, m, engineOpts{maxQueue: 3, noStart: true})
+	for i := range 3 {
+		if _, err := e.Submit(context.Background(), Request{Prompt: fmt.Sprint(i), MaxTokens: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := e.Submit(context.Background(), Request{Prompt: "x", MaxTokens: 1})
+	if !errors.Is(err, ErrQueueFull) || !errors.Is(err, ErrResourceExhausted) {
+		t.Fatalf("got %v, want ErrQueueFull", err)
+	}
+}
+
+func TestCancelFreesBlocks(t *testing.T) {
+	m := loadModel(t, "gguf")
+	e := startEngine(t, m, engineOpts{})
+	ctx, cancel := context.WithCancel(context.Background())
+	s1, _ := e.Submit(ctx, Request{Prompt: "Once upon a time", MaxTokens: 400})
+	s2, _ := e.Submit(context.Background(), Request{Prompt: "Lily", MaxTokens: 400})
+	for _, s := range []*Stream{s1, s2} {
+		if _, _, err := s.Recv(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	if err := e.Cancel(s2.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Stream{s1, s2} {
+		_, _, done, _ := s.Wait(context.Background())
+		if done.Finish != FinishCancelled {
+			t.Fatalf("finish %s", done.Finish)
+		}
+	}
+	if err := e.Cancel(s2.ID()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("cancel of a finished request: %v", err)
+	}
+	// The terminal event is sent after the blocks are freed.
+	if u := e.pool.Usage(); u.Used != 0 {
+		t.Fatalf("blocks still used after cancel: %+v", u)
+	}
+}
+
+// TestStorm submits, cancels and finishes requests at random; the loop checks
+// block conservation at every step and every request ends exactly once.
+func TestStorm(t *testing.T) {
+	m := loadModel(t, "gguf")
+	e := startEngine(t, m, engineOpts{blocks: 30, blockSize: 8, sched: SchedulerConfig{MaxNumBatchedTokens: 40, MaxNumSeqs: 6}})
+	rng := rand.New(rand.NewPCG(5, 6))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	terminal := map[uint64]int{}
+	for i := range 120 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := e.Submit(ctx, Request{Prompt: fmt.Sprintf("story %d about", i), MaxTokens: 1 + rng.IntN(60),
+			Sampling: model.SamplingParams{Temperature: 0.8, Seed: uint64(i)}, Priority: rng.IntN(3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		action := rng.IntN(4)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			for {
+				ev, ok, err := s.Recv(context.Background())
+				if err != nil || !ok {
+					return
+				}
+				if ev.Done {
+					mu.Lock()
+					terminal[s.ID()]++
+					mu.Unlock()
+				} else if action == 0 {
+					cancel()
+				} else if action == 1 {
+					_ = e.Cancel(s.ID())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for id, n := range terminal {
+		if n != 1 {
+			t.Fatalf("request %d got %d terminal events", id, n)
+		}
+	}
+	if len(terminal) != 120 {
+		t.Fatalf("%d of 120 requests ended", len(terminal))
+	}
+	if s := e.Stats(); s.KVBlocksUsed != 0 || s.Running != 0 {
+		t.Fatalf("not idle after the storm: %+v", s)
+	}
+}
+
+func TestShutdownEndsEverything(t *testing.T) {
+	m := loadModel(t, "gguf")
+	cpu, _ := model.NewCPU(m, model.CPUOptions{NumBlocks: 64})
+	defer cpu.Close()
+	e, _ := New(Options{Model: m, Backend: cpu, NumBlocks: 64})
+	ctx, cancel := context.WithCancel(context.Background())
+	var streams []*Stream
+	for range 5 {
+		s, err := e.Submit(context.Background(), Request{Prompt: "Once", MaxTokens: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+	}
+	go func() { _ = e.Run(ctx) }()
+	if _, _, err := streams[0].Recv(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-e.Done()
+	for _, s := range streams {
+		_, _, done, _ := s.Wait(context.Background())
+		if !done.Done || (done.Finish != FinishCancelled && done.Finish != FinishLength) {
+			t.Fatalf("terminal %+v", done)
+		}
+	}
+	if _, err := e.Submit(context.Background(), Request{Prompt: "x"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("submit after shutdown: %v", err)
+	}
+}

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/kvcache"
+)
+
+// idleTick bounds how long the idle loop sleeps, so the heartbeat keeps moving.
+const idleTick = time.Second
+
+// Run is the step loop. It returns when ctx is done, after ending every live
+// request with a "cancelled" terminal event that carries ErrClosed.
+func (e *Engine) Run(ctx context.Context) error {
+	defer close(e.done)
+	states := map[uint64]*reqState{}
+	batch := &model.Batch{}
+	for {
+		if e.afterStep != nil {
+			e.afterStep()
+		}
+		now := e.now()
+		e.heartbeat.Store(now.UnixNano())
+		if ctx.Err() != nil {
+			e.shutdown(states)
+			return nil
+		}
+		e.takeInbox(states, now)
+		step := e.sched.Schedule(now)
+		e.notePreempted(step)
+		if len(step.Seqs) == 0 {
+			e.publish()
+			e.idle(ctx)
+			continue
+		}
+		batch.Seqs = batch.Seqs[:0]
+		for _, sc := range step.Seqs {
+			batch.Seqs = append(batch.Seqs, model.SeqInput{
+				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
+				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits})
+		}
+		logits, err := e.backend.Forward(batch)
+		now = e.now()
+		if err != nil {
+			e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
+			for _, sc := range step.Seqs {
+				e.finish(states[sc.Seq.ID], FinishError, fmt.Errorf("%w: forward pass: %w", ErrInternal, err), now)
+			}
+			continue
+		}
+		generated, prompt := 0, 0
+		for i, sc := range step.Seqs {
+			rs := states[sc.Seq.ID]
+			if !rs.scheduled {
+				rs.scheduled = true
+				e.mu.Lock()
+				e.pending--
+				e.mu.Unlock()
+			}
+			e.sched.Advance(sc)
+			if sc.Start < sc.Seq.PromptLen {
+				prompt += min(sc.Start+sc.N, sc.Seq.PromptLen) - sc.Start
+			}
+			if sc.Logits {
+				generated++
+				e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), now)
+			}
+		}
+		e.mu.Lock()
+		e.rec.step(now, len(step.Seqs), prompt, generated)
+		e.mu.Unlock()
+		e.publish()
+	}
+}
+
+// idle waits for new input, a batch window to close, or the heartbeat tick.
+func (e *Engine) idle(ctx context.Context) {
+	d := idleTick
+	if at, ok := e.sched.NextWake(); ok {
+		d = min(d, max(at.Sub(e.now()), 0))
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-e.wake:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// takeInbox moves new requests into the scheduler and applies cancels and config.
+func (e *Engine) takeInbox(states map[uint64]*reqState, now time.Time) {
+	e.mu.Lock()
+	inbox, cancels, cfg := e.inbox, e.cancels, e.newCfg
+	e.inbox, e.cancels, e.newCfg = nil, nil, nil
+	e.mu.Unlock()
+	if cfg != nil {
+		e.sched.SetConfig(*cfg)
+		e.log.Info("scheduler config applied", "policy", cfg.Policy, "max_num_seqs", cfg.MaxNumSeqs,
+			"max_num_batched_tokens", cfg.MaxNumBatchedTokens)
+	}
+	for _, rs := range inbox {
+		states[rs.seq.ID] = rs
+		e.sched.Add(rs.seq)
+	}
+	for _, c := range cancels {
+		if rs, ok := states[c.id]; ok {
+			e.finish(rs, c.reason, c.err, now)
+		}
+	}
+}
+
+func (e *Engine) notePreempted(step *Step) {
+	for _, seq := range step.Preempted {
+		e.log.Debug("preempted", "request", seq.ID, "priority", seq.Priority, "tokens", len(seq.Tokens))
+	}
+}
+
+// onToken handles one sampled token: stop checks, text delta, limits.
+func (e *Engine) onToken(rs *reqState, tok int, now time.Time) {
+	seq := rs.seq
+	if slices.Contains(rs.stopIDs, tok) {
+		e.finish(rs, FinishStop, nil, now)
+		return
+	}
+	seq.Tokens = append(seq.Tokens, tok)
+	e.mu.Lock()
+	if rs.firstToken.IsZero() {
+		rs.firstToken = now
+		e.rec.ttft.add(now.Sub(seq.Arrival).Seconds())
+	} else {
+		e.rec.itl.add(now.Sub(rs.lastToken).Seconds())
+	}
+	e.mu.Unlock()
+	rs.lastToken = now
+	text, stopped := rs.stop.feed(rs.detok.Add(tok))
+	rs.stream.push(Event{Text: text, Tokens: []int{tok}})
+	switch {
+	case stopped:
+		rs.detok.Flush()
+		e.finish(rs, FinishStop, nil, now)
+	case seq.Generated() >= seq.MaxTokens || len(seq.Tokens) >= e.m.Config.Context:
+		e.finish(rs, FinishLength, nil, now)
+	}
+}
+
+// finish ends a request: frees its blocks, flushes held text and sends the
+// terminal event. Safe to call once per request; later calls do nothing.
+func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.Time) {
+	seq := rs.seq
+	if seq.Status == SeqFinished {
+		return
+	}
+	e.sched.Remove(seq)
+	// Release text held for an incomplete character or a possible stop string.
+	tail, stopped := rs.stop.feed(rs.detok.Flush())
+	if !stopped {
+		tail += rs.stop.flush()
+	}
+	if tail != "" {
+		rs.stream.push(Event{Text: tail})
+	}
+	done := Event{Done: true, Finish: reason, Err: err, Preemptions: seq.Preemptions,
+		Usage: Usage{PromptTokens: seq.PromptLen, CompletionTokens: seq.Generated(), CachedPromptTokens: seq.CachedTokens},
+		Timings: Timings{Total: now.Sub(seq.Arrival)}}
+	if !seq.FirstSched.IsZero() {
+		done.Timings.Queue = seq.FirstSched.Sub(seq.Arrival)
+	}
+	if !rs.firstToken.IsZero() {
+		done.Timings.FirstToken = rs.firstToken.Sub(seq.Arrival)
+	}
+	e.mu.Lock()
+	delete(e.live, seq.ID)
+	if !rs.scheduled {
+		e.pending--
+		rs.scheduled = true
+	}
+	if !seq.FirstSched.IsZero() {
+		e.rec.queue.add(done.Timings.Queue.Seconds())
+	}
+	e.rec.e2e.add(done.Timings.Total.Seconds())
+	e.rec.finish(reason)
+	if e.drained != nil && len(e.live) == 0 {
+		select {
+		case <-e.drained:
+		default:
+			close(e.drained)
+		}
+	}
+	e.mu.Unlock()
+	rs.stream.push(done)
+}
+
+// shutdown ends everything still live, including requests still in the inbox.
+func (e *Engine) shutdown(states map[uint64]*reqState) {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.takeInbox(states, e.now())
+	now := e.now()
+	for _, rs := range states {
+		e.finish(rs, FinishCancelled, ErrClosed, now)
+	}
+	e.publish()
+}
+
+// publish copies the loop's figures into the snapshot Stats reads.
+func (e *Engine) publish() {
+	u := e.pool.Usage()
+	cfg := e.sched.Config()
+	e.mu.Lock()
+	s := &e.snap
+	s.Mode, s.Policy = cfg.Mode.String(), cfg.Policy.String()
+	s.Running, s.Waiting = e.sched.Running(), e.sched.Waiting()+len(e.inbox)
+	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached = u.Total, u.Used, u.Cached
+	s.KVUsage = float64(u.Used) / float64(u.Total)
+	s.BlockSize = e.pool.BlockSize()
+	s.PrefixQueries, s.PrefixHits = u.Queries, u.Hits
+	s.Preemptions = e.sched.Preemptions()
+	e.mu.Unlock()
+}

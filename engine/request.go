@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/batchd/batchd/engine/model"
+)
+
+// Error categories. Engine errors wrap one of these so that callers (the ipc
+// layer) can map them to wire codes with errors.Is.
+var (
+	ErrInvalidArgument   = errors.New("invalid argument")
+	ErrNotFound          = errors.New("not found")
+	ErrResourceExhausted = errors.New("resource exhausted")
+	ErrUnavailable       = errors.New("unavailable")
+	ErrInternal          = errors.New("internal error")
+)
+
+// ErrQueueFull is returned by Submit when the waiting queue is at its limit.
+// It wraps ErrResourceExhausted.
+var ErrQueueFull = fmt.Errorf("%w: queue full", ErrResourceExhausted)
+
+// ErrClosed is returned by Submit once the engine is draining or stopped.
+var ErrClosed = fmt.Errorf("%w: engine stopped", ErrUnavailable)
+
+// Request is one generation job.
+type Request struct {
+	Prompt       string // encoded with BOS when Tokens is nil
+	Tokens       []int  // prompt token ids, used as given (include BOS yourself)
+	MaxTokens    int    // generated tokens at most; 0 = up to the context
+	Sampling     model.SamplingParams
+	Stop         []string // end the text before any of these; not emitted
+	StopTokenIDs []int    // end when sampled, in addition to the model's EOS/BOS
+	Priority     int      // higher runs first under the priority policy
+	Owner        uint32   // opaque to the engine (the ipc layer puts the peer uid here)
+}
+
+// LogValue keeps prompt text out of logs.
+func (r Request) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("prompt_bytes", len(r.Prompt)), slog.Int("prompt_tokens", len(r.Tokens)),
+		slog.Int("max_tokens", r.MaxTokens), slog.Int("priority", r.Priority))
+}
+
+// FinishReason says why a request ended.
+type FinishReason string
+
+// The finish reasons of a terminal event.
+const (
+	FinishStop      FinishReason = "stop"      // a stop token or stop string
+	FinishLength    FinishReason = "length"    // max tokens or the context
+	FinishCancelled FinishReason = "cancelled" // Cancel, context cancellation or shutdown
+	FinishError     FinishReason = "error"
+)
+
+// Usage counts a request's tokens.
+type Usage struct {
+	PromptTokens       int `json:"prompt_tokens"`
+	CompletionTokens   int `json:"completion_tokens"`
+	CachedPromptTokens int `json:"cached_prompt_tokens"`
+}
+
+// Timings measure a request's life.
+type Timings struct {
+	Queue      time.Duration `json:"queue"`       // arrival to first scheduled
+	FirstToken time.Duration `json:"first_token"` // arrival to first token
+	Total      time.Duration `json:"total"`       // arrival to the terminal event
+}
+
+// Event is one item of a request's stream: token deltas, then exactly one
+// terminal event (Done true).
+type Event struct {
+	Text   string // text delta; never splits a UTF-8 character
+	Tokens []int  // token ids this delta covers
+
+	Done        bool
+	Finish      FinishReason
+	Err         error // set when Finish is "error" or "cancelled" by shutdown
+	Usage       Usage
+	Timings     Timings
+	Preemptions int // times the request was preempted and recomputed
+}
+
+// prepare validates r against the model and fills defaults.
+func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, error) {
+	c := m.Config
+	if r.Tokens == nil {
+		r.Tokens = m.Tokenizer.Encode(r.Prompt, true)
+	} else {
+		r.Tokens = append([]int(nil), r.Tokens...)
+	}
+	var errs []error
+	if len(r.Tokens) == 0 {
+		errs = append(errs, errors.New("empty prompt"))
+	}
+	for _, t := range r.Tokens {
+		if t < 0 || t >= c.Vocab {
+			errs = append(errs, fmt.Errorf("token id %d outside the vocab of %d", t, c.Vocab))
+			break
+		}
+	}
+	for _, t := range r.StopTokenIDs {
+		if t < 0 || t >= c.Vocab {
+			errs = append(errs, fmt.Errorf("stop token id %d outside the vocab of %d", t, c.Vocab))
+			break
+		}
+	}
+	for _, s := range r.Stop {
+		if s == "" {
+			errs = append(errs, errors.New("empty stop string"))
+			break
+		}
+	}
+	if err := r.Sampling.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if r.MaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("max_tokens %d must be >= 0", r.MaxTokens))
+	}
+	room := c.Context - len(r.Tokens)
+	if room <= 0 {
+		errs = append(errs, fmt.Errorf("prompt of %d tokens leaves no room in the context of %d", len(r.Tokens), c.Context))
+	} else if r.MaxTokens > room {
+		errs = append(errs, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the context of %d",
+			len(r.Tokens), r.MaxTokens, c.Context))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return r, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if r.MaxTokens == 0 {
+		r.MaxTokens = max(min(room, maxSeqBlocks*blockSize-len(r.Tokens)+1), 1)
+	}
+	// The sequence's last KV slot is for its last-but-one token.
+	if need := (len(r.Tokens) + r.MaxTokens - 1 + blockSize - 1) / blockSize; need > maxSeqBlocks {
+		if (len(r.Tokens)+blockSize-1)/blockSize > maxSeqBlocks {
+			return r, fmt.Errorf("%w: prompt of %d tokens needs %d KV blocks, the pool has %d",
+				ErrInvalidArgument, len(r.Tokens), (len(r.Tokens)+blockSize-1)/blockSize, maxSeqBlocks)
+		}
+		return r, fmt.Errorf("%w: prompt of %d tokens plus max_tokens %d needs %d KV blocks, the pool has %d",
+			ErrInvalidArgument, len(r.Tokens), r.MaxTokens, need, maxSeqBlocks)
+	}
+	return r, nil
+}

@@ -1,0 +1,392 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchd/batchd/kvcache"
+)
+
+// Policy orders the waiting queue and chooses whom to preempt.
+type Policy int
+
+// The scheduling policies.
+const (
+	PolicyFCFS     Policy = iota // arrival order
+	PolicyPriority               // higher Priority first, then arrival
+)
+
+func (p Policy) String() string {
+	switch p {
+	case PolicyFCFS:
+		return "fcfs"
+	case PolicyPriority:
+		return "priority"
+	}
+	return fmt.Sprintf("policy(%d)", int(p))
+}
+
+// ParsePolicy parses "fcfs" or "priority".
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "fcfs", "":
+		return PolicyFCFS, nil
+	case "priority":
+		return PolicyPriority, nil
+	}
+	return 0, fmt.Errorf("%w: policy %q (want fcfs or priority)", ErrInvalidArgument, s)
+}
+
+// Mode is the batching discipline.
+type Mode int
+
+// The batching modes. Static and dynamic are request-level baselines kept for benchmarks.
+const (
+	ModeContinuous Mode = iota // iteration-level: join and leave at every step
+	ModeStatic                 // a fixed-size batch runs until its longest member ends
+	ModeDynamic                // a batch forms when full or when a wait window expires
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeContinuous:
+		return "continuous"
+	case ModeStatic:
+		return "static"
+	case ModeDynamic:
+		return "dynamic"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// ParseMode parses "continuous", "static" or "dynamic".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "continuous", "":
+		return ModeContinuous, nil
+	case "static":
+		return ModeStatic, nil
+	case "dynamic":
+		return ModeDynamic, nil
+	}
+	return 0, fmt.Errorf("%w: mode %q (want continuous, static or dynamic)", ErrInvalidArgument, s)
+}
+
+// SchedulerConfig holds the scheduler's knobs; zero fields take defaults.
+type SchedulerConfig struct {
+	Policy              Policy
+	Mode                Mode
+	MaxNumSeqs          int           // sequences running at once; default 64
+	MaxNumBatchedTokens int           // tokens per step (the token budget); default 512
+	MaxPartialPrefills  int           // sequences per step whose prompt chunk leaves more to do; default 1
+	BatchSize           int           // static/dynamic batch size; default MaxNumSeqs
+	BatchWindow         time.Duration // dynamic: wait window (default 50ms); static: flush after (default 2s)
+}
+
+func (c SchedulerConfig) withDefaults() SchedulerConfig {
+	if c.MaxNumSeqs <= 0 {
+		c.MaxNumSeqs = 64
+	}
+	if c.MaxNumBatchedTokens <= 0 {
+		c.MaxNumBatchedTokens = 512
+	}
+	if c.MaxPartialPrefills <= 0 {
+		c.MaxPartialPrefills = 1
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = c.MaxNumSeqs
+	}
+	if c.BatchWindow <= 0 {
+		c.BatchWindow = 50 * time.Millisecond
+		if c.Mode == ModeStatic {
+			c.BatchWindow = 2 * time.Second
+		}
+	}
+	return c
+}
+
+// SeqStatus is where a sequence is in its life.
+type SeqStatus int
+
+// Sequence states.
+const (
+	SeqWaiting SeqStatus = iota
+	SeqRunning
+	SeqFinished
+)
+
+func (s SeqStatus) String() string {
+	return [...]string{"waiting", "running", "finished"}[s]
+}
+
+// Sequence is the scheduler's view of a request: its tokens (prompt, then
+// generated) and how many of them have their KV computed.
+type Sequence struct {
+	ID        uint64
+	Priority  int
+	Arrival   time.Time
+	Tokens    []int
+	PromptLen int
+	MaxTokens int
+	Computed  int // tokens whose K/V are in the cache
+	Status    SeqStatus
+
+	Preemptions  int
+	CachedTokens int       // prompt tokens served from the prefix cache at first admission
+	FirstSched   time.Time // zero until first scheduled
+	order        uint64
+}
+
+// Generated returns how many tokens the sequence has produced.
+func (s *Sequence) Generated() int { return len(s.Tokens) - s.PromptLen }
+
+// Scheduled is one sequence's share of a step: tokens [Start, Start+N).
+type Scheduled struct {
+	Seq    *Sequence
+	Start  int
+	N      int
+	Logits bool // the share ends at the last known token: sample the next
+}
+
+// Step is the plan for one forward pass.
+type Step struct {
+	Now       time.Time
+	Seqs      []Scheduled
+	Preempted []*Sequence // moved back to waiting this step, KV freed
+	Tokens    int         // tokens scheduled, at most the token budget
+}
+
+func (st *Step) add(seq *Sequence, n int) {
+	st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed, N: n, Logits: seq.Computed+n == len(seq.Tokens)})
+	st.Tokens += n
+	if seq.FirstSched.IsZero() {
+		seq.FirstSched = st.Now
+	}
+}
+
+// Scheduler decides each step who runs and how many tokens each processes.
+// It is a synchronous state machine: no goroutines, no clock of its own.
+type Scheduler struct {
+	cfg         SchedulerConfig
+	pool        *kvcache.Pool
+	waiting     []*Sequence // in policy order
+	running     []*Sequence // in policy order at the start of each step
+	nextOrder   uint64
+	preemptions uint64
+}
+
+// NewScheduler returns a scheduler over pool.
+func NewScheduler(cfg SchedulerConfig, pool *kvcache.Pool) *Scheduler {
+	return &Scheduler{cfg: cfg.withDefaults(), pool: pool}
+}
+
+// Config returns the effective configuration.
+func (s *Scheduler) Config() SchedulerConfig { return s.cfg }
+
+// SetConfig replaces the knobs (hot reload); it applies from the next step.
+func (s *Scheduler) SetConfig(cfg SchedulerConfig) {
+	s.cfg = cfg.withDefaults()
+	s.sortWaiting()
+}
+
+// Waiting and Running return queue lengths.
+func (s *Scheduler) Waiting() int { return len(s.waiting) }
+
+// Running returns how many sequences hold a place in the running set.
+func (s *Scheduler) Running() int { return len(s.running) }
+
+// Preemptions returns how many preemptions happened so far.
+func (s *Scheduler) Preemptions() uint64 { return s.preemptions }
+
+func (s *Scheduler) before(a, b *Sequence) bool {
+	if s.cfg.Policy == PolicyPriority && a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	return a.order < b.order
+}
+
+func (s *Scheduler) cmp(a, b *Sequence) int {
+	switch {
+	case s.before(a, b):
+		return -1
+	case s.before(b, a):
+		return 1
+	}
+	return 0
+}
+
+func (s *Scheduler) sortWaiting() { slices.SortStableFunc(s.waiting, s.cmp) }
+
+func (s *Scheduler) enqueue(seq *Sequence) {
+	i, _ := slices.BinarySearchFunc(s.waiting, seq, s.cmp)
+	s.waiting = slices.Insert(s.waiting, i, seq)
+}
+
+// Add queues a new sequence.
+func (s *Scheduler) Add(seq *Sequence) {
+	seq.order = s.nextOrder
+	s.nextOrder++
+	seq.Status = SeqWaiting
+	s.enqueue(seq)
+}
+
+// Remove takes seq out of whichever queue holds it and frees its blocks.
+func (s *Scheduler) Remove(seq *Sequence) {
+	s.waiting = slices.DeleteFunc(s.waiting, func(x *Sequence) bool { return x == seq })
+	s.running = slices.DeleteFunc(s.running, func(x *Sequence) bool { return x == seq })
+	s.pool.Free(kvcache.SeqID(seq.ID))
+	seq.Status = SeqFinished
+}
+
+// Schedule plans the next step: running sequences first (decodes and
+// prefill chunks within the token budget, preempting from the back of the
+// policy order when blocks run out), then, unless something was preempted for
+// blocks, waiting ones in policy order.
+func (s *Scheduler) Schedule(now time.Time) *Step {
+	st := &Step{Now: now}
+	slices.SortStableFunc(s.running, s.cmp)
+	if s.cfg.Policy == PolicyPriority && s.cfg.Mode == ModeContinuous {
+		// A more urgent waiting request displaces the least urgent running one.
+		for len(s.waiting) > 0 && len(s.running) >= s.cfg.MaxNumSeqs &&
+			s.waiting[0].Priority > s.running[len(s.running)-1].Priority {
+			s.preempt(s.running[len(s.running)-1], st)
+		}
+	}
+	displaced := len(st.Preempted)
+	budget, partial := s.cfg.MaxNumBatchedTokens, 0
+	for i := 0; i < len(s.running) && budget > 0; i++ {
+		seq := s.running[i]
+		n := len(seq.Tokens) - seq.Computed
+		if n <= 0 {
+			continue
+		}
+		if n > budget {
+			if partial >= s.cfg.MaxPartialPrefills {
+				continue
+			}
+			n = budget
+			partial++
+		}
+		if !s.allocateOrPreempt(seq, n, st) {
+			break // seq itself was preempted, and it was the last
+		}
+		st.add(seq, n)
+		budget -= n
+	}
+	if len(st.Preempted) == displaced {
+		s.admit(st, &budget, &partial)
+	}
+	return st
+}
+
+// allocateOrPreempt makes room for n more tokens of seq, preempting the last
+// running sequence until it fits. It reports false if seq itself was preempted.
+func (s *Scheduler) allocateOrPreempt(seq *Sequence, n int, st *Step) bool {
+	for {
+		// The only error for a sequence that holds a table is *kvcache.ErrNoBlocks.
+		if s.pool.Allocate(kvcache.SeqID(seq.ID), nil, seq.Computed+n) == nil {
+			return true
+		}
+		victim := s.running[len(s.running)-1]
+		s.preempt(victim, st)
+		if victim == seq {
+			return false
+		}
+	}
+}
+
+func (s *Scheduler) preempt(seq *Sequence, st *Step) {
+	s.running = slices.DeleteFunc(s.running, func(x *Sequence) bool { return x == seq })
+	s.pool.Free(kvcache.SeqID(seq.ID))
+	seq.Computed = 0
+	seq.Status = SeqWaiting
+	seq.Preemptions++
+	s.preemptions++
+	s.enqueue(seq)
+	st.Preempted = append(st.Preempted, seq)
+}
+
+func (s *Scheduler) admit(st *Step, budget, partial *int) {
+	limit := s.cfg.MaxNumSeqs - len(s.running)
+	continuous := s.cfg.Mode == ModeContinuous
+	if !continuous {
+		if len(s.running) > 0 || !s.batchReady(st.Now) {
+			return
+		}
+		limit = min(limit, s.cfg.BatchSize)
+	}
+	for limit > 0 && len(s.waiting) > 0 {
+		if continuous && *budget == 0 {
+			return
+		}
+		seq := s.waiting[0]
+		blocks, cached := s.pool.Lookup(seq.Tokens[:len(seq.Tokens)-1])
+		rest := len(seq.Tokens) - cached
+		n := min(rest, *budget)
+		if n < rest {
+			if *partial >= s.cfg.MaxPartialPrefills {
+				if continuous {
+					return
+				}
+				n = 0 // a request-level batch member: it prefills in a later step
+			} else if n > 0 {
+				*partial++
+			}
+		}
+		if err := s.pool.Allocate(kvcache.SeqID(seq.ID), blocks, cached+n); err != nil {
+			return
+		}
+		s.waiting = s.waiting[1:]
+		if seq.Preemptions == 0 {
+			s.pool.Record(len(seq.Tokens)-1, cached)
+			seq.CachedTokens = min(cached, seq.PromptLen)
+		}
+		seq.Computed = cached
+		seq.Status = SeqRunning
+		s.running = append(s.running, seq)
+		limit--
+		if n > 0 {
+			st.add(seq, n)
+			*budget -= n
+		}
+	}
+}
+
+// batchReady reports whether a request-level batch should form now.
+func (s *Scheduler) batchReady(now time.Time) bool {
+	if len(s.waiting) == 0 {
+		return false
+	}
+	if len(s.waiting) >= s.cfg.BatchSize {
+		return true
+	}
+	return !now.Before(s.oldestWaiting().Add(s.cfg.BatchWindow))
+}
+
+func (s *Scheduler) oldestWaiting() time.Time {
+	oldest := s.waiting[0].Arrival
+	for _, w := range s.waiting[1:] {
+		if w.Arrival.Before(oldest) {
+			oldest = w.Arrival
+		}
+	}
+	return oldest
+}
+
+// NextWake returns when a step could next have work without new input: the
+// end of a batch window in the request-level modes.
+func (s *Scheduler) NextWake() (time.Time, bool) {
+	if s.cfg.Mode == ModeContinuous || len(s.running) > 0 || len(s.waiting) == 0 {
+		return time.Time{}, false
+	}
+	return s.oldestWaiting().Add(s.cfg.BatchWindow), true
+}
+
+// Advance records that the step computed sc's tokens and publishes full
+// blocks to the prefix cache.
+func (s *Scheduler) Advance(sc Scheduled) {
+	seq := sc.Seq
+	seq.Computed = sc.Start + sc.N
+	s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:seq.Computed])
+}

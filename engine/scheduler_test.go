@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/batchd/batchd/kvcache"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newSched(t *testing.T, blocks int, cfg SchedulerConfig) (*Scheduler, *kvcache.Pool) {
+	t.Helper()
+	pool, err := kvcache.New(kvcache.Options{NumBlocks: blocks, BlockSize: 16, PrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewScheduler(cfg, pool), pool
+}
+
+func mkSeq(id uint64, promptLen, base int) *Sequence {
+	toks := make([]int, promptLen)
+	for i := range toks {
+		toks[i] = base + i
+	}
+	return &Sequence{ID: id, Tokens: toks, PromptLen: promptLen, MaxTokens: 100, Arrival: t0}
+}
+
+// apply completes a step as the engine would, sampling token 7 everywhere.
+func apply(s *Scheduler, st *Step) {
+	for _, sc := range st.Seqs {
+		s.Advance(sc)
+		if sc.Logits {
+			sc.Seq.Tokens = append(sc.Seq.Tokens, 7)
+		}
+	}
+}
+
+type plan struct {
+	id      uint64
+	start   int
+	n       int
+	logits  bool
+	nBlocks int
+}
+
+func planOf(p *kvcache.Pool, st *Step) []plan {
+	var out []plan
+	for _, sc := range st.Seqs {
+		out = append(out, plan{sc.Seq.ID, sc.Start, sc.N, sc.Logits, len(p.Blocks(kvcache.SeqID(sc.Seq.ID)))})
+	}
+	return out
+}
+
+func TestSchedulerSteps(t *testing.T) {
+	cases := []struct {
+		name  string
+		cfg   SchedulerConfig
+		pool  int
+		seqs  []*Sequence
+		steps [][]plan
+	}{{
+		name: "chunked prefill under the budget, decodes first",
+		cfg:  SchedulerConfig{MaxNumBatchedTokens: 32, MaxPartialPrefills: 1},
+		pool: 11,
+		seqs: []*Sequence{mkSeq(1, 40, 0), mkSeq(2, 10, 100)},
+		steps: [][]plan{
+			{{1, 0, 32, false, 2}},
+			{{1, 32, 8, true, 3}, {2, 0, 10, true, 1}},
+			{{1, 40, 1, true, 3}, {2, 10, 1, true, 1}},
+		},
+	}, {
+		name: "partial prefill cap holds back a second long prompt",
+		cfg:  SchedulerConfig{MaxNumBatchedTokens: 48, MaxPartialPrefills: 1},
+		pool: 11,
+		seqs: []*Sequence{mkSeq(1, 40, 0), mkSeq(2, 40, 100), mkSeq(3, 40, 200)},
+		steps: [][]plan{
+			{{1, 0, 40, true, 3}, {2, 0, 8, false, 1}}, // seq 3 would be a second partial prefill
+			{{1, 40, 1, true, 3}, {2, 8, 32, true, 3}, {3, 0, 15, false, 1}},
+			{{1, 41, 1, true, 3}, {2, 40, 1, true, 3}, {3, 15, 25, true, 3}},
+		},
+	}, {
+		name: "max_num_seqs caps the running set",
+		cfg:  SchedulerConfig{MaxNumSeqs: 1},
+		pool: 11,
+		seqs: []*Sequence{mkSeq(1, 5, 0), mkSeq(2, 5, 100)},
+		steps: [][]plan{
+			{{1, 0, 5, true, 1}},
+			{{1, 5, 1, true, 1}},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, pool := newSched(t, tc.pool, tc.cfg)
+			for _, q := range tc.seqs {
+				s.Add(q)
+			}
+			for i, want := range tc.steps {
+				st := s.Schedule(t0)
+				if got := planOf(pool, st); !slices.Equal(got, want) {
+					t.Fatalf("step %d: got %+v, want %+v", i, got, want)
+				}
+				apply(s, st)
+				if err := pool.Check(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestPreemptionRecomputesFromPrefixCache(t *testing.T) {
+	s, pool := newSched(t, 11, SchedulerConfig{})
+	a, b := mkSeq(1, 80, 0), mkSeq(2, 80, 1000)
+	s.Add(a)
+	s.Add(b)
+	st := s.Schedule(t0) // both prefill: 5 + 5 blocks
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 0, 80, true, 5}, {2, 0, 80, true, 5}}) {
+		t.Fatalf("prefill %+v", got)
+	}
+	apply(s, st)
+	// Both need a sixth block for their next token; one is left, so the later
+	// arrival (b) is preempted and nothing is admitted.
+	st = s.Schedule(t0)
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 80, 1, true, 6}}) {
+		t.Fatalf("decode %+v", got)
+	}
+	if len(st.Preempted) != 1 || st.Preempted[0] != b || b.Computed != 0 || b.Status != SeqWaiting || s.Preemptions() != 1 {
+		t.Fatalf("preempted %v, b computed %d status %v", st.Preempted, b.Computed, b.Status)
+	}
+	if got := pool.Blocks(1); !slices.Equal(got, []int{0, 1, 2, 3, 4, 10}) {
+		t.Fatalf("a's blocks %v", got)
+	}
+	apply(s, st)
+	if u := pool.Usage(); u.Used != 6 || u.Cached != 5 {
+		t.Fatalf("b's full blocks should stay cached: %+v", u)
+	}
+	// b cannot come back while a holds the sixth block...
+	st = s.Schedule(t0)
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 81, 1, true, 6}}) {
+		t.Fatalf("step 3 %+v", got)
+	}
+	apply(s, st)
+	// ...and when a finishes, b resumes from its cached 80 tokens.
+	s.Remove(a)
+	st = s.Schedule(t0)
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 80, 1, true, 6}}) {
+		t.Fatalf("resume %+v", got)
+	}
+	if err := pool.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPriorityPreemptsWhenFull(t *testing.T) {
+	s, pool := newSched(t, 11, SchedulerConfig{Policy: PolicyPriority, MaxNumSeqs: 1})
+	low := mkSeq(1, 5, 0)
+	s.Add(low)
+	apply(s, s.Schedule(t0))
+	high := mkSeq(2, 5, 100)
+	high.Priority = 5
+	s.Add(high)
+	st := s.Schedule(t0)
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 0, 5, true, 1}}) {
+		t.Fatalf("got %+v", got)
+	}
+	if len(st.Preempted) != 1 || st.Preempted[0] != low {
+		t.Fatalf("preempted %v", st.Preempted)
+	}
+	apply(s, st)
+	// Equal priority does not displace: fcfs among equals.
+	same := mkSeq(3, 5, 200)
+	same.Priority = 5
+	s.Add(same)
+	st = s.Schedule(t0)
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 5, 1, true, 1}}) {
+		t.Fatalf("got %+v", got)
+	}
+	if s.waiting[0] != same || s.waiting[1] != low {
+		t.Fatalf("waiting order %v %v", s.waiting[0].ID, s.waiting[1].ID)
+	}
+}
+
+func TestStaticBatchRunsToCompletion(t *testing.T) {
+	s, pool := newSched(t, 11, SchedulerConfig{Mode: ModeStatic, BatchSize: 2, BatchWindow: time.Second})
+	a := mkSeq(1, 5, 0)
+	s.Add(a)
+	if st := s.Schedule(t0); len(st.Seqs) != 0 {
+		t.Fatalf("a batch of 1 formed before the window: %+v", planOf(pool, st))
+	}
+	if at, ok := s.NextWake(); !ok || !at.Equal(t0.Add(time.Second)) {
+		t.Fatalf("next wake %v %v", at, ok)
+	}
+	s.Add(mkSeq(2, 5, 100))
+	apply(s, s.Schedule(t0))
+	s.Add(mkSeq(3, 5, 200))
+	s.Remove(a) // a finishes; 3 must not join until the batch is done
+	st := s.Schedule(t0)
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 5, 1, true, 1}}) {
+		t.Fatalf("got %+v", got)
+	}
+	apply(s, st)
+	s.Remove(st.Seqs[0].Seq)
+	// The window of seq 3 has not expired and the batch is not full.
+	if st := s.Schedule(t0); len(st.Seqs) != 0 {
+		t.Fatalf("formed early: %+v", planOf(pool, st))
+	}
+	if st := s.Schedule(t0.Add(2 * time.Second)); len(st.Seqs) != 1 {
+		t.Fatalf("window expiry did not flush: %+v", planOf(pool, st))
+	}
+}

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"slices"
+	"time"
+)
+
+// Dist summarizes a latency distribution over the most recent samples, in seconds.
+type Dist struct {
+	Count uint64  `json:"count"` // samples ever recorded
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+}
+
+// Stats is a snapshot of the engine, cheap to take while it is busy.
+type Stats struct {
+	Mode   string `json:"mode"`
+	Policy string `json:"policy"`
+
+	Running int `json:"running"`
+	Waiting int `json:"waiting"`
+
+	KVBlocksTotal  int     `json:"kv_blocks_total"`
+	KVBlocksUsed   int     `json:"kv_blocks_used"`
+	KVBlocksCached int     `json:"kv_blocks_cached"`
+	KVUsage        float64 `json:"kv_usage"` // used / total
+	BlockSize      int     `json:"block_size"`
+
+	PrefixQueries uint64 `json:"prefix_cache_queries"` // prompt tokens looked up
+	PrefixHits    uint64 `json:"prefix_cache_hits"`    // of those, found cached
+	Preemptions   uint64 `json:"preemptions"`
+
+	Steps           uint64  `json:"steps"`
+	PromptTokens    uint64  `json:"prompt_tokens"`    // prompt tokens computed (cache hits excluded)
+	GeneratedTokens uint64  `json:"generated_tokens"` // tokens sampled
+	TokensPerSec    float64 `json:"tokens_per_sec"`   // generated, over the last 10 s
+
+	// BatchSizes counts steps by how many sequences they ran, in power-of-two
+	// buckets: [1], [2,3], [4,7], ... ; MeanBatchSize averages all steps.
+	BatchSizes    []uint64 `json:"batch_sizes"`
+	MeanBatchSize float64  `json:"mean_batch_size"`
+
+	Submitted uint64            `json:"submitted"`
+	Rejected  uint64            `json:"rejected"` // queue full or invalid at admission
+	Finished  map[string]uint64 `json:"finished"` // by finish reason
+
+	TTFT       Dist `json:"ttft"`
+	InterToken Dist `json:"inter_token"`
+	QueueTime  Dist `json:"queue_time"`
+	E2E        Dist `json:"e2e"`
+}
+
+// window keeps the most recent samples for percentiles.
+type window struct {
+	buf   []float64
+	next  int
+	count uint64
+	sum   float64
+}
+
+const windowSize = 4096
+
+func (w *window) add(v float64) {
+	if len(w.buf) < windowSize {
+		w.buf = append(w.buf, v)
+	} else {
+		w.buf[w.next] = v
+		w.next = (w.next + 1) % windowSize
+	}
+	w.count++
+	w.sum += v
+}
+
+func (w *window) dist() Dist {
+	d := Dist{Count: w.count}
+	if len(w.buf) == 0 {
+		return d
+	}
+	s := slices.Clone(w.buf)
+	slices.Sort(s)
+	q := func(p float64) float64 { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	var sum float64
+	for _, v := range s {
+		sum += v
+	}
+	d.Mean, d.P50, d.P95, d.P99 = sum/float64(len(s)), q(0.50), q(0.95), q(0.99)
+	return d
+}
+
+// recorder accumulates the loop's figures; the engine guards it with its mutex.
+type recorder struct {
+	steps, promptTokens, generated uint64
+	batchSizes                     []uint64
+	seqSum                         uint64
+	submitted, rejected            uint64
+	finished                       map[string]uint64
+	ttft, itl, queue, e2e          window
+	rate                           []ratePoint
+}
+
+type ratePoint struct {
+	at        time.Time
+	generated uint64
+}
+
+func (r *recorder) step(now time.Time, seqs, prompt, generated int) {
+	r.steps++
+	r.promptTokens += uint64(prompt)
+	r.generated += uint64(generated)
+	r.seqSum += uint64(seqs)
+	b := 0
+	for n := seqs; n > 1; n >>= 1 {
+		b++
+	}
+	for len(r.batchSizes) <= b {
+		r.batchSizes = append(r.batchSizes, 0)
+	}
+	r.batchSizes[b]++
+	r.rate = append(r.rate, ratePoint{now, r.generated})
+	cut := 0
+	for cut < len(r.rate)-1 && now.Sub(r.rate[cut].at) > 10*time.Second {
+		cut++
+	}
+	r.rate = r.rate[cut:]
+}
+
+func (r *recorder) finish(reason FinishReason) {
+	if r.finished == nil {
+		r.finished = map[string]uint64{}
+	}
+	r.finished[string(reason)]++
+}
+
+func (r *recorder) fill(s *Stats, now time.Time) {
+	s.Steps, s.PromptTokens, s.GeneratedTokens = r.steps, r.promptTokens, r.generated
+	s.BatchSizes = slices.Clone(r.batchSizes)
+	if r.steps > 0 {
+		s.MeanBatchSize = float64(r.seqSum) / float64(r.steps)
+	}
+	if n := len(r.rate); n > 1 {
+		if dt := now.Sub(r.rate[0].at).Seconds(); dt > 0 && now.Sub(r.rate[n-1].at) < 10*time.Second {
+			s.TokensPerSec = float64(r.rate[n-1].generated-r.rate[0].generated) / dt
+		}
+	}
+	s.Submitted, s.Rejected = r.submitted, r.rejected
+	s.Finished = map[string]uint64{}
+	for k, v := range r.finished {
+		s.Finished[k] = v
+	}
+	s.TTFT, s.InterToken, s.QueueTime, s.E2E = r.ttft.dist(), r.itl.dist(), r.queue.dist(), r.e2e.dist()
+}

@@ -1,0 +1,48 @@
+package engine
+
+import "strings"
+
+// stopMatcher finds stop strings across token boundaries. Text that could be
+// the start of a stop string is held back until it is known not to be one,
+// so a stop string is never emitted, even in part.
+type stopMatcher struct {
+	stops []string
+	held  string
+}
+
+// feed adds a text delta and returns what may be emitted now; stopped is true
+// when a stop string completed, in which case out is the text before it.
+func (m *stopMatcher) feed(delta string) (out string, stopped bool) {
+	if len(m.stops) == 0 {
+		return delta, false
+	}
+	buf := m.held + delta
+	cut := -1
+	for _, s := range m.stops {
+		if i := strings.Index(buf, s); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	if cut >= 0 {
+		m.held = ""
+		return buf[:cut], true
+	}
+	keep := 0
+	for _, s := range m.stops {
+		for n := min(len(s)-1, len(buf)); n > keep; n-- {
+			if strings.HasSuffix(buf, s[:n]) {
+				keep = n
+				break
+			}
+		}
+	}
+	m.held = buf[len(buf)-keep:]
+	return buf[:len(buf)-keep], false
+}
+
+// flush returns the held text at the end of a request that did not stop on a string.
+func (m *stopMatcher) flush() string {
+	out := m.held
+	m.held = ""
+	return out
+}
