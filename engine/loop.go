@@ -165,7 +165,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 		rs.stream.push(Event{Text: tail})
 	}
 	done := Event{Done: true, Finish: reason, Err: err, Preemptions: seq.Preemptions,
-		Usage: Usage{PromptTokens: seq.PromptLen, CompletionTokens: seq.Generated(), CachedPromptTokens: seq.CachedTokens},
+		Usage:   Usage{PromptTokens: seq.PromptLen, CompletionTokens: seq.Generated(), CachedPromptTokens: seq.CachedTokens},
 		Timings: Timings{Total: now.Sub(seq.Arrival)}}
 	if !seq.FirstSched.IsZero() {
 		done.Timings.Queue = seq.FirstSched.Sub(seq.Arrival)

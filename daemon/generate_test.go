@@ -1,0 +1,116 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+func generate(t *testing.T, args ...string) []generateResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), append([]string{"generate"}, args...), &runEnv{stdout: &out, stderr: &errb}); err != nil {
+		t.Fatalf("generate %v: %v\n%s", args, err, errb.String())
+	}
+	var res []generateResult
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r generateResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("bad JSON line %q: %v", sc.Text(), err)
+		}
+		res = append(res, r)
+	}
+	return res
+}
+
+func checkGoldens(t *testing.T, goldens []testmodels.Golden, res []generateResult) {
+	t.Helper()
+	if len(res) != len(goldens) {
+		t.Fatalf("%d results for %d prompts", len(res), len(goldens))
+	}
+	for i, g := range goldens {
+		r := res[i]
+		if r.Prompt != g.Prompt || !slices.Equal(r.PromptTokens, g.PromptTokens) ||
+			!slices.Equal(r.OutputTokens, g.OutputTokens) || r.Text != g.Text {
+			t.Fatalf("prompt %q: got %d tokens %q, want %d tokens %q", g.Prompt, len(r.OutputTokens), r.Text,
+				len(g.OutputTokens), g.Text)
+		}
+		want := map[string]string{"steps": "length", "bos": "stop"}[g.Stop]
+		if r.FinishReason != want {
+			t.Fatalf("prompt %q: finish %s, want %s", g.Prompt, r.FinishReason, want)
+		}
+	}
+}
+
+// TestGenerateGoldens runs the golden prompts through `batchd generate`, each
+// alone and all together in one call, from both model formats; forcing
+// chunked prefill and preemption in a tiny pool changes nothing.
+func TestGenerateGoldens(t *testing.T) {
+	goldens := testmodels.Goldens(t)
+	models := map[string][]string{
+		"llama2c": {"--model", testmodels.Path(t, "stories260K.bin"), "--tokenizer", testmodels.Path(t, "tok512.bin")},
+		"gguf":    {"--model", testmodels.Path(t, "stories260K.gguf")},
+	}
+	for name, margs := range models {
+		t.Run(name, func(t *testing.T) {
+			var all []string
+			var alone []generateResult
+			for _, g := range goldens {
+				args := append(slices.Clone(margs), "--json", "--max-tokens", strconv.Itoa(g.MaxTokens()), "--prompt", g.Prompt)
+				alone = append(alone, generate(t, args...)...)
+				all = append(all, "--prompt", g.Prompt)
+			}
+			checkGoldens(t, goldens, alone)
+			// Together, under one --max-tokens: each golden must be a prefix
+			// of its result, and the one that stopped on BOS must stop there.
+			together := generate(t, append(append(slices.Clone(margs), "--json", "--max-tokens", "200",
+				"--block-size", "4", "--kv-blocks", "120", "--max-num-batched-tokens", "8"), all...)...)
+			preempted := 0
+			for i, g := range goldens {
+				r := together[i]
+				preempted += r.Preemptions
+				n := len(g.OutputTokens)
+				if len(r.OutputTokens) < n || !slices.Equal(r.OutputTokens[:n], g.OutputTokens) || !strings.HasPrefix(r.Text, g.Text) {
+					t.Fatalf("prompt %q together: tokens differ at %d", g.Prompt, firstDiff(r.OutputTokens, g.OutputTokens))
+				}
+				if g.Stop == "bos" && (len(r.OutputTokens) != n || r.FinishReason != "stop") {
+					t.Fatalf("prompt %q together: %d tokens, finish %s", g.Prompt, len(r.OutputTokens), r.FinishReason)
+				}
+			}
+			if preempted == 0 {
+				t.Fatal("the tiny pool did not force a preemption")
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func TestGenerateUsageErrors(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := &runEnv{stdout: &out, stderr: &errb}
+	for _, args := range [][]string{{}, {"nope"}, {"generate", "--policy", "random"}, {"generate", "--bogus"}} {
+		if err := run(context.Background(), args, env); !IsUsage(err) {
+			t.Errorf("%v: got %v, want a usage error", args, err)
+		}
+	}
+	if err := run(context.Background(), []string{"generate", "--model", "/nonexistent.gguf"}, env); err == nil || IsUsage(err) {
+		t.Errorf("missing model file: %v", err)
+	}
+}

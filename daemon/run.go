@@ -1,0 +1,73 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// Version is set at build time with -ldflags "-X github.com/batchd/batchd/daemon.Version=...".
+var Version = "dev"
+
+// usageError marks a command-line mistake (exit status 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// IsUsage reports whether err is a command-line mistake.
+func IsUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// runEnv carries the process's streams, so that commands are testable.
+type runEnv struct {
+	stdout, stderr io.Writer
+}
+
+const usage = `usage: batchd <command> [flags]
+
+commands:
+  generate   run prompts through the engine in process and print the results
+  version    print the version
+
+Run 'batchd <command> -h' for a command's flags.
+`
+
+// Run runs the batchd command line: args are the arguments after the program name.
+func Run(ctx context.Context, args []string) error {
+	return run(ctx, args, &runEnv{stdout: os.Stdout, stderr: os.Stderr})
+}
+
+func run(ctx context.Context, args []string, env *runEnv) error {
+	if len(args) == 0 {
+		fmt.Fprint(env.stderr, usage)
+		return usageError{errors.New("no command given")}
+	}
+	switch args[0] {
+	case "generate":
+		return runGenerate(ctx, args[1:], env)
+	case "version", "--version", "-version":
+		fmt.Fprintln(env.stdout, "batchd", Version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(env.stdout, usage)
+		return nil
+	}
+	fmt.Fprint(env.stderr, usage)
+	return usageError{fmt.Errorf("unknown command %q", args[0])}
+}
+
+// newLogger builds the process logger at the named level.
+func newLogger(w io.Writer, level, _ string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToLower(level))); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
