@@ -153,17 +153,18 @@ func TestBatchingIsInvisible(t *testing.T) {
 	goldens := testmodels.Goldens(t)
 	for _, tc := range []struct {
 		name      string
+		n         int
 		o         engineOpts
 		preempted bool
 	}{
-		{"roomy", engineOpts{blocks: 512, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, false},
-		{"tight pool", engineOpts{blocks: 40, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, true},
-		{"block size 1", engineOpts{blocks: 700, blockSize: 1, sched: SchedulerConfig{MaxNumBatchedTokens: 7, MaxPartialPrefills: 2}}, true},
+		{"roomy", 32, engineOpts{blocks: 512, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, false},
+		{"tight pool", 32, engineOpts{blocks: 40, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, true},
+		{"block size 1", 8, engineOpts{blocks: 500, blockSize: 1, sched: SchedulerConfig{MaxNumBatchedTokens: 7, MaxPartialPrefills: 2}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := startEngine(t, m, tc.o)
 			var wg sync.WaitGroup
-			results := make([]result, 32)
+			results := make([]result, tc.n)
 			for i := range results {
 				g := goldens[i%len(goldens)]
 				s, err := e.Submit(context.Background(), Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})

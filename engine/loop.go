@@ -192,6 +192,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 		}
 	}
 	e.mu.Unlock()
+	e.publish() // so that Stats agrees with the pool once the terminal event is out
 	rs.stream.push(done)
 }
 
