@@ -28,8 +28,17 @@ run: build $(if $(filter build/demo.gguf,$(BATCHD_MODEL)),build/demo.gguf)
 test:
 	$(GO) test -race ./...
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2x ./engine/...
+# L110: the shape ../shared/BENCHMARKS.md measures llama.cpp on.
+L110 := --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024 --seed 1 \
+	$(if $(wildcard $(MODELS)/tokenizer32k.bin),--tokenizer $(MODELS)/tokenizer32k.bin)
+
+build/l110-%.gguf:
+	@mkdir -p build
+	$(GO) run ./testing/modelgen --out $@ $(L110) --dtype $*
+
+bench: build/l110-f32.gguf build/l110-q8_0.gguf
+	$(GO) run ./testing/cmd/kernelbench --model build/l110-f32.gguf --json
+	$(GO) run ./testing/cmd/kernelbench --model build/l110-q8_0.gguf --json
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

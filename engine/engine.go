@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,7 +140,10 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 		e.mu.Unlock()
 		return nil, err
 	}
-	stops := append(append([]int(nil), e.m.StopTokens...), r.StopTokenIDs...)
+	stops := slices.Clone(r.StopTokenIDs)
+	if !r.IgnoreEOS {
+		stops = append(stops, e.m.StopTokens...)
+	}
 	rs := &reqState{req: r, sampler: model.NewSampler(r.Sampling), stop: stopMatcher{stops: r.Stop}, stopIDs: stops,
 		detok: model.NewDetokenizer(e.m.Tokenizer, r.Tokens[len(r.Tokens)-1])}
 	e.mu.Lock()

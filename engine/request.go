@@ -34,6 +34,7 @@ type Request struct {
 	Sampling     model.SamplingParams
 	Stop         []string // end the text before any of these; not emitted
 	StopTokenIDs []int    // end when sampled, in addition to the model's EOS/BOS
+	IgnoreEOS    bool     // do not stop on the model's EOS/BOS (benchmarks: fixed output lengths)
 	Priority     int      // higher runs first under the priority policy
 	Owner        uint32   // opaque to the engine (the ipc layer puts the peer uid here)
 }

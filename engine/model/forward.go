@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"math"
 )
 
 // ErrBadBatch reports a step batch the backend cannot run (bad token id,
@@ -51,6 +50,10 @@ type CPU struct {
 	tokSeq, tokPos     []int
 	logits, logitsNorm []float32
 	out                [][]float32
+	mm                 matmulJob
+	ffn                swigluJob
+	prep               prepJob
+	attn               attnJob
 }
 
 // NewCPU allocates the KV store and starts the worker threads.
@@ -96,7 +99,7 @@ func (b *CPU) grow(n int) {
 	b.att = make([]float32, n*c.QDim())
 	b.hb = make([]float32, n*c.FFN)
 	b.hb2 = make([]float32, n*c.FFN)
-	b.xq = make([]byte, n*Q8_0.RowBytes(roundUp(max(c.Dim, c.FFN, c.QDim()), Q8Block)))
+	b.xq = make([]byte, n*actRowBytes(roundUp(max(c.Dim, c.FFN, c.QDim()), Q8Block)))
 	b.tokSeq = make([]int, n)
 	b.tokPos = make([]int, n)
 }
@@ -158,12 +161,8 @@ func (b *CPU) Forward(batch *Batch) ([][]float32, error) {
 func (b *CPU) layer(l int, batch *Batch, n int) {
 	c, L := b.c, &b.m.Layers[l]
 	D, KV := c.Dim, c.KVDim()
-	for t := range n {
-		rmsnorm(b.xb[t*D:(t+1)*D], b.x[t*D:(t+1)*D], L.AttnNorm, c.RMSEps)
-	}
-	b.matmul(b.q, b.xb, n, L.Wq)
-	b.matmul(b.kk, b.xb, n, L.Wk)
-	b.matmul(b.vv, b.xb, n, L.Wv)
+	b.prepare(b.x, L.AttnNorm, b.xb, n, D, L.Wq, L.Wk, L.Wv)
+	b.matmul(b.xb, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
 	for t := range n {
 		pos := b.tokPos[t]
 		b.rope.rope(c, b.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, pos)
@@ -174,73 +173,46 @@ func (b *CPU) layer(l int, batch *Batch, n int) {
 		copy(b.v[l][slot*KV:(slot+1)*KV], b.vv[t*KV:(t+1)*KV])
 	}
 	b.attention(l, batch, n)
-	b.matmul(b.xb, b.att, n, L.Wo)
+	b.prepare(b.att, nil, b.att, n, c.QDim(), L.Wo)
+	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
 	for i := range n * D {
 		b.x[i] += b.xb[i]
 	}
-	for t := range n {
-		rmsnorm(b.xb[t*D:(t+1)*D], b.x[t*D:(t+1)*D], L.FFNNorm, c.RMSEps)
-	}
-	b.matmul(b.hb, b.xb, n, L.W1)
-	b.matmul(b.hb2, b.xb, n, L.W3)
-	for i := range n * c.FFN {
-		b.hb[i] = silu(b.hb[i]) * b.hb2[i]
-	}
-	b.matmul(b.xb, b.hb, n, L.W2)
+	b.prepare(b.x, L.FFNNorm, b.xb, n, D, L.W1, L.W3)
+	b.ffn = swigluJob{x: b.xb, xq: b.xq, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2}
+	b.pool.run(c.FFN, 16, &b.ffn)
+	b.prepare(b.hb, nil, b.hb, n, c.FFN, L.W2)
+	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
 	for i := range n * D {
 		b.x[i] += b.xb[i]
 	}
 }
 
-// attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
-// over positions 0..pos of the token's own sequence, read through its block table.
-func (b *CPU) attention(l int, batch *Batch, n int) {
-	c := b.c
-	hd, KV, group := c.HeadDim, c.KVDim(), c.Heads/c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	kc, vc := b.k[l], b.v[l]
-	b.pool.run(n*c.Heads, 1, func(lo, hi int) {
-		var scores []float32
-		for i := lo; i < hi; i++ {
-			t, h := i/c.Heads, i%c.Heads
-			pos := b.tokPos[t]
-			blocks := batch.Seqs[b.tokSeq[t]].Blocks
-			q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
-			kvOff := (h / group) * hd
-			if cap(scores) < pos+1 {
-				scores = make([]float32, pos+1, c.Context)
-			}
-			scores = scores[:pos+1]
-			for p := 0; p <= pos; p++ {
-				slot := blocks[p/b.blockSize]*b.blockSize + p%b.blockSize
-				scores[p] = dotF32(q, kc[slot*KV+kvOff:slot*KV+kvOff+hd]) * scale
-			}
-			softmax(scores)
-			out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
-			clear(out)
-			for p := 0; p <= pos; p++ {
-				slot := blocks[p/b.blockSize]*b.blockSize + p%b.blockSize
-				v := vc[slot*KV+kvOff : slot*KV+kvOff+hd]
-				a := scores[p]
-				for d := range out {
-					out[d] += a * v[d]
-				}
-			}
-		}
-	})
+// prepare normalizes n rows of src into dst (when norm is set) and, if any
+// of ws is Q8_0, quantizes dst into b.xq for the matmul that follows.
+func (b *CPU) prepare(src, norm, dst []float32, n, cols int, ws ...*Matrix) {
+	quant := false
+	for _, w := range ws {
+		quant = quant || w.Type == Q8_0
+	}
+	if norm == nil && !quant {
+		return
+	}
+	b.prep = prepJob{src: src, norm: norm, dst: dst, xq: b.xq, cols: cols, eps: b.c.RMSEps, quant: quant}
+	b.pool.run(n, 1, &b.prep)
 }
 
-// matmul computes out[n x W.Rows] = x[n x W.Cols] . W^T across the worker pool.
-func (b *CPU) matmul(out, x []float32, n int, w *Matrix) {
-	var xq []byte
-	if w.Type == Q8_0 {
-		rb := Q8_0.RowBytes(w.Cols)
-		xq = b.xq[:n*rb]
-		for t := range n {
-			QuantizeQ8(x[t*w.Cols:(t+1)*w.Cols], xq[t*rb:(t+1)*rb])
-		}
+// matmul computes out = x . W^T for every part (sharing the input x and
+// b.xq), split by weight rows across the pool in one hand-off.
+func (b *CPU) matmul(x []float32, n int, parts ...mmPart) {
+	b.mm = matmulJob{x: x, xq: b.xq, n: n}
+	rows := 0
+	for _, p := range parts {
+		b.mm.parts[b.mm.np] = p
+		b.mm.np++
+		rows += p.w.Rows
 	}
-	b.pool.run(w.Rows, 16, func(lo, hi int) { matmulRows(out, x, xq, n, w, lo, hi) })
+	b.pool.run(rows, 16, &b.mm)
 }
 
 // classify applies the final norm and classifier to the last token of every
@@ -270,7 +242,8 @@ func (b *CPU) classify(batch *Batch, n int) [][]float32 {
 		r++
 	}
 	if rows > 0 {
-		b.matmul(b.logits, b.logitsNorm, rows, b.m.Output)
+		b.prepare(b.logitsNorm, nil, b.logitsNorm, rows, c.Dim, b.m.Output)
+		b.matmul(b.logitsNorm, rows, mmPart{b.m.Output, b.logits})
 	}
 	return b.out
 }

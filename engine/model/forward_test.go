@@ -8,9 +8,9 @@ import (
 )
 
 // denseRef is a single-sequence forward pass over a dense [layer][position]
-// KV array. It shares the float32 primitives (dot, norm, softmax, RoPE angles)
+// KV array. It shares the kernels (matmul, dot, norm, softmax, RoPE angles)
 // with the backend, so that any difference comes from paging, batching or
-// chunking, and checks them against the goldens separately.
+// chunking; the goldens and the kernel tests check the kernels themselves.
 type denseRef struct {
 	m    *Model
 	k, v [][][]float32
@@ -24,21 +24,11 @@ func (r *denseRef) step(tok, pos int) []float32 {
 	}
 	row := func(w *Matrix, x []float32) []float32 {
 		out := make([]float32, w.Rows)
-		tmp := make([]float32, w.Cols)
-		xq := make([]byte, Q8_0.RowBytes(roundUp(w.Cols, Q8Block)))
+		xq := make([]byte, actRowBytes(roundUp(w.Cols, Q8Block)))
 		if w.Type == Q8_0 {
-			QuantizeQ8(x, xq)
+			quantizeAct(x, xq)
 		}
-		for i := range out {
-			switch w.Type {
-			case Q8_0:
-				rb := Q8_0.RowBytes(w.Cols)
-				out[i] = dotQ8(w.Data[i*rb:(i+1)*rb], xq)
-			default:
-				w.Row(i, tmp)
-				out[i] = dotF32(tmp, x)
-			}
-		}
+		matmulRange(out, x, xq, 1, w, 0, w.Rows)
 		return out
 	}
 	norm := func(x, w []float32) []float32 {
@@ -74,13 +64,11 @@ func (r *denseRef) step(tok, pos int) []float32 {
 			qh := q[h*c.HeadDim : (h+1)*c.HeadDim]
 			scores := make([]float32, pos+1)
 			for p := range scores {
-				scores[p] = dotF32(qh, r.k[l][p][kv:kv+c.HeadDim]) * float32(1/math.Sqrt(float64(c.HeadDim)))
+				scores[p] = vdot(qh, r.k[l][p][kv:kv+c.HeadDim]) * float32(1/math.Sqrt(float64(c.HeadDim)))
 			}
 			softmax(scores)
 			for p := range scores {
-				for d := range c.HeadDim {
-					att[h*c.HeadDim+d] += scores[p] * r.v[l][p][kv+d]
-				}
+				vaxpy(scores[p], r.v[l][p][kv:kv+c.HeadDim], att[h*c.HeadDim:(h+1)*c.HeadDim])
 			}
 		}
 		o := row(L.Wo, att)

@@ -3,73 +3,115 @@ package model
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// workers is a persistent pool of goroutines that split a range of work
-// items. The caller runs the first share itself, so one thread means no
-// goroutine hand-off at all.
-type workers struct {
-	n     int
-	tasks chan task
-	wg    sync.WaitGroup
-	once  sync.Once
+// rangeJob is work over an index range; jobs are long-lived values so that
+// handing one to the pool allocates nothing.
+type rangeJob interface {
+	do(share, lo, hi int) // share numbers the split, 0..threads-1
 }
 
-type task struct {
-	fn     func(lo, hi int)
-	lo, hi int
-	done   *sync.WaitGroup
+// spinFor is how long an idle worker polls for the next job before it
+// parks: a forward pass hands out work every few microseconds, and waking a
+// parked goroutine costs more than that.
+const spinFor = 200 * time.Microsecond
+
+// workers is a persistent pool that splits index ranges across threads. The
+// caller runs share 0 itself. run is called from one goroutine at a time.
+type workers struct {
+	n      int
+	gen    atomic.Uint64 // bumped for every run; workers wait for a change
+	left   atomic.Int32  // shares of the current run still working
+	closed atomic.Bool
+	job    rangeJob
+	per    int
+	total  int
+	mu     sync.Mutex
+	cond   *sync.Cond
+	wg     sync.WaitGroup
 }
 
 func newWorkers(n int) *workers {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	w := &workers{n: n, tasks: make(chan task, n)}
-	for range n - 1 {
+	w := &workers{n: n}
+	w.cond = sync.NewCond(&w.mu)
+	for id := 1; id < n; id++ {
 		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for t := range w.tasks {
-				t.fn(t.lo, t.hi)
-				t.done.Done()
-			}
-		}()
+		go w.loop(id)
 	}
 	return w
 }
 
-// run calls fn over [0, n) split into at most w.n contiguous shares of at
+func (w *workers) loop(id int) {
+	defer w.wg.Done()
+	var seen uint64
+	for {
+		seen = w.wait(seen)
+		if w.closed.Load() {
+			return
+		}
+		if lo := id * w.per; lo < w.total {
+			w.job.do(id, lo, min(lo+w.per, w.total))
+		}
+		w.left.Add(-1)
+	}
+}
+
+// wait returns the next generation after seen: it spins briefly, then parks.
+func (w *workers) wait(seen uint64) uint64 {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if g := w.gen.Load(); g != seen {
+			return g
+		}
+		if i&255 == 255 && time.Since(start) > spinFor {
+			break
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.gen.Load() == seen {
+		w.cond.Wait()
+	}
+	return w.gen.Load()
+}
+
+// run calls job over [0, n) split into at most w.n contiguous shares of at
 // least grain items each, and returns when all are done.
-func (w *workers) run(n, grain int, fn func(lo, hi int)) {
+func (w *workers) run(n, grain int, job rangeJob) {
 	if n <= 0 {
 		return
 	}
 	shares := min(w.n, max(1, n/max(grain, 1)))
 	if shares == 1 {
-		fn(0, n)
+		job.do(0, 0, n)
 		return
 	}
-	var done sync.WaitGroup
-	done.Add(shares - 1)
-	per := (n + shares - 1) / shares
-	for s := 1; s < shares; s++ {
-		lo := s * per
-		hi := min(lo+per, n)
-		if lo >= hi {
-			done.Done()
-			continue
-		}
-		w.tasks <- task{fn: fn, lo: lo, hi: hi, done: &done}
+	w.job, w.per, w.total = job, (n+shares-1)/shares, n
+	w.left.Store(int32(w.n - 1))
+	w.mu.Lock()
+	w.gen.Add(1)
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	job.do(0, 0, min(w.per, n))
+	for w.left.Load() != 0 {
+		runtime.Gosched()
 	}
-	fn(0, min(per, n))
-	done.Wait()
+	w.job = nil
 }
 
 // close stops the goroutines; the pool must not be used after.
 func (w *workers) close() {
-	w.once.Do(func() {
-		close(w.tasks)
-		w.wg.Wait()
-	})
+	if w.closed.Swap(true) {
+		return
+	}
+	w.mu.Lock()
+	w.gen.Add(1)
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	w.wg.Wait()
 }

@@ -1,0 +1,399 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX2 + FMA (+ F16C) kernels. Lengths are multiples of the unroll (the Go
+// wrappers do the tails); loads are unaligned. Go's operand order is the
+// reverse of Intel's: VFMADD231PS m, a, acc computes acc += a * m.
+
+// func dotF32AVX2(a, b *float32, n int) float32
+// n is a multiple of 32.
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SHRQ $5, CX
+	JZ   dotf32_done
+
+dotf32_loop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  dotf32_loop
+
+dotf32_done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dot2x4F32AVX2(w *float32, wstride int, x *float32, xstride, n int, out *float32)
+// out[4*r+t] = w[r*wstride:] . x[t*xstride:] for rows r in 0..1 and tokens t
+// in 0..3: one accumulator per pair over 8-wide chunks, so that the result
+// is bit-identical to dot1 for the same pair. n is a multiple of 8.
+TEXT ·dot2x4F32AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ wstride+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ xstride+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $2, R9
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ $3, CX
+	JZ   d24F32_done
+
+d24F32_loop:
+	VMOVUPS (DI), Y8
+	VMOVUPS (DI)(R9*1), Y9
+	VMOVUPS (SI), Y10
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y10, Y9, Y4
+	VMOVUPS (SI)(BX*1), Y11
+	VFMADD231PS Y11, Y8, Y1
+	VFMADD231PS Y11, Y9, Y5
+	VMOVUPS (SI)(BX*2), Y10
+	VFMADD231PS Y10, Y8, Y2
+	VFMADD231PS Y10, Y9, Y6
+	VMOVUPS (SI)(R8*1), Y11
+	VFMADD231PS Y11, Y8, Y3
+	VFMADD231PS Y11, Y9, Y7
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  d24F32_loop
+
+d24F32_done:
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VMOVUPS X4, 16(DX)
+	VZEROUPPER
+	RET
+
+// func dot1F32AVX2(w *float32, x *float32, n int) float32
+// One pair, in dot2x4's order; n is a multiple of 8.
+TEXT ·dot1F32AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	SHRQ $3, CX
+	JZ   d11F32_done
+
+d11F32_loop:
+	VMOVUPS (DI), Y8
+	VFMADD231PS (SI), Y8, Y0
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  d11F32_loop
+
+d11F32_done:
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dot2x4F16AVX2(w *uint16, wstride int, x *float32, xstride, n int, out *float32)
+// out[4*r+t] = w[r*wstride:] . x[t*xstride:] for rows r in 0..1 and tokens t
+// in 0..3: one accumulator per pair over 8-wide chunks, so that the result
+// is bit-identical to dot1 for the same pair. n is a multiple of 8.
+TEXT ·dot2x4F16AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ wstride+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ xstride+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $1, R9
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ $3, CX
+	JZ   d24F16_done
+
+d24F16_loop:
+	VCVTPH2PS (DI), Y8
+	VCVTPH2PS (DI)(R9*1), Y9
+	VMOVUPS (SI), Y10
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y10, Y9, Y4
+	VMOVUPS (SI)(BX*1), Y11
+	VFMADD231PS Y11, Y8, Y1
+	VFMADD231PS Y11, Y9, Y5
+	VMOVUPS (SI)(BX*2), Y10
+	VFMADD231PS Y10, Y8, Y2
+	VFMADD231PS Y10, Y9, Y6
+	VMOVUPS (SI)(R8*1), Y11
+	VFMADD231PS Y11, Y8, Y3
+	VFMADD231PS Y11, Y9, Y7
+	ADDQ $16, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  d24F16_loop
+
+d24F16_done:
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VMOVUPS X4, 16(DX)
+	VZEROUPPER
+	RET
+
+// func dot1F16AVX2(w *uint16, x *float32, n int) float32
+// One pair, in dot2x4's order; n is a multiple of 8.
+TEXT ·dot1F16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	SHRQ $3, CX
+	JZ   d11F16_done
+
+d11F16_loop:
+	VCVTPH2PS (DI), Y8
+	VFMADD231PS (SI), Y8, Y0
+	ADDQ $16, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  d11F16_loop
+
+d11F16_done:
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q8_0 weight blocks are a little-endian fp16 scale then 32 int8 (34 bytes);
+// activation blocks (quantizeAct) a float32 scale then 32 int8 (36 bytes).
+// A block product is d_w * d_x * sum(w_i * x_i), the integer sum formed
+// with VPMADDUBSW on |w| and x*sign(w), then VPMADDWD against ones.
+
+// func dotQ8AVX2(w, x *byte, nblocks int) float32
+TEXT ·dotQ8AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ nblocks+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW $15, Y15, Y15
+	TESTQ CX, CX
+	JZ    dotq8_done
+
+dotq8_loop:
+	MOVWLZX (DI), AX
+	VMOVD   AX, X10
+	VCVTPH2PS X10, X10
+	VBROADCASTSS X10, Y10
+	VMOVDQU 2(DI), Y11
+	VPABSB  Y11, Y12
+	VBROADCASTSS (SI), Y13
+	VMULPS  Y10, Y13, Y13
+	VMOVDQU 4(SI), Y14
+	VPSIGNB Y11, Y14, Y14
+	VPMADDUBSW Y14, Y12, Y14
+	VPMADDWD Y15, Y14, Y14
+	VCVTDQ2PS Y14, Y14
+	VFMADD231PS Y14, Y13, Y0
+	ADDQ $34, DI
+	ADDQ $36, SI
+	DECQ CX
+	JNZ  dotq8_loop
+
+dotq8_done:
+	// Reduce in dot4Q8AVX2's order.
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dot4Q8AVX2(w, x *byte, xstride, nblocks int, out *float32)
+// out[t] = w . x[t*xstride:] for t in 0..3 (xstride in bytes).
+TEXT ·dot4Q8AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ xstride+16(FP), BX
+	MOVQ nblocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (BX)(BX*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW $15, Y15, Y15
+	TESTQ CX, CX
+	JZ    dot4q8_done
+
+dot4q8_loop:
+	MOVWLZX (DI), AX
+	VMOVD   AX, X10
+	VCVTPH2PS X10, X10
+	VBROADCASTSS X10, Y10
+	VMOVDQU 2(DI), Y11
+	VPABSB  Y11, Y12
+	VBROADCASTSS (SI), Y13
+	VMULPS  Y10, Y13, Y13
+	VMOVDQU 4(SI), Y14
+	VPSIGNB Y11, Y14, Y14
+	VPMADDUBSW Y14, Y12, Y14
+	VPMADDWD Y15, Y14, Y14
+	VCVTDQ2PS Y14, Y14
+	VFMADD231PS Y14, Y13, Y0
+	VBROADCASTSS (SI)(BX*1), Y13
+	VMULPS  Y10, Y13, Y13
+	VMOVDQU 4(SI)(BX*1), Y14
+	VPSIGNB Y11, Y14, Y14
+	VPMADDUBSW Y14, Y12, Y14
+	VPMADDWD Y15, Y14, Y14
+	VCVTDQ2PS Y14, Y14
+	VFMADD231PS Y14, Y13, Y1
+	VBROADCASTSS (SI)(BX*2), Y13
+	VMULPS  Y10, Y13, Y13
+	VMOVDQU 4(SI)(BX*2), Y14
+	VPSIGNB Y11, Y14, Y14
+	VPMADDUBSW Y14, Y12, Y14
+	VPMADDWD Y15, Y14, Y14
+	VCVTDQ2PS Y14, Y14
+	VFMADD231PS Y14, Y13, Y2
+	VBROADCASTSS (SI)(R8*1), Y13
+	VMULPS  Y10, Y13, Y13
+	VMOVDQU 4(SI)(R8*1), Y14
+	VPSIGNB Y11, Y14, Y14
+	VPMADDUBSW Y14, Y12, Y14
+	VPMADDWD Y15, Y14, Y14
+	VCVTDQ2PS Y14, Y14
+	VFMADD231PS Y14, Y13, Y3
+	ADDQ $34, DI
+	ADDQ $36, SI
+	DECQ CX
+	JNZ  dot4q8_loop
+
+dot4q8_done:
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET
+
+// func axpyF32AVX2(a float32, x, y *float32, n int)
+// y += a*x; n is a multiple of 16.
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	VBROADCASTSS a+0(FP), Y0
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JZ   axpy_done
+
+axpy_loop:
+	VMOVUPS (DI), Y1
+	VMOVUPS 32(DI), Y2
+	VFMADD231PS (SI), Y0, Y1
+	VFMADD231PS 32(SI), Y0, Y2
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  axpy_loop
+
+axpy_done:
+	VZEROUPPER
+	RET
+
+// func fmaPeakAVX2(iters int)
+// 10 independent FMA chains on registers: 160 flops per iteration.
+TEXT ·fmaPeakAVX2(SB), NOSPLIT, $0-8
+	MOVQ iters+0(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+fma_loop:
+	VFMADD231PS Y10, Y11, Y0
+	VFMADD231PS Y10, Y11, Y1
+	VFMADD231PS Y10, Y11, Y2
+	VFMADD231PS Y10, Y11, Y3
+	VFMADD231PS Y10, Y11, Y4
+	VFMADD231PS Y10, Y11, Y5
+	VFMADD231PS Y10, Y11, Y6
+	VFMADD231PS Y10, Y11, Y7
+	VFMADD231PS Y10, Y11, Y8
+	VFMADD231PS Y10, Y11, Y9
+	DECQ CX
+	JNZ  fma_loop
+	VZEROUPPER
+	RET

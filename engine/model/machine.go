@@ -1,0 +1,60 @@
+package model
+
+import (
+	"sync"
+	"time"
+)
+
+// MeasureReadBandwidth streams a buffer of size bytes with threads readers
+// and returns the best of a few passes, in GB/s.
+func MeasureReadBandwidth(size, threads int) float64 {
+	threads = max(threads, 1)
+	n := size / 4 / threads &^ 31
+	bufs := make([][]float32, threads)
+	for i := range bufs {
+		bufs[i] = make([]float32, n)
+		for j := range bufs[i] {
+			bufs[i][j] = 1
+		}
+	}
+	best := 0.0
+	for range 5 {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for _, b := range bufs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				vdot(b, b) // the second operand's loads hit L1: one stream from memory
+			}()
+		}
+		wg.Wait()
+		best = max(best, float64(n*4*threads)/time.Since(start).Seconds()/1e9)
+	}
+	return best
+}
+
+// MeasureFMAPeak runs register-only FMA chains on threads goroutines and
+// returns GFLOP/s (0 without the SIMD kernels).
+func MeasureFMAPeak(threads int) float64 {
+	if !haveSIMD {
+		return 0
+	}
+	threads = max(threads, 1)
+	const iters = 20_000_000
+	best := 0.0
+	for range 3 {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range threads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fmaPeakAVX2(iters)
+			}()
+		}
+		wg.Wait()
+		best = max(best, float64(iters)*160*float64(threads)/time.Since(start).Seconds()/1e9)
+	}
+	return best
+}

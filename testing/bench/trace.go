@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"time"
+)
+
+// traceReq is one request of a workload trace.
+type traceReq struct {
+	Arrival   time.Duration
+	Prompt    []int
+	MaxTokens int
+	Priority  int
+}
+
+// lengthClass is a band of prompt and output lengths.
+type lengthClass struct {
+	weight           int
+	promptLo, promHi int
+	outLo, outHi     int
+}
+
+// mix is short:medium:long = 7:2:1.
+var mix = []lengthClass{
+	{7, 8, 48, 16, 48},
+	{2, 96, 192, 48, 112},
+	{1, 256, 448, 112, 224},
+}
+
+// poissonTrace draws n requests with exponential inter-arrival gaps at rate
+// per second and lengths from the 7:2:1 mix, clipped to fit ctx.
+func poissonTrace(rng *rand.Rand, n int, rate float64, vocab, ctx int) []traceReq {
+	total := 0
+	for _, c := range mix {
+		total += c.weight
+	}
+	var out []traceReq
+	var at float64
+	for range n {
+		at += rng.ExpFloat64() / rate
+		pick := rng.IntN(total)
+		c := mix[0]
+		for _, m := range mix {
+			if pick < m.weight {
+				c = m
+				break
+			}
+			pick -= m.weight
+		}
+		pl := c.promptLo + rng.IntN(c.promHi-c.promptLo+1)
+		ol := c.outLo + rng.IntN(c.outHi-c.outLo+1)
+		pl, ol = clip(pl, ol, ctx)
+		out = append(out, traceReq{Arrival: time.Duration(at * float64(time.Second)),
+			Prompt: randomPrompt(rng, pl, vocab), MaxTokens: ol})
+	}
+	return out
+}
+
+func clip(prompt, out, ctx int) (int, int) {
+	prompt = min(prompt, ctx/2)
+	out = max(1, min(out, ctx-prompt))
+	return prompt, out
+}
+
+// randomPrompt is BOS then random ids above the special tokens, so that
+// prompts share no prefix beyond BOS (no accidental prefix-cache hits).
+func randomPrompt(rng *rand.Rand, n, vocab int) []int {
+	p := make([]int, n)
+	p[0] = 1
+	for i := 1; i < n; i++ {
+		p[i] = 3 + rng.IntN(vocab-3)
+	}
+	return p
+}
+
+// traceLine is one JSONL line of a trace file. prompt_tokens is a count (the
+// tokens are drawn at random) or a list of ids.
+type traceLine struct {
+	Arrival   float64         `json:"arrival_s"`
+	Prompt    json.RawMessage `json:"prompt_tokens"`
+	MaxTokens int             `json:"max_tokens"`
+	Priority  int             `json:"priority"`
+}
+
+func loadTrace(path string, rng *rand.Rand, vocab, ctx int) ([]traceReq, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []traceReq
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var tl traceLine
+		if err := json.Unmarshal(sc.Bytes(), &tl); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		var prompt []int
+		var count int
+		if err := json.Unmarshal(tl.Prompt, &count); err == nil {
+			pl, ol := clip(max(count, 1), tl.MaxTokens, ctx)
+			prompt, tl.MaxTokens = randomPrompt(rng, pl, vocab), ol
+		} else if err := json.Unmarshal(tl.Prompt, &prompt); err != nil || len(prompt) == 0 {
+			return nil, fmt.Errorf("%s:%d: prompt_tokens must be a count or a non-empty list of ids", path, line)
+		}
+		out = append(out, traceReq{Arrival: time.Duration(tl.Arrival * float64(time.Second)), Prompt: prompt,
+			MaxTokens: max(tl.MaxTokens, 1), Priority: tl.Priority})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Arrival < out[j].Arrival })
+	return out, sc.Err()
+}

@@ -1,0 +1,156 @@
+// Command kernelbench measures, in one run, this machine's read bandwidth
+// and FMA peak, then the CPU backend's prefill and batched decode speed on a
+// model, and prints one JSON object:
+//
+//	go run ./testing/cmd/kernelbench --model FILE [--tokenizer FILE] [--threads N] --json
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batchd/batchd/engine/model"
+)
+
+type report struct {
+	Model          string             `json:"model"`
+	DType          string             `json:"dtype"`
+	Threads        int                `json:"threads"`
+	SIMD           bool               `json:"simd"`
+	MemBWGBs       float64            `json:"mem_bw_gbs"`
+	PeakGFLOPs     float64            `json:"peak_gflops"`
+	WeightBytes    int                `json:"weight_bytes"`
+	PrefillTokens  int                `json:"prefill_tokens"`
+	PrefillTokS    float64            `json:"prefill_tok_s"`
+	DecodeContext  int                `json:"decode_context"`
+	DecodeTokS     map[string]float64 `json:"decode_tok_s"`
+	RooflineFracB1 float64            `json:"roofline_frac_b1"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kernelbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	path := flag.String("model", "", "model file (required)")
+	tok := flag.String("tokenizer", "", "llama2.c tokenizer file")
+	threads := flag.Int("threads", runtime.GOMAXPROCS(0), "CPU threads")
+	prefill := flag.Int("prefill", 512, "prompt tokens for the prefill measure")
+	ctxLen := flag.Int("context", 128, "tokens already in each sequence's KV for the decode measure")
+	batches := flag.String("batches", "1,8,32,64", "decode batch sizes")
+	steps := flag.Int("steps", 16, "decode steps timed per batch size")
+	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
+	flag.Parse()
+	if *path == "" {
+		return fmt.Errorf("--model is required")
+	}
+	m, err := model.Load(*path, model.LoadOptions{Tokenizer: *tok})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	c := m.Config
+	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads, SIMD: model.SIMD(),
+		WeightBytes: m.WeightBytes(), DecodeTokS: map[string]float64{}, DecodeContext: *ctxLen}
+	fmt.Fprintln(os.Stderr, "kernelbench: measuring memory bandwidth and FMA peak...")
+	r.MemBWGBs = model.MeasureReadBandwidth(1<<30, *threads)
+	r.PeakGFLOPs = model.MeasureFMAPeak(*threads)
+
+	var bs []int
+	maxB := 1
+	for _, f := range strings.Split(*batches, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || b < 1 {
+			return fmt.Errorf("bad batch size %q", f)
+		}
+		bs = append(bs, b)
+		maxB = max(maxB, b)
+	}
+	const blockSize = 16
+	perSeq := (max(*prefill, *ctxLen+*steps+1) + blockSize) / blockSize
+	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer cpu.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	tokens := func(n int) []int {
+		t := make([]int, n)
+		for i := range t {
+			t[i] = 3 + rng.IntN(c.Vocab-3)
+		}
+		return t
+	}
+	table := func(seq int) []int {
+		b := make([]int, perSeq)
+		for i := range b {
+			b[i] = seq*perSeq + i
+		}
+		return b
+	}
+
+	// Prefill: one prompt, in chunks of up to 512 tokens (the default token budget).
+	n := min(*prefill, c.Context)
+	prompt := tokens(n)
+	fmt.Fprintf(os.Stderr, "kernelbench: prefill %d tokens...\n", n)
+	best := 0.0
+	for range 2 {
+		start := time.Now()
+		for pos := 0; pos < n; pos += 512 {
+			end := min(pos+512, n)
+			if _, err := cpu.Forward(&model.Batch{Seqs: []model.SeqInput{{Tokens: prompt[pos:end], Pos: pos,
+				Blocks: table(0), Logits: end == n}}}); err != nil {
+				return err
+			}
+		}
+		best = max(best, float64(n)/time.Since(start).Seconds())
+	}
+	r.PrefillTokens, r.PrefillTokS = n, best
+
+	// Decode: B sequences holding ctxLen tokens each, one token per step.
+	ctx := min(*ctxLen, c.Context-*steps-1)
+	for _, b := range bs {
+		fmt.Fprintf(os.Stderr, "kernelbench: decode batch %d...\n", b)
+		batch := &model.Batch{}
+		for s := range b {
+			batch.Seqs = append(batch.Seqs, model.SeqInput{Tokens: tokens(ctx), Pos: 0, Blocks: table(s)})
+		}
+		for s := 0; s < b; s += 8 { // fill the KV a few sequences at a time
+			sub := &model.Batch{Seqs: batch.Seqs[s:min(s+8, b)]}
+			if _, err := cpu.Forward(sub); err != nil {
+				return err
+			}
+		}
+		for i := range batch.Seqs {
+			batch.Seqs[i] = model.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true}
+		}
+		start := time.Now()
+		for step := range *steps {
+			for i := range batch.Seqs {
+				batch.Seqs[i].Pos = ctx + step
+			}
+			if _, err := cpu.Forward(batch); err != nil {
+				return err
+			}
+		}
+		r.DecodeTokS[strconv.Itoa(b)] = float64(b**steps) / time.Since(start).Seconds()
+	}
+	if r.MemBWGBs > 0 {
+		r.RooflineFracB1 = r.DecodeTokS["1"] * float64(r.WeightBytes) / (r.MemBWGBs * 1e9)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	if !*asJSON {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(r)
+}
