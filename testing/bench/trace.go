@@ -25,11 +25,13 @@ type lengthClass struct {
 	outLo, outHi     int
 }
 
-// mix is short:medium:long = 7:2:1.
+// mix is short:medium:long = 7:2:1, chat-shaped: outputs at least as long
+// as prompts and widely spread (ShareGPT-like), which is what separates
+// request-level from iteration-level batching.
 var mix = []lengthClass{
-	{7, 8, 48, 16, 48},
-	{2, 96, 192, 48, 112},
-	{1, 256, 448, 112, 224},
+	{7, 16, 64, 16, 96},
+	{2, 64, 160, 96, 256},
+	{1, 160, 320, 256, 448},
 }
 
 // poissonTrace draws n requests with exponential inter-arrival gaps at rate
