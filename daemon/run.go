@@ -33,6 +33,7 @@ type runEnv struct {
 const usage = `usage: batchd <command> [flags]
 
 commands:
+  serve      run the daemon: load the model and serve the Unix socket
   generate   run prompts through the engine in process and print the results
   version    print the version
 
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, env *runEnv) error {
 		return usageError{errors.New("no command given")}
 	}
 	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], env)
 	case "generate":
 		return runGenerate(ctx, args[1:], env)
 	case "version", "--version", "-version":

@@ -1,0 +1,243 @@
+// Package client is the Go client of the batchd daemon: Dial the Unix
+// socket, then Generate (whole result or streamed), Cancel, Stats and Health,
+// many requests at once on one connection. Errors from the daemon are
+// *ipc.Error values that match the sentinels below with errors.Is.
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/batchd/batchd/ipc"
+)
+
+// DefaultSocket is where the daemon listens unless BATCHD_SOCKET says otherwise.
+const DefaultSocket = "/run/batchd/batchd.sock"
+
+// Error sentinels, for errors.Is on what the daemon returns.
+var (
+	ErrInvalidArgument   = ipc.ErrInvalidArgument
+	ErrNotFound          = ipc.ErrNotFound
+	ErrPermissionDenied  = ipc.ErrPermissionDenied
+	ErrResourceExhausted = ipc.ErrResourceExhausted
+	ErrQueueFull         = ipc.ErrQueueFull
+	ErrUnavailable       = ipc.ErrUnavailable
+	ErrInternal          = ipc.ErrInternal
+)
+
+// ErrClosed is returned for calls on a closed client or a lost connection.
+var ErrClosed = errors.New("batchd client: connection closed")
+
+// SocketPath returns path, or BATCHD_SOCKET, or DefaultSocket.
+func SocketPath(path string) string {
+	if path != "" {
+		return path
+	}
+	if p := os.Getenv("BATCHD_SOCKET"); p != "" {
+		return p
+	}
+	return DefaultSocket
+}
+
+// Client is a connection to the daemon; safe for concurrent use.
+type Client struct {
+	c     net.Conn
+	wmu   sync.Mutex
+	w     *bufio.Writer
+	mu    sync.Mutex
+	next  uint64
+	calls map[uint64]*mailbox
+	err   error // why the connection ended
+	done  chan struct{}
+	// Server is the daemon's hello reply.
+	Server ipc.Hello
+}
+
+// mailbox buffers the frames of one call so that the reader never waits.
+type mailbox struct {
+	mu     sync.Mutex
+	frames [][]byte
+	notify chan struct{}
+}
+
+func (m *mailbox) put(b []byte) {
+	m.mu.Lock()
+	m.frames = append(m.frames, b)
+	m.mu.Unlock()
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Dial connects to the daemon's socket (see SocketPath) and says hello.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", SocketPath(path))
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{c: nc, w: bufio.NewWriter(nc), calls: map[uint64]*mailbox{}, done: make(chan struct{})}
+	go c.read()
+	id, mb := c.open()
+	defer c.closeCall(id)
+	if err := c.write(&ipc.Hello{Type: ipc.TypeHello, ID: id, Version: ipc.ProtocolVersion, Client: "batchd-go"}); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	body, err := c.recv(ctx, mb)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if err := ipc.Decode(body, &c.Server); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the connection; the daemon cancels requests still running.
+func (c *Client) Close() error {
+	err := c.c.Close()
+	<-c.done
+	return err
+}
+
+func (c *Client) read() {
+	defer close(c.done)
+	br := bufio.NewReader(c.c)
+	for {
+		body, err := ipc.ReadFrame(br, 64<<20)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		h, err := ipc.DecodeHeader(body)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		mb := c.calls[h.ID]
+		if mb == nil && h.ID == 0 && h.Type == ipc.TypeError {
+			// A connection-level error (refused peer, bad frame): every call sees it.
+			for _, m := range c.calls {
+				m.put(body)
+			}
+		}
+		c.mu.Unlock()
+		if mb != nil {
+			mb.put(body)
+		}
+	}
+}
+
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	for _, m := range c.calls {
+		select {
+		case m.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *Client) open() (uint64, *mailbox) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	mb := &mailbox{notify: make(chan struct{}, 1)}
+	c.calls[c.next] = mb
+	return c.next, mb
+}
+
+func (c *Client) closeCall(id uint64) {
+	c.mu.Lock()
+	delete(c.calls, id)
+	c.mu.Unlock()
+}
+
+func (c *Client) write(v any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := ipc.WriteFrame(c.w, v); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// recv returns the next frame of a call; error frames become *ipc.Error.
+func (c *Client) recv(ctx context.Context, mb *mailbox) ([]byte, error) {
+	for {
+		mb.mu.Lock()
+		if len(mb.frames) > 0 {
+			b := mb.frames[0]
+			mb.frames = mb.frames[1:]
+			mb.mu.Unlock()
+			if h, _ := ipc.DecodeHeader(b); h.Type == ipc.TypeError {
+				var e ipc.ErrorFrame
+				_ = ipc.Decode(b, &e)
+				return nil, &ipc.Error{Code: e.Code, Message: e.Message}
+			}
+			return b, nil
+		}
+		mb.mu.Unlock()
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-mb.notify:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// call sends a one-reply message and decodes the reply into out.
+func (c *Client) call(ctx context.Context, msg func(id uint64) any, out any) error {
+	id, mb := c.open()
+	defer c.closeCall(id)
+	if err := c.write(msg(id)); err != nil {
+		return err
+	}
+	body, err := c.recv(ctx, mb)
+	if err != nil {
+		return err
+	}
+	return ipc.Decode(body, out)
+}
+
+// Stats returns the daemon's figures.
+func (c *Client) Stats(ctx context.Context) (map[string]any, error) {
+	var s ipc.Stats
+	err := c.call(ctx, func(id uint64) any { return &ipc.Stats{Type: ipc.TypeStats, ID: id} }, &s)
+	return s.Stats, err
+}
+
+// Health returns the daemon's state and model.
+func (c *Client) Health(ctx context.Context) (*ipc.Health, error) {
+	var h ipc.Health
+	err := c.call(ctx, func(id uint64) any { return &ipc.Health{Type: ipc.TypeHealth, ID: id} }, &h)
+	return &h, err
+}
+
+// Cancel cancels a request by its server-wide id (Result.RequestID or
+// Delta.RequestID): one's own, or anyone's for an admin.
+func (c *Client) Cancel(ctx context.Context, requestID uint64) error {
+	var r ipc.Cancelled
+	return c.call(ctx, func(id uint64) any {
+		return &ipc.Cancel{Type: ipc.TypeCancel, ID: id, RequestID: requestID}
+	}, &r)
+}

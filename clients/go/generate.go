@@ -1,0 +1,137 @@
+package client
+
+import (
+	"context"
+	"iter"
+
+	"github.com/batchd/batchd/ipc"
+)
+
+// Request is one generation. Prompt is encoded with BOS unless Tokens is set.
+type Request struct {
+	Prompt            string
+	Tokens            []int
+	MaxTokens         int
+	Temperature       float32
+	TopK              int
+	TopP              float32
+	MinP              float32
+	RepetitionPenalty float32
+	Seed              uint64
+	Stop              []string
+	StopTokenIDs      []int
+	Priority          int
+	Channel           string
+}
+
+// Delta is a piece of streamed output.
+type Delta struct {
+	RequestID uint64
+	Text      string
+	Tokens    []int
+}
+
+// Result is a finished request.
+type Result struct {
+	RequestID    uint64
+	Text         string
+	Tokens       []int
+	PromptTokens []int // set when not streamed
+	FinishReason string
+	Usage        ipc.Usage
+	Timings      ipc.Timings
+	Preemptions  int
+}
+
+func (r *Request) frame(id uint64, stream bool) *ipc.Submit {
+	return &ipc.Submit{Type: ipc.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
+		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
+		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, Priority: r.Priority, Channel: r.Channel, Stream: stream}
+}
+
+// Generate runs req. With fn set it streams: fn gets every delta as it
+// arrives, and an error from fn cancels the request and is returned.
+// Cancelling ctx cancels the request on the daemon.
+func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error) (*Result, error) {
+	id, mb := c.open()
+	defer c.closeCall(id)
+	if err := c.write(req.frame(id, fn != nil)); err != nil {
+		return nil, err
+	}
+	body, err := c.recv(ctx, mb)
+	if err != nil {
+		return nil, err
+	}
+	var acc ipc.Accepted
+	if err := ipc.Decode(body, &acc); err != nil {
+		return nil, err
+	}
+	res := &Result{RequestID: acc.RequestID}
+	for {
+		body, err := c.recv(ctx, mb)
+		if err != nil {
+			c.abandon(id)
+			return res, err
+		}
+		h, _ := ipc.DecodeHeader(body)
+		switch h.Type {
+		case ipc.TypeToken:
+			var t ipc.Token
+			if err := ipc.Decode(body, &t); err != nil {
+				c.abandon(id)
+				return res, err
+			}
+			res.Text += t.Text
+			res.Tokens = append(res.Tokens, t.Tokens...)
+			if fn != nil {
+				if err := fn(Delta{RequestID: acc.RequestID, Text: t.Text, Tokens: t.Tokens}); err != nil {
+					c.abandon(id)
+					return res, err
+				}
+			}
+		case ipc.TypeDone:
+			var d ipc.Done
+			if err := ipc.Decode(body, &d); err != nil {
+				return res, err
+			}
+			if fn == nil {
+				res.Text, res.Tokens, res.PromptTokens = d.Text, d.Tokens, d.PromptTokens
+			}
+			res.FinishReason, res.Usage, res.Timings, res.Preemptions = d.FinishReason, d.Usage, d.Timings, d.Preemptions
+			if d.FinishReason == "error" {
+				return res, &ipc.Error{Code: d.Code, Message: d.Message}
+			}
+			return res, nil
+		}
+	}
+}
+
+// abandon cancels a request whose caller stopped listening; its remaining
+// frames are dropped when they arrive.
+func (c *Client) abandon(id uint64) {
+	cid, _ := c.open()
+	c.closeCall(cid) // the reply, if any, is dropped
+	_ = c.write(&ipc.Cancel{Type: ipc.TypeCancel, ID: cid, Target: id})
+}
+
+// Stream runs req and yields its deltas; breaking out of the loop cancels
+// the request. The final yield carries a nil error after the last delta, or
+// the error that ended the stream.
+func (c *Client) Stream(ctx context.Context, req Request) iter.Seq2[Delta, error] {
+	return func(yield func(Delta, error) bool) {
+		stop := errStop{}
+		_, err := c.Generate(ctx, req, func(d Delta) error {
+			if !yield(d, nil) {
+				return stop
+			}
+			return nil
+		})
+		if err != nil && err != error(stop) {
+			yield(Delta{}, err)
+		}
+	}
+}
+
+type errStop struct{}
+
+func (errStop) Error() string { return "stream stopped by the caller" }

@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/batchd/batchd/engine"
+)
+
+// Config is batchd's configuration. Precedence: Default() < file < env < flags.
+type Config struct {
+	Model    ModelConfig  `toml:"model"`
+	Server   ServerConfig `toml:"server"`
+	Engine   EngineKnobs  `toml:"engine"`
+	LogLevel string       `toml:"log_level"` // debug, info, warn, error; default info
+	// DrainTimeout bounds a graceful shutdown: running requests may finish
+	// for this long, then are cancelled. Keep it below systemd's TimeoutStopSec. Default 30s.
+	DrainTimeout Duration `toml:"drain_timeout"`
+}
+
+// ModelConfig names the model; changes need a restart.
+type ModelConfig struct {
+	Path      string `toml:"path"`      // GGUF or llama2.c file
+	Tokenizer string `toml:"tokenizer"` // llama2.c tokenizer file
+	Format    string `toml:"format"`    // "", "gguf" or "llama2c"
+}
+
+// ServerConfig is the socket and who may use it.
+type ServerConfig struct {
+	Socket        string   `toml:"socket"`         // default /run/batchd/batchd.sock (restart)
+	SocketMode    string   `toml:"socket_mode"`    // octal, default "0660" (restart)
+	SocketGroup   string   `toml:"socket_group"`   // group owning the socket (restart)
+	AllowedUsers  []string `toml:"allowed_users"`  // names or uids; empty with no groups: the socket mode decides
+	AllowedGroups []string `toml:"allowed_groups"` // names or gids
+	AdminUsers    []string `toml:"admin_users"`    // may see and cancel anyone's requests
+	// MaxRequestsPerUser caps one uid's requests in flight; default 256, 0 = none.
+	MaxRequestsPerUser int `toml:"max_requests_per_user"`
+	MaxFrameBytes      int `toml:"max_frame_bytes"` // default 1 MiB (restart)
+}
+
+// EngineKnobs shape the engine. Scheduler knobs and MaxQueue apply live.
+type EngineKnobs struct {
+	BlockSize           int    `toml:"block_size"`             // tokens per KV block, default 16 (restart)
+	KVBlocks            int    `toml:"kv_blocks"`              // 0 = sized from the model (restart)
+	Threads             int    `toml:"threads"`                // 0 = all cores (restart)
+	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
+	MaxNumSeqs          int    `toml:"max_num_seqs"`           // default 64
+	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // default 512
+	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
+	Policy              string `toml:"policy"`                 // fcfs or priority; default fcfs
+	MaxQueue            int    `toml:"max_queue"`              // waiting requests before queue_full; default 1024
+}
+
+// Duration is a time.Duration written as "30s" in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	d.Duration = v
+	return err
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Default returns the built-in configuration.
+func Default() Config {
+	t := true
+	return Config{
+		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
+			MaxFrameBytes: 1 << 20},
+		Engine: EngineKnobs{BlockSize: 16, PrefixCaching: &t, MaxNumSeqs: 64, MaxNumBatchedTokens: 512,
+			MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
+		LogLevel:     "info",
+		DrainTimeout: Duration{30 * time.Second},
+	}
+}
+
+// LoadFile reads path over the defaults; unknown keys are an error.
+func LoadFile(path string) (Config, error) {
+	c := Default()
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return c, fmt.Errorf("config %s: unknown keys %v", path, und)
+	}
+	return c, nil
+}
+
+// ApplyEnv overrides from BATCHD_MODEL, BATCHD_TOKENIZER, BATCHD_SOCKET and
+// BATCHD_LOG_LEVEL; getenv is os.Getenv outside tests.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	set := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Model.Path, "BATCHD_MODEL")
+	set(&c.Model.Tokenizer, "BATCHD_TOKENIZER")
+	set(&c.Server.Socket, "BATCHD_SOCKET")
+	set(&c.LogLevel, "BATCHD_LOG_LEVEL")
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Model.Path == "" {
+		errs = append(errs, errors.New("model.path is required"))
+	} else if _, err := os.Stat(c.Model.Path); err != nil {
+		errs = append(errs, fmt.Errorf("model.path: %w", err))
+	}
+	if c.Model.Format != "" && c.Model.Format != "gguf" && c.Model.Format != "llama2c" {
+		errs = append(errs, fmt.Errorf("model.format %q: want gguf or llama2c", c.Model.Format))
+	}
+	if c.Server.Socket == "" {
+		errs = append(errs, errors.New("server.socket is required"))
+	}
+	if m, err := strconv.ParseUint(c.Server.SocketMode, 8, 32); err != nil || m > 0o777 {
+		errs = append(errs, fmt.Errorf("server.socket_mode %q: want an octal mode such as 0660", c.Server.SocketMode))
+	}
+	if _, err := resolvePolicy(c.Server); err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+	}{
+		{"server.max_requests_per_user", c.Server.MaxRequestsPerUser, 0},
+		{"server.max_frame_bytes", c.Server.MaxFrameBytes, 1024},
+		{"engine.block_size", c.Engine.BlockSize, 1},
+		{"engine.kv_blocks", c.Engine.KVBlocks, 0},
+		{"engine.threads", c.Engine.Threads, 0},
+		{"engine.max_num_seqs", c.Engine.MaxNumSeqs, 1},
+		{"engine.max_num_batched_tokens", c.Engine.MaxNumBatchedTokens, 1},
+		{"engine.max_partial_prefills", c.Engine.MaxPartialPrefills, 1},
+		{"engine.max_queue", c.Engine.MaxQueue, 1},
+	} {
+		if f.v < f.min {
+			errs = append(errs, fmt.Errorf("%s = %d, must be >= %d", f.name, f.v, f.min))
+		}
+	}
+	if _, err := engine.ParsePolicy(c.Engine.Policy); err != nil {
+		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DrainTimeout.Duration < 0 {
+		errs = append(errs, fmt.Errorf("drain_timeout %v must be >= 0", c.DrainTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// scheduler returns the live scheduler knobs.
+func (c *Config) scheduler() engine.SchedulerConfig {
+	p, _ := engine.ParsePolicy(c.Engine.Policy)
+	return engine.SchedulerConfig{Policy: p, MaxNumSeqs: c.Engine.MaxNumSeqs,
+		MaxNumBatchedTokens: c.Engine.MaxNumBatchedTokens, MaxPartialPrefills: c.Engine.MaxPartialPrefills}
+}
+
+// restartNeeded lists the fields that differ between c and next and only
+// take effect on restart.
+func (c *Config) restartNeeded(next *Config) []string {
+	var out []string
+	diff := func(name string, a, b any) {
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			out = append(out, name)
+		}
+	}
+	diff("model.path", c.Model.Path, next.Model.Path)
+	diff("model.tokenizer", c.Model.Tokenizer, next.Model.Tokenizer)
+	diff("model.format", c.Model.Format, next.Model.Format)
+	diff("server.socket", c.Server.Socket, next.Server.Socket)
+	diff("server.socket_mode", c.Server.SocketMode, next.Server.SocketMode)
+	diff("server.socket_group", c.Server.SocketGroup, next.Server.SocketGroup)
+	diff("server.max_frame_bytes", c.Server.MaxFrameBytes, next.Server.MaxFrameBytes)
+	diff("engine.block_size", c.Engine.BlockSize, next.Engine.BlockSize)
+	diff("engine.kv_blocks", c.Engine.KVBlocks, next.Engine.KVBlocks)
+	diff("engine.threads", c.Engine.Threads, next.Engine.Threads)
+	diff("engine.prefix_caching", *c.Engine.PrefixCaching, *next.Engine.PrefixCaching)
+	return out
+}

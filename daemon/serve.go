@@ -1,0 +1,290 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/batchd/batchd/ipc"
+)
+
+// State is the daemon's lifecycle state, as health reports it.
+type State int32
+
+// The states.
+const (
+	StateLoading State = iota
+	StateReady
+	StateSleeping
+	StateDraining
+)
+
+func (s State) String() string {
+	switch s {
+	case StateLoading:
+		return "loading"
+	case StateReady:
+		return "ready"
+	case StateSleeping:
+		return "sleeping"
+	case StateDraining:
+		return "draining"
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// serveFlags are the command-line overrides of `batchd serve`.
+type serveFlags struct {
+	config, model, tokenizer, socket, logLevel string
+}
+
+// Daemon is a running batchd: socket server, engine and config.
+type Daemon struct {
+	flags  serveFlags
+	getenv func(string) string
+	level  slog.LevelVar
+	log    *slog.Logger
+	srv    *ipc.Server
+	state  atomic.Int32
+	ready  chan struct{}
+
+	mu         sync.Mutex
+	cfg        Config
+	rt         *Runtime
+	reloads    int
+	reloadErrs int
+	lastErr    string
+	restart    []string
+}
+
+// loadConfig builds the configuration: defaults, file, env, flags.
+func (d *Daemon) loadConfig() (Config, error) {
+	c := Default()
+	if d.flags.config != "" {
+		var err error
+		if c, err = LoadFile(d.flags.config); err != nil {
+			return c, err
+		}
+	}
+	c.ApplyEnv(d.getenv)
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{{&c.Model.Path, d.flags.model}, {&c.Model.Tokenizer, d.flags.tokenizer},
+		{&c.Server.Socket, d.flags.socket}, {&c.LogLevel, d.flags.logLevel}} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	return c, c.Validate()
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToLower(s))); err != nil {
+		return l, fmt.Errorf("log_level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func resolvePolicy(s ServerConfig) (ipc.Policy, error) {
+	var errs []error
+	users, err := ipc.ResolveUsers(s.AllowedUsers)
+	errs = append(errs, err)
+	groups, err := ipc.ResolveGroups(s.AllowedGroups)
+	errs = append(errs, err)
+	admins, err := ipc.ResolveUsers(s.AdminUsers)
+	errs = append(errs, err)
+	return ipc.Policy{AllowedUIDs: users, AllowedGIDs: groups, AdminUIDs: admins, Self: uint32(os.Getuid()),
+		MaxRequestsPerUser: s.MaxRequestsPerUser}, errors.Join(errs...)
+}
+
+// State returns the lifecycle state.
+func (d *Daemon) State() State { return State(d.state.Load()) }
+
+func (d *Daemon) runtime() *Runtime {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.rt
+}
+
+// waitReady blocks until the model is loaded: requests that arrive while it
+// loads wait and are served.
+func (d *Daemon) waitReady(ctx context.Context) (*Runtime, error) {
+	select {
+	case <-d.ready:
+	case <-ctx.Done():
+		return nil, ipc.Errorf(ipc.CodeUnavailable, "gave up waiting for the model to load: %v", ctx.Err())
+	}
+	rt := d.runtime()
+	if rt == nil || d.State() == StateDraining {
+		return nil, ipc.Errorf(ipc.CodeUnavailable, "batchd is shutting down")
+	}
+	return rt, nil
+}
+
+func (d *Daemon) daemonStats() map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cfg.Engine
+	return map[string]any{
+		"state": d.State().String(),
+		"config": map[string]any{"max_num_seqs": c.MaxNumSeqs, "max_num_batched_tokens": c.MaxNumBatchedTokens,
+			"max_partial_prefills": c.MaxPartialPrefills, "policy": c.Policy, "max_queue": c.MaxQueue,
+			"max_requests_per_user": d.cfg.Server.MaxRequestsPerUser, "log_level": d.cfg.LogLevel},
+		"reloads": d.reloads, "reload_errors": d.reloadErrs, "last_reload_error": d.lastErr,
+		"restart_needed": append([]string{}, d.restart...),
+	}
+}
+
+// runServe is `batchd serve`.
+func runServe(ctx context.Context, args []string, env *runEnv) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	d := &Daemon{getenv: os.Getenv, ready: make(chan struct{})}
+	fs.StringVar(&d.flags.config, "config", "", "TOML config file (watched and reloaded on change and on SIGHUP)")
+	fs.StringVar(&d.flags.model, "model", "", "model file (overrides model.path)")
+	fs.StringVar(&d.flags.tokenizer, "tokenizer", "", "llama2.c tokenizer file (overrides model.tokenizer)")
+	fs.StringVar(&d.flags.socket, "socket", "", "socket path (overrides server.socket)")
+	fs.StringVar(&d.flags.logLevel, "log-level", "", "log level (overrides log_level)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	cfg, err := d.loadConfig()
+	if err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return d.run(ctx, cfg, env)
+}
+
+func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
+	lvl, _ := parseLevel(cfg.LogLevel)
+	d.level.Set(lvl)
+	d.log = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: &d.level})).With("component", "daemon")
+	d.cfg = cfg
+	pol, _ := resolvePolicy(cfg.Server)
+	mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
+	ln, err := ipc.Listen(ipc.ListenOptions{Path: cfg.Server.Socket, Mode: fs.FileMode(mode), Group: cfg.Server.SocketGroup})
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	d.srv = ipc.NewServer(ipc.Options{Backend: backend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
+		Version: Version, Model: cfg.Model.Path, Policy: pol})
+	served := make(chan error, 1)
+	go func() { served <- d.srv.Serve(ln) }()
+	d.log.Info("listening", "socket", cfg.Server.Socket, "state", "loading")
+
+	// Health answers while the model loads; submits wait for it.
+	rt, err := OpenEngine(engineConfig(cfg), d.log)
+	if err != nil {
+		d.srv.Close()
+		return err
+	}
+	d.mu.Lock()
+	d.rt = rt
+	d.mu.Unlock()
+	d.state.Store(int32(StateReady))
+	close(d.ready)
+	d.log.Info("ready", "model", rt.Model.Path)
+
+	stopWatch := d.watch(ctx)
+	defer stopWatch()
+	dump := make(chan os.Signal, 1)
+	signal.Notify(dump, syscall.SIGUSR1)
+	defer signal.Stop(dump)
+loop:
+	for {
+		select {
+		case <-dump: // SIGUSR1: goroutine stacks, for a daemon that seems stuck
+			_ = pprof.Lookup("goroutine").WriteTo(env.stderr, 2)
+		case err := <-served:
+			if !errors.Is(err, ipc.ErrServerClosed) {
+				d.log.Error("server failed", "err", err)
+			}
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	return d.shutdown(rt)
+}
+
+// shutdown drains: no new requests, running ones get until the drain
+// deadline, then are cancelled; components close in reverse start order.
+func (d *Daemon) shutdown(rt *Runtime) error {
+	d.state.Store(int32(StateDraining))
+	d.mu.Lock()
+	timeout := d.cfg.DrainTimeout.Duration
+	d.mu.Unlock()
+	d.log.Info("draining", "timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := rt.Engine.Drain(ctx); err != nil {
+		d.log.Warn("drain deadline passed; cancelling what is left", "running", rt.Engine.Stats().Running)
+	}
+	if err := rt.Close(); err != nil { // ends what is left with a terminal event
+		d.log.Error("close engine", "err", err)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if err := d.srv.Shutdown(sctx); err != nil {
+		d.log.Error("close server", "err", err)
+	}
+	d.log.Info("stopped")
+	return nil
+}
+
+// reload re-reads the configuration and applies what can change live; an
+// invalid file is rejected whole and the running config stays.
+func (d *Daemon) reload(why string) {
+	next, err := d.loadConfig()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.reloadErrs++
+		d.lastErr = err.Error()
+		d.log.Error("config rejected; keeping the running one", "trigger", why, "err", err)
+		return
+	}
+	restart := d.cfg.restartNeeded(&next)
+	pol, _ := resolvePolicy(next.Server)
+	d.srv.SetPolicy(pol)
+	if d.rt != nil {
+		d.rt.Engine.SetScheduler(next.scheduler())
+		d.rt.Engine.SetMaxQueue(next.Engine.MaxQueue)
+	}
+	lvl, _ := parseLevel(next.LogLevel)
+	d.level.Set(lvl)
+	// Fields that need a restart keep their running values.
+	next.Model, next.Server.Socket, next.Server.SocketMode = d.cfg.Model, d.cfg.Server.Socket, d.cfg.Server.SocketMode
+	next.Server.SocketGroup, next.Server.MaxFrameBytes = d.cfg.Server.SocketGroup, d.cfg.Server.MaxFrameBytes
+	next.Engine.BlockSize, next.Engine.KVBlocks = d.cfg.Engine.BlockSize, d.cfg.Engine.KVBlocks
+	next.Engine.Threads, next.Engine.PrefixCaching = d.cfg.Engine.Threads, d.cfg.Engine.PrefixCaching
+	d.cfg = next
+	d.reloads++
+	d.lastErr = ""
+	d.restart = restart
+	if len(restart) > 0 {
+		d.log.Warn("config reloaded; some changes need a restart", "trigger", why, "restart_needed", restart)
+	} else {
+		d.log.Info("config reloaded", "trigger", why)
+	}
+}
+
+func engineConfig(c Config) EngineConfig {
+	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format,
+		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
+		NoPrefixCache: !*c.Engine.PrefixCaching, Scheduler: c.scheduler(), MaxQueue: c.Engine.MaxQueue}
+}

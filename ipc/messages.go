@@ -1,0 +1,146 @@
+package ipc
+
+// ProtocolVersion is the version this package speaks; hello must carry it.
+const ProtocolVersion = 1
+
+// DefaultMaxFrame is the largest frame body accepted unless configured otherwise.
+const DefaultMaxFrame = 1 << 20
+
+// Message types: the "type" field of every frame.
+const (
+	TypeHello     = "hello"
+	TypeSubmit    = "submit"
+	TypeAccepted  = "accepted"
+	TypeToken     = "token"
+	TypeDone      = "done"
+	TypeCancel    = "cancel"
+	TypeCancelled = "cancelled"
+	TypeStats     = "stats"
+	TypeHealth    = "health"
+	TypeError     = "error"
+)
+
+// Header holds the two fields every frame has. ID is chosen by the client
+// to match replies to requests on one connection (0 for connection-level frames).
+type Header struct {
+	Type string `msgpack:"type"`
+	ID   uint64 `msgpack:"id"`
+}
+
+// Hello opens a connection (client to server) and answers it (server to client).
+type Hello struct {
+	Type    string `msgpack:"type"`
+	ID      uint64 `msgpack:"id"`
+	Version int    `msgpack:"version"`
+	Client  string `msgpack:"client,omitempty"` // free text, for logs
+	Server  string `msgpack:"server,omitempty"` // reply: server version
+	Model   string `msgpack:"model,omitempty"`  // reply: model name
+	UID     uint32 `msgpack:"uid"`              // reply: the peer uid the server sees
+}
+
+// Submit asks for a generation. Either Prompt (encoded with BOS) or Tokens.
+type Submit struct {
+	Type              string   `msgpack:"type"`
+	ID                uint64   `msgpack:"id"`
+	Prompt            string   `msgpack:"prompt,omitempty"`
+	Tokens            []int    `msgpack:"tokens,omitempty"`
+	MaxTokens         int      `msgpack:"max_tokens,omitempty"`
+	Temperature       float32  `msgpack:"temperature,omitempty"`
+	TopK              int      `msgpack:"top_k,omitempty"`
+	TopP              float32  `msgpack:"top_p,omitempty"`
+	MinP              float32  `msgpack:"min_p,omitempty"`
+	RepetitionPenalty float32  `msgpack:"repetition_penalty,omitempty"`
+	Seed              uint64   `msgpack:"seed,omitempty"`
+	Stop              []string `msgpack:"stop,omitempty"`
+	StopTokenIDs      []int    `msgpack:"stop_token_ids,omitempty"`
+	Priority          int      `msgpack:"priority,omitempty"`
+	Channel           string   `msgpack:"channel,omitempty"`
+	Stream            bool     `msgpack:"stream,omitempty"`
+}
+
+// Accepted acknowledges a submit; RequestID is the server-wide id that
+// cancel and logs use.
+type Accepted struct {
+	Type      string `msgpack:"type"`
+	ID        uint64 `msgpack:"id"`
+	RequestID uint64 `msgpack:"request_id"`
+}
+
+// Token carries a text delta of a streaming request; it never splits a
+// UTF-8 character. Deltas of a slow reader are merged, never dropped.
+type Token struct {
+	Type   string `msgpack:"type"`
+	ID     uint64 `msgpack:"id"`
+	Text   string `msgpack:"text"`
+	Tokens []int  `msgpack:"tokens"`
+}
+
+// Usage counts a request's tokens.
+type Usage struct {
+	PromptTokens       int `msgpack:"prompt_tokens" json:"prompt_tokens"`
+	CompletionTokens   int `msgpack:"completion_tokens" json:"completion_tokens"`
+	CachedPromptTokens int `msgpack:"cached_prompt_tokens" json:"cached_prompt_tokens"`
+}
+
+// Timings measure a request's life, in seconds.
+type Timings struct {
+	QueueS      float64 `msgpack:"queue_s" json:"queue_s"`
+	FirstTokenS float64 `msgpack:"first_token_s" json:"first_token_s"`
+	TotalS      float64 `msgpack:"total_s" json:"total_s"`
+}
+
+// Done is the one terminal frame of every accepted request. For a request
+// without stream, Text and Tokens hold the whole output.
+type Done struct {
+	Type         string  `msgpack:"type"`
+	ID           uint64  `msgpack:"id"`
+	FinishReason string  `msgpack:"finish_reason"` // stop, length, cancelled, error
+	Text         string  `msgpack:"text,omitempty"`
+	Tokens       []int   `msgpack:"tokens,omitempty"`
+	PromptTokens []int   `msgpack:"prompt_tokens,omitempty"`
+	Usage        Usage   `msgpack:"usage"`
+	Timings      Timings `msgpack:"timings"`
+	Preemptions  int     `msgpack:"preemptions"`
+	Code         string  `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)
+	Message      string  `msgpack:"message,omitempty"`
+}
+
+// Cancel ends a request: by the ID it was submitted with on this connection,
+// or by RequestID (its own, or anyone's for an admin).
+type Cancel struct {
+	Type      string `msgpack:"type"`
+	ID        uint64 `msgpack:"id"`
+	Target    uint64 `msgpack:"target,omitempty"`     // ID of a submit on this connection
+	RequestID uint64 `msgpack:"request_id,omitempty"` // server-wide id
+}
+
+// Cancelled acknowledges a cancel; the request's done frame follows on its own connection.
+type Cancelled struct {
+	Type      string `msgpack:"type"`
+	ID        uint64 `msgpack:"id"`
+	RequestID uint64 `msgpack:"request_id"`
+}
+
+// Stats asks for (client) or carries (server) the engine's figures.
+type Stats struct {
+	Type  string         `msgpack:"type"`
+	ID    uint64         `msgpack:"id"`
+	Stats map[string]any `msgpack:"stats,omitempty"`
+}
+
+// Health asks for or reports the daemon's state.
+type Health struct {
+	Type    string         `msgpack:"type"`
+	ID      uint64         `msgpack:"id"`
+	State   string         `msgpack:"state,omitempty"` // loading, ready, sleeping, draining
+	Model   map[string]any `msgpack:"model,omitempty"`
+	Version string         `msgpack:"version,omitempty"`
+}
+
+// ErrorFrame reports a failed request or a bad frame.
+type ErrorFrame struct {
+	Type    string `msgpack:"type"`
+	ID      uint64 `msgpack:"id"`
+	Code    string `msgpack:"code"`
+	Message string `msgpack:"message"`
+}
