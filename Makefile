@@ -7,12 +7,12 @@ MODELS ?= ../shared/models
 # checkpoint, else a random-weight demo model made by testing/modelgen.
 BATCHD_MODEL ?= $(if $(wildcard $(MODELS)/stories260K.bin),$(MODELS)/stories260K.bin,build/demo.gguf)
 BATCHD_TOKENIZER ?= $(if $(filter %.bin,$(BATCHD_MODEL)),$(MODELS)/tok512.bin,)
-PROMPT ?= Once upon a time
+SOCKET ?= $(CURDIR)/build/batchd.sock
 
 .PHONY: build run test bench lint demo-model clean
 
 build:
-	$(GO) build -o $(BIN)/batchd ./cmd/batchd
+	$(GO) build -o $(BIN)/ ./cmd/batchd ./cmd/batchctl
 
 build/demo.gguf:
 	@mkdir -p build
@@ -22,11 +22,18 @@ build/demo.gguf:
 demo-model: build/demo.gguf
 
 run: build $(if $(filter build/demo.gguf,$(BATCHD_MODEL)),build/demo.gguf)
-	$(BIN)/batchd generate --model $(BATCHD_MODEL) $(if $(BATCHD_TOKENIZER),--tokenizer $(BATCHD_TOKENIZER)) \
-		--prompt "$(PROMPT)" --max-tokens 200
+	@mkdir -p build
+	@echo "batchd: serving $(BATCHD_MODEL) on $(SOCKET) (Ctrl-C stops it). In another terminal:"
+	@echo "  bin/batchctl --socket $(SOCKET) generate 'Once upon a time' --max-tokens 100"
+	@echo "  bin/batchctl --socket $(SOCKET) stats"
+	@echo "  bin/batchctl --socket $(SOCKET) health"
+	$(BIN)/batchd serve --model $(BATCHD_MODEL) $(if $(BATCHD_TOKENIZER),--tokenizer $(BATCHD_TOKENIZER)) \
+		--socket $(SOCKET)
 
 test:
 	$(GO) test -race ./...
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 10s ./ipc
+	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 10s ./engine/model
 
 # L110: the shape ../shared/BENCHMARKS.md measures llama.cpp on.
 L110 := --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024 --seed 1 \

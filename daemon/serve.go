@@ -185,6 +185,8 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	served := make(chan error, 1)
 	go func() { served <- d.srv.Serve(ln) }()
 	d.log.Info("listening", "socket", cfg.Server.Socket, "state", "loading")
+	stopWatch := d.watch(ctx)
+	defer stopWatch()
 
 	// Health answers while the model loads; submits wait for it.
 	rt, err := OpenEngine(engineConfig(cfg), d.log)
@@ -199,8 +201,6 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	close(d.ready)
 	d.log.Info("ready", "model", rt.Model.Path)
 
-	stopWatch := d.watch(ctx)
-	defer stopWatch()
 	dump := make(chan os.Signal, 1)
 	signal.Notify(dump, syscall.SIGUSR1)
 	defer signal.Stop(dump)

@@ -151,10 +151,10 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 		e.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if e.pending >= e.maxQueue {
+	if n := e.pending; n >= e.maxQueue {
 		e.rec.rejected++
 		e.mu.Unlock()
-		return nil, fmt.Errorf("%w (%d waiting)", ErrQueueFull, e.pending)
+		return nil, fmt.Errorf("%w (%d waiting)", ErrQueueFull, n)
 	}
 	e.nextID++
 	id := e.nextID

@@ -1,0 +1,478 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type testDaemon struct {
+	d      *Daemon
+	socket string
+	log    *syncBuffer
+	stop   func()
+}
+
+// startDaemon runs `batchd serve` in process on a socket in a temp dir with
+// the stories260K model; config is TOML written to a file when not empty.
+func startDaemon(t *testing.T, config string) *testDaemon {
+	t.Helper()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "batchd.sock")
+	d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{})}
+	d.flags = serveFlags{model: testmodels.Path(t, "stories260K.bin"), tokenizer: testmodels.Path(t, "tok512.bin"),
+		socket: sock, logLevel: "debug"}
+	if config != "" {
+		d.flags.config = filepath.Join(dir, "batchd.toml")
+		if err := os.WriteFile(d.flags.config, []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := d.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx, cfg, &runEnv{stdout: log, stderr: log}) }()
+	select {
+	case <-d.ready:
+	case err := <-done:
+		t.Fatalf("daemon exited: %v\n%s", err, log.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not become ready")
+	}
+	td := &testDaemon{d: d, socket: sock, log: log}
+	var once sync.Once
+	td.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("daemon: %v", err)
+			}
+		})
+	}
+	t.Cleanup(td.stop)
+	return td
+}
+
+func (td *testDaemon) dial(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.Dial(context.Background(), td.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// waitIdle waits until the engine holds no KV blocks and runs nothing.
+func (td *testDaemon) waitIdle(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := td.d.runtime().Engine.Stats()
+		if s.KVBlocksUsed == 0 && s.Running == 0 && s.Waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("engine not idle: %+v", s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestServeGoldensFromConcurrentClients(t *testing.T) {
+	td := startDaemon(t, "")
+	goldens := testmodels.Goldens(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := client.Dial(context.Background(), td.socket)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			g := goldens[i%len(goldens)]
+			var streamed string
+			var fn func(client.Delta) error
+			if i%2 == 0 { // half stream, half take the whole result
+				fn = func(d client.Delta) error { streamed += d.Text; return nil }
+			}
+			res, err := c.Generate(context.Background(), client.Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()}, fn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !slices.Equal(res.Tokens, g.OutputTokens) || res.Text != g.Text || (fn != nil && streamed != g.Text) {
+				errs <- fmt.Errorf("client %d %q: got %d tokens %q", i, g.Prompt, len(res.Tokens), res.Text)
+			}
+			if fn == nil && !slices.Equal(res.PromptTokens, g.PromptTokens) {
+				errs <- fmt.Errorf("client %d: prompt tokens %v", i, res.PromptTokens)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	td.waitIdle(t)
+}
+
+func TestCancelAndHangUpFreeBlocks(t *testing.T) {
+	td := startDaemon(t, "")
+	c := td.dial(t)
+	long := client.Request{Prompt: "Once upon a time", MaxTokens: 400}
+
+	// Cancel through the socket by request id, from another connection.
+	started := make(chan uint64, 1)
+	done := make(chan *client.Result, 1)
+	go func() {
+		res, _ := c.Generate(context.Background(), long, func(d client.Delta) error {
+			select {
+			case started <- d.RequestID:
+			default:
+			}
+			return nil
+		})
+		done <- res
+	}()
+	id := <-started
+	if err := td.dial(t).Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.FinishReason != "cancelled" {
+		t.Fatalf("finish %q after cancel", res.FinishReason)
+	}
+	td.waitIdle(t)
+
+	// Context cancellation in the client cancels on the daemon.
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := c.Generate(ctx, long, func(client.Delta) error { cancel(); return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	td.waitIdle(t)
+
+	// A client that hangs up mid-stream has its requests cancelled.
+	hang, err := client.Dial(context.Background(), td.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan struct{})
+	go func() {
+		_, _ = hang.Generate(context.Background(), long, func(client.Delta) error {
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+	}()
+	<-got
+	hang.Close()
+	td.waitIdle(t)
+	if n := td.d.runtime().Engine.Stats().Finished["cancelled"]; n != 3 {
+		t.Fatalf("%d cancelled, want 3", n)
+	}
+}
+
+// rawConn speaks frames by hand, for bad input.
+type rawConn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, sock string, hello bool) *rawConn {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := &rawConn{c: c, br: bufio.NewReader(c)}
+	if hello {
+		r.send(t, &ipc.Hello{Type: ipc.TypeHello, ID: 1, Version: ipc.ProtocolVersion})
+		if h := r.read(t); h.Type != ipc.TypeHello {
+			t.Fatalf("hello reply %+v", h)
+		}
+	}
+	return r
+}
+
+func (r *rawConn) send(t *testing.T, v any) {
+	t.Helper()
+	if err := ipc.WriteFrame(r.c, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *rawConn) sendRaw(t *testing.T, b []byte) {
+	t.Helper()
+	if _, err := r.c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *rawConn) read(t *testing.T) ipc.ErrorFrame {
+	t.Helper()
+	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	body, err := ipc.ReadFrame(r.br, 1<<20)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	var e ipc.ErrorFrame
+	if err := ipc.Decode(body, &e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// closed reports whether the server closed the connection (after any frames).
+func (r *rawConn) closed(t *testing.T) bool {
+	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, err := ipc.ReadFrame(r.br, 1<<20); err != nil {
+			return true
+		}
+	}
+}
+
+func frameOf(body []byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	return append(b, body...)
+}
+
+func TestBadInputGetsClearErrors(t *testing.T) {
+	td := startDaemon(t, "")
+	expect := func(r *rawConn, code string) {
+		t.Helper()
+		if e := r.read(t); e.Type != ipc.TypeError || e.Code != code {
+			t.Fatalf("got %+v, want error %s", e, code)
+		}
+	}
+	// A frame that is not msgpack, then one with a wrong-typed field, then an
+	// unknown type: each gets an error and the connection stays usable.
+	r := dialRaw(t, td.socket, true)
+	r.sendRaw(t, frameOf([]byte("this is not msgpack")))
+	expect(r, ipc.CodeInvalidArgument)
+	r.send(t, map[string]any{"type": "submit", "id": 5, "max_tokens": "lots"})
+	expect(r, ipc.CodeInvalidArgument)
+	r.send(t, map[string]any{"type": "teleport", "id": 6})
+	expect(r, ipc.CodeInvalidArgument)
+	r.send(t, &ipc.Submit{Type: ipc.TypeSubmit, ID: 7, Tokens: []int{1, 99999}})
+	expect(r, ipc.CodeInvalidArgument)
+	r.send(t, map[string]any{"type": "health", "id": 8, "some_future_field": true})
+	if h := r.read(t); h.Type != ipc.TypeHealth {
+		t.Fatalf("health with an unknown field: %+v", h)
+	}
+
+	// Version mismatch: an error, then a clean close.
+	r = dialRaw(t, td.socket, false)
+	r.send(t, &ipc.Hello{Type: ipc.TypeHello, ID: 1, Version: 99})
+	expect(r, ipc.CodeInvalidArgument)
+	if !r.closed(t) {
+		t.Fatal("connection stayed open after a version mismatch")
+	}
+	// Oversized frame: an error, then a close.
+	r = dialRaw(t, td.socket, true)
+	r.sendRaw(t, binary.BigEndian.AppendUint32(nil, 64<<20))
+	expect(r, ipc.CodeInvalidArgument)
+	if !r.closed(t) {
+		t.Fatal("connection stayed open after an oversized frame")
+	}
+	// Truncated frame: the server waits for the rest; a hang-up ends it cleanly.
+	r = dialRaw(t, td.socket, true)
+	r.sendRaw(t, append(binary.BigEndian.AppendUint32(nil, 100), 0x81, 0xa4))
+	r.c.Close()
+
+	// Meanwhile the daemon keeps serving.
+	res, err := td.dial(t).Generate(context.Background(), client.Request{Prompt: "Tom", MaxTokens: 3}, nil)
+	if err != nil || len(res.Tokens) != 3 {
+		t.Fatalf("daemon stopped serving: %v %+v", err, res)
+	}
+}
+
+func TestBurstAgainstQueueLimit(t *testing.T) {
+	td := startDaemon(t, "[engine]\nmax_queue = 100\nmax_num_seqs = 8\n[server]\nmax_requests_per_user = 0\n")
+	c := td.dial(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	for i := range 1000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.Generate(context.Background(), client.Request{Prompt: fmt.Sprintf("Lily %d", i), MaxTokens: 4}, nil)
+			key := "completed"
+			switch {
+			case errors.Is(err, client.ErrQueueFull):
+				key = "queue_full"
+			case err != nil:
+				key = "error: " + err.Error()
+			case res.FinishReason != "length" && res.FinishReason != "stop":
+				key = "finish " + res.FinishReason
+			}
+			mu.Lock()
+			outcomes[key]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if outcomes["completed"]+outcomes["queue_full"] != 1000 || outcomes["queue_full"] == 0 || outcomes["completed"] < 100 {
+		t.Fatalf("outcomes %v", outcomes)
+	}
+	t.Logf("burst of 1000: %v", outcomes)
+	td.waitIdle(t)
+}
+
+func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
+	td := startDaemon(t, "[engine]\nmax_num_seqs = 8\n")
+	c := td.dial(t)
+	cfgOf := func() map[string]any {
+		s, err := c.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	waitFor := func(what string, ok func(map[string]any) bool) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			s := cfgOf()
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: stats %v", what, s)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	num := func(v any) int64 {
+		switch n := v.(type) {
+		case int8:
+			return int64(n)
+		case int16:
+			return int64(n)
+		case int32:
+			return int64(n)
+		case int64:
+			return n
+		case uint8:
+			return int64(n)
+		case uint16:
+			return int64(n)
+		case uint32:
+			return int64(n)
+		case uint64:
+			return int64(n)
+		}
+		return -1
+	}
+	// An editor's atomic save: write a temp file, rename it over the config.
+	save := func(text string) {
+		tmp := td.d.flags.config + ".tmp"
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, td.d.flags.config); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("[engine]\nmax_num_seqs = 3\npolicy = \"priority\"\nblock_size = 8\n")
+	s := waitFor("valid edit", func(s map[string]any) bool {
+		return num(s["config"].(map[string]any)["max_num_seqs"]) == 3
+	})
+	if s["policy"] != "priority" || fmt.Sprint(s["restart_needed"]) != "[engine.block_size]" {
+		t.Fatalf("after reload: policy %v, restart_needed %v", s["policy"], s["restart_needed"])
+	}
+	save("[engine]\nmax_num_seqs = -4\npolicy = \"random\"\n")
+	s = waitFor("invalid edit", func(s map[string]any) bool { return num(s["reload_errors"]) == 1 })
+	if num(s["config"].(map[string]any)["max_num_seqs"]) != 3 || s["last_reload_error"] == "" {
+		t.Fatalf("bad file changed the config: %v", s)
+	}
+	// The old config keeps serving.
+	if _, err := c.Generate(context.Background(), client.Request{Prompt: "Tom", MaxTokens: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShutdownDrainsThenCancels(t *testing.T) {
+	td := startDaemon(t, "drain_timeout = \"50ms\"\n")
+	c := td.dial(t)
+	first := make(chan struct{})
+	res := make(chan *client.Result, 1)
+	go func() {
+		var once sync.Once
+		r, _ := c.Generate(context.Background(), client.Request{Prompt: "Once", MaxTokens: 500},
+			func(client.Delta) error { once.Do(func() { close(first) }); return nil })
+		res <- r
+	}()
+	<-first
+	td.stop()
+	r := <-res
+	if r == nil || (r.FinishReason != "cancelled" && r.FinishReason != "length") {
+		t.Fatalf("request after shutdown: %+v", r)
+	}
+	if _, err := os.Stat(td.socket); !os.IsNotExist(err) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+}
+
+func TestBreakingOutOfStreamCancels(t *testing.T) {
+	td := startDaemon(t, "")
+	c := td.dial(t)
+	n := 0
+	for d, err := range c.Stream(context.Background(), client.Request{Prompt: "Once upon a time", MaxTokens: 400}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 3 || d.Text == "" {
+			break
+		}
+	}
+	td.waitIdle(t)
+	if got := td.d.runtime().Engine.Stats().Finished["cancelled"]; got != 1 {
+		t.Fatalf("%d cancelled, want 1", got)
+	}
+}

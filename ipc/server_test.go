@@ -1,0 +1,284 @@
+package ipc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeBackend runs requests that stream one delta and then wait to be cancelled.
+type fakeBackend struct {
+	mu     sync.Mutex
+	next   uint64
+	owners map[uint64]uint32
+	stops  map[uint64]chan struct{}
+}
+
+type fakeStream struct {
+	id    uint64
+	ctx   context.Context
+	stop  chan struct{}
+	steps int
+}
+
+func (f *fakeBackend) Submit(ctx context.Context, p Peer, s *Submit) (RequestStream, error) {
+	if s.MaxTokens < 0 {
+		return nil, Errorf(CodeInvalidArgument, "max_tokens")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	stop := make(chan struct{})
+	f.owners[f.next], f.stops[f.next] = p.UID, stop
+	return &fakeStream{id: f.next, ctx: ctx, stop: stop}, nil
+}
+
+func (f *fakeBackend) Cancel(p Peer, id uint64, admin bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	owner, ok := f.owners[id]
+	if !ok {
+		return Errorf(CodeNotFound, "request %d", id)
+	}
+	if owner != p.UID && !admin {
+		return Errorf(CodePermissionDenied, "not yours")
+	}
+	close(f.stops[id])
+	delete(f.owners, id)
+	return nil
+}
+
+func (f *fakeBackend) Stats() map[string]any { return map[string]any{"running": 0} }
+func (f *fakeBackend) Health() Health        { return Health{State: "ready"} }
+
+func (s *fakeStream) RequestID() uint64   { return s.id }
+func (s *fakeStream) PromptTokens() []int { return []int{1} }
+func (s *fakeStream) Next(ctx context.Context) (Event, error) {
+	s.steps++
+	if s.steps == 1 {
+		return Event{Text: "hi", Tokens: []int{7}}, nil
+	}
+	select {
+	case <-s.stop:
+	case <-s.ctx.Done():
+	}
+	return Event{Done: &Done{FinishReason: "cancelled"}}, nil
+}
+
+type testServer struct {
+	s     *Server
+	sock  string
+	peers chan Peer
+}
+
+func startServer(t *testing.T, pol Policy) *testServer {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := Listen(ListenOptions{Path: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{s: NewServer(Options{Backend: &fakeBackend{owners: map[uint64]uint32{}, stops: map[uint64]chan struct{}{}},
+		Policy: pol}), sock: sock, peers: make(chan Peer, 8)}
+	ts.s.peerCred = func(net.Conn) (Peer, error) { return <-ts.peers, nil }
+	go func() { _ = ts.s.Serve(ln) }()
+	t.Cleanup(func() { ts.s.Close() })
+	return ts
+}
+
+type peerConn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+// dialAs connects as uid and says hello; it returns the hello reply's type.
+func (ts *testServer) dialAs(t *testing.T, uid uint32) (*peerConn, string) {
+	t.Helper()
+	ts.peers <- Peer{UID: uid, GID: uid}
+	c, err := net.Dial("unix", ts.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pc := &peerConn{c: c, br: bufio.NewReader(c)}
+	if err := WriteFrame(c, &Hello{Type: TypeHello, ID: 1, Version: ProtocolVersion}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := pc.next(t)
+	return pc, h.Type
+}
+
+func (pc *peerConn) next(t *testing.T) (Header, []byte) {
+	t.Helper()
+	_ = pc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	body, err := ReadFrame(pc.br, DefaultMaxFrame)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	h, err := DecodeHeader(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, body
+}
+
+func TestPeerNotAllowedIsRefused(t *testing.T) {
+	ts := startServer(t, Policy{AllowedUIDs: []uint32{1000}, Self: 4242})
+	pc, typ := ts.dialAs(t, 2000)
+	if typ != TypeError {
+		t.Fatalf("refused peer got %q", typ)
+	}
+	_ = pc
+	for _, uid := range []uint32{1000, 0, 4242} { // allowed, root, the daemon's own user
+		if _, typ := ts.dialAs(t, uid); typ != TypeHello {
+			t.Fatalf("uid %d got %q", uid, typ)
+		}
+	}
+}
+
+func TestCancelOnlyOwnUnlessAdmin(t *testing.T) {
+	ts := startServer(t, Policy{AdminUIDs: []uint32{3000}})
+	owner, _ := ts.dialAs(t, 1000)
+	if err := WriteFrame(owner.c, &Submit{Type: TypeSubmit, ID: 9, Prompt: "x", Stream: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := owner.next(t)
+	var acc Accepted
+	if err := Decode(body, &acc); err != nil || acc.Type != TypeAccepted {
+		t.Fatalf("accepted: %+v %v", acc, err)
+	}
+	if h, _ := owner.next(t); h.Type != TypeToken {
+		t.Fatalf("want a token frame, got %q", h.Type)
+	}
+	other, _ := ts.dialAs(t, 1001)
+	if err := WriteFrame(other.c, &Cancel{Type: TypeCancel, ID: 2, RequestID: acc.RequestID}); err != nil {
+		t.Fatal(err)
+	}
+	_, body = other.next(t)
+	var e ErrorFrame
+	_ = Decode(body, &e)
+	if e.Code != CodePermissionDenied {
+		t.Fatalf("another user's cancel: %+v", e)
+	}
+	admin, _ := ts.dialAs(t, 3000)
+	if err := WriteFrame(admin.c, &Cancel{Type: TypeCancel, ID: 3, RequestID: acc.RequestID}); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := admin.next(t); h.Type != TypeCancelled {
+		t.Fatalf("admin cancel got %q", h.Type)
+	}
+	if h, _ := owner.next(t); h.Type != TypeDone {
+		t.Fatalf("owner got %q, want done", h.Type)
+	}
+}
+
+func TestPerUserLimit(t *testing.T) {
+	ts := startServer(t, Policy{MaxRequestsPerUser: 2})
+	pc, _ := ts.dialAs(t, 1000)
+	for id := uint64(1); id <= 3; id++ {
+		if err := WriteFrame(pc.c, &Submit{Type: TypeSubmit, ID: id, Prompt: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var codes []string
+	for range 3 {
+		_, body := pc.next(t)
+		var e ErrorFrame
+		_ = Decode(body, &e)
+		codes = append(codes, e.Type+":"+e.Code)
+	}
+	if codes[2] != "error:"+CodeResourceExhausted {
+		t.Fatalf("third request: %v", codes)
+	}
+}
+
+func TestErrorsMatchAcrossTheWire(t *testing.T) {
+	var e error = &Error{Code: CodeQueueFull, Message: "100 waiting"}
+	if !isErr(e, ErrQueueFull) || !isErr(e, ErrResourceExhausted) || isErr(e, ErrNotFound) {
+		t.Fatal("error codes do not match their sentinels")
+	}
+}
+
+func isErr(err, target error) bool {
+	type iser interface{ Is(error) bool }
+	return err.(iser).Is(target)
+}
+
+// FuzzDecodeFrame feeds arbitrary bytes to the frame reader and decoders:
+// they may fail, never panic or allocate past the frame limit.
+func FuzzDecodeFrame(f *testing.F) {
+	var buf bytes.Buffer
+	_ = WriteFrame(&buf, &Submit{Type: TypeSubmit, ID: 3, Prompt: "hi", MaxTokens: 4, Stop: []string{"x"}})
+	f.Add(buf.Bytes())
+	f.Add([]byte{0, 0, 0, 2, 0x81, 0xa0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		body, err := ReadFrame(bufio.NewReader(bytes.NewReader(b)), 4096)
+		if err != nil {
+			return
+		}
+		if len(body) > 4096 {
+			t.Fatalf("frame of %d bytes past the limit", len(body))
+		}
+		if _, err := DecodeHeader(body); err != nil {
+			return
+		}
+		var s Submit
+		_ = Decode(body, &s)
+		var c Cancel
+		_ = Decode(body, &c)
+	})
+}
+
+func TestRealPeerCredentials(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := Listen(ListenOptions{Path: sock, Mode: 0o600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(Options{Backend: &fakeBackend{}})
+	go func() { _ = s.Serve(ln) }()
+	defer s.Close()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := WriteFrame(c, &Hello{Type: TypeHello, ID: 1, Version: ProtocolVersion}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := ReadFrame(bufio.NewReader(c), DefaultMaxFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h Hello
+	if err := Decode(body, &h); err != nil || h.UID != uint32(os.Getuid()) {
+		t.Fatalf("hello %+v (%v): the server saw the wrong uid", h, err)
+	}
+	// A second Listen on a live socket refuses; on a stale one it replaces it.
+	if _, err := Listen(ListenOptions{Path: sock}); err == nil {
+		t.Fatal("listened over a live socket")
+	}
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v %v", st.Mode(), err)
+	}
+}
+
+func TestListenRejectsLongPathsAndNonSockets(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Listen(ListenOptions{Path: filepath.Join(dir, strings.Repeat("x", 120))}); err == nil {
+		t.Fatal("accepted a path longer than sun_path")
+	}
+	file := filepath.Join(dir, "file")
+	_ = os.WriteFile(file, nil, 0o644)
+	if _, err := Listen(ListenOptions{Path: file}); err == nil {
+		t.Fatal("replaced a regular file")
+	}
+}
