@@ -57,9 +57,13 @@ func Decode(body []byte, v any) error {
 	return msgpack.Unmarshal(body, v)
 }
 
-// DecodeHeader reads the type and id of a frame body.
+// DecodeHeader checks a frame body's shape (see checkBody) and reads its
+// type and id. Call it before Decode on untrusted input.
 func DecodeHeader(body []byte) (Header, error) {
 	var h Header
+	if err := checkBody(body); err != nil {
+		return h, err
+	}
 	if err := msgpack.Unmarshal(body, &h); err != nil {
 		return h, err
 	}
