@@ -30,8 +30,11 @@ run: build $(if $(filter build/demo.gguf,$(BATCHD_MODEL)),build/demo.gguf)
 	$(BIN)/batchd serve --model $(BATCHD_MODEL) $(if $(BATCHD_TOKENIZER),--tokenizer $(BATCHD_TOKENIZER)) \
 		--socket $(SOCKET)
 
-test:
+PYTHON ?= /usr/bin/python3
+
+test: build
 	$(GO) test -race ./...
+	BATCHD_BIN=$(CURDIR)/$(BIN)/batchd $(PYTHON) -m pytest -q clients/python/tests
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 10s ./ipc
 	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 10s ./engine/model
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/batchd/batchd/ipc"
 )
@@ -86,13 +87,20 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 	go c.read()
 	id, mb := c.open()
 	defer c.closeCall(id)
-	if err := c.write(&ipc.Hello{Type: ipc.TypeHello, ID: id, Version: ipc.ProtocolVersion, Client: "batchd-go"}); err != nil {
-		nc.Close()
-		return nil, err
+	werr := c.write(&ipc.Hello{Type: ipc.TypeHello, ID: id, Version: ipc.ProtocolVersion, Client: "batchd-go"})
+	if werr != nil {
+		// A refused peer is told why before the hang-up: read that if it came.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 	}
 	body, err := c.recv(ctx, mb)
 	if err != nil {
 		nc.Close()
+		var ie *ipc.Error
+		if werr != nil && !errors.As(err, &ie) {
+			err = werr
+		}
 		return nil, err
 	}
 	if err := ipc.Decode(body, &c.Server); err != nil {

@@ -1,0 +1,26 @@
+"""Python client for batchd, the local LLM inference daemon.
+
+Sync: ``Client``; asyncio: ``AsyncClient``. Errors from the daemon raise the
+exceptions below, keyed by the wire error code.
+"""
+
+from ._protocol import DEFAULT_SOCKET, Result, socket_path
+from .aio import AsyncClient
+from .client import Client, Stream
+from .errors import (
+    BatchdError,
+    ConnectionClosed,
+    InternalError,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    QueueFull,
+    ResourceExhausted,
+    Unavailable,
+)
+
+__all__ = [
+    "AsyncClient", "BatchdError", "Client", "ConnectionClosed", "DEFAULT_SOCKET", "InternalError", "InvalidRequest",
+    "NotFound", "PermissionDenied", "QueueFull", "ResourceExhausted", "Result", "Stream", "Unavailable", "socket_path",
+]
+__version__ = "0.1.0"

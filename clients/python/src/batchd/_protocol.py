@@ -1,0 +1,103 @@
+"""Framing and message helpers shared by the sync and asyncio clients."""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+import msgpack
+
+from .errors import BatchdError, from_wire
+
+PROTOCOL_VERSION = 1
+DEFAULT_SOCKET = "/run/batchd/batchd.sock"
+MAX_FRAME = 64 << 20
+_LEN = struct.Struct(">I")
+
+
+def socket_path(path: Optional[str] = None) -> str:
+    """Return path, else $BATCHD_SOCKET, else /run/batchd/batchd.sock."""
+    return path or os.environ.get("BATCHD_SOCKET") or DEFAULT_SOCKET
+
+
+def encode(msg: Dict[str, Any]) -> bytes:
+    body = msgpack.packb(msg, use_bin_type=True)
+    return _LEN.pack(len(body)) + body
+
+
+def decode(body: bytes) -> Dict[str, Any]:
+    return msgpack.unpackb(body, raw=False, strict_map_key=False)
+
+
+def frame_length(header: bytes) -> int:
+    (n,) = _LEN.unpack(header)
+    if n > MAX_FRAME:
+        raise BatchdError(f"frame of {n} bytes from the daemon exceeds {MAX_FRAME}")
+    return n
+
+
+def error_of(msg: Dict[str, Any]) -> Optional[BatchdError]:
+    if msg.get("type") == "error":
+        return from_wire(msg.get("code", "internal"), msg.get("message", ""))
+    return None
+
+
+def submit_message(
+    req_id: int,
+    prompt: Optional[str],
+    tokens: Optional[Sequence[int]],
+    stream: bool,
+    max_tokens: int = 0,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    top_p: float = 0.0,
+    min_p: float = 0.0,
+    repetition_penalty: float = 0.0,
+    seed: int = 0,
+    stop: Optional[Sequence[str]] = None,
+    stop_token_ids: Optional[Sequence[int]] = None,
+    priority: int = 0,
+    channel: str = "",
+) -> Dict[str, Any]:
+    msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
+    if tokens is not None:
+        msg["tokens"] = list(tokens)
+    else:
+        msg["prompt"] = prompt or ""
+    optional = {
+        "max_tokens": max_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
+        "repetition_penalty": repetition_penalty, "seed": seed, "priority": priority, "channel": channel,
+        "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []),
+    }
+    msg.update({k: v for k, v in optional.items() if v})
+    return msg
+
+
+@dataclass
+class Result:
+    """A finished request."""
+
+    request_id: int
+    text: str = ""
+    tokens: List[int] = field(default_factory=list)
+    prompt_tokens: List[int] = field(default_factory=list)
+    finish_reason: str = ""
+    usage: Dict[str, int] = field(default_factory=dict)
+    timings: Dict[str, float] = field(default_factory=dict)
+    preemptions: int = 0
+
+
+def finish(result: Result, done: Dict[str, Any], streamed: bool) -> Result:
+    if not streamed:
+        result.text = done.get("text", "")
+        result.tokens = list(done.get("tokens") or [])
+        result.prompt_tokens = list(done.get("prompt_tokens") or [])
+    result.finish_reason = done.get("finish_reason", "")
+    result.usage = dict(done.get("usage") or {})
+    result.timings = dict(done.get("timings") or {})
+    result.preemptions = done.get("preemptions", 0)
+    if result.finish_reason == "error":
+        raise from_wire(done.get("code", "internal"), done.get("message", ""))
+    return result

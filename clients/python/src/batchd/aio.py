@@ -1,0 +1,172 @@
+"""asyncio client: one connection, many concurrent requests."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Dict, Optional, Sequence
+
+from . import _protocol as p
+from .errors import BatchdError, ConnectionClosed
+
+_CLOSED = object()
+
+
+class AsyncClient:
+    """A connection to batchd for asyncio code.
+
+    >>> async with await AsyncClient.connect() as c:     # doctest: +SKIP
+    ...     async for text in c.stream("Once upon a time", max_tokens=20):
+    ...         print(text, end="")
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._next = 0
+        self._queues: Dict[int, "asyncio.Queue[Any]"] = {}
+        self._error: Optional[BatchdError] = None
+        self._fatal: Optional[BatchdError] = None
+        self._task = asyncio.get_running_loop().create_task(self._read())
+        self.server: Dict[str, Any] = {}
+
+    @classmethod
+    async def connect(cls, path: Optional[str] = None) -> "AsyncClient":
+        path = p.socket_path(path)
+        try:
+            reader, writer = await asyncio.open_unix_connection(path)
+        except OSError as e:
+            raise ConnectionClosed(f"cannot connect to {path}: {e}") from e
+        c = cls(reader, writer)
+        try:
+            c.server = await c._call({"type": "hello", "version": p.PROTOCOL_VERSION, "client": "batchd-python-asyncio"})
+        except BaseException:
+            await c.close()
+            raise
+        return c
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                n = p.frame_length(await self._reader.readexactly(4))
+                msg = p.decode(await self._reader.readexactly(n))
+                q = self._queues.get(msg.get("id", 0))
+                if q is not None:
+                    q.put_nowait(msg)
+                elif msg.get("id", 0) == 0 and msg.get("type") == "error":
+                    self._fatal = p.error_of(msg)
+                    for t in list(self._queues.values()):
+                        t.put_nowait(msg)
+        except (OSError, asyncio.IncompleteReadError, BatchdError, ValueError) as e:
+            self._error = self._fatal or ConnectionClosed(str(e) or "the daemon closed the connection")
+            for t in list(self._queues.values()):
+                t.put_nowait(_CLOSED)
+
+    def _open(self) -> "tuple[int, asyncio.Queue[Any]]":
+        if self._error is not None:
+            raise self._error
+        self._next += 1
+        q: "asyncio.Queue[Any]" = asyncio.Queue()
+        self._queues[self._next] = q
+        return self._next, q
+
+    def _send(self, msg: Dict[str, Any]) -> None:
+        if self._writer.is_closing():
+            raise self._error or ConnectionClosed("connection closed")
+        self._writer.write(p.encode(msg))
+
+    async def _get(self, q: "asyncio.Queue[Any]") -> Dict[str, Any]:
+        msg = await q.get()
+        if msg is _CLOSED:
+            raise self._error or ConnectionClosed("connection closed")
+        err = p.error_of(msg)
+        if err is not None:
+            raise err
+        return msg
+
+    async def _call(self, msg: Dict[str, Any]) -> Dict[str, Any]:
+        req_id, q = self._open()
+        try:
+            self._send(dict(msg, id=req_id))
+            try:
+                await self._writer.drain()
+            except OSError:
+                pass  # the reader reports why the daemon hung up
+            return await self._get(q)
+        finally:
+            self._queues.pop(req_id, None)
+
+    def _abandon(self, req_id: int) -> None:
+        self._next += 1
+        try:
+            self._send({"type": "cancel", "id": self._next, "target": req_id})
+        except BatchdError:
+            pass
+
+    async def generate(self, prompt: Optional[str] = None, *, tokens: Optional[Sequence[int]] = None, **params: Any) -> p.Result:
+        """Run a request and return the whole result. Cancelling the task
+        cancels the request on the daemon."""
+        req_id, q = self._open()
+        done = False
+        try:
+            self._send(p.submit_message(req_id, prompt, tokens, False, **params))
+            await self._writer.drain()
+            acc = await self._get(q)
+            while True:
+                msg = await self._get(q)
+                if msg["type"] == "done":
+                    done = True
+                    return p.finish(p.Result(request_id=acc.get("request_id", 0)), msg, streamed=False)
+        finally:
+            if not done:
+                self._abandon(req_id)
+            self._queues.pop(req_id, None)
+
+    async def stream(self, prompt: Optional[str] = None, *, tokens: Optional[Sequence[int]] = None, **params: Any) -> AsyncIterator[str]:
+        """Yield text deltas as they arrive. Leaving the loop early or
+        cancelling the task cancels the request on the daemon."""
+        req_id, q = self._open()
+        done = False
+        try:
+            self._send(p.submit_message(req_id, prompt, tokens, True, **params))
+            await self._writer.drain()
+            await self._get(q)  # accepted
+            while True:
+                msg = await self._get(q)
+                if msg["type"] == "token":
+                    yield msg.get("text", "")
+                elif msg["type"] == "done":
+                    done = True
+                    p.finish(p.Result(request_id=0), msg, streamed=True)
+                    return
+        finally:
+            if not done:
+                self._abandon(req_id)
+            self._queues.pop(req_id, None)
+
+    async def cancel(self, request_id: int) -> None:
+        await self._call({"type": "cancel", "request_id": request_id})
+
+    async def stats(self) -> Dict[str, Any]:
+        return (await self._call({"type": "stats"})).get("stats", {})
+
+    async def health(self) -> Dict[str, Any]:
+        msg = await self._call({"type": "health"})
+        return {k: msg.get(k) for k in ("state", "version", "model")}
+
+    async def close(self) -> None:
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass
+        self._task.cancel()
+        try:
+            await self._task
+        except (asyncio.CancelledError, Exception):
+            pass
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,246 @@
+"""Synchronous client: one connection, safe to share between threads."""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+from typing import Any, Dict, Iterator, Optional, Sequence
+
+from . import _protocol as p
+from .errors import BatchdError, ConnectionClosed
+
+_CLOSED = object()
+
+
+class Client:
+    """A connection to batchd.
+
+    >>> with Client() as c:                      # doctest: +SKIP
+    ...     print(c.generate("Once upon a time", max_tokens=20).text)
+    """
+
+    def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        self.path = p.socket_path(path)
+        self.timeout = timeout
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.connect(self.path)
+        except OSError as e:
+            self._sock.close()
+            raise ConnectionClosed(f"cannot connect to {self.path}: {e}") from e
+        self._wlock = threading.Lock()
+        self._lock = threading.Lock()
+        self._next = 0
+        self._queues: Dict[int, "queue.Queue[Any]"] = {}
+        self._error: Optional[BatchdError] = None
+        self._fatal: Optional[BatchdError] = None
+        self._reader = threading.Thread(target=self._read, name="batchd-reader", daemon=True)
+        self._reader.start()
+        try:
+            self.server = self._call({"type": "hello", "version": p.PROTOCOL_VERSION, "client": "batchd-python"})
+        except BaseException:
+            self.close()
+            raise
+
+    # -- plumbing -------------------------------------------------------
+
+    def _recv_exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self._sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionClosed("the daemon closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def _read(self) -> None:
+        try:
+            while True:
+                msg = p.decode(self._recv_exact(p.frame_length(self._recv_exact(4))))
+                with self._lock:
+                    q = self._queues.get(msg.get("id", 0))
+                    if q is None and msg.get("id", 0) == 0 and msg.get("type") == "error":
+                        # Connection-level (a refused peer, a bad frame): everyone sees it.
+                        self._fatal = p.error_of(msg)
+                        targets = list(self._queues.values())
+                    else:
+                        targets = [q] if q is not None else []
+                for t in targets:
+                    t.put(msg)
+        except (OSError, BatchdError, ValueError) as e:
+            err = e if isinstance(e, ConnectionClosed) else ConnectionClosed(str(e))
+            with self._lock:
+                self._error = self._fatal or err
+                targets = list(self._queues.values())
+            for t in targets:
+                t.put(_CLOSED)
+
+    def _open(self) -> "tuple[int, queue.Queue[Any]]":
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            self._next += 1
+            q: "queue.Queue[Any]" = queue.Queue()
+            self._queues[self._next] = q
+            return self._next, q
+
+    def _close_call(self, req_id: int) -> None:
+        with self._lock:
+            self._queues.pop(req_id, None)
+
+    def _send(self, msg: Dict[str, Any]) -> None:
+        data = p.encode(msg)
+        with self._wlock:
+            try:
+                self._sock.sendall(data)
+            except OSError as e:
+                # The daemon may have said why before hanging up: let the reader see it.
+                if threading.current_thread() is not self._reader:
+                    self._reader.join(timeout=2)
+                raise self._fatal or ConnectionClosed(str(e)) from e
+
+    def _get(self, q: "queue.Queue[Any]") -> Dict[str, Any]:
+        try:
+            msg = q.get(timeout=self.timeout)
+        except queue.Empty:
+            raise TimeoutError("no reply from batchd") from None
+        if msg is _CLOSED:
+            raise self._error or ConnectionClosed("connection closed")
+        err = p.error_of(msg)
+        if err is not None:
+            raise err
+        return msg
+
+    def _call(self, msg: Dict[str, Any]) -> Dict[str, Any]:
+        req_id, q = self._open()
+        try:
+            self._send(dict(msg, id=req_id))
+            return self._get(q)
+        finally:
+            self._close_call(req_id)
+
+    # -- API --------------------------------------------------------------
+
+    def generate(self, prompt: Optional[str] = None, *, tokens: Optional[Sequence[int]] = None, **params: Any) -> p.Result:
+        """Run a request and return the whole result.
+
+        params: max_tokens, temperature, top_k, top_p, min_p,
+        repetition_penalty, seed, stop, stop_token_ids, priority, channel.
+        """
+        return self._run(prompt, tokens, params)
+
+    def stream(self, prompt: Optional[str] = None, *, tokens: Optional[Sequence[int]] = None, **params: Any) -> "Stream":
+        """Return an iterator of text deltas, yielded as they arrive. Leaving
+        the loop early (break, an exception) cancels the request on the
+        daemon. The Stream's request_id is set once the daemon accepts it, and
+        its result (usage, finish reason) once it ends."""
+        return Stream(self._deltas(prompt, tokens, params))
+
+    def _deltas(self, prompt: Optional[str], tokens: Optional[Sequence[int]], params: Dict[str, Any]) -> Iterator[Any]:
+        req_id, q = self._open()
+        done = False
+        try:
+            self._send(p.submit_message(req_id, prompt, tokens, True, **params))
+            acc = self._get(q)
+            result = p.Result(request_id=acc.get("request_id", 0))
+            yield result
+            while True:
+                msg = self._get(q)
+                if msg["type"] == "token":
+                    result.text += msg.get("text", "")
+                    result.tokens.extend(msg.get("tokens") or [])
+                    yield msg.get("text", "")
+                elif msg["type"] == "done":
+                    done = True
+                    p.finish(result, msg, streamed=True)
+                    return
+        finally:
+            if not done:
+                self._abandon(req_id)
+            self._close_call(req_id)
+
+    def _run(self, prompt: Optional[str], tokens: Optional[Sequence[int]], params: Dict[str, Any]) -> p.Result:
+        req_id, q = self._open()
+        done = False
+        try:
+            self._send(p.submit_message(req_id, prompt, tokens, False, **params))
+            acc = self._get(q)
+            result = p.Result(request_id=acc.get("request_id", 0))
+            while True:
+                msg = self._get(q)
+                if msg["type"] == "done":
+                    done = True
+                    return p.finish(result, msg, streamed=False)
+        finally:
+            if not done:
+                self._abandon(req_id)
+            self._close_call(req_id)
+
+    def _abandon(self, req_id: int) -> None:
+        try:
+            with self._lock:
+                self._next += 1
+                cid = self._next
+            self._send({"type": "cancel", "id": cid, "target": req_id})
+        except BatchdError:
+            pass
+
+    def cancel(self, request_id: int) -> None:
+        """Cancel a request by its server-wide id (Result.request_id)."""
+        self._call({"type": "cancel", "request_id": request_id})
+
+    def stats(self) -> Dict[str, Any]:
+        return self._call({"type": "stats"}).get("stats", {})
+
+    def health(self) -> Dict[str, Any]:
+        msg = self._call({"type": "health"})
+        return {k: msg.get(k) for k in ("state", "version", "model")}
+
+    def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        if self._reader.is_alive() and threading.current_thread() is not self._reader:
+            self._reader.join(timeout=5)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Stream:
+    """Text deltas of one request (see Client.stream)."""
+
+    def __init__(self, gen: Iterator[Any]) -> None:
+        self._gen = gen
+        self.result: Optional[p.Result] = None
+        self.request_id = 0
+
+    def _start(self) -> None:
+        if self.result is None:
+            self.result = next(self._gen)
+            self.request_id = self.result.request_id
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> str:
+        self._start()
+        return next(self._gen)
+
+    def start(self) -> "Stream":
+        """Submit now and wait until accepted (iteration does this on demand)."""
+        self._start()
+        return self
+
+    def close(self) -> None:
+        """Stop reading; cancels the request if it is still running."""
+        self._gen.close()
+
+    def __del__(self) -> None:
+        self._gen.close()

@@ -1,0 +1,84 @@
+"""Fixtures: a real batchd on a temp socket with the stories260K model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
+
+import batchd  # noqa: E402
+
+
+def models_dir() -> Path:
+    return Path(os.environ.get("BATCHD_TEST_MODELS") or ROOT.parent / "shared" / "models")
+
+
+@pytest.fixture(scope="session")
+def goldens():
+    path = models_dir() / "stories260K_golden.json"
+    if not path.exists():
+        pytest.skip(f"model files not found in {models_dir()}; set BATCHD_TEST_MODELS")
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def batchd_bin(tmp_path_factory) -> str:
+    if os.environ.get("BATCHD_BIN"):
+        return os.environ["BATCHD_BIN"]
+    out = tmp_path_factory.mktemp("bin") / "batchd"
+    subprocess.run(["go", "build", "-o", str(out), "./cmd/batchd"], cwd=ROOT, check=True)
+    return str(out)
+
+
+def start(batchd_bin: str, directory: Path, config: str = "") -> subprocess.Popen:
+    directory.chmod(0o755)  # other users reach the socket in the permission test
+    sock = directory / "batchd.sock"
+    cfg = directory / "batchd.toml"
+    cfg.write_text(config)
+    model = models_dir() / "stories260K.gguf"
+    if not model.exists():
+        pytest.skip(f"model files not found in {models_dir()}; set BATCHD_TEST_MODELS")
+    proc = subprocess.Popen([batchd_bin, "serve", "--config", str(cfg), "--model", str(model), "--socket", str(sock),
+                             "--log-level", "warn"])
+    deadline = time.time() + 30
+    while True:
+        try:
+            with batchd.Client(str(sock)) as c:
+                if c.health()["state"] == "ready":
+                    break
+        except batchd.BatchdError:
+            pass
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError("batchd did not become ready")
+        time.sleep(0.05)
+    proc.socket = str(sock)  # type: ignore[attr-defined]
+    return proc
+
+
+@pytest.fixture(scope="session")
+def daemon(batchd_bin, tmp_path_factory):
+    proc = start(batchd_bin, tmp_path_factory.mktemp("daemon"))
+    yield proc.socket
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def wait_idle(sock: str, timeout: float = 10) -> dict:
+    deadline = time.time() + timeout
+    with batchd.Client(sock) as c:
+        while True:
+            s = c.stats()
+            if s["running"] == 0 and s["kv_blocks_used"] == 0:
+                return s
+            if time.time() > deadline:
+                raise AssertionError(f"daemon not idle: {s}")
+            time.sleep(0.02)

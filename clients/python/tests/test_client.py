@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+import batchd
+from conftest import start, wait_idle
+
+
+def max_tokens(g: dict) -> int:
+    return g["steps"] + 1 - len(g["prompt_tokens"])
+
+
+def test_goldens_sync(daemon, goldens):
+    with batchd.Client(daemon) as c:
+        for g in goldens:
+            r = c.generate(g["prompt"], max_tokens=max_tokens(g))
+            assert r.tokens == g["output_tokens"]
+            assert r.prompt_tokens == g["prompt_tokens"]
+            assert r.text == g["text"]
+            assert r.finish_reason == ("stop" if g["stop"] == "bos" else "length")
+            assert "".join(c.stream(g["prompt"], max_tokens=max_tokens(g))) == g["text"]
+
+
+def test_goldens_async(daemon, goldens):
+    async def main():
+        async with await batchd.AsyncClient.connect(daemon) as c:
+            for g in goldens:
+                r = await c.generate(g["prompt"], max_tokens=max_tokens(g))
+                assert r.tokens == g["output_tokens"] and r.text == g["text"]
+                parts = [t async for t in c.stream(g["prompt"], max_tokens=max_tokens(g))]
+                assert "".join(parts) == g["text"]
+
+    asyncio.run(main())
+
+
+def test_concurrent_streams_from_threads(daemon, goldens):
+    errors = []
+
+    with batchd.Client(daemon) as c:
+        def work(i: int) -> None:
+            g = goldens[i % len(goldens)]
+            try:
+                text = "".join(c.stream(g["prompt"], max_tokens=max_tokens(g)))
+                assert text == g["text"], (i, text)
+            except Exception as e:  # noqa: BLE001 - collected and re-raised below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+
+
+def test_sixteen_async_streams(daemon, goldens):
+    async def one(c, g):
+        return "".join([t async for t in c.stream(g["prompt"], max_tokens=max_tokens(g))])
+
+    async def main():
+        async with await batchd.AsyncClient.connect(daemon) as c:
+            gs = [goldens[i % len(goldens)] for i in range(16)]
+            texts = await asyncio.gather(*(one(c, g) for g in gs))
+            assert texts == [g["text"] for g in gs]
+
+    asyncio.run(main())
+
+
+def test_breaking_out_of_a_stream_cancels(daemon):
+    with batchd.Client(daemon) as c:
+        before = c.stats()["finished"].get("cancelled", 0)
+        for i, _ in enumerate(c.stream("Once upon a time", max_tokens=400)):
+            if i == 2:
+                break
+        s = wait_idle(daemon)
+        assert s["finished"].get("cancelled", 0) == before + 1
+
+
+def test_async_break_and_task_cancel(daemon):
+    async def main():
+        async with await batchd.AsyncClient.connect(daemon) as c:
+            before = (await c.stats())["finished"].get("cancelled", 0)
+            agen = c.stream("Once upon a time", max_tokens=400)
+            async for _ in agen:
+                break
+            await agen.aclose()
+
+            started = asyncio.Event()
+
+            async def consume():
+                async for _ in c.stream("Lily", max_tokens=400):
+                    started.set()
+
+            task = asyncio.create_task(consume())
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            for _ in range(500):
+                s = await c.stats()
+                if s["running"] == 0 and s["finished"].get("cancelled", 0) == before + 2:
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError(f"requests not cancelled: {s}")
+
+    asyncio.run(main())
+
+
+def test_cancel_by_id(daemon):
+    with batchd.Client(daemon) as c, batchd.Client(daemon) as other:
+        s = c.stream("Once upon a time", max_tokens=450).start()
+        assert s.request_id > 0
+        other.cancel(s.request_id)
+        rest = "".join(s)
+        assert s.result.finish_reason == "cancelled"
+        assert s.result.text == rest
+        with pytest.raises(batchd.NotFound):
+            other.cancel(s.request_id)
+    wait_idle(daemon)
+
+
+def test_errors_map_to_exceptions(daemon):
+    with batchd.Client(daemon) as c:
+        with pytest.raises(batchd.InvalidRequest):
+            c.generate(tokens=[1, 999999])
+        with pytest.raises(batchd.InvalidRequest):
+            c.generate("x", temperature=-1.0)
+        with pytest.raises(batchd.InvalidRequest):
+            list(c.stream("x", channel="warp"))
+        assert issubclass(batchd.QueueFull, batchd.ResourceExhausted)
+    with pytest.raises(batchd.ConnectionClosed):
+        batchd.Client("/nonexistent/batchd.sock")
+
+
+def test_socket_path_default(monkeypatch):
+    monkeypatch.delenv("BATCHD_SOCKET", raising=False)
+    assert batchd.socket_path() == "/run/batchd/batchd.sock"
+    monkeypatch.setenv("BATCHD_SOCKET", "/tmp/x.sock")
+    assert batchd.socket_path() == "/tmp/x.sock"
+    assert batchd.socket_path("/a.sock") == "/a.sock"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another user")
+def test_permission_denied(batchd_bin):
+    # A directory of its own that other users can traverse (pytest's are 0700).
+    d = Path(tempfile.mkdtemp(prefix="batchd-perm-"))
+    proc = start(batchd_bin, d, '[server]\nsocket_mode = "0666"\nallowed_users = ["root"]\n')
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child becomes nobody and tries to connect
+            code = 3
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                batchd.Client(proc.socket)
+                code = 1
+            except batchd.PermissionDenied:
+                code = 0
+            except BaseException:  # noqa: BLE001
+                code = 2
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
