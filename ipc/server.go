@@ -236,6 +236,18 @@ func (c *conn) sendErr(id uint64, err error) {
 	c.send(&ErrorFrame{Type: TypeError, ID: id, Code: e.Code, Message: e.Message})
 }
 
+// refuse sends a final error and hangs up gently: it shuts down its write
+// side and discards what the client still sends for a moment, so that a
+// client busy writing its hello reads the reason instead of EPIPE.
+func (c *conn) refuse(id uint64, err error) {
+	c.sendErr(id, err)
+	if uc, ok := c.c.(*net.UnixConn); ok {
+		_ = uc.CloseWrite()
+		_ = uc.SetReadDeadline(time.Now().Add(time.Second))
+		_, _ = io.Copy(io.Discard, io.LimitReader(uc, int64(c.s.maxFrame)))
+	}
+}
+
 func (c *conn) serve() {
 	s := c.s
 	defer func() {
@@ -251,7 +263,7 @@ func (c *conn) serve() {
 	log := s.log.With("uid", c.peer.UID, "pid", c.peer.PID)
 	if !s.policy.Load().Allowed(c.peer) {
 		log.Warn("connection refused: uid not allowed")
-		c.sendErr(0, Errorf(CodePermissionDenied, "uid %d is not allowed to use this socket", c.peer.UID))
+		c.refuse(0, Errorf(CodePermissionDenied, "uid %d is not allowed to use this socket", c.peer.UID))
 		return
 	}
 	br := bufio.NewReader(c.c)
@@ -260,7 +272,7 @@ func (c *conn) serve() {
 		body, err := ReadFrame(br, s.maxFrame)
 		if err != nil {
 			if errors.Is(err, ErrFrameTooLarge) {
-				c.sendErr(0, Errorf(CodeInvalidArgument, "%v", err))
+				c.refuse(0, Errorf(CodeInvalidArgument, "%v", err))
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				log.Debug("connection read failed", "err", err)
 			}
@@ -273,12 +285,12 @@ func (c *conn) serve() {
 		}
 		if !hello {
 			if h.Type != TypeHello {
-				c.sendErr(h.ID, Errorf(CodeInvalidArgument, "the first frame must be hello, got %q", h.Type))
+				c.refuse(h.ID, Errorf(CodeInvalidArgument, "the first frame must be hello, got %q", h.Type))
 				return
 			}
 			var m Hello
 			if err := Decode(body, &m); err != nil || m.Version != ProtocolVersion {
-				c.sendErr(h.ID, Errorf(CodeInvalidArgument, "protocol version %d not supported (server speaks %d)",
+				c.refuse(h.ID, Errorf(CodeInvalidArgument, "protocol version %d not supported (server speaks %d)",
 					m.Version, ProtocolVersion))
 				return
 			}
