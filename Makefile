@@ -1,6 +1,8 @@
 # batchd build, run and test entry points. See README.md.
 SHELL := /bin/bash
 GO ?= go
+# go-nvml's cgo wrappers call functions NVML marks deprecated; their warnings are noise.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 BIN := bin
 MODELS ?= ../shared/models
 # The model `make run` serves: BATCHD_MODEL if set, else the shared stories260K

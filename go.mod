@@ -9,4 +9,7 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+require (
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+)

@@ -45,12 +45,13 @@ type ServerConfig struct {
 
 // EngineKnobs shape the engine. Scheduler knobs and MaxQueue apply live.
 type EngineKnobs struct {
-	BlockSize           int    `toml:"block_size"`             // tokens per KV block, default 16 (restart)
-	KVBlocks            int    `toml:"kv_blocks"`              // 0 = sized from the model (restart)
-	Threads             int    `toml:"threads"`                // 0 = all cores (restart)
+	// Zero means "from the hardware profile and memory plan" (batchd profile shows it).
+	BlockSize           int    `toml:"block_size"`             // tokens per KV block (restart)
+	KVBlocks            int    `toml:"kv_blocks"`              // KV blocks (restart)
+	Threads             int    `toml:"threads"`                // CPU threads (restart)
 	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
-	MaxNumSeqs          int    `toml:"max_num_seqs"`           // default 64
-	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // default 512
+	MaxNumSeqs          int    `toml:"max_num_seqs"`           // sequences running at once
+	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // tokens per step
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
 	Policy              string `toml:"policy"`                 // fcfs or priority; default fcfs
 	MaxQueue            int    `toml:"max_queue"`              // waiting requests before queue_full; default 1024
@@ -75,8 +76,7 @@ func Default() Config {
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
 			MaxFrameBytes: 1 << 20},
-		Engine: EngineKnobs{BlockSize: 16, PrefixCaching: &t, MaxNumSeqs: 64, MaxNumBatchedTokens: 512,
-			MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
+		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
 		LogLevel:     "info",
 		DrainTimeout: Duration{30 * time.Second},
 	}
@@ -136,11 +136,11 @@ func (c *Config) Validate() error {
 	}{
 		{"server.max_requests_per_user", c.Server.MaxRequestsPerUser, 0},
 		{"server.max_frame_bytes", c.Server.MaxFrameBytes, 1024},
-		{"engine.block_size", c.Engine.BlockSize, 1},
+		{"engine.block_size", c.Engine.BlockSize, 0},
 		{"engine.kv_blocks", c.Engine.KVBlocks, 0},
 		{"engine.threads", c.Engine.Threads, 0},
-		{"engine.max_num_seqs", c.Engine.MaxNumSeqs, 1},
-		{"engine.max_num_batched_tokens", c.Engine.MaxNumBatchedTokens, 1},
+		{"engine.max_num_seqs", c.Engine.MaxNumSeqs, 0},
+		{"engine.max_num_batched_tokens", c.Engine.MaxNumBatchedTokens, 0},
 		{"engine.max_partial_prefills", c.Engine.MaxPartialPrefills, 1},
 		{"engine.max_queue", c.Engine.MaxQueue, 1},
 	} {

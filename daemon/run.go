@@ -35,6 +35,7 @@ const usage = `usage: batchd <command> [flags]
 commands:
   serve      run the daemon: load the model and serve the Unix socket
   generate   run prompts through the engine in process and print the results
+  profile    show the detected hardware, the profile chosen and the plan for --model
   version    print the version
 
 Run 'batchd <command> -h' for a command's flags.
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, env *runEnv) error {
 		return runServe(ctx, args[1:], env)
 	case "generate":
 		return runGenerate(ctx, args[1:], env)
+	case "profile":
+		return runProfile(ctx, args[1:], env)
 	case "version", "--version", "-version":
 		fmt.Fprintln(env.stdout, "batchd", Version)
 		return nil

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -139,7 +140,15 @@ func (d *Daemon) daemonStats() map[string]any {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cfg.Engine
+	plan := map[string]any{}
+	if d.rt != nil {
+		p := d.rt.Plan
+		plan = map[string]any{"device": p.Device, "profile": p.Profile, "kv_blocks": p.KVBlocks, "block_size": p.BlockSize,
+			"max_context": p.MaxContext, "max_num_seqs": p.MaxNumSeqs, "max_num_batched_tokens": p.MaxNumBatchedTokens,
+			"threads": p.Threads, "warnings": append([]string{}, p.Warnings...)}
+	}
 	return map[string]any{
+		"plan": plan,
 		"state": d.State().String(),
 		"config": map[string]any{"max_num_seqs": c.MaxNumSeqs, "max_num_batched_tokens": c.MaxNumBatchedTokens,
 			"max_partial_prefills": c.MaxPartialPrefills, "policy": c.Policy, "max_queue": c.MaxQueue,
@@ -189,7 +198,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	defer stopWatch()
 
 	// Health answers while the model loads; submits wait for it.
-	rt, err := OpenEngine(engineConfig(cfg), d.log)
+	rt, err := OpenEngine(engineConfig(cfg, d.flags.config), d.log)
 	if err != nil {
 		d.srv.Close()
 		return err
@@ -262,7 +271,18 @@ func (d *Daemon) reload(why string) {
 	pol, _ := resolvePolicy(next.Server)
 	d.srv.SetPolicy(pol)
 	if d.rt != nil {
-		d.rt.Engine.SetScheduler(next.scheduler())
+		sc := next.scheduler()
+		plan := d.rt.Plan
+		if sc.MaxNumSeqs == 0 {
+			sc.MaxNumSeqs = plan.MaxNumSeqs
+		} else if sc.MaxNumSeqs > plan.KVBlocks {
+			d.log.Warn("max_num_seqs exceeds the KV blocks: clamped", "max_num_seqs", sc.MaxNumSeqs, "kv_blocks", plan.KVBlocks)
+			sc.MaxNumSeqs = plan.KVBlocks
+		}
+		if sc.MaxNumBatchedTokens == 0 {
+			sc.MaxNumBatchedTokens = plan.MaxNumBatchedTokens
+		}
+		d.rt.Engine.SetScheduler(sc)
 		d.rt.Engine.SetMaxQueue(next.Engine.MaxQueue)
 	}
 	lvl, _ := parseLevel(next.LogLevel)
@@ -283,8 +303,12 @@ func (d *Daemon) reload(why string) {
 	}
 }
 
-func engineConfig(c Config) EngineConfig {
-	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format,
+func engineConfig(c Config, configPath string) EngineConfig {
+	dir := ""
+	if configPath != "" {
+		dir = filepath.Join(filepath.Dir(configPath), "profiles.d")
+	}
+	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format, ProfilesDir: dir,
 		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
 		NoPrefixCache: !*c.Engine.PrefixCaching, Scheduler: c.scheduler(), MaxQueue: c.Engine.MaxQueue}
 }

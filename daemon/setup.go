@@ -8,6 +8,7 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/hwprofile"
 )
 
 // EngineConfig says which model to load and how to size the engine around it.
@@ -16,11 +17,12 @@ type EngineConfig struct {
 	Tokenizer string // llama2.c tokenizer file, for llama2.c checkpoints
 	Format    string // "", "gguf" or "llama2c"
 
-	BlockSize     int   // tokens per KV block; default 16
-	KVBlocks      int   // KV blocks; 0 = enough for MaxNumSeqs full contexts, capped by KVMemoryCap
-	KVMemoryCap   int64 // bytes the default KV size may take; default 2 GiB
-	Threads       int   // CPU threads; 0 = all
+	// Zero values below are planned from the hardware profile (hwprofile).
+	BlockSize     int // tokens per KV block
+	KVBlocks      int // KV blocks
+	Threads       int // CPU threads
 	NoPrefixCache bool
+	ProfilesDir   string // extra hardware profiles (*.toml); "" for the built-in table only
 
 	Scheduler engine.SchedulerConfig
 	MaxQueue  int
@@ -28,10 +30,12 @@ type EngineConfig struct {
 
 // Runtime is a loaded model with its backend and a running engine loop.
 type Runtime struct {
-	Model  *model.Model
-	Engine *engine.Engine
-	cpu    *model.CPU
-	cancel context.CancelFunc
+	Model     *model.Model
+	Engine    *engine.Engine
+	Plan      hwprofile.Plan
+	Detection hwprofile.Detection
+	cpu       *model.CPU
+	cancel    context.CancelFunc
 }
 
 // OpenEngine loads the model, sizes the KV pool, and starts the engine loop.
@@ -44,16 +48,16 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.BlockSize <= 0 {
-		cfg.BlockSize = 16
+	det, plan, err := PlanFor(m, cfg)
+	if err != nil {
+		return nil, errors.Join(err, m.Close())
 	}
+	for _, w := range plan.Warnings {
+		log.Warn("hardware plan: "+w, "component", "hwprofile")
+	}
+	cfg.BlockSize, cfg.KVBlocks, cfg.Threads = plan.BlockSize, plan.KVBlocks, plan.Threads
 	sc := cfg.Scheduler
-	if sc.MaxNumSeqs <= 0 {
-		sc.MaxNumSeqs = 64
-	}
-	if cfg.KVBlocks <= 0 {
-		cfg.KVBlocks = DefaultKVBlocks(m.Config, cfg.BlockSize, sc.MaxNumSeqs, cfg.KVMemoryCap)
-	}
+	sc.MaxNumSeqs, sc.MaxNumBatchedTokens = plan.MaxNumSeqs, plan.MaxNumBatchedTokens
 	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize, Threads: cfg.Threads})
 	if err != nil {
 		return nil, errors.Join(err, m.Close())
@@ -66,21 +70,36 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = e.Run(ctx) }()
 	log.Info("model loaded", "model", m.Path, "format", m.Format, "dim", m.Config.Dim, "layers", m.Config.Layers,
-		"vocab", m.Config.Vocab, "context", m.Config.Context, "kv_blocks", cfg.KVBlocks, "block_size", cfg.BlockSize,
-		"kv_bytes", int64(cfg.KVBlocks)*int64(cfg.BlockSize)*int64(m.Config.KVBytesPerToken()))
-	return &Runtime{Model: m, Engine: e, cpu: cpu, cancel: cancel}, nil
+		"vocab", m.Config.Vocab, "context", m.Config.Context, "simd", model.SIMD())
+	log.Info("hardware plan", "device", plan.Device, "profile", plan.Profile, "kv_blocks", plan.KVBlocks,
+		"block_size", plan.BlockSize, "kv_bytes", int64(plan.KVTokens)*int64(plan.KVBytesPerToken),
+		"max_context", plan.MaxContext, "full_context_seqs", plan.FullContextSeqs, "max_num_seqs", plan.MaxNumSeqs,
+		"max_num_batched_tokens", plan.MaxNumBatchedTokens, "threads", plan.Threads, "fallbacks", det.Fallbacks)
+	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, cpu: cpu, cancel: cancel}, nil
 }
 
-// DefaultKVBlocks sizes the pool for seqs full-context sequences, capped at
-// capBytes of KV memory (2 GiB when zero) but never below one full context.
-func DefaultKVBlocks(c model.Config, blockSize, seqs int, capBytes int64) int {
-	if capBytes <= 0 {
-		capBytes = 2 << 30
+// PlanFor detects the machine and plans the engine for model m, honouring
+// what cfg sets (clamped, with warnings, where it does not fit).
+func PlanFor(m *model.Model, cfg EngineConfig) (hwprofile.Detection, hwprofile.Plan, error) {
+	det := hwprofile.Detect(context.Background(), hwprofile.DefaultGPUProbers(), hwprofile.HostCPU{}, 0)
+	profiles := hwprofile.BuiltinProfiles()
+	if cfg.ProfilesDir != "" {
+		var err error
+		if profiles, err = hwprofile.LoadProfiles(cfg.ProfilesDir); err != nil {
+			return det, hwprofile.Plan{}, err
+		}
 	}
-	perSeq := (c.Context + blockSize - 1) / blockSize
-	blockBytes := int64(blockSize) * int64(c.KVBytesPerToken())
-	n := min(int64(perSeq*max(seqs, 1)), capBytes/blockBytes)
-	return int(max(n, int64(perSeq)))
+	plan, err := hwprofile.MakePlan(det, profiles, ShapeOf(m), hwprofile.Requested{BlockSize: cfg.BlockSize,
+		KVBlocks: cfg.KVBlocks, MaxNumSeqs: cfg.Scheduler.MaxNumSeqs,
+		MaxNumBatchedTokens: cfg.Scheduler.MaxNumBatchedTokens, Threads: cfg.Threads}, "cpu", 4)
+	return det, plan, err
+}
+
+// ShapeOf describes a model for planning.
+func ShapeOf(m *model.Model) hwprofile.ModelShape {
+	c := m.Config
+	return hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Dim: c.Dim,
+		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes()}
 }
 
 // Close stops the engine loop and releases the backend and the model.

@@ -146,6 +146,9 @@ func (m *Model) WeightBytes() int {
 	return n
 }
 
+// FileBytes returns the size of the mapped model file: the weights' resident memory.
+func (m *Model) FileBytes() int64 { return int64(len(m.mapped)) }
+
 // IsStop reports whether id ends generation.
 func (m *Model) IsStop(id int) bool {
 	for _, s := range m.StopTokens {

@@ -1,0 +1,145 @@
+package hwprofile
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ModelShape is what planning needs to know of a model.
+type ModelShape struct {
+	Name        string
+	Layers      int
+	KVHeads     int
+	HeadDim     int
+	Dim, QDim   int
+	FFN, Vocab  int
+	Context     int
+	WeightBytes int64 // resident weights (the mapped file)
+}
+
+// KVBytesPerToken is 2 (K and V) x layers x KV heads x head dim x element size.
+func (m ModelShape) KVBytesPerToken(elemBytes int) int {
+	return 2 * m.Layers * m.KVHeads * m.HeadDim * elemBytes
+}
+
+// Requested holds what the user set; zero fields take the profile's value.
+type Requested struct {
+	BlockSize, KVBlocks, MaxNumSeqs, MaxNumBatchedTokens, Threads int
+}
+
+// Plan is how batchd sizes itself on this machine, and why.
+type Plan struct {
+	Backend             string   `json:"backend"` // the backend that runs: "cpu"
+	Device              string   `json:"device"`
+	Profile             string   `json:"profile"`
+	MemoryBytes         uint64   `json:"memory_bytes"` // memory available to plan with
+	MemoryUtilization   float64  `json:"memory_utilization"`
+	Headroom            float64  `json:"headroom"`
+	WeightBytes         int64    `json:"weight_bytes"`
+	ActivationReserve   int64    `json:"activation_reserve_bytes"`
+	KVBudget            int64    `json:"kv_budget_bytes"`
+	KVBytesPerToken     int      `json:"kv_bytes_per_token"`
+	BlockSize           int      `json:"block_size"`
+	KVBlocks            int      `json:"kv_blocks"`
+	KVTokens            int      `json:"kv_tokens"`
+	MaxContext          int      `json:"max_context"`       // the longest sequence the pool holds
+	FullContextSeqs     int      `json:"full_context_seqs"` // sequences at MaxContext at once
+	MaxNumSeqs          int      `json:"max_num_seqs"`
+	MaxNumBatchedTokens int      `json:"max_num_batched_tokens"`
+	Threads             int      `json:"threads"`
+	Warnings            []string `json:"warnings,omitempty"` // clamps and fallbacks, also logged
+}
+
+// ErrDoesNotFit reports a model that leaves no room for a KV block.
+var ErrDoesNotFit = errors.New("model does not fit in memory")
+
+// MakePlan chooses the device and profile for backend ("cpu" is the only
+// one this build runs; GPUs are planned for only with "cuda"), then sizes
+// the KV pool and limits for the model. kvElemBytes is the KV element size
+// the backend stores (4 for the CPU backend's float32).
+func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, backend string, kvElemBytes int) (Plan, error) {
+	p := Plan{Backend: backend}
+	var gpu *GPU
+	if backend == "cuda" {
+		for i := range det.GPUs {
+			if gpu == nil || det.GPUs[i].MemFree > gpu.MemFree {
+				gpu = &det.GPUs[i]
+			}
+		}
+	} else if len(det.GPUs) > 0 {
+		p.warn("%d GPU(s) detected (%s), but the %s backend runs: planning for the CPU", len(det.GPUs), det.GPUs[0].Name, backend)
+	}
+	prof := Choose(profiles, gpu)
+	p.Profile, p.MemoryUtilization, p.Headroom = prof.Name, prof.MemoryUtilization, prof.Headroom
+	if gpu != nil {
+		p.Device = fmt.Sprintf("gpu%d %s (%s)", gpu.Index, gpu.Name, gpu.UUID)
+		used := gpu.MemTotal - gpu.MemFree // by other processes
+		p.MemoryBytes = uint64(float64(gpu.MemTotal)*prof.MemoryUtilization) - min(used, uint64(float64(gpu.MemTotal)*prof.MemoryUtilization))
+		if len(det.GPUs) > 1 {
+			p.warn("%d GPUs detected; batchd uses one (%s, the most free memory)", len(det.GPUs), gpu.Name)
+		}
+	} else {
+		p.Device = "cpu " + det.CPU.Model
+		mem := det.CPU.MemAvailable
+		if mem == 0 {
+			mem = 4 << 30
+			p.warn("available memory unknown (%s); assuming 4 GiB", det.CPUProbeError)
+		}
+		p.MemoryBytes = uint64(float64(mem) * prof.MemoryUtilization)
+	}
+
+	p.BlockSize = pick(req.BlockSize, prof.BlockSize)
+	p.MaxNumSeqs = pick(req.MaxNumSeqs, prof.MaxNumSeqs)
+	p.MaxNumBatchedTokens = pick(req.MaxNumBatchedTokens, prof.MaxNumBatchedTokens)
+	p.Threads = pick(req.Threads, prof.Threads)
+	if p.Threads == 0 {
+		p.Threads = max(det.CPU.Cores, 1)
+	}
+	p.WeightBytes = m.WeightBytes
+	// Scratch for a step: activations of every batched token, logits of every
+	// sequence, and a fixed allowance for the runtime.
+	p.ActivationReserve = int64(p.MaxNumBatchedTokens)*int64(4*m.Dim+m.QDim+2*m.FFN)*4 +
+		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
+	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
+	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve
+	p.KVBudget = int64(float64(free) * (1 - prof.Headroom))
+	blockBytes := int64(p.BlockSize) * int64(p.KVBytesPerToken)
+	if p.KVBudget < blockBytes {
+		return p, fmt.Errorf("%w: %d MiB usable, weights %d MiB, activations %d MiB leave no KV memory",
+			ErrDoesNotFit, p.MemoryBytes>>20, p.WeightBytes>>20, p.ActivationReserve>>20)
+	}
+	maxBlocks := int(p.KVBudget / blockBytes)
+	// No point holding more than every sequence at full context.
+	perSeq := (m.Context + p.BlockSize - 1) / p.BlockSize
+	maxBlocks = min(maxBlocks, perSeq*p.MaxNumSeqs)
+	p.KVBlocks = maxBlocks
+	if req.KVBlocks > 0 {
+		p.KVBlocks = req.KVBlocks
+		if req.KVBlocks > maxBlocks {
+			p.KVBlocks = maxBlocks
+			p.warn("kv_blocks %d does not fit the KV budget: clamped to %d", req.KVBlocks, maxBlocks)
+		}
+	}
+	if p.MaxNumSeqs > p.KVBlocks {
+		p.warn("max_num_seqs %d exceeds the %d KV blocks: clamped", p.MaxNumSeqs, p.KVBlocks)
+		p.MaxNumSeqs = p.KVBlocks
+	}
+	p.KVTokens = p.KVBlocks * p.BlockSize
+	p.MaxContext = min(m.Context, p.KVTokens)
+	if p.MaxContext < m.Context {
+		p.warn("the KV pool holds %d tokens, less than the model's context of %d", p.KVTokens, m.Context)
+	}
+	p.FullContextSeqs = p.KVBlocks / ((p.MaxContext + p.BlockSize - 1) / p.BlockSize)
+	return p, nil
+}
+
+func pick(requested, def int) int {
+	if requested > 0 {
+		return requested
+	}
+	return def
+}
+
+func (p *Plan) warn(format string, args ...any) {
+	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
+}
