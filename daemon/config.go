@@ -76,7 +76,7 @@ func Default() Config {
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
 			MaxFrameBytes: 1 << 20},
-		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
+		Engine:       EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
 		LogLevel:     "info",
 		DrainTimeout: Duration{30 * time.Second},
 	}

@@ -148,7 +148,7 @@ func (d *Daemon) daemonStats() map[string]any {
 			"threads": p.Threads, "warnings": append([]string{}, p.Warnings...)}
 	}
 	return map[string]any{
-		"plan": plan,
+		"plan":  plan,
 		"state": d.State().String(),
 		"config": map[string]any{"max_num_seqs": c.MaxNumSeqs, "max_num_batched_tokens": c.MaxNumBatchedTokens,
 			"max_partial_prefills": c.MaxPartialPrefills, "policy": c.Policy, "max_queue": c.MaxQueue,
