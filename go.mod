@@ -11,5 +11,6 @@ require (
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
+	github.com/coreos/go-systemd/v22 v22.6.0 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 )

@@ -21,6 +21,10 @@ type Config struct {
 	// DrainTimeout bounds a graceful shutdown: running requests may finish
 	// for this long, then are cancelled. Keep it below systemd's TimeoutStopSec. Default 30s.
 	DrainTimeout Duration `toml:"drain_timeout"`
+	// IdleExitAfter makes the daemon exit cleanly after this long without
+	// connections or requests; under socket activation systemd starts it
+	// again on the next connect. 0 (default) never exits.
+	IdleExitAfter Duration `toml:"idle_exit_after"`
 }
 
 // ModelConfig names the model; changes need a restart.
@@ -154,8 +158,8 @@ func (c *Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
-	if c.DrainTimeout.Duration < 0 {
-		errs = append(errs, fmt.Errorf("drain_timeout %v must be >= 0", c.DrainTimeout))
+	if c.DrainTimeout.Duration < 0 || c.IdleExitAfter.Duration < 0 {
+		errs = append(errs, fmt.Errorf("drain_timeout %v and idle_exit_after %v must be >= 0", c.DrainTimeout, c.IdleExitAfter))
 	}
 	return errors.Join(errs...)
 }
@@ -187,5 +191,6 @@ func (c *Config) restartNeeded(next *Config) []string {
 	diff("engine.kv_blocks", c.Engine.KVBlocks, next.Engine.KVBlocks)
 	diff("engine.threads", c.Engine.Threads, next.Engine.Threads)
 	diff("engine.prefix_caching", *c.Engine.PrefixCaching, *next.Engine.PrefixCaching)
+	diff("idle_exit_after", c.IdleExitAfter, next.IdleExitAfter)
 	return out
 }

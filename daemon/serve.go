@@ -55,8 +55,9 @@ type serveFlags struct {
 type Daemon struct {
 	flags  serveFlags
 	getenv func(string) string
-	level  slog.LevelVar
-	log    *slog.Logger
+	level    slog.LevelVar
+	log      *slog.Logger
+	notifier notifier
 	srv    *ipc.Server
 	state  atomic.Int32
 	ready  chan struct{}
@@ -162,7 +163,7 @@ func (d *Daemon) daemonStats() map[string]any {
 func runServe(ctx context.Context, args []string, env *runEnv) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	d := &Daemon{getenv: os.Getenv, ready: make(chan struct{})}
+	d := &Daemon{getenv: os.Getenv, ready: make(chan struct{}), notifier: systemdNotifier{}}
 	fs.StringVar(&d.flags.config, "config", "", "TOML config file (watched and reloaded on change and on SIGHUP)")
 	fs.StringVar(&d.flags.model, "model", "", "model file (overrides model.path)")
 	fs.StringVar(&d.flags.tokenizer, "tokenizer", "", "llama2.c tokenizer file (overrides model.tokenizer)")
@@ -181,13 +182,23 @@ func runServe(ctx context.Context, args []string, env *runEnv) error {
 func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	lvl, _ := parseLevel(cfg.LogLevel)
 	d.level.Set(lvl)
-	d.log = slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: &d.level})).With("component", "daemon")
+	d.log = slog.New(logHandler(env.stderr, &d.level, d.getenv("JOURNAL_STREAM"))).With("component", "daemon")
+	if d.notifier == nil {
+		d.notifier = systemdNotifier{}
+	}
 	d.cfg = cfg
 	pol, _ := resolvePolicy(cfg.Server)
-	mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
-	ln, err := ipc.Listen(ipc.ListenOptions{Path: cfg.Server.Socket, Mode: fs.FileMode(mode), Group: cfg.Server.SocketGroup})
+	ln, err := activatedListener()
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return fmt.Errorf("socket activation: %w", err)
+	}
+	if ln != nil {
+		d.log.Info("using the socket systemd passed", "addr", ln.Addr().String())
+	} else {
+		mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
+		if ln, err = ipc.Listen(ipc.ListenOptions{Path: cfg.Server.Socket, Mode: fs.FileMode(mode), Group: cfg.Server.SocketGroup}); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
 	}
 	d.srv = ipc.NewServer(ipc.Options{Backend: backend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
@@ -207,8 +218,13 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.rt = rt
 	d.mu.Unlock()
 	d.state.Store(int32(StateReady))
+	d.notify("READY=1\n" + d.statusLine()) // the socket is serving and the model loaded
 	close(d.ready)
 	d.log.Info("ready", "model", rt.Model.Path)
+	supCtx, stopSup := context.WithCancel(ctx)
+	defer stopSup()
+	go d.superviseSystemd(supCtx, rt.Engine.Heartbeat)
+	idle := d.idleExit(supCtx, cfg.IdleExitAfter.Duration)
 
 	dump := make(chan os.Signal, 1)
 	signal.Notify(dump, syscall.SIGUSR1)
@@ -225,6 +241,8 @@ loop:
 			break loop
 		case <-ctx.Done():
 			break loop
+		case <-idle:
+			break loop
 		}
 	}
 	return d.shutdown(rt)
@@ -234,6 +252,7 @@ loop:
 // deadline, then are cancelled; components close in reverse start order.
 func (d *Daemon) shutdown(rt *Runtime) error {
 	d.state.Store(int32(StateDraining))
+	d.notify("STOPPING=1\n" + d.statusLine())
 	d.mu.Lock()
 	timeout := d.cfg.DrainTimeout.Duration
 	d.mu.Unlock()
@@ -258,6 +277,8 @@ func (d *Daemon) shutdown(rt *Runtime) error {
 // reload re-reads the configuration and applies what can change live; an
 // invalid file is rejected whole and the running config stays.
 func (d *Daemon) reload(why string) {
+	d.notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+	defer func() { d.notify("READY=1\n" + d.statusLine()) }()
 	next, err := d.loadConfig()
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// TestMain lets the test binary stand in for batchd when a test runs it as a
+// child process (under systemd-socket-activate).
+func TestMain(m *testing.M) {
+	if os.Getenv("BATCHD_TEST_AS_DAEMON") == "1" {
+		if err := Run(context.Background(), os.Args[1:]); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestSocketActivation: the first connect starts the daemon on the socket
+// systemd-socket-activate holds, it serves a golden prompt, and it exits by
+// itself after idle_exit_after.
+func TestSocketActivation(t *testing.T) {
+	activate, err := exec.LookPath("systemd-socket-activate")
+	if err != nil {
+		t.Skip("systemd-socket-activate not installed")
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "batchd.sock")
+	cfg := filepath.Join(dir, "batchd.toml")
+	if err := os.WriteFile(cfg, []byte("idle_exit_after = \"1s\"\nlog_level = \"info\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	cmd := exec.Command(activate, "-l", sock, "-E", "BATCHD_TEST_AS_DAEMON=1", self, "serve", "--config", cfg,
+		"--model", testmodels.Path(t, "stories260K.bin"), "--tokenizer", testmodels.Path(t, "tok512.bin"))
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("socket never appeared\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, sock) // starts the daemon
+	if err != nil {
+		t.Fatalf("dial: %v\n%s", err, logs.String())
+	}
+	g := testmodels.Goldens(t)[1]
+	res, err := c.Generate(ctx, client.Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()}, nil)
+	c.Close()
+	if err != nil || !slices.Equal(res.Tokens, g.OutputTokens) {
+		t.Fatalf("golden through the activated daemon: %v\n%s", err, logs.String())
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("daemon exited with %v\n%s", err, logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("daemon did not exit after idling\n%s", logs.String())
+	}
+	if !containsAll(logs.String(), "using the socket systemd passed", "idle: exiting") {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

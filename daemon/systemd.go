@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
+)
+
+// notifier sends service manager notifications (sd_notify states).
+type notifier interface {
+	Notify(state string) error
+	// WatchdogInterval is WATCHDOG_USEC for this process, or 0.
+	WatchdogInterval() time.Duration
+}
+
+// statusEvery is how often STATUS= is refreshed.
+const statusEvery = 5 * time.Second
+
+func (d *Daemon) notify(state string) {
+	if err := d.notifier.Notify(state); err != nil {
+		d.log.Debug("sd_notify failed", "state", state, "err", err)
+	}
+}
+
+// statusLine is the one-line summary systemctl status shows.
+func (d *Daemon) statusLine() string {
+	rt := d.runtime()
+	if rt == nil {
+		return fmt.Sprintf("STATUS=%s", d.State())
+	}
+	s := rt.Engine.Stats()
+	return fmt.Sprintf("STATUS=%s: %s, running %d, waiting %d, KV %.0f%%, %.1f tok/s", d.State(),
+		shortName(rt.Model.Path), s.Running, s.Waiting, 100*s.KVUsage, s.TokensPerSec)
+}
+
+func shortName(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' {
+			return path[i+1:]
+		}
+	}
+	return path
+}
+
+// superviseSystemd keeps STATUS= current and drives the watchdog from the
+// engine loop's own heartbeat: pings stop when the loop is wedged, so
+// systemd restarts the service.
+func (d *Daemon) superviseSystemd(ctx context.Context, heartbeat func() time.Time) {
+	status := time.NewTicker(statusEvery)
+	defer status.Stop()
+	var ping <-chan time.Time
+	interval := d.notifier.WatchdogInterval()
+	if interval > 0 {
+		t := time.NewTicker(interval / 2)
+		defer t.Stop()
+		ping = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-status.C:
+			d.notify(d.statusLine())
+		case <-ping:
+			if hb := heartbeat(); time.Since(hb) < interval {
+				d.notify("WATCHDOG=1")
+			} else {
+				d.log.Error("engine loop wedged: withholding the watchdog ping", "last_heartbeat", hb)
+			}
+		}
+	}
+}
+
+// activatedListener returns the socket systemd passed (LISTEN_FDS), if any.
+func activatedListener() (net.Listener, error) {
+	lns, err := activation.Listeners()
+	if err != nil {
+		return nil, err
+	}
+	for _, ln := range lns {
+		if ln != nil {
+			if ul, ok := ln.(*net.UnixListener); ok {
+				ul.SetUnlinkOnClose(false) // the socket is systemd's
+			}
+			return ln, nil
+		}
+	}
+	return nil, nil
+}
+
+// idleExit returns a channel closed once the daemon has had no connection
+// and no request for after (socket activation's scale to zero).
+func (d *Daemon) idleExit(ctx context.Context, after time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	if after <= 0 {
+		return ch
+	}
+	go func() {
+		t := time.NewTicker(min(after/4, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				idle, since := d.srv.Idle()
+				rt := d.runtime()
+				if !idle || rt == nil {
+					continue
+				}
+				if s := rt.Engine.Stats(); s.Running+s.Waiting > 0 {
+					continue
+				}
+				if time.Since(since) >= after {
+					d.log.Info("idle: exiting", "idle_exit_after", after)
+					close(ch)
+					return
+				}
+			}
+		}
+	}()
+	return ch
+}
