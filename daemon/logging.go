@@ -75,7 +75,9 @@ func priority(l slog.Level) int {
 	return 7
 }
 
-func (h *journalHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.inner.Enabled(ctx, l) }
+func (h *journalHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.inner.Enabled(ctx, l)
+}
 
 func (h *journalHandler) Handle(ctx context.Context, r slog.Record) error {
 	h.pw.mu.Lock()

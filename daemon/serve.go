@@ -53,14 +53,14 @@ type serveFlags struct {
 
 // Daemon is a running batchd: socket server, engine and config.
 type Daemon struct {
-	flags  serveFlags
-	getenv func(string) string
+	flags    serveFlags
+	getenv   func(string) string
 	level    slog.LevelVar
 	log      *slog.Logger
 	notifier notifier
-	srv    *ipc.Server
-	state  atomic.Int32
-	ready  chan struct{}
+	srv      *ipc.Server
+	state    atomic.Int32
+	ready    chan struct{}
 
 	mu         sync.Mutex
 	cfg        Config
