@@ -11,7 +11,11 @@ BATCHD_MODEL ?= $(if $(wildcard $(MODELS)/stories260K.bin),$(MODELS)/stories260K
 BATCHD_TOKENIZER ?= $(if $(filter %.bin,$(BATCHD_MODEL)),$(MODELS)/tok512.bin,)
 SOCKET ?= $(CURDIR)/build/batchd.sock
 
-.PHONY: build run test bench lint demo-model clean
+.PHONY: build run test bench lint demo-model clean package package-test
+
+VERSION ?= 0.1.0
+ARCH ?= $(shell $(GO) env GOARCH)
+NFPM := build/tools/nfpm
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/batchd ./cmd/batchctl
@@ -58,3 +62,17 @@ lint:
 
 clean:
 	rm -rf $(BIN) build
+
+# nfpm v2.45.2 builds here from the Go module proxy (newer ones do not).
+$(NFPM):
+	GOBIN=$(CURDIR)/build/tools $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+
+package: build $(NFPM)
+	@mkdir -p build/pkg
+	$(GO) build -ldflags "-X github.com/batchd/batchd/daemon.Version=$(VERSION)" -o $(BIN)/ ./cmd/batchd ./cmd/batchctl
+	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package --config packaging/nfpm.yaml --packager deb --target build/pkg/
+	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target build/pkg/
+
+# Installs, upgrades, removes and purges the .deb on this machine (root; CI runs it).
+package-test: package
+	bash packaging/test.sh build/pkg

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Package test, run as root: install, upgrade (the config stays), remove and
+# purge the .deb on this machine, verify the units, and check the .rpm's
+# file list. Prints "N passed, M failed" last.
+set -uo pipefail
+pkgdir=${1:-build/pkg}
+deb=$(ls "$pkgdir"/batchd_*.deb)
+rpm=$(ls "$pkgdir"/batchd-*.rpm)
+pass=0 fail=0
+check() { # description, command...
+    local what=$1; shift
+    if "$@" >/tmp/batchd-pkgtest.out 2>&1; then
+        pass=$((pass + 1)); echo "ok   $what"
+    else
+        fail=$((fail + 1)); echo "FAIL $what"; sed 's/^/     /' /tmp/batchd-pkgtest.out | head -20
+    fi
+}
+[ "$(id -u)" = 0 ] || { echo "package test needs root"; exit 1; }
+dpkg -P batchd >/dev/null 2>&1 || true
+
+files=(/usr/bin/batchd /usr/bin/batchctl /usr/lib/systemd/system/batchd.service /usr/lib/systemd/system/batchd.socket
+    /usr/lib/sysusers.d/batchd.conf /usr/lib/tmpfiles.d/batchd.conf /etc/batchd/batchd.toml
+    /usr/share/doc/batchd/README.md /usr/share/doc/batchd/PROTOCOL.md)
+
+check "dpkg installs the .deb" dpkg -i "$deb"
+for f in "${files[@]}"; do check "installed $f" test -e "$f"; done
+check "models directory" test -d /var/lib/batchd/models
+check "batchd user and group" bash -c 'getent passwd batchd && getent group batchd'
+check "state directory owned by batchd" bash -c '[ "$(stat -c %U:%G /var/lib/batchd)" = batchd:batchd ]'
+check "config readable by the batchd group only" bash -c '[ "$(stat -c %a:%G /etc/batchd/batchd.toml)" = 640:batchd ]'
+check "batchd runs" /usr/bin/batchd version
+check "systemd-analyze verify" systemd-analyze verify /usr/lib/systemd/system/batchd.service /usr/lib/systemd/system/batchd.socket
+exposure=$(systemd-analyze security --offline=true /usr/lib/systemd/system/batchd.service 2>&1 |
+    awk '/Overall exposure level/ { print $(NF-2) }')
+echo "     exposure: ${exposure:-unknown}"
+check "exposure <= 2.5" awk -v e="$exposure" 'BEGIN { exit !(e != "" && e + 0 <= 2.5) }'
+check "nothing was started" bash -c '! pgrep -x batchd'
+
+echo 'log_level = "debug"  # local edit' >> /etc/batchd/batchd.toml
+check "upgrade (reinstall) keeps the edited config" bash -c "dpkg -i --force-confold '$deb' && grep -q 'local edit' /etc/batchd/batchd.toml"
+check "dpkg removes" dpkg -r batchd
+check "binaries gone after remove" bash -c '! test -e /usr/bin/batchd && ! test -e /usr/lib/systemd/system/batchd.service'
+check "config kept after remove" test -e /etc/batchd/batchd.toml
+check "dpkg purges" dpkg -P batchd
+check "config and state gone after purge" bash -c '! test -e /etc/batchd && ! test -e /var/lib/batchd'
+check "no package left" bash -c '! dpkg -s batchd'
+
+if command -v rpm >/dev/null 2>&1; then
+    expect=$(printf '%s\n' "${files[@]}" /var/lib/batchd/models | sort)
+    check "rpm file list" bash -c "diff <(rpm -qlp '$rpm' 2>/dev/null | sort) <(echo '$expect')"
+    check "rpm marks the config noreplace" bash -c "rpm -qcp '$rpm' 2>/dev/null | grep -qx /etc/batchd/batchd.toml"
+else
+    fail=$((fail + 1)); echo "FAIL rpm tool missing: cannot check the .rpm (apt-get install rpm)"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
