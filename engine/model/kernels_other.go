@@ -6,6 +6,17 @@ package model
 // these are never called.
 var haveSIMD = false
 
+var haveAVX512 = false
+
+func dot2x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32) {
+	panic("no simd")
+}
+func dot1F32AVX512(w, x *float32, n int) float32 { panic("no simd") }
+func dot2x4F16AVX512(w *uint16, wstride int, x *float32, xstride, n int, out *float32) {
+	panic("no simd")
+}
+func dot1F16AVX512(w *uint16, x *float32, n int) float32 { panic("no simd") }
+
 func dotF32AVX2(a, b *float32, n int) float32 { panic("no simd") }
 func dot2x4F32AVX2(w *float32, wstride int, x *float32, xstride, n int, out *float32) {
 	panic("no simd")

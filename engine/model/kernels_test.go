@@ -43,6 +43,19 @@ func TestSIMDMatchesPureGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2/FMA/F16C on this CPU: only the pure-Go kernels run")
 	}
+	families := []floatKernels{avx2Float}
+	if haveAVX512 {
+		families = append(families, avx512Float)
+	}
+	saved := fk
+	defer func() { fk = saved }()
+	for _, fam := range families {
+		fk = fam
+		t.Run(fam.name, testSIMDFamily)
+	}
+}
+
+func testSIMDFamily(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []DType{F32, F16, Q8_0} {
 		for range 40 {

@@ -1,11 +1,59 @@
 package model
 
+import "fmt"
+
 // useSIMD selects the assembly kernels; it starts as what the CPU supports
 // and tests turn it off to check the two paths against each other.
 var useSIMD = haveSIMD
 
+// floatKernels is one family of float-weight kernels: every member sums a
+// (row, token) pair in the same order, so one family must serve a process.
+type floatKernels struct {
+	name   string
+	width  int // the chunk the kernels consume; columns past the last chunk are summed in Go
+	d24F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32)
+	d1F32  func(w, x *float32, n int) float32
+	d24F16 func(w *uint16, wstride int, x *float32, xstride, n int, out *float32)
+	d1F16  func(w *uint16, x *float32, n int) float32
+}
+
+var (
+	avx2Float   = floatKernels{"avx2", 8, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2}
+	avx512Float = floatKernels{"avx512", 16, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512, dot1F16AVX512}
+)
+
+// fk is the float family in use: AVX-512 where the CPU has it.
+var fk = func() floatKernels {
+	if haveAVX512 {
+		return avx512Float
+	}
+	return avx2Float
+}()
+
+// UseFloatKernels picks the float kernel family by name ("avx2", "avx512"),
+// for side-by-side benchmarks. Call it before any backend runs.
+func UseFloatKernels(name string) error {
+	switch {
+	case name == "avx2" && haveSIMD:
+		fk = avx2Float
+	case name == "avx512" && haveAVX512:
+		fk = avx512Float
+	default:
+		return fmt.Errorf("kernel family %q is not available on this CPU", name)
+	}
+	return nil
+}
+
 // SIMD reports whether the assembly kernels are in use.
 func SIMD() bool { return useSIMD }
+
+// Kernels names the kernel families in use, for logs and benchmarks.
+func Kernels() string {
+	if !useSIMD {
+		return "pure-go"
+	}
+	return fk.name + "-float+avx2-q8"
+}
 
 // tokenBlock bounds how many activation rows one pass over the weights
 // serves, so that a long prefill's activations stay in L2 while rows stream.
@@ -57,7 +105,8 @@ func matmulRowsFast(out, x []float32, xq []byte, n int, w *Matrix, lo, hi int) {
 
 func matmulFloat(out, x []float32, w *Matrix, lo, hi, tb, te int) {
 	cols, rows := w.Cols, w.Rows
-	main := cols &^ 7
+	k := fk
+	main := cols &^ (k.width - 1)
 	f16 := w.Type == F16
 	// tail adds the columns past the last full 8-wide chunk, in order.
 	tail := func(s float32, r, t int) float32 {
@@ -79,9 +128,9 @@ func matmulFloat(out, x []float32, w *Matrix, lo, hi, tb, te int) {
 		var s float32
 		if main > 0 {
 			if f16 {
-				s = dot1F16AVX2(&w.f16[r*cols], &x[t*cols], main)
+				s = k.d1F16(&w.f16[r*cols], &x[t*cols], main)
 			} else {
-				s = dot1F32AVX2(&w.f32[r*cols], &x[t*cols], main)
+				s = k.d1F32(&w.f32[r*cols], &x[t*cols], main)
 			}
 		}
 		return tail(s, r, t)
@@ -92,9 +141,9 @@ func matmulFloat(out, x []float32, w *Matrix, lo, hi, tb, te int) {
 		r := lo
 		for ; r+2 <= hi; r += 2 {
 			if f16 {
-				dot2x4F16AVX2(&w.f16[r*cols], cols, &x[t*cols], cols, main, &res[0])
+				k.d24F16(&w.f16[r*cols], cols, &x[t*cols], cols, main, &res[0])
 			} else {
-				dot2x4F32AVX2(&w.f32[r*cols], cols, &x[t*cols], cols, main, &res[0])
+				k.d24F32(&w.f32[r*cols], cols, &x[t*cols], cols, main, &res[0])
 			}
 			for k := range 4 {
 				out[(t+k)*rows+r] = tail(res[k], r, t+k)

@@ -24,6 +24,7 @@ type report struct {
 	DType          string             `json:"dtype"`
 	Threads        int                `json:"threads"`
 	SIMD           bool               `json:"simd"`
+	Kernels        string             `json:"kernels"`
 	MemBWGBs       float64            `json:"mem_bw_gbs"`
 	PeakGFLOPs     float64            `json:"peak_gflops"`
 	WeightBytes    int                `json:"weight_bytes"`
@@ -50,7 +51,13 @@ func run() error {
 	batches := flag.String("batches", "1,8,32,64", "decode batch sizes")
 	steps := flag.Int("steps", 16, "decode steps timed per batch size")
 	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
+	family := flag.String("kernels", "", "float kernel family: avx2 or avx512 (default: the best this CPU has)")
 	flag.Parse()
+	if *family != "" {
+		if err := model.UseFloatKernels(*family); err != nil {
+			return err
+		}
+	}
 	if *path == "" {
 		return fmt.Errorf("--model is required")
 	}
@@ -60,7 +67,7 @@ func run() error {
 	}
 	defer m.Close()
 	c := m.Config
-	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads, SIMD: model.SIMD(),
+	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads, SIMD: model.SIMD(), Kernels: model.Kernels(),
 		WeightBytes: m.WeightBytes(), DecodeTokS: map[string]float64{}, DecodeContext: *ctxLen}
 	fmt.Fprintln(os.Stderr, "kernelbench: measuring memory bandwidth and FMA peak...")
 	r.MemBWGBs = model.MeasureReadBandwidth(1<<30, *threads)

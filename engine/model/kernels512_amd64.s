@@ -1,0 +1,220 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512F kernels for float weights, chosen over the AVX2 ones where the
+// CPU has AVX-512 (see kernels.go: one kernel family runs per process, so a
+// token's output stays bit-identical alone or batched).
+
+// func dot2x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32)
+// The 16-wide twin of dot2x4F32AVX2: one accumulator per pair over 16-wide
+// chunks; n is a multiple of 16.
+TEXT ·dot2x4F32AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ wstride+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ xstride+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $2, R9
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	SHRQ $4, CX
+	JZ   z24F32_done
+
+z24F32_loop:
+	VMOVUPS (DI), Z8
+	VMOVUPS (DI)(R9*1), Z9
+	VMOVUPS (SI), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS (SI)(BX*1), Z11
+	VFMADD231PS Z11, Z8, Z1
+	VFMADD231PS Z11, Z9, Z5
+	VMOVUPS (SI)(BX*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS (SI)(R8*1), Z11
+	VFMADD231PS Z11, Z8, Z3
+	VFMADD231PS Z11, Z9, Z7
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  z24F32_loop
+
+z24F32_done:
+	// Fold each 16-wide accumulator to 8 lanes, then reduce as the AVX2 kernels do.
+	VEXTRACTF64X4 $1, Z0, Y12
+	VADDPS Y12, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y12
+	VADDPS Y12, Y1, Y1
+	VEXTRACTF64X4 $1, Z2, Y12
+	VADDPS Y12, Y2, Y2
+	VEXTRACTF64X4 $1, Z3, Y12
+	VADDPS Y12, Y3, Y3
+	VEXTRACTF64X4 $1, Z4, Y12
+	VADDPS Y12, Y4, Y4
+	VEXTRACTF64X4 $1, Z5, Y12
+	VADDPS Y12, Y5, Y5
+	VEXTRACTF64X4 $1, Z6, Y12
+	VADDPS Y12, Y6, Y6
+	VEXTRACTF64X4 $1, Z7, Y12
+	VADDPS Y12, Y7, Y7
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VMOVUPS X4, 16(DX)
+	VZEROUPPER
+	RET
+
+// func dot1F32AVX512(w *float32, x *float32, n int) float32
+// One pair, in dot2x4F32AVX512's order; n is a multiple of 16.
+TEXT ·dot1F32AVX512(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	SHRQ $4, CX
+	JZ   z11F32_done
+
+z11F32_loop:
+	VMOVUPS (DI), Z8
+	VFMADD231PS (SI), Z8, Z0
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  z11F32_loop
+
+z11F32_done:
+	VEXTRACTF64X4 $1, Z0, Y12
+	VADDPS Y12, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dot2x4F16AVX512(w *uint16, wstride int, x *float32, xstride, n int, out *float32)
+// The 16-wide twin of dot2x4F16AVX2: one accumulator per pair over 16-wide
+// chunks; n is a multiple of 16.
+TEXT ·dot2x4F16AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ wstride+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ xstride+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $1, R9
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	SHRQ $4, CX
+	JZ   z24F16_done
+
+z24F16_loop:
+	VCVTPH2PS (DI), Z8
+	VCVTPH2PS (DI)(R9*1), Z9
+	VMOVUPS (SI), Z10
+	VFMADD231PS Z10, Z8, Z0
+	VFMADD231PS Z10, Z9, Z4
+	VMOVUPS (SI)(BX*1), Z11
+	VFMADD231PS Z11, Z8, Z1
+	VFMADD231PS Z11, Z9, Z5
+	VMOVUPS (SI)(BX*2), Z10
+	VFMADD231PS Z10, Z8, Z2
+	VFMADD231PS Z10, Z9, Z6
+	VMOVUPS (SI)(R8*1), Z11
+	VFMADD231PS Z11, Z8, Z3
+	VFMADD231PS Z11, Z9, Z7
+	ADDQ $32, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  z24F16_loop
+
+z24F16_done:
+	// Fold each 16-wide accumulator to 8 lanes, then reduce as the AVX2 kernels do.
+	VEXTRACTF64X4 $1, Z0, Y12
+	VADDPS Y12, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y12
+	VADDPS Y12, Y1, Y1
+	VEXTRACTF64X4 $1, Z2, Y12
+	VADDPS Y12, Y2, Y2
+	VEXTRACTF64X4 $1, Z3, Y12
+	VADDPS Y12, Y3, Y3
+	VEXTRACTF64X4 $1, Z4, Y12
+	VADDPS Y12, Y4, Y4
+	VEXTRACTF64X4 $1, Z5, Y12
+	VADDPS Y12, Y5, Y5
+	VEXTRACTF64X4 $1, Z6, Y12
+	VADDPS Y12, Y6, Y6
+	VEXTRACTF64X4 $1, Z7, Y12
+	VADDPS Y12, Y7, Y7
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VMOVUPS X4, 16(DX)
+	VZEROUPPER
+	RET
+
+// func dot1F16AVX512(w *uint16, x *float32, n int) float32
+// One pair, in dot2x4F16AVX512's order; n is a multiple of 16.
+TEXT ·dot1F16AVX512(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	SHRQ $4, CX
+	JZ   z11F16_done
+
+z11F16_loop:
+	VCVTPH2PS (DI), Z8
+	VFMADD231PS (SI), Z8, Z0
+	ADDQ $32, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  z11F16_loop
+
+z11F16_done:
+	VEXTRACTF64X4 $1, Z0, Y12
+	VADDPS Y12, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
