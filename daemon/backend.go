@@ -34,7 +34,7 @@ func (b backend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.Req
 		toks = rt.Model.Tokenizer.Encode(s.Prompt, true)
 	}
 	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs,
-		Priority: s.Priority, Owner: p.UID, Sampling: model.SamplingParams{Temperature: s.Temperature, TopK: s.TopK,
+		Priority: s.Priority, Channel: s.Channel, Owner: p.UID, Sampling: model.SamplingParams{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: s.Seed}}
 	st, err := rt.Engine.Submit(ctx, req)
 	if err != nil {

@@ -14,10 +14,12 @@ import (
 
 // Config is batchd's configuration. Precedence: Default() < file < env < flags.
 type Config struct {
-	Model    ModelConfig  `toml:"model"`
-	Server   ServerConfig `toml:"server"`
-	Engine   EngineKnobs  `toml:"engine"`
-	LogLevel string       `toml:"log_level"` // debug, info, warn, error; default info
+	Model  ModelConfig  `toml:"model"`
+	Server ServerConfig `toml:"server"`
+	Engine EngineKnobs  `toml:"engine"`
+	// Channels: realtime, standard, bulk.
+	Channels map[string]ChannelConfig `toml:"channels"`
+	LogLevel string                   `toml:"log_level"` // debug, info, warn, error; default info
 	// DrainTimeout bounds a graceful shutdown: running requests may finish
 	// for this long, then are cancelled. Keep it below systemd's TimeoutStopSec. Default 30s.
 	DrainTimeout Duration `toml:"drain_timeout"`
@@ -45,6 +47,14 @@ type ServerConfig struct {
 	// MaxRequestsPerUser caps one uid's requests in flight; default 256, 0 = none.
 	MaxRequestsPerUser int `toml:"max_requests_per_user"`
 	MaxFrameBytes      int `toml:"max_frame_bytes"` // default 1 MiB (restart)
+	// MetricsListen serves Prometheus metrics at /metrics on a loopback
+	// host:port or unix:PATH; "" (default) serves none (restart).
+	MetricsListen string `toml:"metrics_listen"`
+}
+
+// ChannelConfig is one QoS channel's latency target.
+type ChannelConfig struct {
+	TTFTTarget Duration `toml:"ttft_target"` // time-to-first-token objective, for SLO attainment
 }
 
 // EngineKnobs shape the engine. Scheduler knobs and MaxQueue apply live.
@@ -80,7 +90,9 @@ func Default() Config {
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
 			MaxFrameBytes: 1 << 20},
-		Engine:       EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
+		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
+		Channels: map[string]ChannelConfig{"realtime": {Duration{500 * time.Millisecond}},
+			"standard": {Duration{2 * time.Second}}, "bulk": {Duration{30 * time.Second}}},
 		LogLevel:     "info",
 		DrainTimeout: Duration{30 * time.Second},
 	}
@@ -155,6 +167,11 @@ func (c *Config) Validate() error {
 	if _, err := engine.ParsePolicy(c.Engine.Policy); err != nil {
 		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
 	}
+	for name := range c.Channels {
+		if !channels[name] || name == "" {
+			errs = append(errs, fmt.Errorf("channels.%s: want realtime, standard or bulk", name))
+		}
+	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
@@ -192,5 +209,6 @@ func (c *Config) restartNeeded(next *Config) []string {
 	diff("engine.threads", c.Engine.Threads, next.Engine.Threads)
 	diff("engine.prefix_caching", *c.Engine.PrefixCaching, *next.Engine.PrefixCaching)
 	diff("idle_exit_after", c.IdleExitAfter, next.IdleExitAfter)
+	diff("server.metrics_listen", c.Server.MetricsListen, next.Server.MetricsListen)
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/ipc"
 )
 
@@ -48,7 +49,7 @@ func (s State) String() string {
 
 // serveFlags are the command-line overrides of `batchd serve`.
 type serveFlags struct {
-	config, model, tokenizer, socket, logLevel string
+	config, model, tokenizer, socket, logLevel, metrics string
 }
 
 // Daemon is a running batchd: socket server, engine and config.
@@ -85,7 +86,7 @@ func (d *Daemon) loadConfig() (Config, error) {
 		dst *string
 		v   string
 	}{{&c.Model.Path, d.flags.model}, {&c.Model.Tokenizer, d.flags.tokenizer},
-		{&c.Server.Socket, d.flags.socket}, {&c.LogLevel, d.flags.logLevel}} {
+		{&c.Server.Socket, d.flags.socket}, {&c.LogLevel, d.flags.logLevel}, {&c.Server.MetricsListen, d.flags.metrics}} {
 		if f.v != "" {
 			*f.dst = f.v
 		}
@@ -111,6 +112,13 @@ func resolvePolicy(s ServerConfig) (ipc.Policy, error) {
 	errs = append(errs, err)
 	return ipc.Policy{AllowedUIDs: users, AllowedGIDs: groups, AdminUIDs: admins, Self: uint32(os.Getuid()),
 		MaxRequestsPerUser: s.MaxRequestsPerUser}, errors.Join(errs...)
+}
+
+// ttftTarget returns a channel's TTFT objective from the live config.
+func (d *Daemon) ttftTarget(channel string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg.Channels[channel].TTFTTarget.Duration
 }
 
 // State returns the lifecycle state.
@@ -169,6 +177,7 @@ func runServe(ctx context.Context, args []string, env *runEnv) error {
 	fs.StringVar(&d.flags.tokenizer, "tokenizer", "", "llama2.c tokenizer file (overrides model.tokenizer)")
 	fs.StringVar(&d.flags.socket, "socket", "", "socket path (overrides server.socket)")
 	fs.StringVar(&d.flags.logLevel, "log-level", "", "log level (overrides log_level)")
+	fs.StringVar(&d.flags.metrics, "metrics-listen", "", "serve Prometheus metrics on a loopback host:port or unix:PATH (overrides server.metrics_listen)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -208,8 +217,23 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	stopWatch := d.watch(ctx)
 	defer stopWatch()
 
+	met := newMetrics(func() (engine.Stats, bool) {
+		if rt := d.runtime(); rt != nil {
+			return rt.Engine.Stats(), true
+		}
+		return engine.Stats{}, false
+	}, d.ttftTarget)
+	if cfg.Server.MetricsListen != "" {
+		if err := serveMetrics(ctx, cfg.Server.MetricsListen, met, d.log); err != nil {
+			d.srv.Close()
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+
 	// Health answers while the model loads; submits wait for it.
-	rt, err := OpenEngine(engineConfig(cfg, d.flags.config), d.log)
+	ecfg := engineConfig(cfg, d.flags.config)
+	ecfg.Observer = met
+	rt, err := OpenEngine(ecfg, d.log)
 	if err != nil {
 		d.srv.Close()
 		return err

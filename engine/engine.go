@@ -35,8 +35,9 @@ type Options struct {
 	Scheduler SchedulerConfig
 	MaxQueue  int // requests waiting for admission before Submit returns ErrQueueFull; default 1024
 
-	Logger *slog.Logger
-	Now    func() time.Time // clock; default time.Now
+	Logger   *slog.Logger
+	Now      func() time.Time // clock; default time.Now
+	Observer Observer         // metrics sink; default none
 }
 
 // Engine owns the scheduler, the KV pool and the backend, and runs them from
@@ -52,6 +53,7 @@ type Engine struct {
 	sched   *Scheduler
 	log     *slog.Logger
 	now     func() time.Time
+	obs     Observer
 	wake    chan struct{}
 	done    chan struct{}
 
@@ -113,9 +115,12 @@ func New(o Options) (*Engine, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	e := &Engine{
 		m: o.Model, backend: o.Backend, pool: pool, sched: NewScheduler(o.Scheduler, pool),
-		log: o.Logger.With("component", "engine"), now: o.Now,
+		log: o.Logger.With("component", "engine"), now: o.Now, obs: o.Observer,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		live: map[uint64]*reqState{}, maxQueue: o.MaxQueue,
 	}
@@ -158,7 +163,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	}
 	e.nextID++
 	id := e.nextID
-	rs.seq = &Sequence{ID: id, Priority: r.Priority, Arrival: e.now(), Tokens: r.Tokens,
+	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Arrival: e.now(), Tokens: r.Tokens,
 		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens}
 	rs.stream = newStream(id)
 	e.live[id] = rs

@@ -73,6 +73,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.mu.Lock()
 		e.rec.step(now, len(step.Seqs), prompt, generated)
 		e.mu.Unlock()
+		e.obs.Step(len(step.Seqs), step.Tokens)
 		e.publish()
 	}
 }
@@ -129,13 +130,19 @@ func (e *Engine) onToken(rs *reqState, tok int, now time.Time) {
 	}
 	seq.Tokens = append(seq.Tokens, tok)
 	e.mu.Lock()
-	if rs.firstToken.IsZero() {
+	first := rs.firstToken.IsZero()
+	if first {
 		rs.firstToken = now
 		e.rec.ttft.add(now.Sub(seq.Arrival).Seconds())
 	} else {
 		e.rec.itl.add(now.Sub(rs.lastToken).Seconds())
 	}
 	e.mu.Unlock()
+	if first {
+		e.obs.FirstToken(rs.req.Channel, now.Sub(seq.Arrival), now.Sub(seq.FirstSched))
+	} else {
+		e.obs.InterToken(rs.req.Channel, now.Sub(rs.lastToken))
+	}
 	rs.lastToken = now
 	text, stopped := rs.stop.feed(rs.detok.Add(tok))
 	rs.stream.push(Event{Text: text, Tokens: []int{tok}})
@@ -192,6 +199,12 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 		}
 	}
 	e.mu.Unlock()
+	rec := FinishRecord{Channel: rs.req.Channel, Reason: reason, Queue: done.Timings.Queue, E2E: done.Timings.Total,
+		PromptTokens: seq.PromptLen, CompletionTokens: seq.Generated(), CachedTokens: seq.CachedTokens}
+	if !rs.firstToken.IsZero() {
+		rec.Decode = now.Sub(rs.firstToken)
+	}
+	e.obs.Finished(rec)
 	e.publish() // so that Stats agrees with the pool once the terminal event is out
 	rs.stream.push(done)
 }
@@ -216,7 +229,12 @@ func (e *Engine) publish() {
 	e.mu.Lock()
 	s := &e.snap
 	s.Mode, s.Policy = cfg.Mode.String(), cfg.Policy.String()
+	s.MaxNumSeqs, s.MaxNumBatchedTokens = cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens
 	s.Running, s.Waiting = e.sched.Running(), e.sched.Waiting()+len(e.inbox)
+	s.RunningByChannel, s.WaitingByChannel = e.sched.ByChannel()
+	for _, rs := range e.inbox {
+		s.WaitingByChannel[rs.req.Channel]++
+	}
 	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached = u.Total, u.Used, u.Cached
 	s.KVUsage = float64(u.Used) / float64(u.Total)
 	s.BlockSize = e.pool.BlockSize()

@@ -36,6 +36,7 @@ type Request struct {
 	StopTokenIDs []int    // end when sampled, in addition to the model's EOS/BOS
 	IgnoreEOS    bool     // do not stop on the model's EOS/BOS (benchmarks: fixed output lengths)
 	Priority     int      // higher runs first under the priority policy
+	Channel      string   // QoS channel label (realtime, standard, bulk); "" is standard
 	Owner        uint32   // opaque to the engine (the ipc layer puts the peer uid here)
 }
 
@@ -130,6 +131,9 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 	}
 	if err := errors.Join(errs...); err != nil {
 		return r, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if r.Channel == "" {
+		r.Channel = "standard"
 	}
 	if r.MaxTokens == 0 {
 		r.MaxTokens = max(min(room, maxSeqBlocks*blockSize-len(r.Tokens)+1), 1)

@@ -125,6 +125,7 @@ func (s SeqStatus) String() string {
 type Sequence struct {
 	ID        uint64
 	Priority  int
+	Channel   string
 	Arrival   time.Time
 	Tokens    []int
 	PromptLen int
@@ -195,6 +196,18 @@ func (s *Scheduler) Waiting() int { return len(s.waiting) }
 
 // Running returns how many sequences hold a place in the running set.
 func (s *Scheduler) Running() int { return len(s.running) }
+
+// ByChannel counts running and waiting sequences per channel.
+func (s *Scheduler) ByChannel() (running, waiting map[string]int) {
+	running, waiting = map[string]int{}, map[string]int{}
+	for _, q := range s.running {
+		running[q.Channel]++
+	}
+	for _, q := range s.waiting {
+		waiting[q.Channel]++
+	}
+	return running, waiting
+}
 
 // Preemptions returns how many preemptions happened so far.
 func (s *Scheduler) Preemptions() uint64 { return s.preemptions }

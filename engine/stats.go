@@ -16,11 +16,16 @@ type Dist struct {
 
 // Stats is a snapshot of the engine, cheap to take while it is busy.
 type Stats struct {
-	Mode   string `json:"mode"`
-	Policy string `json:"policy"`
+	Mode                string `json:"mode"`
+	Policy              string `json:"policy"`
+	MaxNumSeqs          int    `json:"max_num_seqs"`           // effective
+	MaxNumBatchedTokens int    `json:"max_num_batched_tokens"` // effective
 
 	Running int `json:"running"`
 	Waiting int `json:"waiting"`
+	// By channel (realtime, standard, bulk).
+	RunningByChannel map[string]int `json:"running_by_channel"`
+	WaitingByChannel map[string]int `json:"waiting_by_channel"`
 
 	KVBlocksTotal  int     `json:"kv_blocks_total"`
 	KVBlocksUsed   int     `json:"kv_blocks_used"`
