@@ -27,6 +27,11 @@ type Config struct {
 	// connections or requests; under socket activation systemd starts it
 	// again on the next connect. 0 (default) never exits.
 	IdleExitAfter Duration `toml:"idle_exit_after"`
+	// SleepAfter releases the KV memory after this long without requests;
+	// health says "sleeping" and the next request wakes it. 0 (default) never sleeps.
+	SleepAfter Duration `toml:"sleep_after"`
+	// SleepReleaseWeights also drops the weights' resident pages while asleep.
+	SleepReleaseWeights bool `toml:"sleep_release_weights"`
 }
 
 // ModelConfig names the model; changes need a restart.
@@ -175,8 +180,9 @@ func (c *Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
-	if c.DrainTimeout.Duration < 0 || c.IdleExitAfter.Duration < 0 {
-		errs = append(errs, fmt.Errorf("drain_timeout %v and idle_exit_after %v must be >= 0", c.DrainTimeout, c.IdleExitAfter))
+	if c.DrainTimeout.Duration < 0 || c.IdleExitAfter.Duration < 0 || c.SleepAfter.Duration < 0 {
+		errs = append(errs, fmt.Errorf("drain_timeout %v, idle_exit_after %v and sleep_after %v must be >= 0",
+			c.DrainTimeout, c.IdleExitAfter, c.SleepAfter))
 	}
 	return errors.Join(errs...)
 }

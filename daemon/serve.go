@@ -122,7 +122,15 @@ func (d *Daemon) ttftTarget(channel string) time.Duration {
 }
 
 // State returns the lifecycle state.
-func (d *Daemon) State() State { return State(d.state.Load()) }
+func (d *Daemon) State() State {
+	st := State(d.state.Load())
+	if st == StateReady {
+		if rt := d.runtime(); rt != nil && rt.Engine.Sleeping() {
+			return StateSleeping
+		}
+	}
+	return st
+}
 
 func (d *Daemon) runtime() *Runtime {
 	d.mu.Lock()
@@ -146,6 +154,7 @@ func (d *Daemon) waitReady(ctx context.Context) (*Runtime, error) {
 }
 
 func (d *Daemon) daemonStats() map[string]any {
+	state := d.State() // before d.mu: State takes it
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cfg.Engine
@@ -158,7 +167,7 @@ func (d *Daemon) daemonStats() map[string]any {
 	}
 	return map[string]any{
 		"plan":  plan,
-		"state": d.State().String(),
+		"state": state.String(),
 		"config": map[string]any{"max_num_seqs": c.MaxNumSeqs, "max_num_batched_tokens": c.MaxNumBatchedTokens,
 			"max_partial_prefills": c.MaxPartialPrefills, "policy": c.Policy, "max_queue": c.MaxQueue,
 			"max_requests_per_user": d.cfg.Server.MaxRequestsPerUser, "log_level": d.cfg.LogLevel},
@@ -249,6 +258,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	defer stopSup()
 	go d.superviseSystemd(supCtx, rt.Engine.Heartbeat)
 	idle := d.idleExit(supCtx, cfg.IdleExitAfter.Duration)
+	go d.sleepWhenIdle(supCtx)
 
 	dump := make(chan os.Signal, 1)
 	signal.Notify(dump, syscall.SIGUSR1)
@@ -296,6 +306,37 @@ func (d *Daemon) shutdown(rt *Runtime) error {
 	}
 	d.log.Info("stopped")
 	return nil
+}
+
+// sleepWhenIdle asks the engine to release its memory once no request has
+// come for sleep_after (read live, so a reload changes it).
+func (d *Daemon) sleepWhenIdle(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	lastBusy, lastSubmitted := time.Now(), uint64(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		after, weights := d.cfg.SleepAfter.Duration, d.cfg.SleepReleaseWeights
+		d.mu.Unlock()
+		rt := d.runtime()
+		if rt == nil {
+			continue
+		}
+		s := rt.Engine.Stats()
+		if s.Running+s.Waiting > 0 || s.Submitted != lastSubmitted {
+			lastBusy, lastSubmitted = time.Now(), s.Submitted
+			continue
+		}
+		if after > 0 && !s.Sleeping && time.Since(lastBusy) >= after {
+			rt.Engine.Sleep(weights)
+			lastBusy = time.Now() // ask once per idle spell
+		}
+	}
 }
 
 // reload re-reads the configuration and applies what can change live; an

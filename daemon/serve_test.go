@@ -476,3 +476,35 @@ func TestBreakingOutOfStreamCancels(t *testing.T) {
 		t.Fatalf("%d cancelled, want 1", got)
 	}
 }
+
+func TestIdleSleepAndWake(t *testing.T) {
+	td := startDaemon(t, "sleep_after = \"300ms\"\nsleep_release_weights = true\n")
+	c := td.dial(t)
+	g := testmodels.Goldens(t)[0]
+	if _, err := c.Generate(context.Background(), client.Request{Prompt: g.Prompt, MaxTokens: 5}, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, err := c.Health(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.State == "sleeping" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never slept: state %s", h.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res, err := c.Generate(context.Background(), client.Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()}, nil)
+	if err != nil || !slices.Equal(res.Tokens, g.OutputTokens) {
+		t.Fatalf("after wake: %v", err)
+	}
+	s, _ := c.Stats(context.Background())
+	if s["state"] != "ready" || fmt.Sprint(s["wakes"]) != "1" || fmt.Sprint(s["sleeps"]) != "1" {
+		t.Fatalf("stats after wake: state %v sleeps %v wakes %v", s["state"], s["sleeps"], s["wakes"])
+	}
+	t.Logf("wake took %v s", s["last_wake_seconds"])
+}

@@ -58,20 +58,23 @@ type Engine struct {
 	done    chan struct{}
 
 	heartbeat atomic.Int64 // unix nanos of the loop's last turn
+	asleep    atomic.Bool  // KV memory released (Sleep)
 	afterStep func()       // test hook, run by the loop at every step boundary
 
-	mu       sync.Mutex
-	inbox    []*reqState
-	cancels  []cancelReq
-	newCfg   *SchedulerConfig
-	live     map[uint64]*reqState
-	pending  int // accepted, not yet scheduled
-	maxQueue int
-	nextID   uint64
-	closed   bool
-	drained  chan struct{} // closed when draining and nothing is live
-	snap     Stats
-	rec      recorder
+	mu           sync.Mutex
+	inbox        []*reqState
+	cancels      []cancelReq
+	newCfg       *SchedulerConfig
+	sleepReq     bool
+	sleepWeights bool
+	live         map[uint64]*reqState
+	pending      int // accepted, not yet scheduled
+	maxQueue     int
+	nextID       uint64
+	closed       bool
+	drained      chan struct{} // closed when draining and nothing is live
+	snap         Stats
+	rec          recorder
 }
 
 type cancelReq struct {
@@ -249,6 +252,7 @@ func (e *Engine) Stats() Stats {
 	defer e.mu.Unlock()
 	s := e.snap
 	e.rec.fill(&s, e.now())
+	s.Sleeping = e.asleep.Load()
 	return s
 }
 

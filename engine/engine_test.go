@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -394,5 +395,25 @@ func TestShutdownEndsEverything(t *testing.T) {
 	}
 	if _, err := e.Submit(context.Background(), Request{Prompt: "x"}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("submit after shutdown: %v", err)
+	}
+}
+
+func TestSleepReleasesAndWakes(t *testing.T) {
+	m := loadModel(t, "gguf")
+	e := startEngine(t, m, engineOpts{blocks: 64, blockSize: 4})
+	g := testmodels.Goldens(t)[2]
+	checkGolden(t, g, run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()}))
+	e.Sleep(true)
+	for !e.Sleeping() {
+		runtime.Gosched()
+	}
+	if s := e.Stats(); !s.Sleeping || s.Sleeps != 1 || s.KVBlocksCached != 0 {
+		t.Fatalf("after sleep: %+v", s)
+	}
+	// The next request wakes the engine; the cache is gone, the tokens are not.
+	r := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+	checkGolden(t, g, r)
+	if s := e.Stats(); s.Sleeping || s.Wakes != 1 || r.done.Usage.CachedPromptTokens != 0 {
+		t.Fatalf("after wake: sleeping %v wakes %d cached %d", s.Sleeping, s.Wakes, r.done.Usage.CachedPromptTokens)
 	}
 }

@@ -33,8 +33,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		step := e.sched.Schedule(now)
 		e.notePreempted(step)
 		if len(step.Seqs) == 0 {
+			e.maybeSleep()
 			e.publish()
 			e.idle(ctx)
+			continue
+		}
+		if err := e.wakeUp(); err != nil {
+			e.log.Error("wake from sleep failed", "err", err)
+			for _, sc := range step.Seqs {
+				e.finish(states[sc.Seq.ID], FinishError, fmt.Errorf("%w: wake: %w", ErrInternal, err), now)
+			}
 			continue
 		}
 		batch.Seqs = batch.Seqs[:0]

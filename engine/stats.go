@@ -47,6 +47,11 @@ type Stats struct {
 	BatchSizes    []uint64 `json:"batch_sizes"`
 	MeanBatchSize float64  `json:"mean_batch_size"`
 
+	Sleeping        bool    `json:"sleeping"` // KV memory released until the next request
+	Sleeps          uint64  `json:"sleeps"`
+	Wakes           uint64  `json:"wakes"`
+	LastWakeSeconds float64 `json:"last_wake_seconds"` // time to restore memory on the last wake
+
 	Submitted uint64            `json:"submitted"`
 	Rejected  uint64            `json:"rejected"` // queue full or invalid at admission
 	Finished  map[string]uint64 `json:"finished"` // by finish reason
@@ -103,6 +108,8 @@ type recorder struct {
 	finished                       map[string]uint64
 	ttft, itl, queue, e2e          window
 	rate                           []ratePoint
+	sleeps, wakes                  uint64
+	lastWake                       time.Duration
 }
 
 type ratePoint struct {
@@ -150,6 +157,7 @@ func (r *recorder) fill(s *Stats, now time.Time) {
 		}
 	}
 	s.Submitted, s.Rejected = r.submitted, r.rejected
+	s.Sleeps, s.Wakes, s.LastWakeSeconds = r.sleeps, r.wakes, r.lastWake.Seconds()
 	s.Finished = map[string]uint64{}
 	for k, v := range r.finished {
 		s.Finished[k] = v

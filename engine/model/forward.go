@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 )
 
 // ErrBadBatch reports a step batch the backend cannot run (bad token id,
@@ -67,16 +68,39 @@ func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
 	c := m.Config
 	b := &CPU{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks,
 		rope: newRopeTable(c, c.Context), pool: newWorkers(o.Threads)}
-	slots := o.NumBlocks * o.BlockSize * c.KVDim()
-	for range c.Layers {
-		b.k = append(b.k, make([]float32, slots))
-		b.v = append(b.v, make([]float32, slots))
-	}
-	return b, nil
+	return b, b.Restore()
 }
 
 // Model returns the model the backend runs.
 func (b *CPU) Model() *Model { return b.m }
+
+// Release drops the KV store (and, with weights, the resident pages of the
+// mapped weights, which fault back in on use) for an idle sleep.
+func (b *CPU) Release(weights bool) error {
+	b.k, b.v = nil, nil
+	b.cap = 0
+	b.x, b.xb, b.q, b.kk, b.vv, b.att, b.hb, b.hb2, b.xq = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	b.logits, b.logitsNorm = nil, nil
+	var err error
+	if weights {
+		err = b.m.dropResident()
+	}
+	debug.FreeOSMemory()
+	return err
+}
+
+// Restore reallocates the KV store after Release; its contents are zero.
+func (b *CPU) Restore() error {
+	if b.k != nil {
+		return nil
+	}
+	slots := b.numBlocks * b.blockSize * b.c.KVDim()
+	for range b.c.Layers {
+		b.k = append(b.k, make([]float32, slots))
+		b.v = append(b.v, make([]float32, slots))
+	}
+	return nil
+}
 
 // Close stops the worker threads and drops the KV store.
 func (b *CPU) Close() error {

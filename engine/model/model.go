@@ -180,6 +180,15 @@ func mmapFile(path string) ([]byte, error) {
 
 func munmap(b []byte) error { return unix.Munmap(b) }
 
+// dropResident tells the kernel the mapped weights' pages may go; they are
+// read back from the file on the next use.
+func (m *Model) dropResident() error {
+	if m.mapped == nil {
+		return nil
+	}
+	return unix.Madvise(m.mapped, unix.MADV_DONTNEED)
+}
+
 // checkShape returns an error naming the matrix unless it is rows x cols.
 func checkShape(name string, m *Matrix, rows, cols int) error {
 	if m.Rows != rows || m.Cols != cols {

@@ -1,0 +1,68 @@
+package engine
+
+import "time"
+
+// Sleeper is implemented by backends that can drop their KV memory while the
+// engine sleeps and get it back on wake.
+type Sleeper interface {
+	Release(weights bool) error // free KV memory (and drop resident weight pages when weights)
+	Restore() error             // reallocate it, empty
+}
+
+// Sleep asks the engine to release its KV memory once it has nothing to do;
+// the next request wakes it. The prefix cache is emptied (its blocks' data
+// are gone). weights also drops the resident pages of the weights.
+func (e *Engine) Sleep(weights bool) {
+	e.mu.Lock()
+	e.sleepReq, e.sleepWeights = true, weights
+	e.mu.Unlock()
+	e.poke()
+}
+
+// Sleeping reports whether the engine has released its memory.
+func (e *Engine) Sleeping() bool { return e.asleep.Load() }
+
+// maybeSleep runs in the loop: it releases memory if asked and idle.
+func (e *Engine) maybeSleep() {
+	e.mu.Lock()
+	req, weights := e.sleepReq, e.sleepWeights
+	e.sleepReq = false
+	e.mu.Unlock()
+	if !req || e.asleep.Load() || e.sched.Running() > 0 || e.sched.Waiting() > 0 {
+		return
+	}
+	sl, ok := e.backend.(Sleeper)
+	if !ok {
+		return
+	}
+	e.pool.ResetCache()
+	if err := sl.Release(weights); err != nil {
+		e.log.Error("release memory for sleep", "err", err)
+		return
+	}
+	e.mu.Lock()
+	e.rec.sleeps++
+	e.mu.Unlock()
+	e.publish() // the emptied cache shows before Sleeping does
+	e.asleep.Store(true)
+	e.log.Info("sleeping: KV memory released", "weights_released", weights)
+}
+
+// wakeUp restores memory before the first step after a sleep.
+func (e *Engine) wakeUp() error {
+	if !e.asleep.Load() {
+		return nil
+	}
+	start := time.Now()
+	if err := e.backend.(Sleeper).Restore(); err != nil {
+		return err
+	}
+	e.asleep.Store(false)
+	d := time.Since(start)
+	e.mu.Lock()
+	e.rec.wakes++
+	e.rec.lastWake = d
+	e.mu.Unlock()
+	e.log.Info("woke up", "wake_seconds", d.Seconds())
+	return nil
+}
