@@ -33,8 +33,12 @@ func (b backend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.Req
 	if toks == nil {
 		toks = rt.Model.Tokenizer.Encode(s.Prompt, true)
 	}
+	channel := s.Channel
+	if channel == "" {
+		channel = b.d.route(p.UID, s.Tags, len(toks))
+	}
 	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs,
-		Priority: s.Priority, Channel: s.Channel, Owner: p.UID, Sampling: model.SamplingParams{Temperature: s.Temperature, TopK: s.TopK,
+		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: model.SamplingParams{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: s.Seed}}
 	st, err := rt.Engine.Submit(ctx, req)
 	if err != nil {

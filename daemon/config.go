@@ -10,6 +10,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/ipc"
 )
 
 // Config is batchd's configuration. Precedence: Default() < file < env < flags.
@@ -17,8 +18,9 @@ type Config struct {
 	Model  ModelConfig  `toml:"model"`
 	Server ServerConfig `toml:"server"`
 	Engine EngineKnobs  `toml:"engine"`
-	// Channels: realtime, standard, bulk.
+	// Channels: realtime, standard, bulk; and how requests are routed to them.
 	Channels map[string]ChannelConfig `toml:"channels"`
+	Routing  RoutingConfig            `toml:"routing"`
 	LogLevel string                   `toml:"log_level"` // debug, info, warn, error; default info
 	// DrainTimeout bounds a graceful shutdown: running requests may finish
 	// for this long, then are cancelled. Keep it below systemd's TimeoutStopSec. Default 30s.
@@ -57,9 +59,20 @@ type ServerConfig struct {
 	MetricsListen string `toml:"metrics_listen"`
 }
 
-// ChannelConfig is one QoS channel's latency target.
+// ChannelConfig is one QoS channel's objectives and limits.
 type ChannelConfig struct {
-	TTFTTarget Duration `toml:"ttft_target"` // time-to-first-token objective, for SLO attainment
+	TTFTTarget Duration `toml:"ttft_target"` // time-to-first-token objective (SLO attainment in metrics)
+	ITLTarget  Duration `toml:"itl_target"`  // inter-token latency objective
+	Share      float64  `toml:"share"`       // of each step's admission budget under policy "slo" (restart)
+	QueueLimit int      `toml:"queue_limit"` // waiting requests; 0 = only engine.max_queue (restart)
+	Deadline   Duration `toml:"deadline"`    // first token due within this, else rejected; 0 = none (restart)
+}
+
+// RoutingConfig puts requests without an explicit channel on one.
+type RoutingConfig struct {
+	Tags             map[string]string `toml:"tags"`               // request tag -> channel
+	Users            map[string]string `toml:"users"`              // user name or uid -> default channel
+	BulkPromptTokens int               `toml:"bulk_prompt_tokens"` // prompts this long or longer go to bulk; 0 = off
 }
 
 // EngineKnobs shape the engine. Scheduler knobs and MaxQueue apply live.
@@ -96,8 +109,14 @@ func Default() Config {
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
 			MaxFrameBytes: 1 << 20},
 		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
-		Channels: map[string]ChannelConfig{"realtime": {Duration{500 * time.Millisecond}},
-			"standard": {Duration{2 * time.Second}}, "bulk": {Duration{30 * time.Second}}},
+		Channels: map[string]ChannelConfig{
+			"realtime": {TTFTTarget: Duration{500 * time.Millisecond}, ITLTarget: Duration{100 * time.Millisecond},
+				Share: 0.5, Deadline: Duration{10 * time.Second}},
+			"standard": {TTFTTarget: Duration{2 * time.Second}, ITLTarget: Duration{250 * time.Millisecond},
+				Share: 0.35, Deadline: Duration{2 * time.Minute}},
+			"bulk": {TTFTTarget: Duration{30 * time.Second}, Share: 0.15, Deadline: Duration{30 * time.Minute}},
+		},
+		Routing:      RoutingConfig{BulkPromptTokens: 2048},
 		LogLevel:     "info",
 		DrainTimeout: Duration{30 * time.Second},
 	}
@@ -172,10 +191,21 @@ func (c *Config) Validate() error {
 	if _, err := engine.ParsePolicy(c.Engine.Policy); err != nil {
 		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
 	}
-	for name := range c.Channels {
+	for name, ch := range c.Channels {
 		if !channels[name] || name == "" {
 			errs = append(errs, fmt.Errorf("channels.%s: want realtime, standard or bulk", name))
 		}
+		if ch.Share < 0 || ch.Share > 1 || ch.QueueLimit < 0 || ch.Deadline.Duration < 0 {
+			errs = append(errs, fmt.Errorf("channels.%s: share in [0, 1], queue_limit and deadline >= 0", name))
+		}
+	}
+	for tag, ch := range c.Routing.Tags {
+		if !channels[ch] || ch == "" {
+			errs = append(errs, fmt.Errorf("routing.tags.%s = %q: want realtime, standard or bulk", tag, ch))
+		}
+	}
+	if _, err := resolveUserChannels(c.Routing.Users); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
@@ -216,5 +246,38 @@ func (c *Config) restartNeeded(next *Config) []string {
 	diff("engine.prefix_caching", *c.Engine.PrefixCaching, *next.Engine.PrefixCaching)
 	diff("idle_exit_after", c.IdleExitAfter, next.IdleExitAfter)
 	diff("server.metrics_listen", c.Server.MetricsListen, next.Server.MetricsListen)
+	for _, ch := range []string{"realtime", "standard", "bulk"} {
+		a, b := c.Channels[ch], next.Channels[ch]
+		diff("channels."+ch+" share/queue_limit/deadline", [3]any{a.Share, a.QueueLimit, a.Deadline},
+			[3]any{b.Share, b.QueueLimit, b.Deadline})
+	}
 	return out
+}
+
+// channelPolicies are the engine's view of the channels.
+func (c *Config) channelPolicies() map[string]engine.ChannelPolicy {
+	out := map[string]engine.ChannelPolicy{}
+	for name, ch := range c.Channels {
+		out[name] = engine.ChannelPolicy{Share: ch.Share, QueueLimit: ch.QueueLimit, Deadline: ch.Deadline.Duration}
+	}
+	return out
+}
+
+// resolveUserChannels maps routing.users keys (names or uids) to uids.
+func resolveUserChannels(users map[string]string) (map[uint32]string, error) {
+	out := map[uint32]string{}
+	var errs []error
+	for name, ch := range users {
+		if !channels[ch] || ch == "" {
+			errs = append(errs, fmt.Errorf("routing.users.%s = %q: want realtime, standard or bulk", name, ch))
+			continue
+		}
+		uids, err := ipc.ResolveUsers([]string{name})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("routing.users: %w", err))
+			continue
+		}
+		out[uids[0]] = ch
+	}
+	return out, errors.Join(errs...)
 }

@@ -70,6 +70,8 @@ type Daemon struct {
 	reloadErrs int
 	lastErr    string
 	restart    []string
+	// userChannels is routing.users resolved to uids.
+	userChannels map[uint32]string
 }
 
 // loadConfig builds the configuration: defaults, file, env, flags.
@@ -112,6 +114,26 @@ func resolvePolicy(s ServerConfig) (ipc.Policy, error) {
 	errs = append(errs, err)
 	return ipc.Policy{AllowedUIDs: users, AllowedGIDs: groups, AdminUIDs: admins, Self: uint32(os.Getuid()),
 		MaxRequestsPerUser: s.MaxRequestsPerUser}, errors.Join(errs...)
+}
+
+// route picks the channel of a request that did not name one: its tags,
+// then its prompt length, then its user's default, else standard.
+func (d *Daemon) route(uid uint32, tags []string, promptTokens int) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.cfg.Routing
+	for _, t := range tags {
+		if ch, ok := r.Tags[t]; ok {
+			return ch
+		}
+	}
+	if r.BulkPromptTokens > 0 && promptTokens >= r.BulkPromptTokens {
+		return "bulk"
+	}
+	if ch, ok := d.userChannels[uid]; ok {
+		return ch
+	}
+	return "standard"
 }
 
 // ttftTarget returns a channel's TTFT objective from the live config.
@@ -205,6 +227,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 		d.notifier = systemdNotifier{}
 	}
 	d.cfg = cfg
+	d.userChannels, _ = resolveUserChannels(cfg.Routing.Users)
 	pol, _ := resolvePolicy(cfg.Server)
 	ln, err := activatedListener()
 	if err != nil {
@@ -379,6 +402,7 @@ func (d *Daemon) reload(why string) {
 	next.Engine.BlockSize, next.Engine.KVBlocks = d.cfg.Engine.BlockSize, d.cfg.Engine.KVBlocks
 	next.Engine.Threads, next.Engine.PrefixCaching = d.cfg.Engine.Threads, d.cfg.Engine.PrefixCaching
 	d.cfg = next
+	d.userChannels, _ = resolveUserChannels(next.Routing.Users)
 	d.reloads++
 	d.lastErr = ""
 	d.restart = restart
@@ -395,6 +419,7 @@ func engineConfig(c Config, configPath string) EngineConfig {
 		dir = filepath.Join(filepath.Dir(configPath), "profiles.d")
 	}
 	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format, ProfilesDir: dir,
+		Channels:  c.channelPolicies(),
 		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
 		NoPrefixCache: !*c.Engine.PrefixCaching, Scheduler: c.scheduler(), MaxQueue: c.Engine.MaxQueue}
 }

@@ -27,6 +27,7 @@ type EngineConfig struct {
 	Scheduler engine.SchedulerConfig
 	MaxQueue  int
 	Observer  engine.Observer // metrics sink, may be nil
+	Channels  map[string]engine.ChannelPolicy
 }
 
 // Runtime is a loaded model with its backend and a running engine loop.
@@ -64,7 +65,8 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		return nil, errors.Join(err, m.Close())
 	}
 	e, err := engine.New(engine.Options{Model: m, Backend: cpu, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
-		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer})
+		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
+		Channels: cfg.Channels})
 	if err != nil {
 		return nil, errors.Join(err, cpu.Close(), m.Close())
 	}

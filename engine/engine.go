@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,9 @@ type Options struct {
 
 	Scheduler SchedulerConfig
 	MaxQueue  int // requests waiting for admission before Submit returns ErrQueueFull; default 1024
+	// Channels: per-channel budget share (for the slo policy), queue limit
+	// and default deadline. Unlisted channels have none.
+	Channels map[string]ChannelPolicy
 
 	Logger   *slog.Logger
 	Now      func() time.Time // clock; default time.Now
@@ -68,13 +72,22 @@ type Engine struct {
 	sleepReq     bool
 	sleepWeights bool
 	live         map[uint64]*reqState
-	pending      int // accepted, not yet scheduled
+	pending      int            // accepted, not yet scheduled
+	pendingC     map[string]int // the same, by channel
+	channels     map[string]ChannelPolicy
 	maxQueue     int
 	nextID       uint64
 	closed       bool
 	drained      chan struct{} // closed when draining and nothing is live
 	snap         Stats
 	rec          recorder
+}
+
+// ChannelPolicy is one QoS channel's share and limits.
+type ChannelPolicy struct {
+	Share      float64       // of each step's admission budget, under the slo policy
+	QueueLimit int           // waiting requests of this channel; 0 = only MaxQueue
+	Deadline   time.Duration // default deadline for the first token; 0 = none
 }
 
 type cancelReq struct {
@@ -125,8 +138,9 @@ func New(o Options) (*Engine, error) {
 		m: o.Model, backend: o.Backend, pool: pool, sched: NewScheduler(o.Scheduler, pool),
 		log: o.Logger.With("component", "engine"), now: o.Now, obs: o.Observer,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		live: map[uint64]*reqState{}, maxQueue: o.MaxQueue,
+		live: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
 	}
+	e.sched.SetConfig(e.withShares(o.Scheduler))
 	e.heartbeat.Store(e.now().UnixNano())
 	e.publish()
 	return e, nil
@@ -164,13 +178,24 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("%w (%d waiting)", ErrQueueFull, n)
 	}
+	cp := e.channels[r.Channel]
+	if n := e.pendingC[r.Channel]; cp.QueueLimit > 0 && n >= cp.QueueLimit {
+		e.rec.rejected++
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w (%d waiting in channel %s)", ErrQueueFull, n, r.Channel)
+	}
 	e.nextID++
 	id := e.nextID
-	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Arrival: e.now(), Tokens: r.Tokens,
+	now := e.now()
+	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
 		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens}
+	if d := cmp.Or(r.Deadline, cp.Deadline); d > 0 {
+		rs.seq.Deadline = now.Add(d)
+	}
 	rs.stream = newStream(id)
 	e.live[id] = rs
 	e.pending++
+	e.pendingC[r.Channel]++
 	e.rec.submitted++
 	e.inbox = append(e.inbox, rs)
 	e.mu.Unlock()
@@ -208,9 +233,23 @@ func (e *Engine) Owner(id uint64) (uint32, bool) {
 // SetScheduler replaces the scheduler's knobs from the next step (hot reload).
 func (e *Engine) SetScheduler(cfg SchedulerConfig) {
 	e.mu.Lock()
+	cfg = e.withShares(cfg)
 	e.newCfg = &cfg
 	e.mu.Unlock()
 	e.poke()
+}
+
+// withShares fills the channel shares from the channel policies.
+func (e *Engine) withShares(cfg SchedulerConfig) SchedulerConfig {
+	if cfg.Shares == nil && len(e.channels) > 0 {
+		cfg.Shares = map[string]float64{}
+		for ch, p := range e.channels {
+			if p.Share > 0 {
+				cfg.Shares[ch] = p.Share
+			}
+		}
+	}
+	return cfg
 }
 
 // SetMaxQueue changes the waiting-queue limit (hot reload).

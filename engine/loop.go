@@ -32,6 +32,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.takeInbox(states, now)
 		step := e.sched.Schedule(now)
 		e.notePreempted(step)
+		for _, q := range step.Expired {
+			e.finish(states[q.ID], FinishError, ErrDeadlineExceeded, now)
+		}
 		if len(step.Seqs) == 0 {
 			e.maybeSleep()
 			e.publish()
@@ -67,6 +70,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				rs.scheduled = true
 				e.mu.Lock()
 				e.pending--
+				e.pendingC[rs.req.Channel]--
 				e.mu.Unlock()
 			}
 			e.sched.Advance(sc)
@@ -192,6 +196,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 	delete(e.live, seq.ID)
 	if !rs.scheduled {
 		e.pending--
+		e.pendingC[rs.req.Channel]--
 		rs.scheduled = true
 	}
 	if !seq.FirstSched.IsZero() {

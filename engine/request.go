@@ -23,6 +23,9 @@ var (
 // It wraps ErrResourceExhausted.
 var ErrQueueFull = fmt.Errorf("%w: queue full", ErrResourceExhausted)
 
+// ErrDeadlineExceeded ends a request whose deadline passed before it could start.
+var ErrDeadlineExceeded = fmt.Errorf("%w: deadline exceeded before the request could start", ErrUnavailable)
+
 // ErrClosed is returned by Submit once the engine is draining or stopped.
 var ErrClosed = fmt.Errorf("%w: engine stopped", ErrUnavailable)
 
@@ -36,8 +39,11 @@ type Request struct {
 	StopTokenIDs []int    // end when sampled, in addition to the model's EOS/BOS
 	IgnoreEOS    bool     // do not stop on the model's EOS/BOS (benchmarks: fixed output lengths)
 	Priority     int      // higher runs first under the priority policy
-	Channel      string   // QoS channel label (realtime, standard, bulk); "" is standard
-	Owner        uint32   // opaque to the engine (the ipc layer puts the peer uid here)
+	Channel      string   // QoS channel (realtime, standard, bulk); "" is standard
+	// Deadline: the first token is due within this long of arrival, or the
+	// request is rejected (ErrDeadlineExceeded); 0 takes the channel's default.
+	Deadline time.Duration
+	Owner    uint32 // opaque to the engine (the ipc layer puts the peer uid here)
 }
 
 // LogValue keeps prompt text out of logs.
@@ -118,6 +124,9 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 	}
 	if err := r.Sampling.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if r.Deadline < 0 {
+		errs = append(errs, fmt.Errorf("deadline %v must be >= 0", r.Deadline))
 	}
 	if r.MaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("max_tokens %d must be >= 0", r.MaxTokens))

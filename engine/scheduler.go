@@ -15,6 +15,7 @@ type Policy int
 const (
 	PolicyFCFS     Policy = iota // arrival order
 	PolicyPriority               // higher Priority first, then arrival
+	PolicySLO                    // earliest deadline first, channel shares, one request per user per pass
 )
 
 func (p Policy) String() string {
@@ -23,6 +24,8 @@ func (p Policy) String() string {
 		return "fcfs"
 	case PolicyPriority:
 		return "priority"
+	case PolicySLO:
+		return "slo"
 	}
 	return fmt.Sprintf("policy(%d)", int(p))
 }
@@ -34,8 +37,10 @@ func ParsePolicy(s string) (Policy, error) {
 		return PolicyFCFS, nil
 	case "priority":
 		return PolicyPriority, nil
+	case "slo":
+		return PolicySLO, nil
 	}
-	return 0, fmt.Errorf("%w: policy %q (want fcfs or priority)", ErrInvalidArgument, s)
+	return 0, fmt.Errorf("%w: policy %q (want fcfs, priority or slo)", ErrInvalidArgument, s)
 }
 
 // Mode is the batching discipline.
@@ -82,6 +87,10 @@ type SchedulerConfig struct {
 	MaxPartialPrefills  int           // sequences per step whose prompt chunk leaves more to do; default 1
 	BatchSize           int           // static/dynamic batch size; default MaxNumSeqs
 	BatchWindow         time.Duration // dynamic: wait window (default 50ms); static: flush after (default 2s)
+	// Shares splits each step's admission budget between channels under the
+	// slo policy (say realtime 0.5, standard 0.35, bulk 0.15); what a channel
+	// leaves unused goes to the others.
+	Shares map[string]float64
 }
 
 func (c SchedulerConfig) withDefaults() SchedulerConfig {
@@ -126,6 +135,8 @@ type Sequence struct {
 	ID        uint64
 	Priority  int
 	Channel   string
+	Owner     uint32
+	Deadline  time.Time // first token due by; zero = none. Past it while waiting: expired
 	Arrival   time.Time
 	Tokens    []int
 	PromptLen int
@@ -155,6 +166,7 @@ type Step struct {
 	Now       time.Time
 	Seqs      []Scheduled
 	Preempted []*Sequence // moved back to waiting this step, KV freed
+	Expired   []*Sequence // removed from waiting: their deadline passed before they started
 	Tokens    int         // tokens scheduled, at most the token budget
 }
 
@@ -216,6 +228,15 @@ func (s *Scheduler) before(a, b *Sequence) bool {
 	if s.cfg.Policy == PolicyPriority && a.Priority != b.Priority {
 		return a.Priority > b.Priority
 	}
+	if s.cfg.Policy == PolicySLO && !a.Deadline.Equal(b.Deadline) {
+		switch {
+		case a.Deadline.IsZero():
+			return false
+		case b.Deadline.IsZero():
+			return true
+		}
+		return a.Deadline.Before(b.Deadline)
+	}
 	return a.order < b.order
 }
 
@@ -258,6 +279,7 @@ func (s *Scheduler) Remove(seq *Sequence) {
 // blocks, waiting ones in policy order.
 func (s *Scheduler) Schedule(now time.Time) *Step {
 	st := &Step{Now: now}
+	s.expire(st)
 	slices.SortStableFunc(s.running, s.cmp)
 	if s.cfg.Policy == PolicyPriority && s.cfg.Mode == ModeContinuous {
 		// A more urgent waiting request displaces the least urgent running one.
@@ -329,18 +351,55 @@ func (s *Scheduler) admit(st *Step, budget, partial *int) {
 		}
 		limit = min(limit, s.cfg.BatchSize)
 	}
-	for limit > 0 && len(s.waiting) > 0 {
-		if continuous && *budget == 0 {
+	if s.cfg.Policy == PolicySLO && continuous {
+		// First pass: each channel within its share, one request per user per
+		// channel, in deadline order. The second pass hands out what is left.
+		caps := map[string]int{}
+		for ch, share := range s.cfg.Shares {
+			caps[ch] = int(share * float64(*budget))
+		}
+		type who struct {
+			ch    string
+			owner uint32
+		}
+		seen := map[who]bool{}
+		if !s.admitPass(st, budget, partial, &limit, func(q *Sequence) bool {
+			c, capped := caps[q.Channel]
+			return !seen[who{q.Channel, q.Owner}] && (!capped || c > 0)
+		}, func(q *Sequence, n int) {
+			seen[who{q.Channel, q.Owner}] = true
+			if _, capped := caps[q.Channel]; capped {
+				caps[q.Channel] -= n
+			}
+		}) {
 			return
 		}
-		seq := s.waiting[0]
+	}
+	s.admitPass(st, budget, partial, &limit, nil, nil)
+}
+
+// admitPass admits waiting sequences in order while budget, limit and blocks
+// allow; eligible (if set) skips some, admitted is told of each. It reports
+// false when admission must stop for this step (no blocks, no budget).
+func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible func(*Sequence) bool,
+	admitted func(*Sequence, int)) bool {
+	continuous := s.cfg.Mode == ModeContinuous
+	for i := 0; *limit > 0 && i < len(s.waiting); {
+		if continuous && *budget == 0 {
+			return false
+		}
+		seq := s.waiting[i]
+		if eligible != nil && !eligible(seq) {
+			i++
+			continue
+		}
 		blocks, cached := s.pool.Lookup(seq.Tokens[:len(seq.Tokens)-1])
 		rest := len(seq.Tokens) - cached
 		n := min(rest, *budget)
 		if n < rest {
 			if *partial >= s.cfg.MaxPartialPrefills {
 				if continuous {
-					return
+					return false
 				}
 				n = 0 // a request-level batch member: it prefills in a later step
 			} else if n > 0 {
@@ -348,9 +407,9 @@ func (s *Scheduler) admit(st *Step, budget, partial *int) {
 			}
 		}
 		if err := s.pool.Allocate(kvcache.SeqID(seq.ID), blocks, cached+n); err != nil {
-			return
+			return false
 		}
-		s.waiting = s.waiting[1:]
+		s.waiting = slices.Delete(s.waiting, i, i+1)
 		if seq.Preemptions == 0 {
 			s.pool.Record(len(seq.Tokens)-1, cached)
 			seq.CachedTokens = min(cached, seq.PromptLen)
@@ -358,11 +417,30 @@ func (s *Scheduler) admit(st *Step, budget, partial *int) {
 		seq.Computed = cached
 		seq.Status = SeqRunning
 		s.running = append(s.running, seq)
-		limit--
+		*limit--
 		if n > 0 {
 			st.add(seq, n)
 			*budget -= n
 		}
+		if admitted != nil {
+			admitted(seq, n)
+		}
+	}
+	return true
+}
+
+// expire removes waiting sequences that never started and whose deadline
+// has passed: they are rejected now rather than served late.
+func (s *Scheduler) expire(st *Step) {
+	for i := 0; i < len(s.waiting); {
+		q := s.waiting[i]
+		if !q.Deadline.IsZero() && q.FirstSched.IsZero() && st.Now.After(q.Deadline) {
+			s.waiting = slices.Delete(s.waiting, i, i+1)
+			s.pool.Free(kvcache.SeqID(q.ID))
+			st.Expired = append(st.Expired, q)
+			continue
+		}
+		i++
 	}
 }
 

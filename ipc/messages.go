@@ -55,6 +55,7 @@ type Submit struct {
 	StopTokenIDs      []int    `msgpack:"stop_token_ids,omitempty"`
 	Priority          int      `msgpack:"priority,omitempty"`
 	Channel           string   `msgpack:"channel,omitempty"`
+	Tags              []string `msgpack:"tags,omitempty"` // route a request without a channel
 	Stream            bool     `msgpack:"stream,omitempty"`
 }
 

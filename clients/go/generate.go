@@ -22,6 +22,7 @@ type Request struct {
 	StopTokenIDs      []int
 	Priority          int
 	Channel           string
+	Tags              []string // routing hints for a request without a channel
 }
 
 // Delta is a piece of streamed output.
@@ -46,7 +47,8 @@ type Result struct {
 func (r *Request) frame(id uint64, stream bool) *ipc.Submit {
 	return &ipc.Submit{Type: ipc.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
-		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, Priority: r.Priority, Channel: r.Channel, Stream: stream}
+		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
+		Stream: stream}
 }
 
 // Generate runs req. With fn set it streams: fn gets every delta as it

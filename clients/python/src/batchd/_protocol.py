@@ -60,6 +60,7 @@ def submit_message(
     stop_token_ids: Optional[Sequence[int]] = None,
     priority: int = 0,
     channel: str = "",
+    tags: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
     if tokens is not None:
@@ -69,7 +70,7 @@ def submit_message(
     optional = {
         "max_tokens": max_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
         "repetition_penalty": repetition_penalty, "seed": seed, "priority": priority, "channel": channel,
-        "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []),
+        "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []), "tags": list(tags or []),
     }
     msg.update({k: v for k, v in optional.items() if v})
     return msg
