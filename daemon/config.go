@@ -87,6 +87,10 @@ type EngineKnobs struct {
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
 	Policy              string `toml:"policy"`                 // fcfs or priority; default fcfs
 	MaxQueue            int    `toml:"max_queue"`              // waiting requests before queue_full; default 1024
+	// Adaptive lets the controller move the effective max_num_seqs and token
+	// budget with the load, never above the configured or planned ones,
+	// against the realtime channel's latency targets. Default true (restart).
+	Adaptive *bool `toml:"adaptive"`
 }
 
 // Duration is a time.Duration written as "30s" in TOML.
@@ -108,7 +112,7 @@ func Default() Config {
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
 			MaxFrameBytes: 1 << 20},
-		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024},
+		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t},
 		Channels: map[string]ChannelConfig{
 			"realtime": {TTFTTarget: Duration{500 * time.Millisecond}, ITLTarget: Duration{100 * time.Millisecond},
 				Share: 0.5, Deadline: Duration{10 * time.Second}},
@@ -244,6 +248,7 @@ func (c *Config) restartNeeded(next *Config) []string {
 	diff("engine.kv_blocks", c.Engine.KVBlocks, next.Engine.KVBlocks)
 	diff("engine.threads", c.Engine.Threads, next.Engine.Threads)
 	diff("engine.prefix_caching", *c.Engine.PrefixCaching, *next.Engine.PrefixCaching)
+	diff("engine.adaptive", *c.Engine.Adaptive, *next.Engine.Adaptive)
 	diff("idle_exit_after", c.IdleExitAfter, next.IdleExitAfter)
 	diff("server.metrics_listen", c.Server.MetricsListen, next.Server.MetricsListen)
 	for _, ch := range []string{"realtime", "standard", "bulk"} {

@@ -401,6 +401,7 @@ func (d *Daemon) reload(why string) {
 	next.Server.SocketGroup, next.Server.MaxFrameBytes = d.cfg.Server.SocketGroup, d.cfg.Server.MaxFrameBytes
 	next.Engine.BlockSize, next.Engine.KVBlocks = d.cfg.Engine.BlockSize, d.cfg.Engine.KVBlocks
 	next.Engine.Threads, next.Engine.PrefixCaching = d.cfg.Engine.Threads, d.cfg.Engine.PrefixCaching
+	next.Engine.Adaptive = d.cfg.Engine.Adaptive
 	d.cfg = next
 	d.userChannels, _ = resolveUserChannels(next.Routing.Users)
 	d.reloads++

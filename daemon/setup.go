@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/model"
@@ -28,6 +29,10 @@ type EngineConfig struct {
 	MaxQueue  int
 	Observer  engine.Observer // metrics sink, may be nil
 	Channels  map[string]engine.ChannelPolicy
+	// Adaptive moves the effective limits with the load, below the plan's;
+	// TTFTTarget and ITLTarget are its latency objectives.
+	Adaptive              bool
+	TTFTTarget, ITLTarget time.Duration
 }
 
 // Runtime is a loaded model with its backend and a running engine loop.
@@ -64,7 +69,12 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, errors.Join(err, m.Close())
 	}
-	e, err := engine.New(engine.Options{Model: m, Backend: cpu, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
+	var adaptive *engine.ControllerConfig
+	if cfg.Adaptive {
+		adaptive = &engine.ControllerConfig{MinSeqs: 1, MaxSeqs: sc.MaxNumSeqs, MinTokens: min(64, sc.MaxNumBatchedTokens),
+			MaxTokens: sc.MaxNumBatchedTokens, TTFTTarget: cfg.TTFTTarget, ITLTarget: cfg.ITLTarget}
+	}
+	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: cpu, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
 		Channels: cfg.Channels})
 	if err != nil {

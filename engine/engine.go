@@ -42,6 +42,9 @@ type Options struct {
 	Logger   *slog.Logger
 	Now      func() time.Time // clock; default time.Now
 	Observer Observer         // metrics sink; default none
+	// Adaptive turns on the adaptive controller within these bounds; nil
+	// keeps the scheduler's limits fixed.
+	Adaptive *ControllerConfig
 }
 
 // Engine owns the scheduler, the KV pool and the backend, and runs them from
@@ -81,6 +84,12 @@ type Engine struct {
 	drained      chan struct{} // closed when draining and nothing is live
 	snap         Stats
 	rec          recorder
+
+	// adaptive control, owned by the loop
+	ctrl          *Controller
+	ctrlAt        time.Time
+	ctrlSubmitted uint64
+	busy          time.Duration // forward time since ctrlAt
 }
 
 // ChannelPolicy is one QoS channel's share and limits.
@@ -141,6 +150,11 @@ func New(o Options) (*Engine, error) {
 		live: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
 	}
 	e.sched.SetConfig(e.withShares(o.Scheduler))
+	if o.Adaptive != nil {
+		sc := e.sched.Config()
+		e.ctrl = NewController(*o.Adaptive, sc.MaxNumSeqs, sc.MaxNumBatchedTokens)
+		e.ctrlAt = e.now()
+	}
 	e.heartbeat.Store(e.now().UnixNano())
 	e.publish()
 	return e, nil

@@ -30,6 +30,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		}
 		e.takeInbox(states, now)
+		e.control(now)
 		step := e.sched.Schedule(now)
 		e.notePreempted(step)
 		for _, q := range step.Expired {
@@ -54,8 +55,10 @@ func (e *Engine) Run(ctx context.Context) error {
 				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
 				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits})
 		}
+		fwdStart := e.now()
 		logits, err := e.backend.Forward(batch)
 		now = e.now()
+		e.busy += now.Sub(fwdStart)
 		if err != nil {
 			e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
 			for _, sc := range step.Seqs {
@@ -253,5 +256,36 @@ func (e *Engine) publish() {
 	s.BlockSize = e.pool.BlockSize()
 	s.PrefixQueries, s.PrefixHits = u.Queries, u.Hits
 	s.Preemptions = e.sched.Preemptions()
+	e.mu.Unlock()
+}
+
+// control feeds the adaptive controller an observation every interval and
+// applies its decision to the scheduler.
+func (e *Engine) control(now time.Time) {
+	if e.ctrl == nil || now.Sub(e.ctrlAt) < e.ctrl.cfg.Interval {
+		return
+	}
+	dt := now.Sub(e.ctrlAt)
+	e.mu.Lock()
+	o := Observation{Now: now, QPS: float64(e.rec.submitted-e.ctrlSubmitted) / dt.Seconds(),
+		Queue: e.sched.Waiting() + len(e.inbox), Running: e.sched.Running(),
+		P95TTFT:     time.Duration(e.rec.ttft.recentP95(64) * float64(time.Second)),
+		P95ITL:      time.Duration(e.rec.itl.recentP95(256) * float64(time.Second)),
+		Utilization: e.busy.Seconds() / dt.Seconds()}
+	e.ctrlSubmitted = e.rec.submitted
+	e.mu.Unlock()
+	e.ctrlAt, e.busy = now, 0
+	d, changed := e.ctrl.Observe(o)
+	if changed {
+		cfg := e.sched.Config()
+		cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = d.Seqs, d.Tokens
+		e.sched.SetConfig(cfg)
+		e.log.Debug("adaptive control", "level", d.Level, "max_num_seqs", d.Seqs, "max_num_batched_tokens", d.Tokens,
+			"reason", d.Reason, "qps", o.QPS, "queue", o.Queue, "p95_ttft", o.P95TTFT, "p95_itl", o.P95ITL,
+			"utilization", o.Utilization)
+	}
+	st := e.ctrl.State()
+	e.mu.Lock()
+	e.snap.Controller = &st
 	e.mu.Unlock()
 }

@@ -187,6 +187,8 @@ type Scheduler struct {
 	running     []*Sequence // in policy order at the start of each step
 	nextOrder   uint64
 	preemptions uint64
+	lastArrival time.Time
+	gapEWMA     time.Duration // dynamic mode: smoothed gap between arrivals
 }
 
 // NewScheduler returns a scheduler over pool.
@@ -259,6 +261,17 @@ func (s *Scheduler) enqueue(seq *Sequence) {
 
 // Add queues a new sequence.
 func (s *Scheduler) Add(seq *Sequence) {
+	if !s.lastArrival.IsZero() && seq.Arrival.After(s.lastArrival) {
+		gap := seq.Arrival.Sub(s.lastArrival)
+		if s.gapEWMA == 0 {
+			s.gapEWMA = gap
+		} else {
+			s.gapEWMA = (4*s.gapEWMA + gap) / 5
+		}
+	}
+	if seq.Arrival.After(s.lastArrival) {
+		s.lastArrival = seq.Arrival
+	}
 	seq.order = s.nextOrder
 	s.nextOrder++
 	seq.Status = SeqWaiting
@@ -452,7 +465,17 @@ func (s *Scheduler) batchReady(now time.Time) bool {
 	if len(s.waiting) >= s.cfg.BatchSize {
 		return true
 	}
-	return !now.Before(s.oldestWaiting().Add(s.cfg.BatchWindow))
+	return !now.Before(s.oldestWaiting().Add(s.window()))
+}
+
+// window is how long a request-level batch waits to fill: fixed for static;
+// for dynamic, the time the smoothed arrival gap needs to bring half a batch,
+// within [1ms, BatchWindow].
+func (s *Scheduler) window() time.Duration {
+	if s.cfg.Mode != ModeDynamic || s.gapEWMA == 0 {
+		return s.cfg.BatchWindow
+	}
+	return min(max(s.gapEWMA*time.Duration(s.cfg.BatchSize)/2, time.Millisecond), s.cfg.BatchWindow)
 }
 
 func (s *Scheduler) oldestWaiting() time.Time {
@@ -471,7 +494,7 @@ func (s *Scheduler) NextWake() (time.Time, bool) {
 	if s.cfg.Mode == ModeContinuous || len(s.running) > 0 || len(s.waiting) == 0 {
 		return time.Time{}, false
 	}
-	return s.oldestWaiting().Add(s.cfg.BatchWindow), true
+	return s.oldestWaiting().Add(s.window()), true
 }
 
 // Advance records that the step computed sc's tokens and publishes full

@@ -210,3 +210,21 @@ func TestStaticBatchRunsToCompletion(t *testing.T) {
 		t.Fatalf("window expiry did not flush: %+v", planOf(pool, st))
 	}
 }
+
+func TestDynamicWindowFollowsArrivalGaps(t *testing.T) {
+	s, _ := newSched(t, 64, SchedulerConfig{Mode: ModeDynamic, BatchSize: 8, BatchWindow: time.Second})
+	for i := range 6 { // arrivals every 10 ms: half a batch comes in 40 ms
+		q := mkSeq(uint64(i+1), 4, i*100)
+		q.Arrival = t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		s.Add(q)
+	}
+	if w := s.window(); w != 40*time.Millisecond {
+		t.Fatalf("window %v, want 40ms", w)
+	}
+	if st := s.Schedule(t0.Add(30 * time.Millisecond)); len(st.Seqs) != 0 {
+		t.Fatal("formed before the window")
+	}
+	if st := s.Schedule(t0.Add(40 * time.Millisecond)); len(st.Seqs) != 6 {
+		t.Fatalf("window expiry formed %d", len(st.Seqs))
+	}
+}

@@ -56,6 +56,9 @@ type Stats struct {
 	Rejected  uint64            `json:"rejected"` // queue full or invalid at admission
 	Finished  map[string]uint64 `json:"finished"` // by finish reason
 
+	// Controller is the adaptive controller's state (when adaptive control is on).
+	Controller *ControllerState `json:"controller,omitempty"`
+
 	TTFT       Dist `json:"ttft"`
 	InterToken Dist `json:"inter_token"`
 	QueueTime  Dist `json:"queue_time"`
@@ -81,6 +84,24 @@ func (w *window) add(v float64) {
 	}
 	w.count++
 	w.sum += v
+}
+
+// recentP95 is the 95th percentile of the last n samples (0 if none).
+func (w *window) recentP95(n int) float64 {
+	k := min(n, len(w.buf))
+	if k == 0 {
+		return 0
+	}
+	last := make([]float64, 0, k)
+	end := len(w.buf)
+	if len(w.buf) == windowSize {
+		end = w.next
+	}
+	for i := 1; i <= k; i++ {
+		last = append(last, w.buf[(end-i+len(w.buf))%len(w.buf)])
+	}
+	slices.Sort(last)
+	return last[min(k-1, int(0.95*float64(k)))]
 }
 
 func (w *window) dist() Dist {
