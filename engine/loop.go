@@ -149,6 +149,15 @@ func (e *Engine) onToken(rs *reqState, tok int, now time.Time) {
 	if first {
 		rs.firstToken = now
 		e.rec.ttft.add(now.Sub(seq.Arrival).Seconds())
+		if e.rec.ttftBy == nil {
+			e.rec.ttftBy = map[string]*window{}
+		}
+		w := e.rec.ttftBy[rs.req.Channel]
+		if w == nil {
+			w = &window{}
+			e.rec.ttftBy[rs.req.Channel] = w
+		}
+		w.add(now.Sub(seq.Arrival).Seconds())
 	} else {
 		e.rec.itl.add(now.Sub(rs.lastToken).Seconds())
 	}
@@ -272,6 +281,11 @@ func (e *Engine) control(now time.Time) {
 		P95TTFT:     time.Duration(e.rec.ttft.recentP95(64) * float64(time.Second)),
 		P95ITL:      time.Duration(e.rec.itl.recentP95(256) * float64(time.Second)),
 		Utilization: e.busy.Seconds() / dt.Seconds()}
+	// The TTFT target is the realtime channel's: judge it on realtime requests
+	// when there are any (bulk's long waits are by design).
+	if w := e.rec.ttftBy["realtime"]; w != nil && w.count > 0 {
+		o.P95TTFT = time.Duration(w.recentP95(64) * float64(time.Second))
+	}
 	e.ctrlSubmitted = e.rec.submitted
 	e.mu.Unlock()
 	e.ctrlAt, e.busy = now, 0

@@ -242,6 +242,19 @@ func (s *Scheduler) before(a, b *Sequence) bool {
 	return a.order < b.order
 }
 
+// displaces reports whether waiting a may take running b's place when the
+// running set is full: a higher priority (priority policy), or a deadline
+// due before b's (slo policy: a realtime request displaces a bulk one).
+func (s *Scheduler) displaces(a, b *Sequence) bool {
+	switch s.cfg.Policy {
+	case PolicyPriority:
+		return a.Priority > b.Priority
+	case PolicySLO:
+		return !a.Deadline.IsZero() && (b.Deadline.IsZero() || a.Deadline.Before(b.Deadline))
+	}
+	return false
+}
+
 func (s *Scheduler) cmp(a, b *Sequence) int {
 	switch {
 	case s.before(a, b):
@@ -294,10 +307,10 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	st := &Step{Now: now}
 	s.expire(st)
 	slices.SortStableFunc(s.running, s.cmp)
-	if s.cfg.Policy == PolicyPriority && s.cfg.Mode == ModeContinuous {
+	if s.cfg.Mode == ModeContinuous {
 		// A more urgent waiting request displaces the least urgent running one.
 		for len(s.waiting) > 0 && len(s.running) >= s.cfg.MaxNumSeqs &&
-			s.waiting[0].Priority > s.running[len(s.running)-1].Priority {
+			s.displaces(s.waiting[0], s.running[len(s.running)-1]) {
 			s.preempt(s.running[len(s.running)-1], st)
 		}
 	}

@@ -92,3 +92,14 @@ func TestEngineRejectsExpiredAndFullChannels(t *testing.T) {
 	cancel()
 	<-e.Done()
 }
+
+func TestSLODisplacesLaterDeadline(t *testing.T) {
+	s, _ := newSched(t, 64, SchedulerConfig{Policy: PolicySLO, MaxNumSeqs: 1})
+	s.Add(sloSeq(1, "bulk", 1, 8, time.Hour))
+	apply(s, s.Schedule(t0))
+	s.Add(sloSeq(2, "realtime", 2, 8, time.Second))
+	st := s.Schedule(t0)
+	if len(st.Preempted) != 1 || st.Preempted[0].ID != 1 || !slices.Equal(admittedIDs(st), []uint64{2}) {
+		t.Fatalf("preempted %v admitted %v", st.Preempted, admittedIDs(st))
+	}
+}

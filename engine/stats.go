@@ -128,6 +128,7 @@ type recorder struct {
 	submitted, rejected            uint64
 	finished                       map[string]uint64
 	ttft, itl, queue, e2e          window
+	ttftBy                         map[string]*window // by channel, for the controller
 	rate                           []ratePoint
 	sleeps, wakes                  uint64
 	lastWake                       time.Duration

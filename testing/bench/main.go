@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,6 +49,30 @@ type modeResult struct {
 	MeanBatchSize   float64 `json:"mean_batch_size"`
 	PeakKVUsage     float64 `json:"peak_kv_usage"`
 	Preemptions     uint64  `json:"preemptions"`
+	// Per channel, for channel-tagged traces.
+	Channels map[string]channelResult `json:"channels,omitempty"`
+	// Series samples the run over time, for plots.
+	Series []point `json:"series,omitempty"`
+}
+
+type channelResult struct {
+	Requests       int     `json:"requests"`
+	Completed      int     `json:"completed"`
+	Rejected       int     `json:"rejected"` // deadline or queue limit
+	ThroughputTokS float64 `json:"throughput_tok_s"`
+	TTFTP50S       float64 `json:"ttft_p50_s"`
+	TTFTP95S       float64 `json:"ttft_p95_s"`
+	TTFTP99S       float64 `json:"ttft_p99_s"`
+	TTFTTargetS    float64 `json:"ttft_target_s"`
+	TTFTAttainment float64 `json:"ttft_attainment"` // share of completed requests within target
+}
+
+// point is one sample of a run's time series.
+type point struct {
+	T          float64 `json:"t_s"`
+	TokS       float64 `json:"tok_s"`
+	BatchSize  float64 `json:"batch_size"`
+	P95Latency float64 `json:"p95_latency_s"` // of requests that ended in this interval
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -61,10 +86,14 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 32, "sequences running at once (and the static/dynamic batch size)")
 	fs.IntVar(&cfg.Scheduler.MaxNumBatchedTokens, "max-num-batched-tokens", 512, "tokens per step")
 	window := fs.Duration("window", 0, "dynamic batching window (default 50ms; static flushes after 2s)")
-	traceArg := fs.String("trace", "poisson", "poisson, or a JSONL trace file")
+	traceArg := fs.String("trace", "poisson", "poisson, bursty (3x surge), daynight, mixed (realtime/standard/bulk), or a JSONL file")
 	rate := fs.Float64("rate", 2, "Poisson arrivals per second")
 	n := fs.Int("requests", 64, "requests in a Poisson trace")
-	modes := fs.String("modes", "static,dynamic,continuous", "modes to run, comma-separated")
+	modes := fs.String("modes", "static,dynamic,continuous", "modes to run, comma-separated: static, dynamic, continuous (fixed limits), adaptive (continuous with the adaptive controller)")
+	policy := fs.String("policy", "fcfs", "scheduling policy: fcfs, priority or slo")
+	only := fs.String("only-channel", "", "mixed trace: keep one channel's requests (the alone baseline)")
+	rtTarget := fs.Duration("realtime-ttft", 500*time.Millisecond, "realtime channel TTFT target (slo policy deadline is 20x)")
+	plot := fs.String("plot", "", "write an SVG plot of throughput, batch size and p95 latency over time")
 	seed := fs.Uint64("seed", 1, "trace seed")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
@@ -80,37 +109,65 @@ func run(args []string, stdout io.Writer) error {
 	m.Close()
 	rng := rand.New(rand.NewPCG(*seed, 7))
 	var trace []traceReq
-	if *traceArg == "poisson" {
+	switch *traceArg {
+	case "poisson":
 		trace = poissonTrace(rng, *n, *rate, c.Vocab, c.Context)
-	} else if trace, err = loadTrace(*traceArg, rng, c.Vocab, c.Context); err != nil {
+	case "bursty":
+		trace = burstyTrace(rng, *n, *rate, c.Vocab, c.Context)
+	case "daynight":
+		trace = dayNightTrace(rng, *n, *rate, c.Vocab, c.Context)
+	case "mixed":
+		trace = mixedTrace(rng, *n, *rate, c.Vocab, c.Context, *only)
+	default:
+		if trace, err = loadTrace(*traceArg, rng, c.Vocab, c.Context); err != nil {
+			return err
+		}
+	}
+	if cfg.Scheduler.Policy, err = engine.ParsePolicy(*policy); err != nil {
 		return err
+	}
+	targets := map[string]time.Duration{"realtime": *rtTarget, "standard": 4 * *rtTarget, "bulk": 60 * *rtTarget}
+	cfg.TTFTTarget = *rtTarget
+	cfg.Channels = map[string]engine.ChannelPolicy{
+		"realtime": {Share: 0.5, Deadline: 20 * *rtTarget},
+		"standard": {Share: 0.35},
+		"bulk":     {Share: 0.15},
 	}
 	results := map[string]modeResult{}
 	var order []string
 	for _, name := range strings.Split(*modes, ",") {
-		mode, err := engine.ParseMode(strings.TrimSpace(name))
-		if err != nil {
+		name = strings.TrimSpace(name)
+		mc := cfg
+		if name == "adaptive" {
+			mc.Adaptive = true
+		} else if mc.Scheduler.Mode, err = engine.ParseMode(name); err != nil {
 			return err
 		}
-		mc := cfg
-		mc.Scheduler.Mode = mode
-		fmt.Fprintf(os.Stderr, "bench: %s: %d requests...\n", mode, len(trace))
-		r, err := replay(mc, trace, log)
+		fmt.Fprintf(os.Stderr, "bench: %s: %d requests...\n", name, len(trace))
+		r, err := replay(mc, trace, targets, log)
 		if err != nil {
-			return fmt.Errorf("%s: %w", mode, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		results[mode.String()] = r
-		order = append(order, mode.String())
+		results[name] = r
+		order = append(order, name)
+	}
+	if *plot != "" {
+		if err := writePlot(*plot, order, results); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]any{"modes": results})
 	}
 	printTable(stdout, order, results)
+	if *plot != "" {
+		fmt.Fprintf(stdout, "plot: %s\n", *plot)
+	}
 	return nil
 }
 
 // replay submits the trace at its arrival times and waits for every request.
-func replay(cfg daemon.EngineConfig, trace []traceReq, log *slog.Logger) (modeResult, error) {
+func replay(cfg daemon.EngineConfig, trace []traceReq, targets map[string]time.Duration, log *slog.Logger) (modeResult, error) {
 	rt, err := daemon.OpenEngine(cfg, log)
 	if err != nil {
 		return modeResult{}, err
@@ -118,28 +175,47 @@ func replay(cfg daemon.EngineConfig, trace []traceReq, log *slog.Logger) (modeRe
 	defer rt.Close()
 	e := rt.Engine
 	var peak float64
+	var series []point
 	stopPoll := make(chan struct{})
 	polled := make(chan struct{})
-	go func() { // KV usage is sampled, not exact: every 20 ms
+	start := time.Now()
+	go func() { // KV usage is sampled, not exact: every 20 ms; the series every 500 ms
 		defer close(polled)
 		t := time.NewTicker(20 * time.Millisecond)
 		defer t.Stop()
-		for {
+		var lastGen, lastSteps uint64
+		var lastSeqs float64
+		lastAt := start
+		for i := 1; ; i++ {
 			select {
 			case <-stopPoll:
 				return
 			case <-t.C:
-				peak = max(peak, e.Stats().KVUsage)
 			}
+			st := e.Stats()
+			peak = max(peak, st.KVUsage)
+			if i%25 != 0 {
+				continue
+			}
+			now := time.Now()
+			seqs := st.MeanBatchSize * float64(st.Steps)
+			p := point{T: now.Sub(start).Seconds(), TokS: float64(st.GeneratedTokens-lastGen) / now.Sub(lastAt).Seconds()}
+			if st.Steps > lastSteps {
+				p.BatchSize = (seqs - lastSeqs) / float64(st.Steps-lastSteps)
+			}
+			series = append(series, p)
+			lastGen, lastSteps, lastSeqs, lastAt = st.GeneratedTokens, st.Steps, seqs, now
 		}
 	}()
 	type outcome struct {
 		latency, ttft time.Duration
+		end           time.Duration // since start
 		tokens        int
 		ok            bool
+		rejected      bool
+		channel       string
 	}
 	outs := make([]outcome, len(trace))
-	start := time.Now()
 	var wg sync.WaitGroup
 	var submitErr error
 	for i, tr := range trace {
@@ -147,7 +223,11 @@ func replay(cfg daemon.EngineConfig, trace []traceReq, log *slog.Logger) (modeRe
 			time.Sleep(d)
 		}
 		s, err := e.Submit(context.Background(), engine.Request{Tokens: tr.Prompt, MaxTokens: tr.MaxTokens,
-			Priority: tr.Priority, IgnoreEOS: true})
+			Priority: tr.Priority, Channel: tr.Channel, IgnoreEOS: true})
+		if errors.Is(err, engine.ErrQueueFull) {
+			outs[i] = outcome{rejected: true, channel: tr.Channel}
+			continue
+		}
 		if err != nil {
 			submitErr = err
 			break
@@ -156,8 +236,10 @@ func replay(cfg daemon.EngineConfig, trace []traceReq, log *slog.Logger) (modeRe
 		go func() {
 			defer wg.Done()
 			_, toks, done, err := s.Wait(context.Background())
-			outs[i] = outcome{done.Timings.Total, done.Timings.FirstToken, len(toks),
-				err == nil && (done.Finish == engine.FinishLength || done.Finish == engine.FinishStop)}
+			outs[i] = outcome{latency: done.Timings.Total, ttft: done.Timings.FirstToken, end: time.Since(start),
+				tokens: len(toks), channel: tr.Channel,
+				ok:       err == nil && (done.Finish == engine.FinishLength || done.Finish == engine.FinishStop),
+				rejected: errors.Is(done.Err, engine.ErrDeadlineExceeded)}
 		}()
 	}
 	wg.Wait()
@@ -178,6 +260,58 @@ func replay(cfg daemon.EngineConfig, trace []traceReq, log *slog.Logger) (modeRe
 		lat = append(lat, o.latency.Seconds())
 		ttft = append(ttft, o.ttft.Seconds())
 	}
+	// Per channel, and p95 latency of the requests ending in each interval.
+	byCh := map[string]*channelResult{}
+	ttfts := map[string][]float64{}
+	tokens := map[string]int{}
+	for _, o := range outs {
+		if o.channel == "" {
+			continue
+		}
+		cr := byCh[o.channel]
+		if cr == nil {
+			cr = &channelResult{TTFTTargetS: targets[o.channel].Seconds()}
+			byCh[o.channel] = cr
+		}
+		cr.Requests++
+		if o.rejected {
+			cr.Rejected++
+		}
+		if o.ok {
+			cr.Completed++
+			tokens[o.channel] += o.tokens
+			ttfts[o.channel] = append(ttfts[o.channel], o.ttft.Seconds())
+			if o.ttft <= targets[o.channel] {
+				cr.TTFTAttainment++
+			}
+		}
+	}
+	if len(byCh) > 0 {
+		r.Channels = map[string]channelResult{}
+		for ch, cr := range byCh {
+			t := ttfts[ch]
+			cr.TTFTP50S, cr.TTFTP95S, cr.TTFTP99S = pct(t, 0.5), pct(t, 0.95), pct(t, 0.99)
+			if cr.Requests > 0 {
+				cr.TTFTAttainment /= float64(cr.Requests) // rejected requests count as misses
+			}
+			cr.ThroughputTokS = float64(tokens[ch]) / makespan.Seconds()
+			r.Channels[ch] = *cr
+		}
+	}
+	for i := range series {
+		lo := 0.0
+		if i > 0 {
+			lo = series[i-1].T
+		}
+		var lat []float64
+		for _, o := range outs {
+			if o.ok && o.end.Seconds() > lo && o.end.Seconds() <= series[i].T {
+				lat = append(lat, o.latency.Seconds())
+			}
+		}
+		series[i].P95Latency = pct(lat, 0.95)
+	}
+	r.Series = series
 	st := e.Stats()
 	r.ThroughputTokS = float64(r.GeneratedTokens) / makespan.Seconds()
 	r.MeanLatencyS, r.P50LatencyS, r.P95LatencyS, r.P99LatencyS = mean(lat), pct(lat, 0.5), pct(lat, 0.95), pct(lat, 0.99)
@@ -214,6 +348,20 @@ func printTable(w io.Writer, order []string, res map[string]modeResult) {
 		fmt.Fprintf(w, "%-11s %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %7.2f %7.2f %7d\n", name, r.ThroughputTokS,
 			r.MeanLatencyS, r.P50LatencyS, r.P95LatencyS, r.P99LatencyS, r.TTFTP50S, r.TTFTP95S, r.MeanBatchSize,
 			r.PeakKVUsage, r.Preemptions)
+	}
+	for _, name := range order {
+		r := res[name]
+		var chans []string
+		for ch := range r.Channels {
+			chans = append(chans, ch)
+		}
+		slices.Sort(chans)
+		for _, ch := range chans {
+			c := r.Channels[ch]
+			fmt.Fprintf(w, "  %-10s %-9s %4d req %4d rejected %8.1f tok/s  ttft p50 %6.2f p95 %6.2f p99 %6.2f  within %.2fs: %5.1f%%\n",
+				name, ch, c.Requests, c.Rejected, c.ThroughputTokS, c.TTFTP50S, c.TTFTP95S, c.TTFTP99S, c.TTFTTargetS,
+				100*c.TTFTAttainment)
+		}
 	}
 	if s, ok := res["static"]; ok {
 		if c, ok := res["continuous"]; ok && s.ThroughputTokS > 0 && s.P95LatencyS > 0 {
