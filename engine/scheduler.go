@@ -242,6 +242,26 @@ func (s *Scheduler) before(a, b *Sequence) bool {
 	return a.order < b.order
 }
 
+// urgentDeadline is the earliest deadline among waiting sequences (slo policy).
+func (s *Scheduler) urgentDeadline() time.Time {
+	if s.cfg.Policy != PolicySLO || len(s.waiting) == 0 {
+		return time.Time{}
+	}
+	return s.waiting[0].Deadline // waiting is in deadline order
+}
+
+// chunkCap bounds a running sequence's prompt chunk under the slo policy:
+// while a waiting request is due sooner, a prefill gets only its channel's
+// share of the budget, so that long bulk prompts do not hold realtime back.
+func (s *Scheduler) chunkCap(seq *Sequence, urgent time.Time) int {
+	n := len(seq.Tokens) - seq.Computed
+	share, ok := s.cfg.Shares[seq.Channel]
+	if urgent.IsZero() || n <= 1 || !ok || (!seq.Deadline.IsZero() && !urgent.Before(seq.Deadline)) {
+		return n
+	}
+	return max(int(share*float64(s.cfg.MaxNumBatchedTokens)), 16)
+}
+
 // displaces reports whether waiting a may take running b's place when the
 // running set is full: a higher priority (priority policy), or a deadline
 // due before b's (slo policy: a realtime request displaces a bulk one).
@@ -316,11 +336,16 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	}
 	displaced := len(st.Preempted)
 	budget, partial := s.cfg.MaxNumBatchedTokens, 0
+	urgent := s.urgentDeadline()
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		seq := s.running[i]
 		n := len(seq.Tokens) - seq.Computed
 		if n <= 0 {
 			continue
+		}
+		if c := s.chunkCap(seq, urgent); n > c {
+			n = c // leave room for a more urgent waiting request
+			partial++
 		}
 		if n > budget {
 			if partial >= s.cfg.MaxPartialPrefills {
