@@ -114,12 +114,14 @@ var (
 	descPrompt   = prometheus.NewDesc(metricPrefix+"prompt_tokens_total", "Prompt tokens computed.", nil, nil)
 	descMaxSeqs  = prometheus.NewDesc(metricPrefix+"max_num_seqs", "Effective max_num_seqs.", nil, nil)
 	descBudget   = prometheus.NewDesc(metricPrefix+"max_num_batched_tokens", "Effective token budget per step.", nil, nil)
+	descLevel    = prometheus.NewDesc(metricPrefix+"controller_load_level", "Adaptive controller's load level (1 for the current one).", []string{"level"}, nil)
+	descMoves    = prometheus.NewDesc(metricPrefix+"controller_moves_total", "Adaptive controller decisions that changed the limits.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPreempt, descPQueries, descPHits,
-		descGen, descPrompt, descMaxSeqs, descBudget} {
+		descGen, descPrompt, descMaxSeqs, descBudget, descLevel, descMoves} {
 		ch <- d
 	}
 }
@@ -142,6 +144,16 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPrompt, prometheus.CounterValue, float64(s.PromptTokens))
 	ch <- prometheus.MustNewConstMetric(descMaxSeqs, prometheus.GaugeValue, float64(s.MaxNumSeqs))
 	ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(s.MaxNumBatchedTokens))
+	if c := s.Controller; c != nil {
+		for _, l := range []string{"idle", "low", "normal", "high", "critical"} {
+			v := 0.0
+			if l == c.Level {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descLevel, prometheus.GaugeValue, v, l)
+		}
+		ch <- prometheus.MustNewConstMetric(descMoves, prometheus.CounterValue, float64(c.Moves))
+	}
 }
 
 // metricsListener opens ADDR: a loopback host:port, or unix:PATH.
