@@ -278,11 +278,11 @@ func (e *Engine) control(now time.Time) {
 	e.mu.Lock()
 	o := Observation{Now: now, QPS: float64(e.rec.submitted-e.ctrlSubmitted) / dt.Seconds(),
 		Queue: e.sched.Waiting() + len(e.inbox), Running: e.sched.Running(),
-		P95TTFT:     time.Duration(e.rec.ttft.recentP95(64) * float64(time.Second)),
 		P95ITL:      time.Duration(e.rec.itl.recentP95(256) * float64(time.Second)),
 		Utilization: e.busy.Seconds() / dt.Seconds()}
-	// The TTFT target is the realtime channel's: judge it on realtime requests
-	// when there are any (bulk's long waits are by design).
+	// The TTFT target is the realtime channel's, judged on realtime requests
+	// only: other channels' waits under overload are queueing, which a
+	// smaller batch would only make worse.
 	if w := e.rec.ttftBy["realtime"]; w != nil && w.count > 0 {
 		o.P95TTFT = time.Duration(w.recentP95(64) * float64(time.Second))
 	}
