@@ -180,13 +180,19 @@ func cancel(ctx context.Context, socket string, args []string, stdout io.Writer)
 	return nil
 }
 
-func stats(ctx context.Context, socket string, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
+// jsonCommand parses a command that takes only --json and dials the daemon.
+func jsonCommand(ctx context.Context, name, socket string, args []string) (c *client.Client, asJSON bool, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	j := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
-		return usageErr{err}
+		return nil, false, usageErr{err}
 	}
-	c, err := dial(ctx, socket)
+	c, err = dial(ctx, socket)
+	return c, *j, err
+}
+
+func stats(ctx context.Context, socket string, args []string, stdout io.Writer) error {
+	c, asJSON, err := jsonCommand(ctx, "stats", socket, args)
 	if err != nil {
 		return err
 	}
@@ -195,7 +201,7 @@ func stats(ctx context.Context, socket string, args []string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return json.NewEncoder(stdout).Encode(s)
 	}
 	printTable(stdout, "", s)
@@ -220,12 +226,7 @@ func printTable(w io.Writer, prefix string, m map[string]any) {
 }
 
 func health(ctx context.Context, socket string, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return usageErr{err}
-	}
-	c, err := dial(ctx, socket)
+	c, asJSON, err := jsonCommand(ctx, "health", socket, args)
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func health(ctx context.Context, socket string, args []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		if err := json.NewEncoder(stdout).Encode(map[string]any{"state": h.State, "model": h.Model, "version": h.Version}); err != nil {
 			return err
 		}
