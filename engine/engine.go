@@ -85,6 +85,8 @@ type Engine struct {
 	snap         Stats
 	rec          recorder
 
+	states map[uint64]*reqState // the loop's per-request state, by sequence id
+
 	// adaptive control, owned by the loop
 	ctrl          *Controller
 	ctrlAt        time.Time
@@ -117,6 +119,9 @@ type reqState struct {
 	scheduled  bool
 	firstToken time.Time
 	lastToken  time.Time
+	ended      bool         // finish ran
+	done       *Event       // terminal event held until a request-level batch ends
+	reason     FinishReason // of done
 }
 
 // New builds an engine; call Run to start its loop.
@@ -147,7 +152,7 @@ func New(o Options) (*Engine, error) {
 		m: o.Model, backend: o.Backend, pool: pool, sched: NewScheduler(o.Scheduler, pool),
 		log: o.Logger.With("component", "engine"), now: o.Now, obs: o.Observer,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		live: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
+		live: map[uint64]*reqState{}, states: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
 	}
 	e.sched.SetConfig(e.withShares(o.Scheduler))
 	if o.Adaptive != nil {

@@ -17,7 +17,6 @@ const idleTick = time.Second
 // request with a "cancelled" terminal event that carries ErrClosed.
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
-	states := map[uint64]*reqState{}
 	batch := &model.Batch{}
 	for {
 		if e.afterStep != nil {
@@ -26,15 +25,22 @@ func (e *Engine) Run(ctx context.Context) error {
 		now := e.now()
 		e.heartbeat.Store(now.UnixNano())
 		if ctx.Err() != nil {
-			e.shutdown(states)
+			e.shutdown()
 			return nil
 		}
-		e.takeInbox(states, now)
+		e.takeInbox(now)
 		e.control(now)
 		step := e.sched.Schedule(now)
 		e.notePreempted(step)
 		for _, q := range step.Expired {
-			e.finish(states[q.ID], FinishError, ErrDeadlineExceeded, now)
+			e.finish(e.states[q.ID], FinishError, ErrDeadlineExceeded, now)
+		}
+		for _, q := range step.Released { // a request-level batch ended
+			if rs := e.states[q.ID]; rs != nil && rs.done != nil {
+				d := *rs.done
+				d.Timings.Total = now.Sub(q.Arrival)
+				e.deliver(rs, d, now)
+			}
 		}
 		if len(step.Seqs) == 0 {
 			e.maybeSleep()
@@ -45,7 +51,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if err := e.wakeUp(); err != nil {
 			e.log.Error("wake from sleep failed", "err", err)
 			for _, sc := range step.Seqs {
-				e.finish(states[sc.Seq.ID], FinishError, fmt.Errorf("%w: wake: %w", ErrInternal, err), now)
+				e.finish(e.states[sc.Seq.ID], FinishError, fmt.Errorf("%w: wake: %w", ErrInternal, err), now)
 			}
 			continue
 		}
@@ -62,13 +68,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		if err != nil {
 			e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
 			for _, sc := range step.Seqs {
-				e.finish(states[sc.Seq.ID], FinishError, fmt.Errorf("%w: forward pass: %w", ErrInternal, err), now)
+				e.finish(e.states[sc.Seq.ID], FinishError, fmt.Errorf("%w: forward pass: %w", ErrInternal, err), now)
 			}
 			continue
 		}
 		generated, prompt := 0, 0
 		for i, sc := range step.Seqs {
-			rs := states[sc.Seq.ID]
+			rs := e.states[sc.Seq.ID]
 			if !rs.scheduled {
 				rs.scheduled = true
 				e.mu.Lock()
@@ -109,7 +115,7 @@ func (e *Engine) idle(ctx context.Context) {
 }
 
 // takeInbox moves new requests into the scheduler and applies cancels and config.
-func (e *Engine) takeInbox(states map[uint64]*reqState, now time.Time) {
+func (e *Engine) takeInbox(now time.Time) {
 	e.mu.Lock()
 	inbox, cancels, cfg := e.inbox, e.cancels, e.newCfg
 	e.inbox, e.cancels, e.newCfg = nil, nil, nil
@@ -120,11 +126,11 @@ func (e *Engine) takeInbox(states map[uint64]*reqState, now time.Time) {
 			"max_num_batched_tokens", cfg.MaxNumBatchedTokens)
 	}
 	for _, rs := range inbox {
-		states[rs.seq.ID] = rs
+		e.states[rs.seq.ID] = rs
 		e.sched.Add(rs.seq)
 	}
 	for _, c := range cancels {
-		if rs, ok := states[c.id]; ok {
+		if rs, ok := e.states[c.id]; ok {
 			e.finish(rs, c.reason, c.err, now)
 		}
 	}
@@ -182,11 +188,12 @@ func (e *Engine) onToken(rs *reqState, tok int, now time.Time) {
 // finish ends a request: frees its blocks, flushes held text and sends the
 // terminal event. Safe to call once per request; later calls do nothing.
 func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.Time) {
-	seq := rs.seq
-	if seq.Status == SeqFinished {
+	if rs == nil || rs.ended {
 		return
 	}
-	e.sched.Remove(seq)
+	rs.ended = true
+	seq := rs.seq
+	padded := e.sched.Finish(seq)
 	// Release text held for an incomplete character or a possible stop string.
 	tail, stopped := rs.stop.feed(rs.detok.Flush())
 	if !stopped {
@@ -204,6 +211,17 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 	if !rs.firstToken.IsZero() {
 		done.Timings.FirstToken = rs.firstToken.Sub(seq.Arrival)
 	}
+	if padded { // request-level batching: the result goes out with the batch
+		rs.done, rs.reason = &done, reason
+		return
+	}
+	e.deliver(rs, done, now)
+}
+
+// deliver does the bookkeeping of an ended request and sends its terminal event.
+func (e *Engine) deliver(rs *reqState, done Event, now time.Time) {
+	seq, reason := rs.seq, done.Finish
+	delete(e.states, seq.ID)
 	e.mu.Lock()
 	delete(e.live, seq.ID)
 	if !rs.scheduled {
@@ -235,13 +253,17 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 }
 
 // shutdown ends everything still live, including requests still in the inbox.
-func (e *Engine) shutdown(states map[uint64]*reqState) {
+func (e *Engine) shutdown() {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
-	e.takeInbox(states, e.now())
+	e.takeInbox(e.now())
 	now := e.now()
-	for _, rs := range states {
+	for _, rs := range e.states {
+		if rs.done != nil { // ended in a batch that will not finish now
+			e.deliver(rs, *rs.done, now)
+			continue
+		}
 		e.finish(rs, FinishCancelled, ErrClosed, now)
 	}
 	e.publish()

@@ -137,6 +137,7 @@ type Sequence struct {
 	Channel   string
 	Owner     uint32
 	Deadline  time.Time // first token due by; zero = none. Past it while waiting: expired
+	Padding   bool      // ended, but holds its row until its request-level batch ends
 	Arrival   time.Time
 	Tokens    []int
 	PromptLen int
@@ -167,6 +168,7 @@ type Step struct {
 	Seqs      []Scheduled
 	Preempted []*Sequence // moved back to waiting this step, KV freed
 	Expired   []*Sequence // removed from waiting: their deadline passed before they started
+	Released  []*Sequence // padding rows freed: their request-level batch ended
 	Tokens    int         // tokens scheduled, at most the token budget
 }
 
@@ -311,6 +313,38 @@ func (s *Scheduler) Add(seq *Sequence) {
 	s.enqueue(seq)
 }
 
+// Finish ends seq. Under request-level batching (static, dynamic) a member
+// that ends before the others keeps its row, and its compute, until the
+// whole batch ends, as a padded batch does: Finish then reports true and the
+// sequence comes back in Step.Released. Otherwise it is removed.
+func (s *Scheduler) Finish(seq *Sequence) bool {
+	if s.cfg.Mode != ModeContinuous && seq.Status == SeqRunning && seq.Computed > 0 {
+		for _, q := range s.running {
+			if q != seq && !q.Padding {
+				seq.Padding = true
+				return true
+			}
+		}
+	}
+	s.Remove(seq)
+	return false
+}
+
+// releasePadding ends a request-level batch whose live members are all done.
+func (s *Scheduler) releasePadding(st *Step) {
+	for _, q := range s.running {
+		if !q.Padding {
+			return
+		}
+	}
+	for _, q := range s.running {
+		s.pool.Free(kvcache.SeqID(q.ID))
+		q.Status = SeqFinished
+		st.Released = append(st.Released, q)
+	}
+	s.running = s.running[:0]
+}
+
 // Remove takes seq out of whichever queue holds it and frees its blocks.
 func (s *Scheduler) Remove(seq *Sequence) {
 	s.waiting = slices.DeleteFunc(s.waiting, func(x *Sequence) bool { return x == seq })
@@ -326,6 +360,9 @@ func (s *Scheduler) Remove(seq *Sequence) {
 func (s *Scheduler) Schedule(now time.Time) *Step {
 	st := &Step{Now: now}
 	s.expire(st)
+	if s.cfg.Mode != ModeContinuous {
+		s.releasePadding(st)
+	}
 	slices.SortStableFunc(s.running, s.cmp)
 	if s.cfg.Mode == ModeContinuous {
 		// A more urgent waiting request displaces the least urgent running one.
@@ -339,6 +376,12 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	urgent := s.urgentDeadline()
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		seq := s.running[i]
+		if seq.Padding { // a padded row costs a decode token's compute and yields nothing
+			st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed - 1, N: 1})
+			st.Tokens++
+			budget--
+			continue
+		}
 		n := len(seq.Tokens) - seq.Computed
 		if n <= 0 {
 			continue
@@ -385,6 +428,11 @@ func (s *Scheduler) allocateOrPreempt(seq *Sequence, n int, st *Step) bool {
 func (s *Scheduler) preempt(seq *Sequence, st *Step) {
 	s.running = slices.DeleteFunc(s.running, func(x *Sequence) bool { return x == seq })
 	s.pool.Free(kvcache.SeqID(seq.ID))
+	if seq.Padding { // nothing to recompute: its request has ended
+		seq.Status = SeqFinished
+		st.Released = append(st.Released, seq)
+		return
+	}
 	seq.Computed = 0
 	seq.Status = SeqWaiting
 	seq.Preemptions++

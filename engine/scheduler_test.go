@@ -228,3 +228,32 @@ func TestDynamicWindowFollowsArrivalGaps(t *testing.T) {
 		t.Fatalf("window expiry formed %d", len(st.Seqs))
 	}
 }
+
+// TestStaticBatchPadsFinishedMembers: a member that ends early keeps its row
+// (and a decode token's compute) until the batch ends; then all are released.
+func TestStaticBatchPadsFinishedMembers(t *testing.T) {
+	s, pool := newSched(t, 11, SchedulerConfig{Mode: ModeStatic, BatchSize: 2})
+	a, b := mkSeq(1, 5, 0), mkSeq(2, 5, 100)
+	s.Add(a)
+	s.Add(b)
+	apply(s, s.Schedule(t0))
+	if !s.Finish(a) || !a.Padding {
+		t.Fatal("a finished member was not kept as padding")
+	}
+	s.Add(mkSeq(3, 5, 200))
+	st := s.Schedule(t0)
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 4, 1, false, 1}, {2, 5, 1, true, 1}}) {
+		t.Fatalf("padded step %+v", got)
+	}
+	apply(s, st)
+	if s.Finish(b) { // the last live member: removed, and the batch ends at the next step
+		t.Fatal("the last member was padded")
+	}
+	st = s.Schedule(t0)
+	if len(st.Released) != 1 || st.Released[0] != a || !slices.Equal(admittedIDs(st), []uint64{3}) {
+		t.Fatalf("released %v admitted %v", st.Released, admittedIDs(st))
+	}
+	if err := pool.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
