@@ -11,7 +11,7 @@ BATCHD_MODEL ?= $(if $(wildcard $(MODELS)/stories260K.bin),$(MODELS)/stories260K
 BATCHD_TOKENIZER ?= $(if $(filter %.bin,$(BATCHD_MODEL)),$(MODELS)/tok512.bin,)
 SOCKET ?= $(CURDIR)/build/batchd.sock
 
-.PHONY: build run test bench lint demo-model clean package package-test
+.PHONY: build run test bench lint demo-model clean package package-test fuzz
 
 VERSION ?= 0.1.0
 ARCH ?= $(shell $(GO) env GOARCH)
@@ -47,7 +47,6 @@ test: build
 		echo "skipping the Python client tests: apt-get install python3-msgpack python3-pytest (.ci/run does)"; \
 	fi
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 10s ./ipc
-	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 10s ./engine/model
 
 # L110: the shape ../shared/BENCHMARKS.md measures llama.cpp on.
 L110 := --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024 --seed 1 \
@@ -60,6 +59,11 @@ build/l110-%.gguf:
 bench: build/l110-f32.gguf build/l110-q8_0.gguf
 	$(GO) run ./testing/cmd/kernelbench --model build/l110-f32.gguf --json
 	$(GO) run ./testing/cmd/kernelbench --model build/l110-q8_0.gguf --json
+
+# Longer fuzzing than make test's (its seed corpora run as ordinary tests there).
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 60s ./engine/model
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 60s ./ipc
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

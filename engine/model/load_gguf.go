@@ -32,6 +32,11 @@ func loadGGUF(data []byte) (*Model, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	// Each block has nine tensors: a block count the directory cannot back
+	// is malformed, and looping over it would only waste time.
+	if c.Layers > len(f.Tensors)/9 {
+		return nil, fmt.Errorf("%w: block_count %d but the file has %d tensors", ErrMissingTensor, c.Layers, len(f.Tensors))
+	}
 	m := &Model{Config: c, Tokenizer: tok}
 	ld := &ggufLoader{f: f, data: data}
 	m.Embed = ld.matrix("token_embd.weight", c.Vocab, c.Dim)

@@ -34,6 +34,14 @@ func loadLlama2c(data []byte, tokenizerPath string) (*Model, error) {
 	if c.HeadDim*c.Heads != c.Dim {
 		return nil, fmt.Errorf("%w: dim %d not divisible by %d heads", ErrShape, c.Dim, c.Heads)
 	}
+	// The header fixes the file's size: check it before reading anything.
+	kv := uint64(c.KVDim())
+	d, f, l := uint64(c.Dim), uint64(c.FFN), uint64(c.Layers)
+	floats := uint64(c.Vocab)*d + l*(2*d+2*d*d+2*kv*d+3*f*d) + d
+	if l > 1<<16 || d > 1<<20 || f > 1<<22 || floats > uint64(len(data)-llama2cHeader)/4 {
+		return nil, fmt.Errorf("%w: header %v describes %d weights, the file holds %d (truncated?)",
+			ErrMalformed, h, floats, (len(data)-llama2cHeader)/4)
+	}
 	if tokenizerPath == "" {
 		return nil, fmt.Errorf("%w: a llama2.c checkpoint needs a tokenizer file (--tokenizer)", ErrMalformed)
 	}
