@@ -314,14 +314,6 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
-// KVUsage returns the pool's occupancy as last published by the loop.
-func (e *Engine) KVUsage() kvcache.Usage {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return kvcache.Usage{Total: e.snap.KVBlocksTotal, Used: e.snap.KVBlocksUsed, Cached: e.snap.KVBlocksCached,
-		Free: e.snap.KVBlocksTotal - e.snap.KVBlocksUsed - e.snap.KVBlocksCached}
-}
-
 func (e *Engine) poke() {
 	select {
 	case e.wake <- struct{}{}:
