@@ -10,6 +10,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/ipc"
 )
 
@@ -82,6 +83,7 @@ type EngineKnobs struct {
 	KVBlocks            int    `toml:"kv_blocks"`              // KV blocks (restart)
 	Threads             int    `toml:"threads"`                // CPU threads (restart)
 	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
+	KVCacheType         string `toml:"kv_cache_type"`          // f16 (default) or f32 (restart)
 	MaxNumSeqs          int    `toml:"max_num_seqs"`           // sequences running at once
 	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // tokens per step
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
@@ -192,6 +194,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s = %d, must be >= %d", f.name, f.v, f.min))
 		}
 	}
+	if _, err := model.ParseKVType(c.Engine.KVCacheType); err != nil {
+		errs = append(errs, fmt.Errorf("engine.kv_cache_type: %w", err))
+	}
 	if _, err := engine.ParsePolicy(c.Engine.Policy); err != nil {
 		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
 	}
@@ -247,6 +252,7 @@ func (c *Config) restartNeeded(next *Config) []string {
 	diff("engine.block_size", c.Engine.BlockSize, next.Engine.BlockSize)
 	diff("engine.kv_blocks", c.Engine.KVBlocks, next.Engine.KVBlocks)
 	diff("engine.threads", c.Engine.Threads, next.Engine.Threads)
+	diff("engine.kv_cache_type", c.Engine.KVCacheType, next.Engine.KVCacheType)
 	diff("engine.prefix_caching", *c.Engine.PrefixCaching, *next.Engine.PrefixCaching)
 	diff("engine.adaptive", *c.Engine.Adaptive, *next.Engine.Adaptive)
 	diff("idle_exit_after", c.IdleExitAfter, next.IdleExitAfter)

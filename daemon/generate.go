@@ -27,6 +27,7 @@ func engineFlags(fs *flag.FlagSet, cfg *EngineConfig, policy, mode *string) {
 	fs.IntVar(&cfg.KVBlocks, "kv-blocks", 0, "KV blocks in the pool (default: planned from memory)")
 	fs.IntVar(&cfg.Threads, "threads", 0, "CPU threads (default: all)")
 	fs.BoolVar(&cfg.NoPrefixCache, "no-prefix-cache", false, "disable prefix caching")
+	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16 or f32")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 0, "sequences running at once (default: from the profile)")
 	fs.IntVar(&cfg.Scheduler.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per step (default: from the profile)")
 	fs.StringVar(&cfg.ProfilesDir, "profiles", "", "directory of extra hardware profiles (*.toml)")

@@ -22,6 +22,7 @@ func runProfile(_ context.Context, args []string, env *runEnv) error {
 	fs.StringVar(&cfg.ProfilesDir, "profiles", "", "directory of extra hardware profiles (*.toml)")
 	fs.IntVar(&cfg.KVBlocks, "kv-blocks", 0, "requested KV blocks (clamped if they do not fit)")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 0, "requested max_num_seqs")
+	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16 or f32")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}

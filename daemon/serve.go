@@ -401,6 +401,7 @@ func (d *Daemon) reload(why string) {
 	next.Server.SocketGroup, next.Server.MaxFrameBytes = d.cfg.Server.SocketGroup, d.cfg.Server.MaxFrameBytes
 	next.Engine.BlockSize, next.Engine.KVBlocks = d.cfg.Engine.BlockSize, d.cfg.Engine.KVBlocks
 	next.Engine.Threads, next.Engine.PrefixCaching = d.cfg.Engine.Threads, d.cfg.Engine.PrefixCaching
+	next.Engine.KVCacheType = d.cfg.Engine.KVCacheType
 	next.Engine.Adaptive = d.cfg.Engine.Adaptive
 	d.cfg = next
 	d.userChannels, _ = resolveUserChannels(next.Routing.Users)
@@ -422,5 +423,5 @@ func engineConfig(c Config, configPath string) EngineConfig {
 	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format, ProfilesDir: dir,
 		Channels:  c.channelPolicies(),
 		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
-		NoPrefixCache: !*c.Engine.PrefixCaching, Scheduler: c.scheduler(), MaxQueue: c.Engine.MaxQueue}
+		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, Scheduler: c.scheduler(), MaxQueue: c.Engine.MaxQueue}
 }

@@ -23,6 +23,7 @@ type EngineConfig struct {
 	KVBlocks      int // KV blocks
 	Threads       int // CPU threads
 	NoPrefixCache bool
+	KVCacheType   string // "f16" (default) or "f32"
 	ProfilesDir   string // extra hardware profiles (*.toml); "" for the built-in table only
 
 	Scheduler engine.SchedulerConfig
@@ -65,7 +66,12 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	cfg.BlockSize, cfg.KVBlocks, cfg.Threads = plan.BlockSize, plan.KVBlocks, plan.Threads
 	sc := cfg.Scheduler
 	sc.MaxNumSeqs, sc.MaxNumBatchedTokens = plan.MaxNumSeqs, plan.MaxNumBatchedTokens
-	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize, Threads: cfg.Threads})
+	kvType, err := model.ParseKVType(cfg.KVCacheType)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), m.Close())
+	}
+	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize, Threads: cfg.Threads,
+		KVType: kvType})
 	if err != nil {
 		return nil, errors.Join(err, m.Close())
 	}
@@ -102,9 +108,17 @@ func PlanFor(m *model.Model, cfg EngineConfig) (hwprofile.Detection, hwprofile.P
 			return det, hwprofile.Plan{}, err
 		}
 	}
+	kvType, err := model.ParseKVType(cfg.KVCacheType)
+	if err != nil {
+		return det, hwprofile.Plan{}, err
+	}
+	elem := 4
+	if kvType == model.F16 {
+		elem = 2
+	}
 	plan, err := hwprofile.MakePlan(det, profiles, ShapeOf(m), hwprofile.Requested{BlockSize: cfg.BlockSize,
 		KVBlocks: cfg.KVBlocks, MaxNumSeqs: cfg.Scheduler.MaxNumSeqs,
-		MaxNumBatchedTokens: cfg.Scheduler.MaxNumBatchedTokens, Threads: cfg.Threads}, "cpu", 4)
+		MaxNumBatchedTokens: cfg.Scheduler.MaxNumBatchedTokens, Threads: cfg.Threads}, "cpu", elem)
 	return det, plan, err
 }
 

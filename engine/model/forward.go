@@ -30,6 +30,9 @@ type CPUOptions struct {
 	NumBlocks int // KV blocks; required
 	BlockSize int // token slots per block; default 16
 	Threads   int // worker threads; default GOMAXPROCS
+	// KVType is how K and V are stored: F16 (llama.cpp's default, half the
+	// memory and bandwidth) or F32. The zero value is F32.
+	KVType DType
 }
 
 // CPU runs the model on the CPU over a paged KV store: for every layer, K and
@@ -39,7 +42,8 @@ type CPU struct {
 	c         Config
 	blockSize int
 	numBlocks int
-	k, v      [][]float32 // per layer: numBlocks*blockSize*KVDim
+	kvType    DType
+	k, v      []kvLayer // per layer: numBlocks*blockSize*KVDim
 	rope      *ropeTable
 	pool      *workers
 
@@ -47,14 +51,25 @@ type CPU struct {
 	cap                int
 	x, xb, q, kk, vv   []float32
 	att, hb, hb2       []float32
-	xq                 []byte
+	scratch            [][]float32 // per pool share: dequantized weight rows
 	tokSeq, tokPos     []int
 	logits, logitsNorm []float32
 	out                [][]float32
 	mm                 matmulJob
 	ffn                swigluJob
-	prep               prepJob
+	norm               normJob
 	attn               attnJob
+}
+
+// ParseKVType parses a KV cache type name: "f16" (also "") or "f32".
+func ParseKVType(s string) (DType, error) {
+	switch s {
+	case "", "f16", "F16":
+		return F16, nil
+	case "f32", "F32":
+		return F32, nil
+	}
+	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
 }
 
 // NewCPU allocates the KV store and starts the worker threads.
@@ -65,8 +80,11 @@ func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
 	if o.NumBlocks <= 0 || o.BlockSize <= 0 {
 		return nil, fmt.Errorf("cpu backend: %d blocks of %d tokens", o.NumBlocks, o.BlockSize)
 	}
+	if o.KVType != F32 && o.KVType != F16 {
+		return nil, fmt.Errorf("cpu backend: KV cache type %v (want F16 or F32)", o.KVType)
+	}
 	c := m.Config
-	b := &CPU{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks,
+	b := &CPU{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType,
 		rope: newRopeTable(c, c.Context), pool: newWorkers(o.Threads)}
 	return b, b.Restore()
 }
@@ -79,7 +97,7 @@ func (b *CPU) Model() *Model { return b.m }
 func (b *CPU) Release(weights bool) error {
 	b.k, b.v = nil, nil
 	b.cap = 0
-	b.x, b.xb, b.q, b.kk, b.vv, b.att, b.hb, b.hb2, b.xq = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	b.x, b.xb, b.q, b.kk, b.vv, b.att, b.hb, b.hb2, b.scratch = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	b.logits, b.logitsNorm = nil, nil
 	var err error
 	if weights {
@@ -96,8 +114,8 @@ func (b *CPU) Restore() error {
 	}
 	slots := b.numBlocks * b.blockSize * b.c.KVDim()
 	for range b.c.Layers {
-		b.k = append(b.k, make([]float32, slots))
-		b.v = append(b.v, make([]float32, slots))
+		b.k = append(b.k, newKVLayer(b.kvType, slots))
+		b.v = append(b.v, newKVLayer(b.kvType, slots))
 	}
 	return nil
 }
@@ -123,7 +141,12 @@ func (b *CPU) grow(n int) {
 	b.att = make([]float32, n*c.QDim())
 	b.hb = make([]float32, n*c.FFN)
 	b.hb2 = make([]float32, n*c.FFN)
-	b.xq = make([]byte, n*actRowBytes(roundUp(max(c.Dim, c.FFN, c.QDim()), Q8Block)))
+	if b.scratch == nil {
+		cols := max(c.Dim, c.FFN, c.QDim())
+		for range b.pool.n {
+			b.scratch = append(b.scratch, make([]float32, scratchRows(cols)*cols))
+		}
+	}
 	b.tokSeq = make([]int, n)
 	b.tokPos = make([]int, n)
 }
@@ -185,7 +208,7 @@ func (b *CPU) Forward(batch *Batch) ([][]float32, error) {
 func (b *CPU) layer(l int, batch *Batch, n int) {
 	c, L := b.c, &b.m.Layers[l]
 	D, KV := c.Dim, c.KVDim()
-	b.prepare(b.x, L.AttnNorm, b.xb, n, D, L.Wq, L.Wk, L.Wv)
+	b.normalize(b.x, L.AttnNorm, b.xb, n, D)
 	b.matmul(b.xb, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
 	for t := range n {
 		pos := b.tokPos[t]
@@ -193,43 +216,33 @@ func (b *CPU) layer(l int, batch *Batch, n int) {
 		b.rope.rope(c, b.kk[t*KV:(t+1)*KV], c.KVHeads, pos)
 		blocks := batch.Seqs[b.tokSeq[t]].Blocks
 		slot := blocks[pos/b.blockSize]*b.blockSize + pos%b.blockSize
-		copy(b.k[l][slot*KV:(slot+1)*KV], b.kk[t*KV:(t+1)*KV])
-		copy(b.v[l][slot*KV:(slot+1)*KV], b.vv[t*KV:(t+1)*KV])
+		b.k[l].put(slot*KV, b.kk[t*KV:(t+1)*KV])
+		b.v[l].put(slot*KV, b.vv[t*KV:(t+1)*KV])
 	}
 	b.attention(l, batch, n)
-	b.prepare(b.att, nil, b.att, n, c.QDim(), L.Wo)
 	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
 	for i := range n * D {
 		b.x[i] += b.xb[i]
 	}
-	b.prepare(b.x, L.FFNNorm, b.xb, n, D, L.W1, L.W3)
-	b.ffn = swigluJob{x: b.xb, xq: b.xq, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2}
+	b.normalize(b.x, L.FFNNorm, b.xb, n, D)
+	b.ffn = swigluJob{x: b.xb, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2, scratch: b.scratch}
 	b.pool.run(c.FFN, 16, &b.ffn)
-	b.prepare(b.hb, nil, b.hb, n, c.FFN, L.W2)
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
 	for i := range n * D {
 		b.x[i] += b.xb[i]
 	}
 }
 
-// prepare normalizes n rows of src into dst (when norm is set) and, if any
-// of ws is Q8_0, quantizes dst into b.xq for the matmul that follows.
-func (b *CPU) prepare(src, norm, dst []float32, n, cols int, ws ...*Matrix) {
-	quant := false
-	for _, w := range ws {
-		quant = quant || w.Type == Q8_0
-	}
-	if norm == nil && !quant {
-		return
-	}
-	b.prep = prepJob{src: src, norm: norm, dst: dst, xq: b.xq, cols: cols, eps: b.c.RMSEps, quant: quant}
-	b.pool.run(n, 1, &b.prep)
+// normalize RMS-normalizes n rows of src into dst.
+func (b *CPU) normalize(src, norm, dst []float32, n, cols int) {
+	b.norm = normJob{src: src, norm: norm, dst: dst, cols: cols, eps: b.c.RMSEps}
+	b.pool.run(n, 1, &b.norm)
 }
 
-// matmul computes out = x . W^T for every part (sharing the input x and
-// b.xq), split by weight rows across the pool in one hand-off.
+// matmul computes out = x . W^T for every part (sharing the input x),
+// split by weight rows across the pool in one hand-off.
 func (b *CPU) matmul(x []float32, n int, parts ...mmPart) {
-	b.mm = matmulJob{x: x, xq: b.xq, n: n}
+	b.mm = matmulJob{x: x, n: n, scratch: b.scratch}
 	rows := 0
 	for _, p := range parts {
 		b.mm.parts[b.mm.np] = p
@@ -266,7 +279,6 @@ func (b *CPU) classify(batch *Batch, n int) [][]float32 {
 		r++
 	}
 	if rows > 0 {
-		b.prepare(b.logitsNorm, nil, b.logitsNorm, rows, c.Dim, b.m.Output)
 		b.matmul(b.logitsNorm, rows, mmPart{b.m.Output, b.logits})
 	}
 	return b.out

@@ -24,11 +24,7 @@ func (r *denseRef) step(tok, pos int) []float32 {
 	}
 	row := func(w *Matrix, x []float32) []float32 {
 		out := make([]float32, w.Rows)
-		xq := make([]byte, actRowBytes(roundUp(w.Cols, Q8Block)))
-		if w.Type == Q8_0 {
-			quantizeAct(x, xq)
-		}
-		matmulRange(out, x, xq, 1, w, 0, w.Rows)
+		matmulRange(out, x, 1, w, 0, w.Rows, make([]float32, scratchRows(w.Cols)*w.Cols))
 		return out
 	}
 	norm := func(x, w []float32) []float32 {

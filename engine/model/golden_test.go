@@ -48,12 +48,18 @@ func greedy(t testing.TB, b *CPU, prompt []int, maxTokens int) []int {
 	return out
 }
 
+// TestGoldenGenerations: both formats reproduce the reference exactly, with
+// K and V kept as half floats (the default, as llama.cpp keeps them, and
+// llama.cpp matches these goldens) and as float32.
 func TestGoldenGenerations(t *testing.T) {
 	goldens := testmodels.Goldens(t)
-	for _, format := range []string{"llama2c", "gguf"} {
-		t.Run(format, func(t *testing.T) {
-			m := loadStories(t, format)
-			b, err := NewCPU(m, CPUOptions{NumBlocks: 32, BlockSize: 16})
+	for _, tc := range []struct {
+		format string
+		kv     DType
+	}{{"llama2c", F16}, {"gguf", F16}, {"llama2c", F32}, {"gguf", F32}} {
+		t.Run(tc.format+"/kv-"+tc.kv.String(), func(t *testing.T) {
+			m := loadStories(t, tc.format)
+			b, err := NewCPU(m, CPUOptions{NumBlocks: 32, BlockSize: 16, KVType: tc.kv})
 			if err != nil {
 				t.Fatal(err)
 			}

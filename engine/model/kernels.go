@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"math"
 )
 
@@ -39,65 +38,11 @@ func dotF16(w []uint16, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// actBlockBytes is one block of activations quantized for Q8_0 weights: a
-// float32 scale then 32 int8 (the scale stays float32: no fp16 round trip).
-const actBlockBytes = 4 + Q8Block
-
-// actRowBytes returns the bytes of n activations quantized by quantizeAct.
-func actRowBytes(n int) int { return n / Q8Block * actBlockBytes }
-
-// quantizeAct quantizes activations (a multiple of 32) to int8 blocks with a
-// float32 scale each, rounding half away from zero as ggml does.
-func quantizeAct(src []float32, dst []byte) {
-	const half = 0x3f000000 // 0.5
-	for b := 0; b < len(src)/Q8Block; b++ {
-		x := src[b*Q8Block : (b+1)*Q8Block]
-		out := dst[b*actBlockBytes : (b+1)*actBlockBytes]
-		var amax uint32 // |v| compares as its bits for non-NaN floats
-		for _, v := range x {
-			if a := math.Float32bits(v) &^ (1 << 31); a > amax {
-				amax = a
-			}
-		}
-		d := math.Float32frombits(amax) / 127
-		id := float32(0)
-		if d != 0 {
-			id = 1 / d
-		}
-		binary.LittleEndian.PutUint32(out, math.Float32bits(d))
-		q := out[4 : 4+Q8Block]
-		for i, v := range x {
-			v *= id
-			// Round half away from zero: add 0.5 carrying v's sign, truncate.
-			q[i] = byte(int8(v + math.Float32frombits(half|math.Float32bits(v)&(1<<31))))
-		}
-	}
-}
-
-// dotQ8 multiplies a Q8_0 weight row by a quantizeAct activation row, in
-// integers inside each block, as llama.cpp's vec_dot_q8_0_q8_0 does.
-func dotQ8(w, x []byte) float32 {
-	var sum float32
-	xb := 0
-	for b := 0; b+q8BlockBytes <= len(w); b += q8BlockBytes {
-		wq := w[b+2 : b+q8BlockBytes]
-		xq := x[xb+4 : xb+actBlockBytes]
-		var acc int32
-		for i := range Q8Block {
-			acc += int32(int8(wq[i])) * int32(int8(xq[i]))
-		}
-		d := f16Table[uint16(w[b])|uint16(w[b+1])<<8] * math.Float32frombits(binary.LittleEndian.Uint32(x[xb:]))
-		sum += d * float32(acc)
-		xb += actBlockBytes
-	}
-	return sum
-}
-
 // matmulRows computes out[t*W.Rows+r] = W[r] . x[t] for rows [lo, hi) and all
 // n tokens. Each weight row is read once and applied to every token while it
 // is in cache: this is what makes a batched decode step cost about as much as
-// a single one. xq holds x quantized to Q8_0 when W is Q8_0.
-func matmulRows(out, x []float32, xq []byte, n int, w *Matrix, lo, hi int) {
+// a single one. Q8_0 rows are dequantized into scratch (one row) first.
+func matmulRows(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	switch w.Type {
 	case F32:
@@ -115,11 +60,12 @@ func matmulRows(out, x []float32, xq []byte, n int, w *Matrix, lo, hi int) {
 			}
 		}
 	case Q8_0:
-		rb, xb := Q8_0.RowBytes(cols), actRowBytes(cols)
+		rb := Q8_0.RowBytes(cols)
+		row := scratch[:cols]
 		for r := lo; r < hi; r++ {
-			row := w.Data[r*rb : (r+1)*rb]
+			dequantQ8(w.Data[r*rb:(r+1)*rb], row)
 			for t := range n {
-				out[t*w.Rows+r] = dotQ8(row, xq[t*xb:(t+1)*xb])
+				out[t*w.Rows+r] = dotF32(row, x[t*cols:(t+1)*cols])
 			}
 		}
 	}

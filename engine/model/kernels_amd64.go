@@ -38,13 +38,37 @@ func dot2x4F16AVX2(w *uint16, wstride int, x *float32, xstride, n int, out *floa
 func dot1F16AVX2(w *uint16, x *float32, n int) float32
 
 //go:noescape
-func dotQ8AVX2(w, x *byte, nblocks int) float32
+func dot4x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32)
 
 //go:noescape
-func dot4Q8AVX2(w, x *byte, xstride, nblocks int, out *float32)
+func dequantQ8AVX2(src *byte, dst *float32, nblocks int)
 
 //go:noescape
 func axpyF32AVX2(a float32, x, y *float32, n int)
 
 //go:noescape
 func fmaPeakAVX2(iters int)
+
+//go:noescape
+func attnDotsAVX2(q, k *float32, kstride, hd, n int, out *float32)
+
+//go:noescape
+func attnAccumAVX2(p, v *float32, vstride, hd, n int, out *float32)
+
+//go:noescape
+func attnDotsF16AVX2(q *float32, k *uint16, kstride, hd, n int, out *float32)
+
+//go:noescape
+func attnAccumF16AVX2(p *float32, v *uint16, vstride, hd, n int, out *float32)
+
+//go:noescape
+func toF16AVX2(src *float32, dst *uint16, n int)
+
+//go:noescape
+func dequantQ8AVX512(src *byte, dst *float32, nblocks int)
+
+//go:noescape
+func dot1Q8F32AVX512(w *byte, x *float32, nblocks int) float32
+
+//go:noescape
+func dot4Q8F32AVX512(w *byte, x *float32, xstride, nblocks int, out *float32)

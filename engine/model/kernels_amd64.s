@@ -221,124 +221,6 @@ d11F16_done:
 	VZEROUPPER
 	RET
 
-// Q8_0 weight blocks are a little-endian fp16 scale then 32 int8 (34 bytes);
-// activation blocks (quantizeAct) a float32 scale then 32 int8 (36 bytes).
-// A block product is d_w * d_x * sum(w_i * x_i), the integer sum formed
-// with VPMADDUBSW on |w| and x*sign(w), then VPMADDWD against ones.
-
-// func dotQ8AVX2(w, x *byte, nblocks int) float32
-TEXT ·dotQ8AVX2(SB), NOSPLIT, $0-28
-	MOVQ w+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ nblocks+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW $15, Y15, Y15
-	TESTQ CX, CX
-	JZ    dotq8_done
-
-dotq8_loop:
-	MOVWLZX (DI), AX
-	VMOVD   AX, X10
-	VCVTPH2PS X10, X10
-	VBROADCASTSS X10, Y10
-	VMOVDQU 2(DI), Y11
-	VPABSB  Y11, Y12
-	VBROADCASTSS (SI), Y13
-	VMULPS  Y10, Y13, Y13
-	VMOVDQU 4(SI), Y14
-	VPSIGNB Y11, Y14, Y14
-	VPMADDUBSW Y14, Y12, Y14
-	VPMADDWD Y15, Y14, Y14
-	VCVTDQ2PS Y14, Y14
-	VFMADD231PS Y14, Y13, Y0
-	ADDQ $34, DI
-	ADDQ $36, SI
-	DECQ CX
-	JNZ  dotq8_loop
-
-dotq8_done:
-	// Reduce in dot4Q8AVX2's order.
-	VHADDPS Y0, Y0, Y0
-	VHADDPS Y0, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// func dot4Q8AVX2(w, x *byte, xstride, nblocks int, out *float32)
-// out[t] = w . x[t*xstride:] for t in 0..3 (xstride in bytes).
-TEXT ·dot4Q8AVX2(SB), NOSPLIT, $0-40
-	MOVQ w+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ xstride+16(FP), BX
-	MOVQ nblocks+24(FP), CX
-	MOVQ out+32(FP), DX
-	LEAQ (BX)(BX*2), R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW $15, Y15, Y15
-	TESTQ CX, CX
-	JZ    dot4q8_done
-
-dot4q8_loop:
-	MOVWLZX (DI), AX
-	VMOVD   AX, X10
-	VCVTPH2PS X10, X10
-	VBROADCASTSS X10, Y10
-	VMOVDQU 2(DI), Y11
-	VPABSB  Y11, Y12
-	VBROADCASTSS (SI), Y13
-	VMULPS  Y10, Y13, Y13
-	VMOVDQU 4(SI), Y14
-	VPSIGNB Y11, Y14, Y14
-	VPMADDUBSW Y14, Y12, Y14
-	VPMADDWD Y15, Y14, Y14
-	VCVTDQ2PS Y14, Y14
-	VFMADD231PS Y14, Y13, Y0
-	VBROADCASTSS (SI)(BX*1), Y13
-	VMULPS  Y10, Y13, Y13
-	VMOVDQU 4(SI)(BX*1), Y14
-	VPSIGNB Y11, Y14, Y14
-	VPMADDUBSW Y14, Y12, Y14
-	VPMADDWD Y15, Y14, Y14
-	VCVTDQ2PS Y14, Y14
-	VFMADD231PS Y14, Y13, Y1
-	VBROADCASTSS (SI)(BX*2), Y13
-	VMULPS  Y10, Y13, Y13
-	VMOVDQU 4(SI)(BX*2), Y14
-	VPSIGNB Y11, Y14, Y14
-	VPMADDUBSW Y14, Y12, Y14
-	VPMADDWD Y15, Y14, Y14
-	VCVTDQ2PS Y14, Y14
-	VFMADD231PS Y14, Y13, Y2
-	VBROADCASTSS (SI)(R8*1), Y13
-	VMULPS  Y10, Y13, Y13
-	VMOVDQU 4(SI)(R8*1), Y14
-	VPSIGNB Y11, Y14, Y14
-	VPMADDUBSW Y14, Y12, Y14
-	VPMADDWD Y15, Y14, Y14
-	VCVTDQ2PS Y14, Y14
-	VFMADD231PS Y14, Y13, Y3
-	ADDQ $34, DI
-	ADDQ $36, SI
-	DECQ CX
-	JNZ  dot4q8_loop
-
-dot4q8_done:
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
-	VZEROUPPER
-	RET
-
 // func axpyF32AVX2(a float32, x, y *float32, n int)
 // y += a*x; n is a multiple of 16.
 TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
@@ -395,5 +277,384 @@ fma_loop:
 	VFMADD231PS Y10, Y11, Y9
 	DECQ CX
 	JNZ  fma_loop
+	VZEROUPPER
+	RET
+
+// func attnDotsAVX2(q, k *float32, kstride, hd, n int, out *float32)
+// out[j] = q . k[j*kstride:][:hd] for j < n: the attention scores of one KV
+// block, four positions at a time. hd is a multiple of 8.
+TEXT ·attnDotsAVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), DI
+	MOVQ k+8(FP), SI
+	MOVQ kstride+16(FP), BX
+	MOVQ hd+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $2, BX
+	SHLQ $2, R9
+	LEAQ (BX)(BX*2), R8
+	LEAQ (BX)(BX*1), R10
+	ADDQ R10, R10
+	CMPQ CX, $4
+	JLT  dots_one
+
+dots4_loop:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+
+dots4_inner:
+	VMOVUPS (DI)(AX*1), Y4
+	LEAQ (SI)(AX*1), R11
+	VFMADD231PS (R11), Y4, Y0
+	VFMADD231PS (R11)(BX*1), Y4, Y1
+	VFMADD231PS (R11)(BX*2), Y4, Y2
+	VFMADD231PS (R11)(R8*1), Y4, Y3
+	ADDQ $32, AX
+	CMPQ AX, R9
+	JLT  dots4_inner
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	ADDQ R10, SI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  dots4_loop
+
+dots_one:
+	TESTQ CX, CX
+	JZ    dots_done
+
+dots1_loop:
+	VXORPS Y0, Y0, Y0
+	XORQ AX, AX
+
+dots1_inner:
+	VMOVUPS (DI)(AX*1), Y4
+	VFMADD231PS (SI)(AX*1), Y4, Y0
+	ADDQ $32, AX
+	CMPQ AX, R9
+	JLT  dots1_inner
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ BX, SI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  dots1_loop
+
+dots_done:
+	VZEROUPPER
+	RET
+
+// func attnAccumAVX2(p, v *float32, vstride, hd, n int, out *float32)
+// out[:hd] += sum_j p[j] * v[j*vstride:][:hd]: one KV block's share of the
+// attention output, kept in registers 64 (then 8) columns at a time. hd is
+// a multiple of 8; n > 0.
+TEXT ·attnAccumAVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ vstride+16(FP), BX
+	MOVQ hd+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $2, BX
+	SHLQ $2, R9
+	XORQ AX, AX
+
+acc_chunk64:
+	LEAQ 256(AX), R10
+	CMPQ R10, R9
+	JGT  acc_chunk8
+	VMOVUPS (DX)(AX*1), Y0
+	VMOVUPS 32(DX)(AX*1), Y1
+	VMOVUPS 64(DX)(AX*1), Y2
+	VMOVUPS 96(DX)(AX*1), Y3
+	VMOVUPS 128(DX)(AX*1), Y4
+	VMOVUPS 160(DX)(AX*1), Y5
+	VMOVUPS 192(DX)(AX*1), Y6
+	VMOVUPS 224(DX)(AX*1), Y7
+	MOVQ DI, R11
+	LEAQ (SI)(AX*1), R12
+	MOVQ CX, R13
+
+acc64_loop:
+	VBROADCASTSS (R11), Y8
+	VFMADD231PS (R12), Y8, Y0
+	VFMADD231PS 32(R12), Y8, Y1
+	VFMADD231PS 64(R12), Y8, Y2
+	VFMADD231PS 96(R12), Y8, Y3
+	VFMADD231PS 128(R12), Y8, Y4
+	VFMADD231PS 160(R12), Y8, Y5
+	VFMADD231PS 192(R12), Y8, Y6
+	VFMADD231PS 224(R12), Y8, Y7
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  acc64_loop
+	VMOVUPS Y0, (DX)(AX*1)
+	VMOVUPS Y1, 32(DX)(AX*1)
+	VMOVUPS Y2, 64(DX)(AX*1)
+	VMOVUPS Y3, 96(DX)(AX*1)
+	VMOVUPS Y4, 128(DX)(AX*1)
+	VMOVUPS Y5, 160(DX)(AX*1)
+	VMOVUPS Y6, 192(DX)(AX*1)
+	VMOVUPS Y7, 224(DX)(AX*1)
+	MOVQ R10, AX
+	JMP  acc_chunk64
+
+acc_chunk8:
+	CMPQ AX, R9
+	JGE  acc_done
+	VMOVUPS (DX)(AX*1), Y0
+	MOVQ DI, R11
+	LEAQ (SI)(AX*1), R12
+	MOVQ CX, R13
+
+acc8_loop:
+	VBROADCASTSS (R11), Y8
+	VFMADD231PS (R12), Y8, Y0
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  acc8_loop
+	VMOVUPS Y0, (DX)(AX*1)
+	ADDQ $32, AX
+	JMP  acc_chunk8
+
+acc_done:
+	VZEROUPPER
+	RET
+
+// The same two attention kernels over an F16 KV store: K and V rows are
+// half floats (VCVTPH2PS widens 8 at a time); q, p and out stay float32.
+
+// func attnDotsF16AVX2(q *float32, k *uint16, kstride, hd, n int, out *float32)
+TEXT ·attnDotsF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), DI
+	MOVQ k+8(FP), SI
+	MOVQ kstride+16(FP), BX
+	MOVQ hd+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $1, BX
+	LEAQ (BX)(BX*2), R8
+	LEAQ (BX)(BX*1), R10
+	ADDQ R10, R10
+	CMPQ CX, $4
+	JLT  dotsh_one
+
+dotsh4_loop:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+
+dotsh4_inner:
+	VMOVUPS (DI)(AX*4), Y4
+	LEAQ (SI)(AX*2), R11
+	VCVTPH2PS (R11), Y5
+	VFMADD231PS Y5, Y4, Y0
+	VCVTPH2PS (R11)(BX*1), Y6
+	VFMADD231PS Y6, Y4, Y1
+	VCVTPH2PS (R11)(BX*2), Y7
+	VFMADD231PS Y7, Y4, Y2
+	VCVTPH2PS (R11)(R8*1), Y8
+	VFMADD231PS Y8, Y4, Y3
+	ADDQ $8, AX
+	CMPQ AX, R9
+	JLT  dotsh4_inner
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	ADDQ R10, SI
+	ADDQ $16, DX
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  dotsh4_loop
+
+dotsh_one:
+	TESTQ CX, CX
+	JZ    dotsh_done
+
+dotsh1_loop:
+	VXORPS Y0, Y0, Y0
+	XORQ AX, AX
+
+dotsh1_inner:
+	VMOVUPS (DI)(AX*4), Y4
+	VCVTPH2PS (SI)(AX*2), Y5
+	VFMADD231PS Y5, Y4, Y0
+	ADDQ $8, AX
+	CMPQ AX, R9
+	JLT  dotsh1_inner
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ BX, SI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  dotsh1_loop
+
+dotsh_done:
+	VZEROUPPER
+	RET
+
+// func attnAccumF16AVX2(p *float32, v *uint16, vstride, hd, n int, out *float32)
+TEXT ·attnAccumF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ vstride+16(FP), BX
+	MOVQ hd+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $1, BX
+	XORQ AX, AX
+
+acch_chunk64:
+	LEAQ 64(AX), R10
+	CMPQ R10, R9
+	JGT  acch_chunk8
+	VMOVUPS (DX)(AX*4), Y0
+	VMOVUPS 32(DX)(AX*4), Y1
+	VMOVUPS 64(DX)(AX*4), Y2
+	VMOVUPS 96(DX)(AX*4), Y3
+	VMOVUPS 128(DX)(AX*4), Y4
+	VMOVUPS 160(DX)(AX*4), Y5
+	VMOVUPS 192(DX)(AX*4), Y6
+	VMOVUPS 224(DX)(AX*4), Y7
+	MOVQ DI, R11
+	LEAQ (SI)(AX*2), R12
+	MOVQ CX, R13
+
+acch64_loop:
+	VBROADCASTSS (R11), Y8
+	VCVTPH2PS (R12), Y9
+	VFMADD231PS Y9, Y8, Y0
+	VCVTPH2PS 16(R12), Y10
+	VFMADD231PS Y10, Y8, Y1
+	VCVTPH2PS 32(R12), Y11
+	VFMADD231PS Y11, Y8, Y2
+	VCVTPH2PS 48(R12), Y12
+	VFMADD231PS Y12, Y8, Y3
+	VCVTPH2PS 64(R12), Y9
+	VFMADD231PS Y9, Y8, Y4
+	VCVTPH2PS 80(R12), Y10
+	VFMADD231PS Y10, Y8, Y5
+	VCVTPH2PS 96(R12), Y11
+	VFMADD231PS Y11, Y8, Y6
+	VCVTPH2PS 112(R12), Y12
+	VFMADD231PS Y12, Y8, Y7
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  acch64_loop
+	VMOVUPS Y0, (DX)(AX*4)
+	VMOVUPS Y1, 32(DX)(AX*4)
+	VMOVUPS Y2, 64(DX)(AX*4)
+	VMOVUPS Y3, 96(DX)(AX*4)
+	VMOVUPS Y4, 128(DX)(AX*4)
+	VMOVUPS Y5, 160(DX)(AX*4)
+	VMOVUPS Y6, 192(DX)(AX*4)
+	VMOVUPS Y7, 224(DX)(AX*4)
+	MOVQ R10, AX
+	JMP  acch_chunk64
+
+acch_chunk8:
+	CMPQ AX, R9
+	JGE  acch_done
+	VMOVUPS (DX)(AX*4), Y0
+	MOVQ DI, R11
+	LEAQ (SI)(AX*2), R12
+	MOVQ CX, R13
+
+acch8_loop:
+	VBROADCASTSS (R11), Y8
+	VCVTPH2PS (R12), Y9
+	VFMADD231PS Y9, Y8, Y0
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  acch8_loop
+	VMOVUPS Y0, (DX)(AX*4)
+	ADDQ $8, AX
+	JMP  acch_chunk8
+
+acch_done:
+	VZEROUPPER
+	RET
+
+// func toF16AVX2(src *float32, dst *uint16, n int)
+// dst = src rounded to half floats, ties to even; n is a multiple of 8.
+TEXT ·toF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   tof16_done
+
+tof16_loop:
+	VMOVUPS (SI), Y0
+	VCVTPS2PH $0, Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  tof16_loop
+
+tof16_done:
+	VZEROUPPER
+	RET
+
+// func dequantQ8AVX2(src *byte, dst *float32, nblocks int)
+// dst = the Q8_0 blocks of src as float32 (scale x int8, an exact product).
+TEXT ·dequantQ8AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ nblocks+16(FP), CX
+	TESTQ CX, CX
+	JZ    deq_done
+
+deq_loop:
+	PREFETCHT0 4096(SI) // the stream prefetcher alone runs dry at 4 KiB pages
+	MOVWLZX (SI), AX
+	VMOVD   AX, X0
+	VCVTPH2PS X0, X0
+	VBROADCASTSS X0, Y0
+	VPMOVSXBD 2(SI), Y1
+	VPMOVSXBD 10(SI), Y2
+	VPMOVSXBD 18(SI), Y3
+	VPMOVSXBD 26(SI), Y4
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VCVTDQ2PS Y4, Y4
+	VMULPS Y0, Y1, Y1
+	VMULPS Y0, Y2, Y2
+	VMULPS Y0, Y3, Y3
+	VMULPS Y0, Y4, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  deq_loop
+
+deq_done:
 	VZEROUPPER
 	RET

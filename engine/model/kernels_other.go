@@ -25,8 +25,22 @@ func dot1F32AVX2(w, x *float32, n int) float32 { panic("no simd") }
 func dot2x4F16AVX2(w *uint16, wstride int, x *float32, xstride, n int, out *float32) {
 	panic("no simd")
 }
-func dot1F16AVX2(w *uint16, x *float32, n int) float32          { panic("no simd") }
-func dotQ8AVX2(w, x *byte, nblocks int) float32                 { panic("no simd") }
-func dot4Q8AVX2(w, x *byte, xstride, nblocks int, out *float32) { panic("no simd") }
-func axpyF32AVX2(a float32, x, y *float32, n int)               { panic("no simd") }
-func fmaPeakAVX2(iters int)                                     { panic("no simd") }
+func dot1F16AVX2(w *uint16, x *float32, n int) float32 { panic("no simd") }
+func dot4x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32) {
+	panic("no simd")
+}
+func dequantQ8AVX2(src *byte, dst *float32, nblocks int) { panic("no simd") }
+func axpyF32AVX2(a float32, x, y *float32, n int)        { panic("no simd") }
+func fmaPeakAVX2(iters int)                              { panic("no simd") }
+
+func attnDotsAVX2(q, k *float32, kstride, hd, n int, out *float32)  { panic("no simd") }
+func attnAccumAVX2(p, v *float32, vstride, hd, n int, out *float32) { panic("no simd") }
+
+func attnDotsF16AVX2(q *float32, k *uint16, kstride, hd, n int, out *float32)  { panic("no simd") }
+func attnAccumF16AVX2(p *float32, v *uint16, vstride, hd, n int, out *float32) { panic("no simd") }
+func toF16AVX2(src *float32, dst *uint16, n int)                               { panic("no simd") }
+func dequantQ8AVX512(src *byte, dst *float32, nblocks int)                     { panic("no simd") }
+func dot1Q8F32AVX512(w *byte, x *float32, nblocks int) float32                 { panic("no simd") }
+func dot4Q8F32AVX512(w *byte, x *float32, xstride, nblocks int, out *float32) {
+	panic("no simd")
+}

@@ -37,8 +37,8 @@ func relErr(got, want float32) float64 {
 
 // TestSIMDMatchesPureGo checks every assembly kernel against the pure-Go path
 // on random shapes, odd sizes and tails included. Tolerances are relative:
-// F32 and F16 differ only in summation order (1e-5); Q8_0 sums integers
-// exactly and differs only in how block results are added (1e-5).
+// the paths differ only in summation order (1e-5); Q8_0 rows dequantize
+// exactly on both.
 func TestSIMDMatchesPureGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2/FMA/F16C on this CPU: only the pure-Go kernels run")
@@ -63,35 +63,29 @@ func testSIMDFamily(t *testing.T) {
 			if typ == Q8_0 {
 				cols = Q8Block * (1 + rng.IntN(12))
 			}
-			rows, n := 1+rng.IntN(40), 1+rng.IntN(11)
+			rows, n := 1+rng.IntN(40), 1+rng.IntN(13)
 			w := randMatrix(t, rng, typ, rows, cols)
 			x := randVec(rng, n*cols)
-			var xq []byte
-			if typ == Q8_0 {
-				xq = make([]byte, n*actRowBytes(cols))
-				for i := range n {
-					quantizeAct(x[i*cols:(i+1)*cols], xq[i*actRowBytes(cols):])
-				}
-			}
+			scratch := make([]float32, scratchRows(cols)*cols)
 			want, got := make([]float32, n*rows), make([]float32, n*rows)
-			matmulRows(want, x, xq, n, w, 0, rows)
-			matmulRowsFast(got, x, xq, n, w, 0, rows)
+			matmulRows(want, x, n, w, 0, rows, scratch)
+			matmulRowsFast(got, x, n, w, 0, rows, scratch)
 			for i := range want {
 				if e := relErr(got[i], want[i]); e > 1e-5 {
 					t.Fatalf("%s %dx%d, %d tokens: element %d = %v, want %v", typ, rows, cols, n, i, got[i], want[i])
 				}
 			}
-			// A token's row is bit-identical alone and in the batch.
+			// Every token's row is bit-identical alone and in the batch,
+			// and a split of the rows (the pool's shares) changes nothing.
 			alone := make([]float32, rows)
-			last := n - 1
-			var xqLast []byte
-			if xq != nil {
-				xqLast = xq[last*actRowBytes(cols):]
-			}
-			matmulRowsFast(alone, x[last*cols:], xqLast, 1, w, 0, rows)
-			for r := range rows {
-				if alone[r] != got[last*rows+r] {
-					t.Fatalf("%s %dx%d: token alone %v, in a batch of %d %v", typ, rows, cols, alone[r], n, got[last*rows+r])
+			for tok := range n {
+				mid := rng.IntN(rows + 1)
+				matmulRowsFast(alone, x[tok*cols:], 1, w, 0, mid, scratch)
+				matmulRowsFast(alone, x[tok*cols:], 1, w, mid, rows, scratch)
+				for r := range rows {
+					if alone[r] != got[tok*rows+r] {
+						t.Fatalf("%s %dx%d: token %d alone %v, in a batch of %d %v", typ, rows, cols, tok, alone[r], n, got[tok*rows+r])
+					}
 				}
 			}
 		}
@@ -113,6 +107,67 @@ func testSIMDFamily(t *testing.T) {
 			if relErr(y2[i], y1[i]) > 1e-6 {
 				t.Fatalf("axpy n=%d [%d]: %v, want %v", n, i, y2[i], y1[i])
 			}
+		}
+	}
+}
+
+// TestAttentionBlockKernels checks the per-block attention kernels against
+// the pure-Go path for both KV types: every head size the SIMD path takes
+// (and one it leaves to Go), block fills of 1 to 17 positions, and strides
+// past the head.
+func TestAttentionBlockKernels(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no SIMD kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range []DType{F32, F16} {
+		for _, hd := range []int{8, 12, 48, 64, 72, 128, 136} {
+			for n := 1; n <= 17; n++ {
+				stride := hd + 8*rng.IntN(3)
+				off := rng.IntN(3)
+				kv := newKVLayer(typ, off+n*stride)
+				withSIMD(rng.IntN(2) == 0, func() { kv.put(0, randVec(rng, off+n*stride)) })
+				q := randVec(rng, hd)
+				want, got := make([]float32, n), make([]float32, n)
+				withSIMD(false, func() { kv.dots(q, off, stride, n, want) })
+				withSIMD(true, func() { kv.dots(q, off, stride, n, got) })
+				for j := range want {
+					if relErr(got[j], want[j]) > 1e-5 {
+						t.Fatalf("%v dots hd=%d n=%d [%d]: %v, want %v", typ, hd, n, j, got[j], want[j])
+					}
+				}
+				p := randVec(rng, n)
+				acc1 := randVec(rng, hd)
+				acc2 := append([]float32(nil), acc1...)
+				withSIMD(false, func() { kv.accum(p, off, stride, acc1) })
+				withSIMD(true, func() { kv.accum(p, off, stride, acc2) })
+				for i := range acc1 {
+					if relErr(acc2[i], acc1[i]) > 1e-5 {
+						t.Fatalf("%v accum hd=%d n=%d [%d]: %v, want %v", typ, hd, n, i, acc2[i], acc1[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestF16Store: the SIMD conversion rounds exactly as F32ToF16 does.
+func TestF16Store(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no SIMD kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	src := randVec(rng, 4099)
+	for i := range src {
+		src[i] *= float32(math.Pow(2, float64(rng.IntN(40)-20)))
+	}
+	src[0], src[1], src[2] = 65520, 1e-8, -6.1e-5 // overflow, underflow, subnormal
+	a, b := newKVLayer(F16, len(src)), newKVLayer(F16, len(src))
+	withSIMD(false, func() { a.put(0, src) })
+	withSIMD(true, func() { b.put(0, src) })
+	for i := range src {
+		if a.f16[i] != b.f16[i] {
+			t.Fatalf("[%d] %g: simd %#04x, go %#04x", i, src[i], b.f16[i], a.f16[i])
 		}
 	}
 }

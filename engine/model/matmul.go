@@ -10,16 +10,21 @@ var useSIMD = haveSIMD
 // (row, token) pair in the same order, so one family must serve a process.
 type floatKernels struct {
 	name   string
-	width  int // the chunk the kernels consume; columns past the last chunk are summed in Go
+	width  int                                                                     // the chunk the kernels consume; columns past the last chunk are summed in Go
+	d44F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32) // nil: tiles of 2x4
 	d24F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32)
 	d1F32  func(w, x *float32, n int) float32
 	d24F16 func(w *uint16, wstride int, x *float32, xstride, n int, out *float32)
 	d1F16  func(w *uint16, x *float32, n int) float32
+	// Fused Q8_0 kernels in d1F32's order, for small batches; nil: none.
+	q8d1 func(w *byte, x *float32, nblocks int) float32
+	q8d4 func(w *byte, x *float32, xstride, nblocks int, out *float32)
 }
 
 var (
-	avx2Float   = floatKernels{"avx2", 8, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2}
-	avx512Float = floatKernels{"avx512", 16, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512, dot1F16AVX512}
+	avx2Float   = floatKernels{"avx2", 8, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2, nil, nil}
+	avx512Float = floatKernels{"avx512", 16, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
+		dot1F16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512}
 )
 
 // fk is the float family in use: AVX-512 where the CPU has it.
@@ -52,7 +57,7 @@ func Kernels() string {
 	if !useSIMD {
 		return "pure-go"
 	}
-	return fk.name + "-float+avx2-q8"
+	return fk.name + "-float+dequant-q8"
 }
 
 // tokenBlock bounds how many activation rows one pass over the weights
@@ -87,99 +92,168 @@ func vaxpy(a float32, x, y []float32) {
 	}
 }
 
+// dequantRows is the Q8_0 dequantizer of the CPU's widest family.
+var dequantRows = func() func(src *byte, dst *float32, nblocks int) {
+	if haveAVX512 {
+		return dequantQ8AVX512
+	}
+	return dequantQ8AVX2
+}()
+
+// scratchRows returns how many weight rows of cols columns a share
+// dequantizes at a time: a multiple of 4 that keeps them within about 128
+// KiB (L2), so they stay in cache while every token of a block uses them.
+func scratchRows(cols int) int {
+	return max(4, min(16, (128<<10)/(4*max(cols, 1)))&^3)
+}
+
 // matmulRowsFast is matmulRows on the SIMD kernels, over blocks of
-// tokenBlock tokens: float weights in tiles of two rows by four tokens (one
-// row by four tokens for Q8_0), leftovers a row and a token at a time. Every
-// kernel sums a (row, token) pair in the same order, so a token's output is
-// bit-identical whatever else is in the batch.
-func matmulRowsFast(out, x []float32, xq []byte, n int, w *Matrix, lo, hi int) {
+// tokenBlock tokens and scratchRows rows: float weights in tiles of four (or
+// two) rows by four tokens, leftovers a row and a token at a time. Q8_0 rows
+// are dequantized into scratch first (exactly: an int8 times an fp16 scale
+// fits a float32) and then run as float32 rows. Every kernel sums a (row,
+// token) pair in the same order, so a token's output is bit-identical
+// whatever else is in the batch.
+func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
+	cols := w.Cols
+	rb := scratchRows(cols)
+	if w.Type == Q8_0 && n < fusedQ8Below && fk.q8d1 != nil {
+		fusedQ8(out, x, n, w, lo, hi)
+		return
+	}
 	for tb := 0; tb < n; tb += tokenBlock {
 		te := min(tb+tokenBlock, n)
-		if w.Type == Q8_0 {
-			matmulQ8(out, xq, w, lo, hi, tb, te)
-		} else {
-			matmulFloat(out, x, w, lo, hi, tb, te)
+		for r0 := lo; r0 < hi; r0 += rb {
+			r1 := min(r0+rb, hi)
+			switch w.Type {
+			case Q8_0:
+				bytes := Q8_0.RowBytes(cols)
+				ws := scratch[:(r1-r0)*cols]
+				dequantRows(&w.Data[r0*bytes], &ws[0], (r1-r0)*cols/Q8Block)
+				tileF32(out, x, ws, w.Rows, cols, r0, r1, tb, te)
+			case F32:
+				tileF32(out, x, w.f32[r0*cols:r1*cols], w.Rows, cols, r0, r1, tb, te)
+			default:
+				tileF16(out, x, w, r0, r1, tb, te)
+			}
 		}
 	}
 }
 
-func matmulFloat(out, x []float32, w *Matrix, lo, hi, tb, te int) {
-	cols, rows := w.Cols, w.Rows
+// fusedQ8Below is the batch below which Q8_0 rows are dequantized in
+// registers rather than into scratch: a small batch cannot repay the extra
+// pass over memory that the scratch costs.
+const fusedQ8Below = 8
+
+// fusedQ8 is matmulRowsFast for Q8_0 weights and a small batch: a row by
+// four tokens at a time, then a row by one.
+func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int) {
+	cols, rows, k := w.Cols, w.Rows, fk
+	bytes, nb := Q8_0.RowBytes(cols), cols/Q8Block
+	var res [4]float32
+	for r := lo; r < hi; r++ {
+		row := w.Data[r*bytes : (r+1)*bytes]
+		t := 0
+		for ; t+4 <= n; t += 4 {
+			k.q8d4(&row[0], &x[t*cols], cols, nb, &res[0])
+			for j := range 4 {
+				out[(t+j)*rows+r] = res[j]
+			}
+		}
+		for ; t < n; t++ {
+			out[t*rows+r] = k.q8d1(&row[0], &x[t*cols], nb)
+		}
+	}
+}
+
+// tileF32 fills out for rows [r0, r1) and tokens [tb, te), ws holding those
+// rows (row r at (r-r0)*cols).
+func tileF32(out, x, ws []float32, rows, cols, r0, r1, tb, te int) {
 	k := fk
 	main := cols &^ (k.width - 1)
-	f16 := w.Type == F16
-	// tail adds the columns past the last full 8-wide chunk, in order.
-	tail := func(s float32, r, t int) float32 {
-		xt := x[t*cols : (t+1)*cols]
-		if f16 {
-			row := w.f16[r*cols : (r+1)*cols]
-			for i := main; i < cols; i++ {
-				s += f16Table[row[i]] * xt[i]
-			}
-			return s
+	one := func(r, t int) float32 {
+		row, xt := ws[(r-r0)*cols:(r-r0+1)*cols], x[t*cols:(t+1)*cols]
+		var s float32
+		if main > 0 {
+			s = k.d1F32(&row[0], &xt[0], main)
 		}
-		row := w.f32[r*cols : (r+1)*cols]
-		for i := main; i < cols; i++ {
+		for i := main; i < cols; i++ { // the columns past the last full chunk, in order
 			s += row[i] * xt[i]
 		}
 		return s
 	}
-	one := func(r, t int) float32 {
-		var s float32
-		if main > 0 {
-			if f16 {
-				s = k.d1F16(&w.f16[r*cols], &x[t*cols], main)
-			} else {
-				s = k.d1F32(&w.f32[r*cols], &x[t*cols], main)
-			}
-		}
-		return tail(s, r, t)
-	}
-	var res [8]float32
+	var res [16]float32
 	t := tb
-	for ; t+4 <= te && main > 0; t += 4 {
-		r := lo
-		for ; r+2 <= hi; r += 2 {
-			if f16 {
-				k.d24F16(&w.f16[r*cols], cols, &x[t*cols], cols, main, &res[0])
-			} else {
-				k.d24F32(&w.f32[r*cols], cols, &x[t*cols], cols, main, &res[0])
-			}
-			for k := range 4 {
-				out[(t+k)*rows+r] = tail(res[k], r, t+k)
-				out[(t+k)*rows+r+1] = tail(res[4+k], r+1, t+k)
+	for ; t+4 <= te && main > 0 && main == cols; t += 4 {
+		r := r0
+		if k.d44F32 != nil {
+			for ; r+4 <= r1; r += 4 {
+				k.d44F32(&ws[(r-r0)*cols], cols, &x[t*cols], cols, main, &res[0])
+				for i := range 4 {
+					for j := range 4 {
+						out[(t+j)*rows+r+i] = res[4*i+j]
+					}
+				}
 			}
 		}
-		for ; r < hi; r++ {
-			for k := range 4 {
-				out[(t+k)*rows+r] = one(r, t+k)
+		for ; r+2 <= r1; r += 2 {
+			k.d24F32(&ws[(r-r0)*cols], cols, &x[t*cols], cols, main, &res[0])
+			for j := range 4 {
+				out[(t+j)*rows+r] = res[j]
+				out[(t+j)*rows+r+1] = res[4+j]
+			}
+		}
+		for ; r < r1; r++ {
+			for j := range 4 {
+				out[(t+j)*rows+r] = one(r, t+j)
 			}
 		}
 	}
-	// Leftover tokens (all of a batch-1 decode) walk the rows one at a time:
-	// one stream at a time is what the hardware prefetcher serves fastest.
+	// Leftover tokens (all of a batch-1 decode) walk the rows one at a time,
+	// as do matrices whose width is not a multiple of the chunk (tiny models).
 	for ; t < te; t++ {
-		for r := lo; r < hi; r++ {
+		for r := r0; r < r1; r++ {
 			out[t*rows+r] = one(r, t)
 		}
 	}
 }
 
-func matmulQ8(out []float32, xq []byte, w *Matrix, lo, hi, tb, te int) {
+// tileF16 is tileF32 for F16 weights, read in place.
+func tileF16(out, x []float32, w *Matrix, r0, r1, tb, te int) {
 	cols, rows := w.Cols, w.Rows
-	rb, xb := Q8_0.RowBytes(cols), actRowBytes(cols)
-	nb := cols / Q8Block
-	var four [4]float32
-	for r := lo; r < hi; r++ {
-		row := w.Data[r*rb : (r+1)*rb]
-		t := tb
-		for ; t+4 <= te; t += 4 {
-			dot4Q8AVX2(&row[0], &xq[t*xb], xb, nb, &four[0])
-			out[t*rows+r], out[(t+1)*rows+r] = four[0], four[1]
-			out[(t+2)*rows+r], out[(t+3)*rows+r] = four[2], four[3]
+	k := fk
+	main := cols &^ (k.width - 1)
+	one := func(r, t int) float32 {
+		row, xt := w.f16[r*cols:(r+1)*cols], x[t*cols:(t+1)*cols]
+		var s float32
+		if main > 0 {
+			s = k.d1F16(&row[0], &xt[0], main)
 		}
-		for ; t < te; t++ {
-			out[t*rows+r] = dotQ8AVX2(&row[0], &xq[t*xb], nb)
+		for i := main; i < cols; i++ {
+			s += f16Table[row[i]] * xt[i]
+		}
+		return s
+	}
+	var res [8]float32
+	t := tb
+	for ; t+4 <= te && main > 0 && main == cols; t += 4 {
+		r := r0
+		for ; r+2 <= r1; r += 2 {
+			k.d24F16(&w.f16[r*cols], cols, &x[t*cols], cols, main, &res[0])
+			for j := range 4 {
+				out[(t+j)*rows+r] = res[j]
+				out[(t+j)*rows+r+1] = res[4+j]
+			}
+		}
+		for ; r < r1; r++ {
+			for j := range 4 {
+				out[(t+j)*rows+r] = one(r, t+j)
+			}
+		}
+	}
+	for ; t < te; t++ {
+		for r := r0; r < r1; r++ {
+			out[t*rows+r] = one(r, t)
 		}
 	}
 }

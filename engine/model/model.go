@@ -35,9 +35,6 @@ func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
 // QDim returns the width of one token's Q across heads.
 func (c Config) QDim() int { return c.Heads * c.HeadDim }
 
-// KVBytesPerToken returns the KV memory one token takes in every layer (float32).
-func (c Config) KVBytesPerToken() int { return 2 * c.Layers * c.KVDim() * 4 }
-
 func (c Config) validate() error {
 	var errs []error
 	for _, f := range []struct {

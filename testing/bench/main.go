@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -83,6 +84,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.BlockSize, "block-size", 16, "tokens per KV block")
 	fs.IntVar(&cfg.KVBlocks, "kv-blocks", 0, "KV blocks (default: sized from the model)")
 	fs.IntVar(&cfg.Threads, "threads", 0, "CPU threads (default: all)")
+	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16 or f32")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 32, "sequences running at once (and the static/dynamic batch size)")
 	fs.IntVar(&cfg.Scheduler.MaxNumBatchedTokens, "max-num-batched-tokens", 512, "tokens per step")
 	window := fs.Duration("window", 0, "dynamic batching window (default 50ms; static flushes after 2s)")
@@ -96,8 +98,20 @@ func run(args []string, stdout io.Writer) error {
 	plot := fs.String("plot", "", "write an SVG plot of throughput, batch size and p95 latency over time")
 	seed := fs.Uint64("seed", 1, "trace seed")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	cfg.Scheduler.BatchWindow = *window
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,20 @@ func run() error {
 	steps := flag.Int("steps", 16, "decode steps timed per batch size")
 	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
 	family := flag.String("kernels", "", "float kernel family: avx2 or avx512 (default: the best this CPU has)")
+	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16 or f32")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *family != "" {
 		if err := model.UseFloatKernels(*family); err != nil {
 			return err
@@ -85,7 +99,11 @@ func run() error {
 	}
 	const blockSize = 16
 	perSeq := (max(*prefill, *ctxLen+*steps+1) + blockSize) / blockSize
-	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads})
+	kvType, err := model.ParseKVType(*kvName)
+	if err != nil {
+		return err
+	}
+	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads, KVType: kvType})
 	if err != nil {
 		return err
 	}

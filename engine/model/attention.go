@@ -1,0 +1,154 @@
+package model
+
+import "math"
+
+// attnJob is one layer's attention split by (token, head) across the pool.
+type attnJob struct {
+	b      *CPU
+	l      int
+	batch  *Batch
+	scores [][]float32 // per share, grown to the longest sequence
+}
+
+// attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
+// over positions 0..pos of the token's own sequence, read through its block table.
+func (b *CPU) attention(l int, batch *Batch, n int) {
+	b.attn.b, b.attn.l, b.attn.batch = b, l, batch
+	for len(b.attn.scores) < b.pool.n {
+		b.attn.scores = append(b.attn.scores, nil)
+	}
+	b.pool.run(n*b.c.Heads, 1, &b.attn)
+	b.attn.batch = nil
+}
+
+// do walks the sequence's KV a block at a time: a block's positions sit at
+// a fixed stride (KVDim), so one kernel call covers all of them.
+func (j *attnJob) do(share, lo, hi int) {
+	b, c := j.b, j.b.c
+	hd, KV, group, bs := c.HeadDim, c.KVDim(), c.Heads/c.KVHeads, j.b.blockSize
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	kc, vc := b.k[j.l], b.v[j.l]
+	for i := lo; i < hi; i++ {
+		t, h := i/c.Heads, i%c.Heads
+		pos := b.tokPos[t]
+		blocks := j.batch.Seqs[b.tokSeq[t]].Blocks
+		q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+		kvOff := (h / group) * hd
+		if cap(j.scores[share]) < pos+1 {
+			j.scores[share] = make([]float32, pos+1, c.Context)
+		}
+		scores := j.scores[share][:pos+1]
+		for p0 := 0; p0 <= pos; p0 += bs {
+			kc.dots(q, blocks[p0/bs]*bs*KV+kvOff, KV, min(bs, pos+1-p0), scores[p0:])
+		}
+		mx := scores[0]
+		for _, s := range scores[1:] {
+			mx = max(mx, s)
+		}
+		var sum float32
+		for p, s := range scores { // softmax, its 1/sum applied to the output
+			e := float32(math.Exp(float64((s - mx) * scale)))
+			scores[p] = e
+			sum += e
+		}
+		out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+		clear(out)
+		for p0 := 0; p0 <= pos; p0 += bs {
+			vc.accum(scores[p0:min(p0+bs, pos+1)], blocks[p0/bs]*bs*KV+kvOff, KV, out)
+		}
+		inv := 1 / sum
+		for i := range out {
+			out[i] *= inv
+		}
+	}
+}
+
+// kvLayer is one layer's K or V store, slot-major (slot*KVDim + column),
+// in float32 or half floats.
+type kvLayer struct {
+	f32 []float32
+	f16 []uint16
+}
+
+func newKVLayer(t DType, n int) kvLayer {
+	if t == F16 {
+		return kvLayer{f16: make([]uint16, n)}
+	}
+	return kvLayer{f32: make([]float32, n)}
+}
+
+// put stores src at element offset off.
+func (s kvLayer) put(off int, src []float32) {
+	if s.f16 == nil {
+		copy(s.f32[off:off+len(src)], src)
+		return
+	}
+	dst := s.f16[off : off+len(src)]
+	n := 0
+	if useSIMD {
+		if n = len(src) &^ 7; n > 0 {
+			toF16AVX2(&src[0], &dst[0], n)
+		}
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = F32ToF16(src[i])
+	}
+}
+
+// dots sets out[j] = q . row j for j < n, row j starting at off + j*stride:
+// the attention scores of the positions of one KV block.
+func (s kvLayer) dots(q []float32, off, stride, n int, out []float32) {
+	hd := len(q)
+	end := off + (n-1)*stride + hd
+	out = out[:n]
+	if s.f16 == nil {
+		k := s.f32[off:end]
+		if useSIMD && hd%8 == 0 {
+			attnDotsAVX2(&q[0], &k[0], stride, hd, n, &out[0])
+			return
+		}
+		for j := range out {
+			out[j] = dotF32(q, k[j*stride:j*stride+hd])
+		}
+		return
+	}
+	k := s.f16[off:end]
+	if useSIMD && hd%8 == 0 {
+		attnDotsF16AVX2(&q[0], &k[0], stride, hd, n, &out[0])
+		return
+	}
+	for j := range out {
+		out[j] = dotF16(k[j*stride:j*stride+hd], q)
+	}
+}
+
+// accum adds sum_j p[j] * row j to out, rows laid out as for dots.
+func (s kvLayer) accum(p []float32, off, stride int, out []float32) {
+	hd, n := len(out), len(p)
+	end := off + (n-1)*stride + hd
+	if s.f16 == nil {
+		v := s.f32[off:end]
+		if useSIMD && hd%8 == 0 {
+			attnAccumAVX2(&p[0], &v[0], stride, hd, n, &out[0])
+			return
+		}
+		for j, pj := range p {
+			row := v[j*stride : j*stride+hd]
+			for i := range out {
+				out[i] += pj * row[i]
+			}
+		}
+		return
+	}
+	v := s.f16[off:end]
+	if useSIMD && hd%8 == 0 {
+		attnAccumF16AVX2(&p[0], &v[0], stride, hd, n, &out[0])
+		return
+	}
+	for j, pj := range p {
+		row := v[j*stride : j*stride+hd]
+		for i := range out {
+			out[i] += pj * f16Table[row[i]]
+		}
+	}
+}

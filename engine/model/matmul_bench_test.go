@@ -1,0 +1,31 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkMatmul reports GMAC/s of one thread on an FFN-shaped matrix (too
+// big for L2) at decode batch sizes: go test -bench Matmul ./engine/model
+func BenchmarkMatmul(b *testing.B) {
+	const rows, cols = 4096, 1024
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []DType{Q8_0, F16, F32} {
+		w, err := NewMatrix(typ, rows, cols, randomMatrix(rng, typ, rows, cols, 0.5))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{1, 8, 32} {
+			x := randVec(rng, n*cols)
+			out := make([]float32, n*rows)
+			scratch := make([]float32, scratchRows(cols)*cols)
+			b.Run(fmt.Sprintf("%v/batch%d", typ, n), func(b *testing.B) {
+				for b.Loop() {
+					matmulRange(out, x, n, w, 0, rows, scratch)
+				}
+				b.ReportMetric(float64(n*rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+	}
+}
