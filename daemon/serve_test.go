@@ -420,16 +420,16 @@ func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	save("[engine]\nmax_num_seqs = 3\npolicy = \"priority\"\nblock_size = 8\n")
+	save("[engine]\nmax_num_seqs = 3\npolicy = \"priority\"\nblock_size = 8\nkv_cache_type = \"f32\"\n")
 	s := waitFor("valid edit", func(s map[string]any) bool {
 		return num(s["config"].(map[string]any)["max_num_seqs"]) == 3
 	})
-	if s["policy"] != "priority" || fmt.Sprint(s["restart_needed"]) != "[engine.block_size]" {
+	if s["policy"] != "priority" || fmt.Sprint(s["restart_needed"]) != "[engine.block_size engine.kv_cache_type]" {
 		t.Fatalf("after reload: policy %v, restart_needed %v", s["policy"], s["restart_needed"])
 	}
-	save("[engine]\nmax_num_seqs = -4\npolicy = \"random\"\n")
+	save("[engine]\nmax_num_seqs = -4\npolicy = \"random\"\nkv_cache_type = \"q4\"\n")
 	s = waitFor("invalid edit", func(s map[string]any) bool { return num(s["reload_errors"]) == 1 })
-	if num(s["config"].(map[string]any)["max_num_seqs"]) != 3 || s["last_reload_error"] == "" {
+	if num(s["config"].(map[string]any)["max_num_seqs"]) != 3 || !strings.Contains(fmt.Sprint(s["last_reload_error"]), "kv_cache_type") {
 		t.Fatalf("bad file changed the config: %v", s)
 	}
 	// The old config keeps serving.
