@@ -86,7 +86,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			if sc.Start < sc.Seq.PromptLen {
 				prompt += min(sc.Start+sc.N, sc.Seq.PromptLen) - sc.Start
 			}
-			if sc.Logits {
+			if sc.Logits && !sc.Seq.Padding {
 				generated++
 				e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), now)
 			}

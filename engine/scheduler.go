@@ -376,8 +376,10 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	urgent := s.urgentDeadline()
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		seq := s.running[i]
-		if seq.Padding { // a padded row costs a decode token's compute and yields nothing
-			st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed - 1, N: 1})
+		if seq.Padding {
+			// A padded row of a fixed-shape batch costs a whole decode
+			// token, classifier included, and its output is discarded.
+			st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed - 1, N: 1, Logits: true})
 			st.Tokens++
 			budget--
 			continue

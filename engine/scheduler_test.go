@@ -242,7 +242,7 @@ func TestStaticBatchPadsFinishedMembers(t *testing.T) {
 	}
 	s.Add(mkSeq(3, 5, 200))
 	st := s.Schedule(t0)
-	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 4, 1, false, 1}, {2, 5, 1, true, 1}}) {
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 4, 1, true, 1}, {2, 5, 1, true, 1}}) {
 		t.Fatalf("padded step %+v", got)
 	}
 	apply(s, st)
