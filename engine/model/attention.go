@@ -17,7 +17,7 @@ func (b *CPU) attention(l int, batch *Batch, n int) {
 	for len(b.attn.scores) < b.pool.n {
 		b.attn.scores = append(b.attn.scores, nil)
 	}
-	b.pool.run(n*b.c.Heads, 1, &b.attn)
+	b.pool.runChunked(n*b.c.Heads, max(1, b.c.Heads/2), &b.attn)
 	b.attn.batch = nil
 }
 
@@ -45,12 +45,7 @@ func (j *attnJob) do(share, lo, hi int) {
 		for _, s := range scores[1:] {
 			mx = max(mx, s)
 		}
-		var sum float32
-		for p, s := range scores { // softmax, its 1/sum applied to the output
-			e := float32(math.Exp(float64((s - mx) * scale)))
-			scores[p] = e
-			sum += e
-		}
+		sum := expSum(scores, mx, scale) // softmax, its 1/sum applied to the output
 		out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 		clear(out)
 		for p0 := 0; p0 <= pos; p0 += bs {
@@ -61,6 +56,38 @@ func (j *attnJob) do(share, lo, hi int) {
 			out[i] *= inv
 		}
 	}
+}
+
+// expConsts are expSumAVX2's constants, each repeated across a vector:
+// log2(e), ln(2) in two parts, the polynomial, 1, the clamps (exp of less
+// underflows, of more overflows), and the exponent bias as int32 bits.
+var expConsts = func() (c [13][8]float32) {
+	vals := [13]float32{1.44269504088896341, 0.693359375, -2.12194440e-4,
+		1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1,
+		1, -87.3, math.Float32frombits(127), 88}
+	for i, v := range vals {
+		for j := range c[i] {
+			c[i][j] = v
+		}
+	}
+	return c
+}()
+
+// expSum sets x[i] = exp((x[i]-sub)*scale) and returns their sum.
+func expSum(x []float32, sub, scale float32) float32 {
+	var sum float32
+	n := 0
+	if useSIMD {
+		if n = len(x) &^ 7; n > 0 {
+			sum = expSumAVX2(&x[0], n, sub, scale, &expConsts[0][0])
+		}
+	}
+	for i := n; i < len(x); i++ {
+		e := float32(math.Exp(float64((x[i] - sub) * scale)))
+		x[i] = e
+		sum += e
+	}
+	return sum
 }
 
 // kvLayer is one layer's K or V store, slot-major (slot*KVDim + column),

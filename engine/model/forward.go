@@ -141,10 +141,10 @@ func (b *CPU) grow(n int) {
 	b.att = make([]float32, n*c.QDim())
 	b.hb = make([]float32, n*c.FFN)
 	b.hb2 = make([]float32, n*c.FFN)
-	if b.scratch == nil {
-		cols := max(c.Dim, c.FFN, c.QDim())
+	if b.scratch == nil { // every matrix is Dim, QDim or FFN wide
+		size := max(scratchLen(c.Dim), scratchLen(c.FFN), scratchLen(c.QDim()))
 		for range b.pool.n {
-			b.scratch = append(b.scratch, make([]float32, scratchRows(cols)*cols))
+			b.scratch = append(b.scratch, make([]float32, size))
 		}
 	}
 	b.tokSeq = make([]int, n)

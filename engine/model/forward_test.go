@@ -24,7 +24,7 @@ func (r *denseRef) step(tok, pos int) []float32 {
 	}
 	row := func(w *Matrix, x []float32) []float32 {
 		out := make([]float32, w.Rows)
-		matmulRange(out, x, 1, w, 0, w.Rows, make([]float32, scratchRows(w.Cols)*w.Cols))
+		matmulRange(out, x, 1, w, 0, w.Rows, make([]float32, scratchLen(w.Cols)))
 		return out
 	}
 	norm := func(x, w []float32) []float32 {
@@ -148,7 +148,9 @@ func TestPagedMatchesDense(t *testing.T) {
 				if logits[i] == nil {
 					continue
 				}
-				if d := maxAbsDiff(logits[i], s.want); d > 1e-5 {
+				// 5e-5, as in TestRopeNeoXMatchesReference (7.9e-6 here on AVX-512);
+				// a paging error moves logits by whole units.
+				if d := maxAbsDiff(logits[i], s.want); d > 5e-5 {
 					t.Fatalf("block size %d step %d: logits differ from dense by %g", bs, step, d)
 				}
 				s.toks = append(s.toks, Argmax(logits[i]))
@@ -197,7 +199,9 @@ func TestRopeNeoXMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := maxAbsDiff(logits[0], want); d > 1e-5 {
+	// 5e-5: the backend's SIMD exp (softmax, SiLU) is within a few ulp of
+	// the reference's math.Exp, and the difference grows through the layers.
+	if d := maxAbsDiff(logits[0], want); d > 5e-5 {
 		t.Fatalf("neox logits differ by %g", d)
 	}
 }

@@ -53,7 +53,13 @@ func (j *swigluJob) do(share, lo, hi int) {
 	f := j.gate.Rows
 	for t := range j.n {
 		h, h2 := j.h[t*f+lo:t*f+hi], j.h2[t*f+lo:t*f+hi]
-		for i := range h {
+		n := 0
+		if useSIMD {
+			if n = len(h) &^ 7; n > 0 {
+				swigluAVX2(&h[0], &h2[0], n, &expConsts[0][0])
+			}
+		}
+		for i := n; i < len(h); i++ {
 			h[i] = silu(h[i]) * h2[i]
 		}
 	}

@@ -72,3 +72,9 @@ func dot1Q8F32AVX512(w *byte, x *float32, nblocks int) float32
 
 //go:noescape
 func dot4Q8F32AVX512(w *byte, x *float32, xstride, nblocks int, out *float32)
+
+//go:noescape
+func expSumAVX2(x *float32, n int, sub, scale float32, c *float32) float32
+
+//go:noescape
+func swigluAVX2(h, h2 *float32, n int, c *float32)

@@ -60,13 +60,16 @@ func testSIMDFamily(t *testing.T) {
 	for _, typ := range []DType{F32, F16, Q8_0} {
 		for range 40 {
 			cols := 1 + rng.IntN(300)
+			if rng.IntN(2) == 0 { // whole chunks: the tiled paths
+				cols = 16 * (1 + rng.IntN(12))
+			}
 			if typ == Q8_0 {
 				cols = Q8Block * (1 + rng.IntN(12))
 			}
 			rows, n := 1+rng.IntN(40), 1+rng.IntN(13)
 			w := randMatrix(t, rng, typ, rows, cols)
 			x := randVec(rng, n*cols)
-			scratch := make([]float32, scratchRows(cols)*cols)
+			scratch := make([]float32, scratchLen(cols))
 			want, got := make([]float32, n*rows), make([]float32, n*rows)
 			matmulRows(want, x, n, w, 0, rows, scratch)
 			matmulRowsFast(got, x, n, w, 0, rows, scratch)
@@ -147,6 +150,57 @@ func TestAttentionBlockKernels(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestExpSum: the SIMD softmax numerators match math.Exp to 2e-7 relative,
+// down to the clamp, and their sum to 1e-5.
+func TestExpSum(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no SIMD kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 7, 8, 9, 64, 1000} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.Float64()*300 - 280) // exp arguments from -210 to about 15
+		}
+		x[0] = 90 // a large positive argument: exp(49)
+		a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+		var sa, sb float32
+		withSIMD(false, func() { sa = expSum(a, 20, 0.7) })
+		withSIMD(true, func() { sb = expSum(b, 20, 0.7) })
+		for i := range a {
+			if d := math.Abs(float64(b[i]-a[i])) / math.Max(float64(a[i]), 1e-37); d > 2e-7 && a[i] > 1e-37 {
+				t.Fatalf("n=%d exp(%g): %g, want %g", n, (x[i]-20)*0.7, b[i], a[i])
+			}
+		}
+		if relErr(sb, sa) > 1e-5 {
+			t.Fatalf("n=%d sum %g, want %g", n, sb, sa)
+		}
+	}
+}
+
+// TestSwiGLU: the SIMD gate matches silu(h)*h2 to 1e-6 relative, over
+// arguments that saturate both ways.
+func TestSwiGLU(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no SIMD kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	h := make([]float32, 1003)
+	for i := range h {
+		h[i] = float32(rng.NormFloat64() * 30)
+	}
+	h[0], h[1], h[2] = 200, -200, 0
+	h2 := randVec(rng, len(h))
+	got := append([]float32(nil), h...)
+	swigluAVX2(&got[0], &h2[0], len(h)&^7, &expConsts[0][0])
+	for i := range len(h) &^ 7 {
+		want := silu(h[i]) * h2[i]
+		if d := math.Abs(float64(got[i] - want)); d > 1e-6*math.Max(1, math.Abs(float64(want))) {
+			t.Fatalf("swiglu(%g, %g) = %g, want %g", h[i], h2[i], got[i], want)
 		}
 	}
 }

@@ -107,13 +107,18 @@ func scratchRows(cols int) int {
 	return max(4, min(16, (128<<10)/(4*max(cols, 1)))&^3)
 }
 
+// scratchLen is the scratch a share needs for matrices of up to cols
+// columns: the dequantized rows, then four token rows for padding.
+func scratchLen(cols int) int { return (scratchRows(cols) + 4) * cols }
+
 // matmulRowsFast is matmulRows on the SIMD kernels, over blocks of
 // tokenBlock tokens and scratchRows rows: float weights in tiles of four (or
-// two) rows by four tokens, leftovers a row and a token at a time. Q8_0 rows
-// are dequantized into scratch first (exactly: an int8 times an fp16 scale
-// fits a float32) and then run as float32 rows. Every kernel sums a (row,
-// token) pair in the same order, so a token's output is bit-identical
-// whatever else is in the batch.
+// two) rows by four tokens. Q8_0 rows are dequantized into scratch first
+// (exactly: an int8 times an fp16 scale fits a float32) and then run as
+// float32 rows. The 1-3 tokens left after the groups of four are copied
+// into a group padded with copies of the last, rather than run a token at a
+// time. Every kernel sums a (row, token) pair in the same order, so a
+// token's output is bit-identical whatever else is in the batch.
 func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	rb := scratchRows(cols)
@@ -121,20 +126,34 @@ func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []fl
 		fusedQ8(out, x, n, w, lo, hi)
 		return
 	}
+	ws, pad := scratch[:rb*cols], scratch[rb*cols:(rb+4)*cols]
 	for tb := 0; tb < n; tb += tokenBlock {
 		te := min(tb+tokenBlock, n)
+		tm := te
+		if w.Type != F16 && fk.d44F32 != nil && cols%fk.width == 0 && te-tb > 4 && (te-tb)%4 != 0 {
+			tm = te - (te-tb)%4
+			for j := range 4 {
+				src := min(tm+j, te-1)
+				copy(pad[j*cols:(j+1)*cols], x[src*cols:(src+1)*cols])
+			}
+		}
 		for r0 := lo; r0 < hi; r0 += rb {
 			r1 := min(r0+rb, hi)
+			var wr []float32
 			switch w.Type {
 			case Q8_0:
 				bytes := Q8_0.RowBytes(cols)
-				ws := scratch[:(r1-r0)*cols]
-				dequantRows(&w.Data[r0*bytes], &ws[0], (r1-r0)*cols/Q8Block)
-				tileF32(out, x, ws, w.Rows, cols, r0, r1, tb, te)
+				wr = ws[:(r1-r0)*cols]
+				dequantRows(&w.Data[r0*bytes], &wr[0], (r1-r0)*cols/Q8Block)
 			case F32:
-				tileF32(out, x, w.f32[r0*cols:r1*cols], w.Rows, cols, r0, r1, tb, te)
+				wr = w.f32[r0*cols : r1*cols]
 			default:
 				tileF16(out, x, w, r0, r1, tb, te)
+				continue
+			}
+			tileF32(out[tb*w.Rows:], x[tb*cols:], tm-tb, tm-tb, wr, w.Rows, cols, r0, r1)
+			if tm < te {
+				tileF32(out[tm*w.Rows:], pad, 4, te-tm, wr, w.Rows, cols, r0, r1)
 			}
 		}
 	}
@@ -166,9 +185,10 @@ func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int) {
 	}
 }
 
-// tileF32 fills out for rows [r0, r1) and tokens [tb, te), ws holding those
-// rows (row r at (r-r0)*cols).
-func tileF32(out, x, ws []float32, rows, cols, r0, r1, tb, te int) {
+// tileF32 computes tokens 0..n-1 of x against rows [r0, r1), whose weights
+// ws holds (row r at (r-r0)*cols), and stores the first keep of them in out
+// (token t, row r at out[t*rows+r]).
+func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int) {
 	k := fk
 	main := cols &^ (k.width - 1)
 	one := func(r, t int) float32 {
@@ -183,14 +203,15 @@ func tileF32(out, x, ws []float32, rows, cols, r0, r1, tb, te int) {
 		return s
 	}
 	var res [16]float32
-	t := tb
-	for ; t+4 <= te && main > 0 && main == cols; t += 4 {
+	t := 0
+	for ; t+4 <= n && main > 0 && main == cols; t += 4 {
+		m := min(4, keep-t)
 		r := r0
 		if k.d44F32 != nil {
 			for ; r+4 <= r1; r += 4 {
 				k.d44F32(&ws[(r-r0)*cols], cols, &x[t*cols], cols, main, &res[0])
 				for i := range 4 {
-					for j := range 4 {
+					for j := range m {
 						out[(t+j)*rows+r+i] = res[4*i+j]
 					}
 				}
@@ -198,20 +219,20 @@ func tileF32(out, x, ws []float32, rows, cols, r0, r1, tb, te int) {
 		}
 		for ; r+2 <= r1; r += 2 {
 			k.d24F32(&ws[(r-r0)*cols], cols, &x[t*cols], cols, main, &res[0])
-			for j := range 4 {
+			for j := range m {
 				out[(t+j)*rows+r] = res[j]
 				out[(t+j)*rows+r+1] = res[4+j]
 			}
 		}
 		for ; r < r1; r++ {
-			for j := range 4 {
+			for j := range m {
 				out[(t+j)*rows+r] = one(r, t+j)
 			}
 		}
 	}
 	// Leftover tokens (all of a batch-1 decode) walk the rows one at a time,
 	// as do matrices whose width is not a multiple of the chunk (tiny models).
-	for ; t < te; t++ {
+	for ; t < keep; t++ {
 		for r := r0; r < r1; r++ {
 			out[t*rows+r] = one(r, t)
 		}

@@ -19,7 +19,7 @@ func BenchmarkMatmul(b *testing.B) {
 		for _, n := range []int{1, 8, 32} {
 			x := randVec(rng, n*cols)
 			out := make([]float32, n*rows)
-			scratch := make([]float32, scratchRows(cols)*cols)
+			scratch := make([]float32, scratchLen(cols))
 			b.Run(fmt.Sprintf("%v/batch%d", typ, n), func(b *testing.B) {
 				for b.Loop() {
 					matmulRange(out, x, n, w, 0, rows, scratch)

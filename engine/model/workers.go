@@ -28,6 +28,8 @@ type workers struct {
 	job    rangeJob
 	per    int
 	total  int
+	chunk  int          // > 0: shares claim chunks of this size from next
+	next   atomic.Int64 // the next unclaimed index of a chunked run
 	mu     sync.Mutex
 	cond   *sync.Cond
 	wg     sync.WaitGroup
@@ -54,9 +56,7 @@ func (w *workers) loop(id int) {
 		if w.closed.Load() {
 			return
 		}
-		if lo := id * w.per; lo < w.total {
-			w.job.do(id, lo, min(lo+w.per, w.total))
-		}
+		w.share(id)
 		w.left.Add(-1)
 	}
 }
@@ -91,17 +91,56 @@ func (w *workers) run(n, grain int, job rangeJob) {
 		job.do(0, 0, n)
 		return
 	}
-	w.job, w.per, w.total = job, (n+shares-1)/shares, n
+	w.job, w.per, w.total, w.chunk = job, (n+shares-1)/shares, n, 0
+	w.start()
+}
+
+// runChunked calls job over [0, n) in chunks of chunk items that the
+// threads claim as they go: for work whose items differ in cost (attention
+// over sequences of different lengths), where even shares would leave one
+// thread waiting for the other.
+func (w *workers) runChunked(n, chunk int, job rangeJob) {
+	if n <= 0 {
+		return
+	}
+	if n <= chunk || w.n == 1 {
+		job.do(0, 0, n)
+		return
+	}
+	w.job, w.total, w.chunk = job, n, chunk
+	w.next.Store(0)
+	w.start()
+}
+
+// start wakes the workers, runs share 0 on the caller, and waits for all.
+func (w *workers) start() {
 	w.left.Store(int32(w.n - 1))
 	w.mu.Lock()
 	w.gen.Add(1)
 	w.cond.Broadcast()
 	w.mu.Unlock()
-	job.do(0, 0, min(w.per, n))
+	w.share(0)
 	for w.left.Load() != 0 {
 		runtime.Gosched()
 	}
 	w.job = nil
+}
+
+// share runs thread id's part of the current job.
+func (w *workers) share(id int) {
+	if w.chunk == 0 {
+		if lo := id * w.per; lo < w.total {
+			w.job.do(id, lo, min(lo+w.per, w.total))
+		}
+		return
+	}
+	for {
+		lo := int(w.next.Add(int64(w.chunk))) - w.chunk
+		if lo >= w.total {
+			return
+		}
+		w.job.do(id, lo, min(lo+w.chunk, w.total))
+	}
 }
 
 // close stops the goroutines; the pool must not be used after.

@@ -1,0 +1,39 @@
+package model
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+// countJob counts how often each index is visited.
+type countJob struct{ seen []atomic.Int32 }
+
+func (j *countJob) do(_, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		j.seen[i].Add(1)
+	}
+}
+
+// TestWorkersCoverEachIndexOnce: even and chunked runs visit every index
+// exactly once, for sizes below, at and above a chunk and a thread count.
+func TestWorkersCoverEachIndexOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 3} {
+		w := newWorkers(threads)
+		for _, n := range []int{0, 1, 2, 5, 16, 17, 100, 1001} {
+			for _, chunk := range []int{0, 1, 3, 4, 64} {
+				j := &countJob{seen: make([]atomic.Int32, n)}
+				if chunk == 0 {
+					w.run(n, 4, j)
+				} else {
+					w.runChunked(n, chunk, j)
+				}
+				for i := range j.seen {
+					if got := j.seen[i].Load(); got != 1 {
+						t.Fatalf("threads %d n %d chunk %d: index %d visited %d times", threads, n, chunk, i, got)
+					}
+				}
+			}
+		}
+		w.close()
+	}
+}
