@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,6 +99,7 @@ func run(args []string, stdout io.Writer) error {
 	plot := fs.String("plot", "", "write an SVG plot of throughput, batch size and p95 latency over time")
 	seed := fs.Uint64("seed", 1, "trace seed")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	repeat := fs.Int("repeat", 1, "run the modes this many times, interleaved, and report each mode's median run (by throughput): a noisy machine then hits every mode alike")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -147,8 +149,8 @@ func run(args []string, stdout io.Writer) error {
 		"standard": {Share: 0.35},
 		"bulk":     {Share: 0.15},
 	}
-	results := map[string]modeResult{}
 	var order []string
+	configs := map[string]daemon.EngineConfig{}
 	for _, name := range strings.Split(*modes, ",") {
 		name = strings.TrimSpace(name)
 		mc := cfg
@@ -157,13 +159,23 @@ func run(args []string, stdout io.Writer) error {
 		} else if mc.Scheduler.Mode, err = engine.ParseMode(name); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "bench: %s: %d requests...\n", name, len(trace))
-		r, err := replay(mc, trace, targets, log)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		results[name] = r
+		configs[name] = mc
 		order = append(order, name)
+	}
+	runs := map[string][]modeResult{}
+	for rep := range max(*repeat, 1) {
+		for _, name := range order {
+			fmt.Fprintf(os.Stderr, "bench: %s: %d requests (run %d of %d)...\n", name, len(trace), rep+1, max(*repeat, 1))
+			r, err := replay(configs[name], trace, targets, log)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			runs[name] = append(runs[name], r)
+		}
+	}
+	results := map[string]modeResult{}
+	for name, rs := range runs {
+		results[name] = medianRun(rs)
 	}
 	if *plot != "" {
 		if err := writePlot(*plot, order, results); err != nil {
@@ -174,6 +186,9 @@ func run(args []string, stdout io.Writer) error {
 		return json.NewEncoder(stdout).Encode(map[string]any{"modes": results})
 	}
 	printTable(stdout, order, results)
+	if *repeat > 1 {
+		printRuns(stdout, order, runs)
+	}
 	if *plot != "" {
 		fmt.Fprintf(stdout, "plot: %s\n", *plot)
 	}
@@ -383,4 +398,37 @@ func printTable(w io.Writer, order []string, res map[string]modeResult) {
 				c.ThroughputTokS/s.ThroughputTokS, c.P95LatencyS/s.P95LatencyS)
 		}
 	}
+}
+
+// medianRun returns the run with the median throughput (the lower middle
+// one for an even count).
+func medianRun(rs []modeResult) modeResult {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b modeResult) int { return cmp.Compare(a.ThroughputTokS, b.ThroughputTokS) })
+	return sorted[(len(sorted)-1)/2]
+}
+
+// printRuns lists every run's throughput and, for static against
+// continuous, the ratios of the runs made back to back.
+func printRuns(w io.Writer, order []string, runs map[string][]modeResult) {
+	for _, name := range order {
+		fmt.Fprintf(w, "%-11s runs, tok/s:", name)
+		for _, r := range runs[name] {
+			fmt.Fprintf(w, " %.1f", r.ThroughputTokS)
+		}
+		fmt.Fprintln(w)
+	}
+	s, c := runs["static"], runs["continuous"]
+	if len(s) == 0 || len(s) != len(c) {
+		return
+	}
+	fmt.Fprint(w, "continuous vs static, run by run: throughput")
+	for i := range s {
+		fmt.Fprintf(w, " x%.2f", c[i].ThroughputTokS/s[i].ThroughputTokS)
+	}
+	fmt.Fprint(w, "; p95 latency")
+	for i := range s {
+		fmt.Fprintf(w, " x%.2f", c[i].P95LatencyS/s[i].P95LatencyS)
+	}
+	fmt.Fprintln(w)
 }
