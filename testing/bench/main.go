@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/testing/cpuprof"
 )
 
 func main() {
@@ -104,17 +104,11 @@ func run(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := cpuprof.Start(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	cfg.Scheduler.BatchWindow = *window
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := model.Load(cfg.Model, model.LoadOptions{Tokenizer: cfg.Tokenizer})

@@ -12,12 +12,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/testing/cpuprof"
 )
 
 type report struct {
@@ -56,17 +56,11 @@ func run() error {
 	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16 or f32")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := cpuprof.Start(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if *family != "" {
 		if err := model.UseFloatKernels(*family); err != nil {
 			return err
