@@ -151,8 +151,6 @@ func (b *CPU) grow(n int) {
 	b.tokPos = make([]int, n)
 }
 
-func roundUp(n, m int) int { return (n + m - 1) / m * m }
-
 func (b *CPU) check(batch *Batch) (int, error) {
 	total := 0
 	for i, s := range batch.Seqs {

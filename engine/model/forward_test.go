@@ -8,9 +8,10 @@ import (
 )
 
 // denseRef is a single-sequence forward pass over a dense [layer][position]
-// KV array. It shares the kernels (matmul, dot, norm, softmax, RoPE angles)
-// with the backend, so that any difference comes from paging, batching or
-// chunking; the goldens and the kernel tests check the kernels themselves.
+// KV array. It shares the matmul, norm and RoPE kernels with the backend
+// (attention and softmax are its own, in plain Go), so that a difference
+// comes from paging, batching, chunking or the attention kernels; the
+// goldens and the kernel tests check the kernels themselves.
 type denseRef struct {
 	m    *Model
 	k, v [][][]float32
@@ -64,7 +65,10 @@ func (r *denseRef) step(tok, pos int) []float32 {
 			}
 			softmax(scores)
 			for p := range scores {
-				vaxpy(scores[p], r.v[l][p][kv:kv+c.HeadDim], att[h*c.HeadDim:(h+1)*c.HeadDim])
+				out, v := att[h*c.HeadDim:(h+1)*c.HeadDim], r.v[l][p][kv:kv+c.HeadDim]
+				for i := range out {
+					out[i] += scores[p] * v[i]
+				}
 			}
 		}
 		o := row(L.Wo, att)
@@ -203,5 +207,22 @@ func TestRopeNeoXMatchesReference(t *testing.T) {
 	// the reference's math.Exp, and the difference grows through the layers.
 	if d := maxAbsDiff(logits[0], want); d > 5e-5 {
 		t.Fatalf("neox logits differ by %g", d)
+	}
+}
+
+// softmax normalizes x in place, in float64 exp: the reference's own.
+func softmax(x []float32) {
+	mx := x[0]
+	for _, v := range x[1:] {
+		mx = max(mx, v)
+	}
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += e
+	}
+	for i := range x {
+		x[i] /= sum
 	}
 }

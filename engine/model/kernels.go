@@ -129,21 +129,4 @@ func (t *ropeTable) rope(c Config, vec []float32, heads, pos int) {
 	}
 }
 
-func softmax(x []float32) {
-	mx := x[0]
-	for _, v := range x[1:] {
-		mx = max(mx, v)
-	}
-	var sum float32
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += e
-	}
-	inv := 1 / sum
-	for i := range x {
-		x[i] *= inv
-	}
-}
-
 func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }

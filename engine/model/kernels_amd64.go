@@ -44,9 +44,6 @@ func dot4x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *f
 func dequantQ8AVX2(src *byte, dst *float32, nblocks int)
 
 //go:noescape
-func axpyF32AVX2(a float32, x, y *float32, n int)
-
-//go:noescape
 func fmaPeakAVX2(iters int)
 
 //go:noescape

@@ -221,32 +221,6 @@ d11F16_done:
 	VZEROUPPER
 	RET
 
-// func axpyF32AVX2(a float32, x, y *float32, n int)
-// y += a*x; n is a multiple of 16.
-TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
-	VBROADCASTSS a+0(FP), Y0
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	MOVQ n+24(FP), CX
-	SHRQ $4, CX
-	JZ   axpy_done
-
-axpy_loop:
-	VMOVUPS (DI), Y1
-	VMOVUPS 32(DI), Y2
-	VFMADD231PS (SI), Y0, Y1
-	VFMADD231PS 32(SI), Y0, Y2
-	VMOVUPS Y1, (DI)
-	VMOVUPS Y2, 32(DI)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	DECQ CX
-	JNZ  axpy_loop
-
-axpy_done:
-	VZEROUPPER
-	RET
-
 // func fmaPeakAVX2(iters int)
 // 10 independent FMA chains on registers: 160 flops per iteration.
 TEXT ·fmaPeakAVX2(SB), NOSPLIT, $0-8

@@ -30,7 +30,6 @@ func dot4x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *f
 	panic("no simd")
 }
 func dequantQ8AVX2(src *byte, dst *float32, nblocks int) { panic("no simd") }
-func axpyF32AVX2(a float32, x, y *float32, n int)        { panic("no simd") }
 func fmaPeakAVX2(iters int)                              { panic("no simd") }
 
 func attnDotsAVX2(q, k *float32, kstride, hd, n int, out *float32)  { panic("no simd") }

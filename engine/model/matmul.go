@@ -78,20 +78,6 @@ func vdot(a, b []float32) float32 {
 	return s
 }
 
-// vaxpy computes y += a*x.
-func vaxpy(a float32, x, y []float32) {
-	n := len(x) &^ 15
-	y = y[:len(x)]
-	if useSIMD && n > 0 {
-		axpyF32AVX2(a, &x[0], &y[0], n)
-	} else {
-		n = 0
-	}
-	for i := n; i < len(x); i++ {
-		y[i] += a * x[i]
-	}
-}
-
 // dequantRows is the Q8_0 dequantizer of the CPU's widest family.
 var dequantRows = func() func(src *byte, dst *float32, nblocks int) {
 	if haveAVX512 {
