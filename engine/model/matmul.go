@@ -17,14 +17,15 @@ type floatKernels struct {
 	d24F16 func(w *uint16, wstride int, x *float32, xstride, n int, out *float32)
 	d1F16  func(w *uint16, x *float32, n int) float32
 	// Fused Q8_0 kernels in d1F32's order, for small batches; nil: none.
-	q8d1 func(w *byte, x *float32, nblocks int) float32
-	q8d4 func(w *byte, x *float32, xstride, nblocks int, out *float32)
+	q8d1  func(w *byte, x *float32, nblocks int) float32
+	q8d4  func(w *byte, x *float32, xstride, nblocks int, out *float32)     // a row, four tokens
+	q8d4r func(w *byte, wstride int, x *float32, nblocks int, out *float32) // four rows, a token
 }
 
 var (
-	avx2Float   = floatKernels{"avx2", 8, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2, nil, nil}
+	avx2Float   = floatKernels{"avx2", 8, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2, nil, nil, nil}
 	avx512Float = floatKernels{"avx512", 16, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
-		dot1F16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512}
+		dot1F16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
 )
 
 // fk is the float family in use: AVX-512 where the CPU has it.
@@ -150,23 +151,37 @@ func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []fl
 // pass over memory that the scratch costs.
 const fusedQ8Below = 8
 
-// fusedQ8 is matmulRowsFast for Q8_0 weights and a small batch: a row by
-// four tokens at a time, then a row by one.
+// fusedQ8 is matmulRowsFast for Q8_0 weights and a small batch, four rows
+// at a time (held in cache meanwhile): each row against the groups of four
+// tokens, then the four rows against each token left over.
 func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int) {
 	cols, rows, k := w.Cols, w.Rows, fk
 	bytes, nb := Q8_0.RowBytes(cols), cols/Q8Block
+	full := n &^ 3
 	var res [4]float32
-	for r := lo; r < hi; r++ {
-		row := w.Data[r*bytes : (r+1)*bytes]
-		t := 0
-		for ; t+4 <= n; t += 4 {
-			k.q8d4(&row[0], &x[t*cols], cols, nb, &res[0])
-			for j := range 4 {
-				out[(t+j)*rows+r] = res[j]
+	r := lo
+	for ; r < hi; r += 4 {
+		nr := min(4, hi-r)
+		for i := range nr {
+			row := w.Data[(r+i)*bytes : (r+i+1)*bytes]
+			for t := 0; t < full; t += 4 {
+				k.q8d4(&row[0], &x[t*cols], cols, nb, &res[0])
+				for j := range 4 {
+					out[(t+j)*rows+r+i] = res[j]
+				}
 			}
 		}
-		for ; t < n; t++ {
-			out[t*rows+r] = k.q8d1(&row[0], &x[t*cols], nb)
+		for t := full; t < n; t++ {
+			if nr == 4 {
+				k.q8d4r(&w.Data[r*bytes], bytes, &x[t*cols], nb, &res[0])
+				for i := range 4 {
+					out[t*rows+r+i] = res[i]
+				}
+				continue
+			}
+			for i := range nr {
+				out[t*rows+r+i] = k.q8d1(&w.Data[(r+i)*bytes], &x[t*cols], nb)
+			}
 		}
 	}
 }
