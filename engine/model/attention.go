@@ -52,13 +52,13 @@ func (j *attnJob) do(share, lo, hi int) {
 			vc.accum(scores[p0:min(p0+bs, pos+1)], blocks[p0/bs]*bs*KV+kvOff, KV, out)
 		}
 		inv := 1 / sum
-		for i := range out {
-			out[i] *= inv
+		for k := range out {
+			out[k] *= inv
 		}
 	}
 }
 
-// expConsts are expSumAVX2's constants, each repeated across a vector:
+// expConsts are the constants of EXP_Y0 (exp_amd64.h), each repeated across a vector:
 // log2(e), ln(2) in two parts, the polynomial, 1, the clamps (exp of less
 // underflows, of more overflows), and the exponent bias as int32 bits.
 var expConsts = func() (c [13][8]float32) {

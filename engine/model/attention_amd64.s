@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "exp_amd64.h"
 
 // Attention kernels (AVX2 + FMA + F16C): a KV block's scores, its share of
 // the weighted sum, the F16 store, and softmax's exponentials.
@@ -346,9 +347,7 @@ tof16_done:
 
 // func expSumAVX2(x *float32, n int, sub, scale float32, c *float32) float32
 // x[i] = exp((x[i]-sub)*scale) for i < n (a multiple of 8), returning the
-// sum: softmax's numerators. exp is Cephes' expf: round to a power of two,
-// a degree-5 polynomial on the remainder. c holds its constants, 8 each
-// (see expConsts).
+// sum: softmax's numerators (EXP_Y0, exp_amd64.h; c is &expConsts).
 TEXT ·expSumAVX2(SB), NOSPLIT, $0-36
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), CX
@@ -364,23 +363,7 @@ exps_loop:
 	VSUBPS Y15, Y0, Y0
 	VMULPS Y14, Y0, Y0
 	VMAXPS 320(R8), Y0, Y0
-	VMULPS (R8), Y0, Y1
-	VROUNDPS $0, Y1, Y1
-	VFNMADD231PS 32(R8), Y1, Y0
-	VFNMADD231PS 64(R8), Y1, Y0
-	VMOVUPS 96(R8), Y2
-	VFMADD213PS 128(R8), Y0, Y2
-	VFMADD213PS 160(R8), Y0, Y2
-	VFMADD213PS 192(R8), Y0, Y2
-	VFMADD213PS 224(R8), Y0, Y2
-	VFMADD213PS 256(R8), Y0, Y2
-	VMULPS Y0, Y0, Y3
-	VFMADD213PS Y0, Y3, Y2
-	VADDPS 288(R8), Y2, Y2
-	VCVTPS2DQ Y1, Y1
-	VPADDD 352(R8), Y1, Y1
-	VPSLLD $23, Y1, Y1
-	VMULPS Y1, Y2, Y2
+	EXP_Y0(R8)
 	VMOVUPS Y2, (DI)
 	VADDPS Y2, Y4, Y4
 	ADDQ $32, DI

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "exp_amd64.h"
 
 // AVX2 + FMA (+ F16C) kernels. Lengths are multiples of the unroll (the Go
 // wrappers do the tails); loads are unaligned. Go's operand order is the
@@ -296,7 +297,7 @@ deq_done:
 
 // func swigluAVX2(h, h2 *float32, n int, c *float32)
 // h[i] = silu(h[i]) * h2[i] = h/(1+exp(-h)) * h2, for i < n (a multiple of
-// 8), with expSumAVX2's exp (its argument also clamped above, at 88).
+// 8), with EXP_Y0 (its argument also clamped above, at 88).
 TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
 	MOVQ h+0(FP), DI
 	MOVQ h2+8(FP), SI
@@ -311,23 +312,7 @@ swiglu_loop:
 	VSUBPS Y5, Y15, Y0
 	VMINPS 384(R8), Y0, Y0
 	VMAXPS 320(R8), Y0, Y0
-	VMULPS (R8), Y0, Y1
-	VROUNDPS $0, Y1, Y1
-	VFNMADD231PS 32(R8), Y1, Y0
-	VFNMADD231PS 64(R8), Y1, Y0
-	VMOVUPS 96(R8), Y2
-	VFMADD213PS 128(R8), Y0, Y2
-	VFMADD213PS 160(R8), Y0, Y2
-	VFMADD213PS 192(R8), Y0, Y2
-	VFMADD213PS 224(R8), Y0, Y2
-	VFMADD213PS 256(R8), Y0, Y2
-	VMULPS Y0, Y0, Y3
-	VFMADD213PS Y0, Y3, Y2
-	VADDPS 288(R8), Y2, Y2
-	VCVTPS2DQ Y1, Y1
-	VPADDD 352(R8), Y1, Y1
-	VPSLLD $23, Y1, Y1
-	VMULPS Y1, Y2, Y2
+	EXP_Y0(R8)
 	VADDPS 288(R8), Y2, Y2
 	VDIVPS Y2, Y5, Y5
 	VMULPS (SI), Y5, Y5
