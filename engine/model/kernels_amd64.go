@@ -78,3 +78,9 @@ func swigluAVX2(h, h2 *float32, n int, c *float32)
 
 //go:noescape
 func dot4rQ8F32AVX512(w *byte, wstride int, x *float32, nblocks int, out *float32)
+
+//go:noescape
+func dot1Q8F32AVX2(w *byte, x *float32, nblocks int) float32
+
+//go:noescape
+func dot4Q8F32AVX2(w *byte, x *float32, xstride, nblocks int, out *float32)

@@ -48,3 +48,7 @@ func swigluAVX2(h, h2 *float32, n int, c *float32)                         { pan
 func dot4rQ8F32AVX512(w *byte, wstride int, x *float32, nblocks int, out *float32) {
 	panic("no simd")
 }
+func dot1Q8F32AVX2(w *byte, x *float32, nblocks int) float32 { panic("no simd") }
+func dot4Q8F32AVX2(w *byte, x *float32, xstride, nblocks int, out *float32) {
+	panic("no simd")
+}

@@ -16,14 +16,15 @@ type floatKernels struct {
 	d1F32  func(w, x *float32, n int) float32
 	d24F16 func(w *uint16, wstride int, x *float32, xstride, n int, out *float32)
 	d1F16  func(w *uint16, x *float32, n int) float32
-	// Fused Q8_0 kernels in d1F32's order, for small batches; nil: none.
+	// Fused Q8_0 kernels in d1F32's order, for small batches.
 	q8d1  func(w *byte, x *float32, nblocks int) float32
 	q8d4  func(w *byte, x *float32, xstride, nblocks int, out *float32)     // a row, four tokens
-	q8d4r func(w *byte, wstride int, x *float32, nblocks int, out *float32) // four rows, a token
+	q8d4r func(w *byte, wstride int, x *float32, nblocks int, out *float32) // four rows, a token; nil: none
 }
 
 var (
-	avx2Float   = floatKernels{"avx2", 8, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2, nil, nil, nil}
+	avx2Float = floatKernels{"avx2", 8, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2,
+		dot1Q8F32AVX2, dot4Q8F32AVX2, nil}
 	avx512Float = floatKernels{"avx512", 16, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
 		dot1F16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
 )
@@ -109,7 +110,7 @@ func scratchLen(cols int) int { return (scratchRows(cols) + 4) * cols }
 func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	rb := scratchRows(cols)
-	if w.Type == Q8_0 && n < fusedQ8Below && fk.q8d1 != nil {
+	if w.Type == Q8_0 && n < fusedQ8Below {
 		fusedQ8(out, x, n, w, lo, hi)
 		return
 	}
@@ -172,7 +173,7 @@ func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int) {
 			}
 		}
 		for t := full; t < n; t++ {
-			if nr == 4 {
+			if nr == 4 && k.q8d4r != nil {
 				k.q8d4r(&w.Data[r*bytes], bytes, &x[t*cols], nb, &res[0])
 				for i := range 4 {
 					out[t*rows+r+i] = res[i]
