@@ -64,7 +64,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		fwdStart := e.now()
 		logits, err := e.backend.Forward(batch)
 		now = e.now()
-		e.busy += now.Sub(fwdStart)
+		fwd := now.Sub(fwdStart)
+		e.busy += fwd
 		if err != nil {
 			e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
 			for _, sc := range step.Seqs {
@@ -92,7 +93,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		e.mu.Lock()
-		e.rec.step(now, len(step.Seqs), prompt, generated)
+		e.rec.step(now, len(step.Seqs), step.Tokens, prompt, generated, fwd)
 		e.mu.Unlock()
 		e.obs.Step(len(step.Seqs), step.Tokens)
 		e.publish()

@@ -37,10 +37,15 @@ type Stats struct {
 	PrefixHits    uint64 `json:"prefix_cache_hits"`    // of those, found cached
 	Preemptions   uint64 `json:"preemptions"`
 
-	Steps           uint64  `json:"steps"`
-	PromptTokens    uint64  `json:"prompt_tokens"`    // prompt tokens computed (cache hits excluded)
-	GeneratedTokens uint64  `json:"generated_tokens"` // tokens sampled
-	TokensPerSec    float64 `json:"tokens_per_sec"`   // generated, over the last 10 s
+	Steps           uint64 `json:"steps"`
+	PromptTokens    uint64 `json:"prompt_tokens"`    // prompt tokens computed (cache hits excluded)
+	GeneratedTokens uint64 `json:"generated_tokens"` // tokens sampled
+	// ForwardTokens counts every token run through the model (prompt chunks,
+	// decodes, padded rows) and ForwardSeconds the time spent in those passes:
+	// their ratio is the model's raw speed, apart from the scheduling.
+	ForwardTokens  uint64  `json:"forward_tokens"`
+	ForwardSeconds float64 `json:"forward_seconds"`
+	TokensPerSec   float64 `json:"tokens_per_sec"` // generated, over the last 10 s
 
 	// BatchSizes counts steps by how many sequences they ran, in power-of-two
 	// buckets: [1], [2,3], [4,7], ... ; MeanBatchSize averages all steps.
@@ -123,6 +128,8 @@ func (w *window) dist() Dist {
 // recorder accumulates the loop's figures; the engine guards it with its mutex.
 type recorder struct {
 	steps, promptTokens, generated uint64
+	forwardTokens                  uint64
+	forward                        time.Duration
 	batchSizes                     []uint64
 	seqSum                         uint64
 	submitted, rejected            uint64
@@ -139,8 +146,10 @@ type ratePoint struct {
 	generated uint64
 }
 
-func (r *recorder) step(now time.Time, seqs, prompt, generated int) {
+func (r *recorder) step(now time.Time, seqs, tokens, prompt, generated int, fwd time.Duration) {
 	r.steps++
+	r.forwardTokens += uint64(tokens)
+	r.forward += fwd
 	r.promptTokens += uint64(prompt)
 	r.generated += uint64(generated)
 	r.seqSum += uint64(seqs)
@@ -169,6 +178,7 @@ func (r *recorder) finish(reason FinishReason) {
 
 func (r *recorder) fill(s *Stats, now time.Time) {
 	s.Steps, s.PromptTokens, s.GeneratedTokens = r.steps, r.promptTokens, r.generated
+	s.ForwardTokens, s.ForwardSeconds = r.forwardTokens, r.forward.Seconds()
 	s.BatchSizes = slices.Clone(r.batchSizes)
 	if r.steps > 0 {
 		s.MeanBatchSize = float64(r.seqSum) / float64(r.steps)

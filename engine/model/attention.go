@@ -1,6 +1,12 @@
 package model
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
+
+// ahead is how many KV blocks attention prefetches ahead of the one it reads.
+const ahead = 2
 
 // attnJob is one layer's attention split by (token, head) across the pool.
 type attnJob struct {
@@ -21,35 +27,53 @@ func (b *CPU) attention(l int, batch *Batch, n int) {
 	b.attn.batch = nil
 }
 
-// do walks the sequence's KV a block at a time: a block's positions sit at
-// a fixed stride (KVDim), so one kernel call covers all of them.
+// do walks the sequence's KV a block at a time. A block stores each KV head's
+// positions contiguously (see kvLayer), so one kernel call streams them, and
+// the block after next is prefetched meanwhile: blocks are scattered, and
+// without it the loads wait on memory one block at a time.
 func (j *attnJob) do(share, lo, hi int) {
 	b, c := j.b, j.b.c
 	hd, KV, group, bs := c.HeadDim, c.KVDim(), c.Heads/c.KVHeads, j.b.blockSize
+	span := bs * hd // one head's slice of a block
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	kc, vc := b.k[j.l], b.v[j.l]
 	for i := lo; i < hi; i++ {
 		t, h := i/c.Heads, i%c.Heads
 		pos := b.tokPos[t]
-		blocks := j.batch.Seqs[b.tokSeq[t]].Blocks
+		blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
 		q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
-		kvOff := (h / group) * hd
+		kvOff := (h / group) * span
 		if cap(j.scores[share]) < pos+1 {
 			j.scores[share] = make([]float32, pos+1, c.Context)
 		}
 		scores := j.scores[share][:pos+1]
-		for p0 := 0; p0 <= pos; p0 += bs {
-			kc.dots(q, blocks[p0/bs]*bs*KV+kvOff, KV, min(bs, pos+1-p0), scores[p0:])
+		at := func(bi int) int { return blocks[bi]*bs*KV + kvOff }
+		for bi := range min(ahead, len(blocks)) {
+			kc.prefetch(at(bi), span)
+		}
+		for bi, p0 := 0, 0; p0 <= pos; bi, p0 = bi+1, p0+bs {
+			if bi+ahead < len(blocks) {
+				kc.prefetch(at(bi+ahead), span)
+			}
+			kc.dots(q, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
+		}
+		for bi := range min(ahead, len(blocks)) {
+			vc.prefetch(at(bi), span)
 		}
 		mx := scores[0]
 		for _, s := range scores[1:] {
-			mx = max(mx, s)
+			if s > mx { // not max(): its NaN handling made this loop cost half the dot products
+				mx = s
+			}
 		}
 		sum := expSum(scores, mx, scale) // softmax, its 1/sum applied to the output
 		out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 		clear(out)
-		for p0 := 0; p0 <= pos; p0 += bs {
-			vc.accum(scores[p0:min(p0+bs, pos+1)], blocks[p0/bs]*bs*KV+kvOff, KV, out)
+		for bi, p0 := 0, 0; p0 <= pos; bi, p0 = bi+1, p0+bs {
+			if bi+ahead < len(blocks) {
+				vc.prefetch(at(bi+ahead), span)
+			}
+			vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out)
 		}
 		inv := 1 / sum
 		for k := range out {
@@ -90,8 +114,10 @@ func expSum(x []float32, sub, scale float32) float32 {
 	return sum
 }
 
-// kvLayer is one layer's K or V store, slot-major (slot*KVDim + column),
-// in float32 or half floats.
+// kvLayer is one layer's K or V store, in float32 or half floats. A block
+// holds its KV heads one after another, each head's positions contiguous
+// ((block*KVHeads + head)*blockSize + position)*HeadDim, so that attention,
+// which runs per head, reads memory in sequence and not at a stride.
 type kvLayer struct {
 	f32 []float32
 	f16 []uint16
@@ -120,6 +146,18 @@ func (s kvLayer) put(off int, src []float32) {
 	for i := n; i < len(src); i++ {
 		dst[i] = F32ToF16(src[i])
 	}
+}
+
+// prefetch hints the n elements at off into cache.
+func (s kvLayer) prefetch(off, n int) {
+	if !useSIMD {
+		return
+	}
+	if s.f16 == nil {
+		prefetchT0((*byte)(unsafe.Pointer(&s.f32[off : off+n][0])), 4*n)
+		return
+	}
+	prefetchT0((*byte)(unsafe.Pointer(&s.f16[off : off+n][0])), 2*n)
 }
 
 // dots sets out[j] = q . row j for j < n, row j starting at off + j*stride:

@@ -378,3 +378,18 @@ exps_done:
 	VMOVSS X4, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func prefetchT0(p *byte, n int)
+// Hints the n bytes from p into cache, a line at a time: KV blocks are
+// scattered, so the hardware prefetcher cannot run ahead across them.
+TEXT ·prefetchT0(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	ADDQ SI, CX
+
+pf_loop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JLT  pf_loop
+	RET

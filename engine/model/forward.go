@@ -59,6 +59,8 @@ type CPU struct {
 	ffn                swigluJob
 	norm               normJob
 	attn               attnJob
+	store              storeJob
+	touch              touchJob
 }
 
 // ParseKVType parses a KV cache type name: "f16" (also "") or "f32".
@@ -108,6 +110,9 @@ func (b *CPU) Release(weights bool) error {
 }
 
 // Restore reallocates the KV store after Release; its contents are zero.
+// Its pages are touched here, as llama.cpp clears its KV buffer: the memory
+// is committed before serving, and steps do not stall on first-touch page
+// faults (the LRU free list spreads use over every block).
 func (b *CPU) Restore() error {
 	if b.k != nil {
 		return nil
@@ -117,6 +122,9 @@ func (b *CPU) Restore() error {
 		b.k = append(b.k, newKVLayer(b.kvType, slots))
 		b.v = append(b.v, newKVLayer(b.kvType, slots))
 	}
+	b.touch = touchJob{layers: append(b.k, b.v...)}
+	b.pool.run(len(b.touch.layers), 1, &b.touch)
+	b.touch.layers = nil
 	return nil
 }
 
@@ -203,37 +211,31 @@ func (b *CPU) Forward(batch *Batch) ([][]float32, error) {
 	return b.classify(batch, n), nil
 }
 
+// layer runs one transformer block. Its two residual adds are folded into
+// the RMS norms that follow them, so that they run on the pool: the FFN's
+// output is left in xb, added by the next layer's norm or by classify.
 func (b *CPU) layer(l int, batch *Batch, n int) {
 	c, L := b.c, &b.m.Layers[l]
-	D, KV := c.Dim, c.KVDim()
-	b.normalize(b.x, L.AttnNorm, b.xb, n, D)
-	b.matmul(b.xb, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
-	for t := range n {
-		pos := b.tokPos[t]
-		b.rope.rope(c, b.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, pos)
-		b.rope.rope(c, b.kk[t*KV:(t+1)*KV], c.KVHeads, pos)
-		blocks := batch.Seqs[b.tokSeq[t]].Blocks
-		slot := blocks[pos/b.blockSize]*b.blockSize + pos%b.blockSize
-		b.k[l].put(slot*KV, b.kk[t*KV:(t+1)*KV])
-		b.v[l].put(slot*KV, b.vv[t*KV:(t+1)*KV])
+	var pending []float32
+	if l > 0 {
+		pending = b.xb
 	}
+	b.normalize(b.x, pending, L.AttnNorm, b.xb, n)
+	b.matmul(b.xb, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
+	b.store = storeJob{b: b, l: l, batch: batch}
+	b.pool.run(n, 4, &b.store)
 	b.attention(l, batch, n)
 	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
-	for i := range n * D {
-		b.x[i] += b.xb[i]
-	}
-	b.normalize(b.x, L.FFNNorm, b.xb, n, D)
+	b.normalize(b.x, b.xb, L.FFNNorm, b.xb, n)
 	b.ffn = swigluJob{x: b.xb, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2, scratch: b.scratch}
 	b.pool.run(c.FFN, 16, &b.ffn)
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
-	for i := range n * D {
-		b.x[i] += b.xb[i]
-	}
 }
 
-// normalize RMS-normalizes n rows of src into dst.
-func (b *CPU) normalize(src, norm, dst []float32, n, cols int) {
-	b.norm = normJob{src: src, norm: norm, dst: dst, cols: cols, eps: b.c.RMSEps}
+// normalize adds add (if not nil) into the token rows of x, then writes
+// their RMS norms to dst; dst may be add.
+func (b *CPU) normalize(x, add, norm, dst []float32, n int) {
+	b.norm = normJob{x: x, add: add, norm: norm, dst: dst, cols: b.c.Dim, eps: b.c.RMSEps}
 	b.pool.run(n, 1, &b.norm)
 }
 
@@ -272,7 +274,11 @@ func (b *CPU) classify(batch *Batch, n int) [][]float32 {
 			b.out = append(b.out, nil)
 			continue
 		}
-		rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], b.x[(t-1)*c.Dim:t*c.Dim], b.m.OutNorm, c.RMSEps)
+		x := b.x[(t-1)*c.Dim : t*c.Dim]
+		for i, v := range b.xb[(t-1)*c.Dim : t*c.Dim] { // the last layer's pending residual
+			x[i] += v
+		}
+		rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
 		b.out = append(b.out, b.logits[r*c.Vocab:(r+1)*c.Vocab])
 		r++
 	}

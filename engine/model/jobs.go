@@ -65,16 +65,74 @@ func (j *swigluJob) do(share, lo, hi int) {
 	}
 }
 
-// normJob RMS-normalizes token rows.
+// normJob adds the residual add (if any) into token rows of x, then
+// RMS-normalizes them into dst.
 type normJob struct {
-	src, norm, dst []float32
-	cols           int
-	eps            float32
+	x, add, norm, dst []float32
+	cols              int
+	eps               float32
 }
 
 func (j *normJob) do(_, lo, hi int) {
 	c := j.cols
 	for t := lo; t < hi; t++ {
-		rmsnorm(j.dst[t*c:(t+1)*c], j.src[t*c:(t+1)*c], j.norm, j.eps)
+		x := j.x[t*c : (t+1)*c]
+		if j.add != nil {
+			for i, v := range j.add[t*c : (t+1)*c] {
+				x[i] += v
+			}
+		}
+		rmsnorm(j.dst[t*c:(t+1)*c], x, j.norm, j.eps)
+	}
+}
+
+// storeJob rotates each token's q and k (RoPE) and writes its K and V into
+// the paged cache, per head at the layout kvLayer gives.
+type storeJob struct {
+	b     *CPU
+	l     int
+	batch *Batch
+}
+
+func (j *storeJob) do(_, lo, hi int) {
+	b, c := j.b, j.b.c
+	KV, hd, bs := c.KVDim(), c.HeadDim, b.blockSize
+	kc, vc := b.k[j.l], b.v[j.l]
+	slot := func(t int) int {
+		pos := b.tokPos[t]
+		return j.batch.Seqs[b.tokSeq[t]].Blocks[pos/bs]*bs*KV + pos%bs*hd
+	}
+	// The slots are cold: ask for all their lines first, so that the
+	// stores below do not wait on memory one line at a time.
+	for t := lo; t < hi; t++ {
+		off := slot(t)
+		for h := range c.KVHeads {
+			kc.prefetch(off+h*bs*hd, hd)
+			vc.prefetch(off+h*bs*hd, hd)
+		}
+	}
+	for t := lo; t < hi; t++ {
+		pos, off := b.tokPos[t], slot(t)
+		b.rope.rope(c, b.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, pos)
+		b.rope.rope(c, b.kk[t*KV:(t+1)*KV], c.KVHeads, pos)
+		for h := range c.KVHeads {
+			kc.put(off+h*bs*hd, b.kk[t*KV+h*hd:t*KV+(h+1)*hd])
+			vc.put(off+h*bs*hd, b.vv[t*KV+h*hd:t*KV+(h+1)*hd])
+		}
+	}
+}
+
+// touchJob writes one element per page of each KV layer, faulting it in.
+type touchJob struct{ layers []kvLayer }
+
+func (j *touchJob) do(_, lo, hi int) {
+	const page = 4096
+	for _, s := range j.layers[lo:hi] {
+		for i := 0; i < len(s.f32); i += page / 4 {
+			s.f32[i] = 0
+		}
+		for i := 0; i < len(s.f16); i += page / 2 {
+			s.f16[i] = 0
+		}
 	}
 }

@@ -59,6 +59,9 @@ func attnDotsF16AVX2(q *float32, k *uint16, kstride, hd, n int, out *float32)
 func attnAccumF16AVX2(p *float32, v *uint16, vstride, hd, n int, out *float32)
 
 //go:noescape
+func prefetchT0(p *byte, n int)
+
+//go:noescape
 func toF16AVX2(src *float32, dst *uint16, n int)
 
 //go:noescape

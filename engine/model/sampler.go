@@ -128,10 +128,13 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 
 // Argmax returns the index of the largest value, the lowest on a tie.
 func Argmax(x []float32) int {
-	best := 0
+	if len(x) == 0 {
+		return 0
+	}
+	best, bv := 0, x[0]
 	for i, v := range x {
-		if v > x[best] {
-			best = i
+		if v > bv {
+			best, bv = i, v
 		}
 	}
 	return best

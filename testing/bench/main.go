@@ -51,6 +51,11 @@ type modeResult struct {
 	MeanBatchSize   float64 `json:"mean_batch_size"`
 	PeakKVUsage     float64 `json:"peak_kv_usage"`
 	Preemptions     uint64  `json:"preemptions"`
+	// The model's raw work: steps, tokens run through it (padding included)
+	// and those tokens per second of forward time.
+	Steps            uint64  `json:"steps"`
+	ForwardTokens    uint64  `json:"forward_tokens"`
+	ForwardTokPerSec float64 `json:"forward_tok_s"`
 	// Per channel, for channel-tagged traces.
 	Channels map[string]channelResult `json:"channels,omitempty"`
 	// Series samples the run over time, for plots.
@@ -340,6 +345,10 @@ func replay(cfg daemon.EngineConfig, trace []traceReq, targets map[string]time.D
 	r.MeanLatencyS, r.P50LatencyS, r.P95LatencyS, r.P99LatencyS = mean(lat), pct(lat, 0.5), pct(lat, 0.95), pct(lat, 0.99)
 	r.TTFTP50S, r.TTFTP95S = pct(ttft, 0.5), pct(ttft, 0.95)
 	r.MeanBatchSize, r.PeakKVUsage, r.Preemptions = st.MeanBatchSize, max(peak, st.KVUsage), st.Preemptions
+	r.Steps, r.ForwardTokens = st.Steps, st.ForwardTokens
+	if st.ForwardSeconds > 0 {
+		r.ForwardTokPerSec = float64(st.ForwardTokens) / st.ForwardSeconds
+	}
 	return r, nil
 }
 
