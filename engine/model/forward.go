@@ -88,7 +88,18 @@ func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
 	c := m.Config
 	b := &CPU{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType,
 		rope: newRopeTable(c, c.Context), pool: newWorkers(o.Threads)}
-	return b, b.Restore()
+	if err := b.Restore(); err != nil {
+		return nil, err
+	}
+	// Touch every KV page now, as llama.cpp clears its KV buffer: the memory
+	// is committed before serving, and steps do not stall on first-touch
+	// faults (the LRU free list spreads use over every block). A wake from
+	// idle sleep (Restore) skips this, so the request that woke it waits
+	// only for the pages it uses.
+	b.touch = touchJob{layers: append(b.k[:len(b.k):len(b.k)], b.v...)}
+	b.pool.run(len(b.touch.layers), 1, &b.touch)
+	b.touch.layers = nil
+	return b, nil
 }
 
 // Model returns the model the backend runs.
@@ -110,9 +121,6 @@ func (b *CPU) Release(weights bool) error {
 }
 
 // Restore reallocates the KV store after Release; its contents are zero.
-// Its pages are touched here, as llama.cpp clears its KV buffer: the memory
-// is committed before serving, and steps do not stall on first-touch page
-// faults (the LRU free list spreads use over every block).
 func (b *CPU) Restore() error {
 	if b.k != nil {
 		return nil
@@ -122,9 +130,6 @@ func (b *CPU) Restore() error {
 		b.k = append(b.k, newKVLayer(b.kvType, slots))
 		b.v = append(b.v, newKVLayer(b.kvType, slots))
 	}
-	b.touch = touchJob{layers: append(b.k, b.v...)}
-	b.pool.run(len(b.touch.layers), 1, &b.touch)
-	b.touch.layers = nil
 	return nil
 }
 

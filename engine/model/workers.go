@@ -20,10 +20,17 @@ const spinFor = 200 * time.Microsecond
 
 // workers is a persistent pool that splits index ranges across threads. The
 // caller runs share 0 itself. run is called from one goroutine at a time.
+//
+// Shares are claimed, not assigned: a worker that has not woken by the time
+// the caller is done with its own share finds it taken, because the caller
+// runs every unclaimed share itself. On a shared machine, where the OS may
+// not run a worker thread for a whole time slice, a step then never waits
+// for a thread that has not started.
 type workers struct {
 	n      int
-	gen    atomic.Uint64 // bumped for every run; workers wait for a change
-	left   atomic.Int32  // shares of the current run still working
+	gen    atomic.Uint64   // bumped for every run; workers wait for a change
+	taken  []atomic.Uint64 // per share: the last gen it was claimed in
+	done   atomic.Int32    // shares of the current run finished
 	closed atomic.Bool
 	job    rangeJob
 	per    int
@@ -39,7 +46,7 @@ func newWorkers(n int) *workers {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	w := &workers{n: n}
+	w := &workers{n: n, taken: make([]atomic.Uint64, n)}
 	w.cond = sync.NewCond(&w.mu)
 	for id := 1; id < n; id++ {
 		w.wg.Add(1)
@@ -56,9 +63,20 @@ func (w *workers) loop(id int) {
 		if w.closed.Load() {
 			return
 		}
-		w.share(id)
-		w.left.Add(-1)
+		if w.claim(seen, id) {
+			w.share(id)
+			w.done.Add(1)
+		}
 	}
+}
+
+// claim takes share id of run gen unless it is taken. A run ends only once
+// every share is claimed and done, so a worker that wakes late, for a run
+// already over, finds its share taken; and a successful claim means the run
+// is waiting for this share, its fields stable until the share is done.
+func (w *workers) claim(gen uint64, id int) bool {
+	c := w.taken[id].Load()
+	return c < gen && w.taken[id].CompareAndSwap(c, gen)
 }
 
 // wait returns the next generation after seen: it spins briefly, then parks.
@@ -112,15 +130,22 @@ func (w *workers) runChunked(n, chunk int, job rangeJob) {
 	w.start()
 }
 
-// start wakes the workers, runs share 0 on the caller, and waits for all.
+// start publishes the run and wakes the workers, then runs share 0 and every
+// share no worker has claimed yet, and waits for the shares workers took.
 func (w *workers) start() {
-	w.left.Store(int32(w.n - 1))
+	w.done.Store(0)
+	g := w.gen.Load() + 1
 	w.mu.Lock()
-	w.gen.Add(1)
+	w.gen.Store(g)
 	w.cond.Broadcast()
 	w.mu.Unlock()
-	w.share(0)
-	for w.left.Load() != 0 {
+	for id := range w.n {
+		if w.claim(g, id) {
+			w.share(id)
+			w.done.Add(1)
+		}
+	}
+	for w.done.Load() != int32(w.n) {
 		runtime.Gosched()
 	}
 	w.job = nil

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -35,5 +36,29 @@ func TestWorkersCoverEachIndexOnce(t *testing.T) {
 			}
 		}
 		w.close()
+	}
+}
+
+// TestWorkersWithCallerTakingShares: with one OS thread for Go code the
+// workers mostly cannot run while the caller works, so it claims their
+// shares itself, and late workers find them taken; every run still covers
+// each index exactly once.
+func TestWorkersWithCallerTakingShares(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	w := newWorkers(4)
+	defer w.close()
+	for i := range 200 {
+		n := 1 + i*7%300
+		j := &countJob{seen: make([]atomic.Int32, n)}
+		if i%2 == 0 {
+			w.run(n, 1, j)
+		} else {
+			w.runChunked(n, 3, j)
+		}
+		for k := range j.seen {
+			if got := j.seen[k].Load(); got != 1 {
+				t.Fatalf("run %d n %d: index %d visited %d times", i, n, k, got)
+			}
+		}
 	}
 }
