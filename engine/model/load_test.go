@@ -209,3 +209,34 @@ func TestF16Conversion(t *testing.T) {
 		t.Error("overflow or ties-to-even rounding wrong")
 	}
 }
+
+// TestForwardDoesNotAllocate: once its buffers have grown, a step allocates
+// nothing, for every weight type and for small (fused) and large batches.
+// Garbage here is paid on every step as GC work.
+func TestForwardDoesNotAllocate(t *testing.T) {
+	for _, dt := range []DType{F32, F16, Q8_0} {
+		path, _ := writeSynth(t, tinySynth(dt, 3))
+		m, err := Load(path, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := NewCPU(m, CPUOptions{NumBlocks: 64, BlockSize: 4, Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 3, 12} { // decodes beside one prefill chunk
+			batch := &Batch{Seqs: []SeqInput{{Tokens: []int{1, 7, 9, 11, 13}, Blocks: []int{0, 1}, Logits: true}}}
+			for i := range n {
+				batch.Seqs = append(batch.Seqs, SeqInput{Tokens: []int{i + 2}, Pos: 6, Blocks: []int{2 + 2*i, 3 + 2*i}, Logits: true})
+			}
+			if _, err := b.Forward(batch); err != nil {
+				t.Fatal(err)
+			}
+			if a := testing.AllocsPerRun(5, func() { b.Forward(batch) }); a != 0 {
+				t.Errorf("%s, %d decodes: %v allocations per step", dt, n, a)
+			}
+		}
+		b.Close()
+		m.Close()
+	}
+}

@@ -97,7 +97,12 @@ func scratchRows(cols int) int {
 
 // scratchLen is the scratch a share needs for matrices of up to cols
 // columns: the dequantized rows, then four token rows for padding.
-func scratchLen(cols int) int { return (scratchRows(cols) + 4) * cols }
+func scratchLen(cols int) int { return (scratchRows(cols)+4)*cols + resLen }
+
+// resLen floats at the end of a share's scratch take a kernel's results: a
+// local array would escape to the heap (the kernels are called through
+// function values) and allocate on every call.
+const resLen = 16
 
 // matmulRowsFast is matmulRows on the SIMD kernels, over blocks of
 // tokenBlock tokens and scratchRows rows: float weights in tiles of four (or
@@ -110,8 +115,9 @@ func scratchLen(cols int) int { return (scratchRows(cols) + 4) * cols }
 func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	rb := scratchRows(cols)
+	res := scratch[len(scratch)-resLen:]
 	if w.Type == Q8_0 && n < fusedQ8Below {
-		fusedQ8(out, x, n, w, lo, hi)
+		fusedQ8(out, x, n, w, lo, hi, res)
 		return
 	}
 	ws, pad := scratch[:rb*cols], scratch[rb*cols:(rb+4)*cols]
@@ -136,12 +142,12 @@ func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []fl
 			case F32:
 				wr = w.f32[r0*cols : r1*cols]
 			default:
-				tileF16(out, x, w, r0, r1, tb, te)
+				tileF16(out, x, w, r0, r1, tb, te, res)
 				continue
 			}
-			tileF32(out[tb*w.Rows:], x[tb*cols:], tm-tb, tm-tb, wr, w.Rows, cols, r0, r1)
+			tileF32(out[tb*w.Rows:], x[tb*cols:], tm-tb, tm-tb, wr, w.Rows, cols, r0, r1, res)
 			if tm < te {
-				tileF32(out[tm*w.Rows:], pad, 4, te-tm, wr, w.Rows, cols, r0, r1)
+				tileF32(out[tm*w.Rows:], pad, 4, te-tm, wr, w.Rows, cols, r0, r1, res)
 			}
 		}
 	}
@@ -155,11 +161,10 @@ const fusedQ8Below = 8
 // fusedQ8 is matmulRowsFast for Q8_0 weights and a small batch, four rows
 // at a time (held in cache meanwhile): each row against the groups of four
 // tokens, then the four rows against each token left over.
-func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int) {
+func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int, res []float32) {
 	cols, rows, k := w.Cols, w.Rows, fk
 	bytes, nb := Q8_0.RowBytes(cols), cols/Q8Block
 	full := n &^ 3
-	var res [4]float32
 	r := lo
 	for ; r < hi; r += 4 {
 		nr := min(4, hi-r)
@@ -190,7 +195,7 @@ func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int) {
 // tileF32 computes tokens 0..n-1 of x against rows [r0, r1), whose weights
 // ws holds (row r at (r-r0)*cols), and stores the first keep of them in out
 // (token t, row r at out[t*rows+r]).
-func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int) {
+func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int, res []float32) {
 	k := fk
 	main := cols &^ (k.width - 1)
 	one := func(r, t int) float32 {
@@ -204,7 +209,6 @@ func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int
 		}
 		return s
 	}
-	var res [16]float32
 	t := 0
 	for ; t+4 <= n && main > 0 && main == cols; t += 4 {
 		m := min(4, keep-t)
@@ -242,7 +246,7 @@ func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int
 }
 
 // tileF16 is tileF32 for F16 weights, read in place.
-func tileF16(out, x []float32, w *Matrix, r0, r1, tb, te int) {
+func tileF16(out, x []float32, w *Matrix, r0, r1, tb, te int, res []float32) {
 	cols, rows := w.Cols, w.Rows
 	k := fk
 	main := cols &^ (k.width - 1)
@@ -257,7 +261,6 @@ func tileF16(out, x []float32, w *Matrix, r0, r1, tb, te int) {
 		}
 		return s
 	}
-	var res [8]float32
 	t := tb
 	for ; t+4 <= te && main > 0 && main == cols; t += 4 {
 		r := r0
