@@ -33,7 +33,7 @@ func (b *CPU) attention(l int, batch *Batch, n int) {
 // without it the loads wait on memory one block at a time.
 func (j *attnJob) do(share, lo, hi int) {
 	b, c := j.b, j.b.c
-	hd, KV, group, bs := c.HeadDim, c.KVDim(), c.Heads/c.KVHeads, j.b.blockSize
+	hd, group, bs := c.HeadDim, c.Heads/c.KVHeads, j.b.blockSize
 	span := bs * hd // one head's slice of a block
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	kc, vc := b.k[j.l], b.v[j.l]
@@ -42,12 +42,11 @@ func (j *attnJob) do(share, lo, hi int) {
 		pos := b.tokPos[t]
 		blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
 		q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
-		kvOff := (h / group) * span
 		if cap(j.scores[share]) < pos+1 {
 			j.scores[share] = make([]float32, pos+1, c.Context)
 		}
 		scores := j.scores[share][:pos+1]
-		at := func(bi int) int { return blocks[bi]*bs*KV + kvOff }
+		at := func(bi int) int { return b.kvAt(blocks[bi], h/group, 0) }
 		for bi := range min(ahead, len(blocks)) {
 			kc.prefetch(at(bi), span)
 		}
@@ -112,6 +111,12 @@ func expSum(x []float32, sub, scale float32) float32 {
 		sum += e
 	}
 	return sum
+}
+
+// kvAt is the element offset of position pos (within the block) of KV head
+// head in block block: the layout kvLayer describes.
+func (b *CPU) kvAt(block, head, pos int) int {
+	return ((block*b.c.KVHeads+head)*b.blockSize + pos) * b.c.HeadDim
 }
 
 // kvLayer is one layer's K or V store, in float32 or half floats. A block

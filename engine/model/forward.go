@@ -280,9 +280,7 @@ func (b *CPU) classify(batch *Batch, n int) [][]float32 {
 			continue
 		}
 		x := b.x[(t-1)*c.Dim : t*c.Dim]
-		for i, v := range b.xb[(t-1)*c.Dim : t*c.Dim] { // the last layer's pending residual
-			x[i] += v
-		}
+		addTo(x, b.xb[(t-1)*c.Dim:t*c.Dim]) // the last layer's pending residual
 		rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
 		b.out = append(b.out, b.logits[r*c.Vocab:(r+1)*c.Vocab])
 		r++

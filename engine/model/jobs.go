@@ -78,9 +78,7 @@ func (j *normJob) do(_, lo, hi int) {
 	for t := lo; t < hi; t++ {
 		x := j.x[t*c : (t+1)*c]
 		if j.add != nil {
-			for i, v := range j.add[t*c : (t+1)*c] {
-				x[i] += v
-			}
+			addTo(x, j.add[t*c:(t+1)*c])
 		}
 		rmsnorm(j.dst[t*c:(t+1)*c], x, j.norm, j.eps)
 	}
@@ -98,26 +96,27 @@ func (j *storeJob) do(_, lo, hi int) {
 	b, c := j.b, j.b.c
 	KV, hd, bs := c.KVDim(), c.HeadDim, b.blockSize
 	kc, vc := b.k[j.l], b.v[j.l]
-	slot := func(t int) int {
-		pos := b.tokPos[t]
-		return j.batch.Seqs[b.tokSeq[t]].Blocks[pos/bs]*bs*KV + pos%bs*hd
+	slot := func(t int) (block, pos int) {
+		pos = b.tokPos[t]
+		return j.batch.Seqs[b.tokSeq[t]].Blocks[pos/bs], pos % bs
 	}
 	// The slots are cold: ask for all their lines first, so that the
 	// stores below do not wait on memory one line at a time.
 	for t := lo; t < hi; t++ {
-		off := slot(t)
+		blk, r := slot(t)
 		for h := range c.KVHeads {
-			kc.prefetch(off+h*bs*hd, hd)
-			vc.prefetch(off+h*bs*hd, hd)
+			kc.prefetch(b.kvAt(blk, h, r), hd)
+			vc.prefetch(b.kvAt(blk, h, r), hd)
 		}
 	}
 	for t := lo; t < hi; t++ {
-		pos, off := b.tokPos[t], slot(t)
+		pos := b.tokPos[t]
+		blk, r := slot(t)
 		b.rope.rope(c, b.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, pos)
 		b.rope.rope(c, b.kk[t*KV:(t+1)*KV], c.KVHeads, pos)
 		for h := range c.KVHeads {
-			kc.put(off+h*bs*hd, b.kk[t*KV+h*hd:t*KV+(h+1)*hd])
-			vc.put(off+h*bs*hd, b.vv[t*KV+h*hd:t*KV+(h+1)*hd])
+			kc.put(b.kvAt(blk, h, r), b.kk[t*KV+h*hd:t*KV+(h+1)*hd])
+			vc.put(b.kvAt(blk, h, r), b.vv[t*KV+h*hd:t*KV+(h+1)*hd])
 		}
 	}
 }

@@ -71,6 +71,13 @@ func matmulRows(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float3
 	}
 }
 
+// addTo adds src into dst element by element.
+func addTo(dst, src []float32) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
 func rmsnorm(out, x, w []float32, eps float32) {
 	var ss float32
 	for _, v := range x {
