@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/testing/testmodels"
@@ -211,6 +212,42 @@ func TestBatchingIsInvisible(t *testing.T) {
 			}
 			if s.KVBlocksUsed != 0 {
 				t.Fatalf("blocks still used: %+v", s)
+			}
+		})
+	}
+}
+
+// TestRequestLevelModesGiveSameTokens: in static and dynamic batches the
+// rows of finished members keep decoding pad tokens until the batch ends;
+// that never leaks into a member's tokens, usage or terminal event.
+func TestRequestLevelModesGiveSameTokens(t *testing.T) {
+	m := loadModel(t, "gguf")
+	goldens := testmodels.Goldens(t)
+	for _, mode := range []Mode{ModeStatic, ModeDynamic} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := startEngine(t, m, engineOpts{blocks: 512, sched: SchedulerConfig{Mode: mode,
+				BatchSize: len(goldens), BatchWindow: 20 * time.Millisecond}})
+			var streams []*Stream
+			for _, g := range goldens {
+				s, err := e.Submit(context.Background(), Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				streams = append(streams, s)
+			}
+			for i, s := range streams {
+				text, toks, done, err := s.Wait(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := goldens[i]
+				checkGolden(t, g, result{text, toks, done})
+				if done.Usage.CompletionTokens != len(g.OutputTokens) {
+					t.Fatalf("%q: usage %+v, want %d completion tokens", g.Prompt, done.Usage, len(g.OutputTokens))
+				}
+			}
+			if st := e.Stats(); st.KVBlocksUsed != 0 || st.Running != 0 {
+				t.Fatalf("batch not released: %+v", st)
 			}
 		})
 	}

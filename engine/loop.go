@@ -244,7 +244,7 @@ func (e *Engine) deliver(rs *reqState, done Event, now time.Time) {
 	}
 	e.mu.Unlock()
 	rec := FinishRecord{Channel: rs.req.Channel, Reason: reason, Queue: done.Timings.Queue, E2E: done.Timings.Total,
-		PromptTokens: seq.PromptLen, CompletionTokens: seq.Generated(), CachedTokens: seq.CachedTokens}
+		PromptTokens: seq.PromptLen, CompletionTokens: done.Usage.CompletionTokens, CachedTokens: seq.CachedTokens}
 	if !rs.firstToken.IsZero() {
 		rec.Decode = now.Sub(rs.firstToken)
 	}

@@ -377,10 +377,7 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		seq := s.running[i]
 		if seq.Padding {
-			// A padded row of a fixed-shape batch costs a whole decode
-			// token, classifier included, and its output is discarded.
-			st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed - 1, N: 1, Logits: true})
-			st.Tokens++
+			s.schedulePadding(seq, st)
 			budget--
 			continue
 		}
@@ -409,6 +406,24 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		s.admit(st, &budget, &partial)
 	}
 	return st
+}
+
+// schedulePadding runs one decode token of a finished member of a
+// request-level batch, classifier included, and discards its output. Its
+// context keeps growing, as a dense fixed-shape batch's rows do, up to the
+// member's own token limit (within its admission check) while blocks are
+// free; past that it recomputes its last position. It never preempts.
+func (s *Scheduler) schedulePadding(seq *Sequence, st *Step) {
+	start := seq.Computed - 1
+	if seq.Computed < seq.PromptLen+seq.MaxTokens-1 &&
+		s.pool.Allocate(kvcache.SeqID(seq.ID), nil, seq.Computed+1) == nil {
+		if len(seq.Tokens) == seq.Computed { // it ended on a stop token: feed a pad
+			seq.Tokens = append(seq.Tokens, seq.Tokens[seq.Computed-1])
+		}
+		start = seq.Computed
+	}
+	st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: start, N: 1, Logits: true})
+	st.Tokens++
 }
 
 // allocateOrPreempt makes room for n more tokens of seq, preempting the last
@@ -590,5 +605,7 @@ func (s *Scheduler) NextWake() (time.Time, bool) {
 func (s *Scheduler) Advance(sc Scheduled) {
 	seq := sc.Seq
 	seq.Computed = sc.Start + sc.N
-	s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:seq.Computed])
+	if !seq.Padding { // pad tokens are not worth a prefix-cache entry
+		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:seq.Computed])
+	}
 }

@@ -230,7 +230,8 @@ func TestDynamicWindowFollowsArrivalGaps(t *testing.T) {
 }
 
 // TestStaticBatchPadsFinishedMembers: a member that ends early keeps its row
-// (and a decode token's compute) until the batch ends; then all are released.
+// (and a decode token's compute, at a growing position) until the batch ends;
+// then all are released.
 func TestStaticBatchPadsFinishedMembers(t *testing.T) {
 	s, pool := newSched(t, 11, SchedulerConfig{Mode: ModeStatic, BatchSize: 2})
 	a, b := mkSeq(1, 5, 0), mkSeq(2, 5, 100)
@@ -242,7 +243,7 @@ func TestStaticBatchPadsFinishedMembers(t *testing.T) {
 	}
 	s.Add(mkSeq(3, 5, 200))
 	st := s.Schedule(t0)
-	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 4, 1, true, 1}, {2, 5, 1, true, 1}}) {
+	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 5, 1, true, 1}, {2, 5, 1, true, 1}}) {
 		t.Fatalf("padded step %+v", got)
 	}
 	apply(s, st)
@@ -252,6 +253,47 @@ func TestStaticBatchPadsFinishedMembers(t *testing.T) {
 	st = s.Schedule(t0.Add(3 * time.Second)) // past the flush window: seq 3 forms the next batch
 	if len(st.Released) != 1 || st.Released[0] != a || !slices.Equal(admittedIDs(st), []uint64{3}) {
 		t.Fatalf("released %v admitted %v", st.Released, admittedIDs(st))
+	}
+	if err := pool.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPaddingRowGrowsToItsLimit: a padding row decodes pad tokens at new
+// positions, allocating blocks as it goes, until its own token limit; then
+// it recomputes its last position. Its pad tokens stay out of the prefix cache.
+func TestPaddingRowGrowsToItsLimit(t *testing.T) {
+	s, pool := newSched(t, 8, SchedulerConfig{Mode: ModeStatic, BatchSize: 2})
+	a, b := mkSeq(1, 15, 0), mkSeq(2, 4, 100)
+	a.MaxTokens = 4 // positions 0..17 at most
+	s.Add(a)
+	s.Add(b)
+	apply(s, s.Schedule(t0))
+	a.Tokens = a.Tokens[:a.PromptLen] // a ends on a stop token: nothing appended
+	if !s.Finish(a) {
+		t.Fatal("a was not kept as padding")
+	}
+	var starts, blocks []int
+	for range 5 {
+		st := s.Schedule(t0)
+		for _, sc := range st.Seqs {
+			if sc.Seq == a {
+				starts = append(starts, sc.Start)
+				blocks = append(blocks, len(pool.Blocks(kvcache.SeqID(a.ID))))
+			}
+		}
+		for _, sc := range st.Seqs {
+			s.Advance(sc)
+			if sc.Logits && sc.Seq == b {
+				b.Tokens = append(b.Tokens, 7)
+			}
+		}
+	}
+	if !slices.Equal(starts, []int{15, 16, 17, 17, 17}) || !slices.Equal(blocks, []int{1, 2, 2, 2, 2}) {
+		t.Fatalf("padding starts %v blocks %v", starts, blocks)
+	}
+	if got, _ := pool.Lookup(append(slices.Clone(a.Tokens[:16]), 0)); len(got) != 0 {
+		t.Fatal("a block holding a pad token was published to the prefix cache")
 	}
 	if err := pool.Check(); err != nil {
 		t.Fatal(err)
