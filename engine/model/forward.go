@@ -44,6 +44,7 @@ type CPU struct {
 	numBlocks int
 	kvType    DType
 	k, v      []kvLayer // per layer: numBlocks*blockSize*KVDim
+	kvMem     kvArena   // backs k and v
 	rope      *ropeTable
 	pool      *workers
 
@@ -109,6 +110,7 @@ func (b *CPU) Model() *Model { return b.m }
 // mapped weights, which fault back in on use) for an idle sleep.
 func (b *CPU) Release(weights bool) error {
 	b.k, b.v = nil, nil
+	kvErr := b.kvMem.free()
 	b.cap = 0
 	b.x, b.xb, b.q, b.kk, b.vv, b.att, b.hb, b.hb2, b.scratch = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	b.logits, b.logitsNorm = nil, nil
@@ -117,7 +119,7 @@ func (b *CPU) Release(weights bool) error {
 		err = b.m.dropResident()
 	}
 	debug.FreeOSMemory()
-	return err
+	return errors.Join(kvErr, err)
 }
 
 // Restore reallocates the KV store after Release; its contents are zero.
@@ -126,9 +128,18 @@ func (b *CPU) Restore() error {
 		return nil
 	}
 	slots := b.numBlocks * b.blockSize * b.c.KVDim()
-	for range b.c.Layers {
-		b.k = append(b.k, newKVLayer(b.kvType, slots))
-		b.v = append(b.v, newKVLayer(b.kvType, slots))
+	size := slots * 2 // bytes per layer's K or V
+	if b.kvType == F32 {
+		size = slots * 4
+	}
+	a, err := newKVArena(2 * b.c.Layers * size)
+	if err != nil {
+		return err
+	}
+	b.kvMem = a
+	for l := range b.c.Layers {
+		b.k = append(b.k, a.layer(b.kvType, 2*l*size, slots))
+		b.v = append(b.v, a.layer(b.kvType, (2*l+1)*size, slots))
 	}
 	return nil
 }
@@ -137,7 +148,7 @@ func (b *CPU) Restore() error {
 func (b *CPU) Close() error {
 	b.pool.close()
 	b.k, b.v = nil, nil
-	return nil
+	return b.kvMem.free()
 }
 
 func (b *CPU) grow(n int) {
