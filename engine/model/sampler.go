@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -130,6 +131,21 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 func Argmax(x []float32) int {
 	if len(x) == 0 {
 		return 0
+	}
+	if haveSIMD && len(x) >= 64 && x[0] == x[0] {
+		// Two vector passes: the maximum, then where it first occurs. Same
+		// answer as the loop below, which keeps the first of equal values.
+		n := len(x) &^ 31
+		m := maxF32AVX2(&x[0], n)
+		for _, v := range x[n:] {
+			if v > m {
+				m = v
+			}
+		}
+		if i := indexF32AVX2(&x[0], len(x)&^7, m); i >= 0 {
+			return i
+		}
+		return len(x)&^7 + slices.Index(x[len(x)&^7:], m)
 	}
 	best, bv := 0, x[0]
 	for i, v := range x {

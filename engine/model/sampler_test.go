@@ -1,6 +1,8 @@
 package model
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -8,6 +10,50 @@ import (
 func TestArgmaxLowestOnTie(t *testing.T) {
 	if got := Argmax([]float32{1, 3, 3, 2}); got != 1 {
 		t.Fatalf("Argmax = %d, want 1", got)
+	}
+}
+
+// TestArgmaxVectorMatchesLoop: the vector path gives the loop's answer for
+// every length and tail, ties (the first wins), a maximum in the tail,
+// signed zeros and NaNs after the first element.
+func TestArgmaxVectorMatchesLoop(t *testing.T) {
+	loop := func(x []float32) int {
+		best := 0
+		for i, v := range x {
+			if v > x[best] {
+				best = i
+			}
+		}
+		return best
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	nan := float32(math.NaN())
+	for n := 1; n < 300; n++ {
+		for trial := range 8 {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.IntN(7)) - 3 // small range: many ties
+			}
+			switch trial {
+			case 1:
+				x[n-1] = 9 // the maximum in the tail
+			case 2:
+				x[rng.IntN(n)] = nan
+			case 3:
+				for i := range x {
+					x[i] = float32(math.Copysign(0, float64(rng.IntN(2))-0.5))
+				}
+			case 4:
+				x[0] = nan // nothing beats a leading NaN: the loop says 0
+			case 5:
+				for i := range x {
+					x[i] = -rng.Float32() * 100
+				}
+			}
+			if got, want := Argmax(x), loop(x); got != want {
+				t.Fatalf("n=%d trial %d: Argmax %d, loop %d (%v vs %v)", n, trial, got, want, x[got], x[want])
+			}
+		}
 	}
 }
 
