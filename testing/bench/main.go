@@ -182,8 +182,9 @@ func run(args []string, stdout io.Writer) error {
 		}
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"modes": results})
+		return json.NewEncoder(stdout).Encode(map[string]any{"modes": results, "trace": summarize(trace)})
 	}
+	printTrace(stdout, summarize(trace))
 	printTable(stdout, order, results)
 	if *repeat > 1 {
 		printRuns(stdout, order, runs)
@@ -370,6 +371,35 @@ func pct(x []float64, p float64) float64 {
 	s := slices.Clone(x)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// traceSummary says how much work a trace offers and how fast: a mode whose
+// throughput is near offered_tok_s was limited by arrivals, not by itself.
+type traceSummary struct {
+	Requests     int     `json:"requests"`
+	SpanS        float64 `json:"span_s"` // first to last arrival
+	PromptTokens int     `json:"prompt_tokens"`
+	MaxTokens    int     `json:"max_tokens"`    // output tokens asked for, at most
+	OfferedTokS  float64 `json:"offered_tok_s"` // max_tokens over the span
+}
+
+func summarize(trace []traceReq) traceSummary {
+	var t traceSummary
+	t.Requests = len(trace)
+	for _, r := range trace {
+		t.PromptTokens += len(r.Prompt)
+		t.MaxTokens += r.MaxTokens
+	}
+	if len(trace) > 1 {
+		t.SpanS = (trace[len(trace)-1].Arrival - trace[0].Arrival).Seconds()
+		t.OfferedTokS = float64(t.MaxTokens) / t.SpanS
+	}
+	return t
+}
+
+func printTrace(w io.Writer, t traceSummary) {
+	fmt.Fprintf(w, "trace: %d requests over %.1f s, %d prompt tokens, up to %d output tokens (offered %.0f tok/s)\n",
+		t.Requests, t.SpanS, t.PromptTokens, t.MaxTokens, t.OfferedTokS)
 }
 
 func printTable(w io.Writer, order []string, res map[string]modeResult) {
