@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "reduce_amd64.h"
 #include "exp_amd64.h"
 
 // Attention kernels (AVX2 + FMA + F16C): a KV block's scores, its share of
@@ -41,12 +42,7 @@ dots4_inner:
 	ADDQ $32, AX
 	CMPQ AX, R9
 	JLT  dots4_inner
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
 	ADDQ R10, SI
 	ADDQ $16, DX
 	SUBQ $4, CX
@@ -199,12 +195,7 @@ dotsh4_inner:
 	ADDQ $8, AX
 	CMPQ AX, R9
 	JLT  dotsh4_inner
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
 	ADDQ R10, SI
 	ADDQ $16, DX
 	SUBQ $4, CX

@@ -1,7 +1,22 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "reduce_amd64.h"
 #include "exp_amd64.h"
+
+// Q8SCALE broadcasts a Q8_0 block's half-float scale (at scale) into ys;
+// xs is its X half. AX is clobbered.
+#define Q8SCALE(scale, xs, ys) \
+	MOVWLZX scale, AX; \
+	VMOVD   AX, xs; \
+	VCVTPH2PS xs, xs; \
+	VBROADCASTSS xs, ys
+
+// Q8CHUNK widens 8 int8 quants at src into floats in y, scaled by ys.
+#define Q8CHUNK(src, ys, y) \
+	VPMOVSXBD src, y; \
+	VCVTDQ2PS y, y; \
+	VMULPS ys, y, y
 
 // AVX2 + FMA (+ F16C) kernels. Lengths are multiples of the unroll (the Go
 // wrappers do the tails); loads are unaligned. Go's operand order is the
@@ -92,18 +107,8 @@ d24F32_loop:
 	JNZ  d24F32_loop
 
 d24F32_done:
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y6, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VMOVUPS X4, 16(DX)
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
+	HSUM4(Y4, Y5, Y6, Y7, X4, X5, 16(DX))
 	VZEROUPPER
 	RET
 
@@ -180,18 +185,8 @@ d24F16_loop:
 	JNZ  d24F16_loop
 
 d24F16_done:
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y6, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VMOVUPS X4, 16(DX)
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
+	HSUM4(Y4, Y5, Y6, Y7, X4, X5, 16(DX))
 	VZEROUPPER
 	RET
 
@@ -266,10 +261,7 @@ TEXT ·dequantQ8AVX2(SB), NOSPLIT, $0-24
 
 deq_loop:
 	PREFETCHT0 4096(SI) // the stream prefetcher alone runs dry at 4 KiB pages
-	MOVWLZX (SI), AX
-	VMOVD   AX, X0
-	VCVTPH2PS X0, X0
-	VBROADCASTSS X0, Y0
+	Q8SCALE((SI), X0, Y0)
 	VPMOVSXBD 2(SI), Y1
 	VPMOVSXBD 10(SI), Y2
 	VPMOVSXBD 18(SI), Y3
@@ -341,25 +333,14 @@ TEXT ·dot1Q8F32AVX2(SB), NOSPLIT, $0-28
 
 yq1_loop:
 	PREFETCHT0 4096(SI)
-	MOVWLZX (SI), AX
-	VMOVD   AX, X8
-	VCVTPH2PS X8, X8
-	VBROADCASTSS X8, Y8
-	VPMOVSXBD 2(SI), Y4
-	VCVTDQ2PS Y4, Y4
-	VMULPS Y8, Y4, Y4
+	Q8SCALE((SI), X8, Y8)
+	Q8CHUNK(2(SI), Y8, Y4)
 	VFMADD231PS 0(DI), Y4, Y0
-	VPMOVSXBD 10(SI), Y5
-	VCVTDQ2PS Y5, Y5
-	VMULPS Y8, Y5, Y5
+	Q8CHUNK(10(SI), Y8, Y5)
 	VFMADD231PS 32(DI), Y5, Y0
-	VPMOVSXBD 18(SI), Y6
-	VCVTDQ2PS Y6, Y6
-	VMULPS Y8, Y6, Y6
+	Q8CHUNK(18(SI), Y8, Y6)
 	VFMADD231PS 64(DI), Y6, Y0
-	VPMOVSXBD 26(SI), Y7
-	VCVTDQ2PS Y7, Y7
-	VMULPS Y8, Y7, Y7
+	Q8CHUNK(26(SI), Y8, Y7)
 	VFMADD231PS 96(DI), Y7, Y0
 	ADDQ $34, SI
 	ADDQ $128, DI
@@ -394,22 +375,11 @@ TEXT ·dot4Q8F32AVX2(SB), NOSPLIT, $0-40
 
 yq4_loop:
 	PREFETCHT0 4096(SI)
-	MOVWLZX (SI), AX
-	VMOVD   AX, X8
-	VCVTPH2PS X8, X8
-	VBROADCASTSS X8, Y8
-	VPMOVSXBD 2(SI), Y4
-	VCVTDQ2PS Y4, Y4
-	VMULPS Y8, Y4, Y4
-	VPMOVSXBD 10(SI), Y5
-	VCVTDQ2PS Y5, Y5
-	VMULPS Y8, Y5, Y5
-	VPMOVSXBD 18(SI), Y6
-	VCVTDQ2PS Y6, Y6
-	VMULPS Y8, Y6, Y6
-	VPMOVSXBD 26(SI), Y7
-	VCVTDQ2PS Y7, Y7
-	VMULPS Y8, Y7, Y7
+	Q8SCALE((SI), X8, Y8)
+	Q8CHUNK(2(SI), Y8, Y4)
+	Q8CHUNK(10(SI), Y8, Y5)
+	Q8CHUNK(18(SI), Y8, Y6)
+	Q8CHUNK(26(SI), Y8, Y7)
 	VFMADD231PS 0(DI), Y4, Y0
 	VFMADD231PS 0(DI)(BX*1), Y4, Y1
 	VFMADD231PS 0(DI)(BX*2), Y4, Y2
@@ -432,12 +402,7 @@ yq4_loop:
 	JNZ  yq4_loop
 
 yq4_done:
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
 	VZEROUPPER
 	RET
 
