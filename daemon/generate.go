@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,14 +80,24 @@ func runGenerate(ctx context.Context, args []string, env *runEnv) error {
 	fs.Var(&stops, "stop", "stop string (repeatable)")
 	asJSON := fs.Bool("json", false, "print one JSON object per prompt, in prompt order")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	// Flags and positional prompts may interleave (generate --model M "text"
+	// --max-tokens 5): Go's flag package stops at the first positional, so
+	// parse again after each one. Nothing given is ignored.
+	for {
+		if err := fs.Parse(args); err != nil {
+			return usageError{err}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		prompts = append(prompts, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
 	if err := applyPolicyMode(&cfg, policy, mode); err != nil {
 		return usageError{err}
 	}
 	if len(prompts) == 0 {
-		prompts = stringsFlag{""}
+		return usageError{errors.New("generate needs a prompt: batchd generate --model FILE [flags] PROMPT (or --prompt TEXT, repeatable)")}
 	}
 	sp.Temperature, sp.TopP, sp.MinP, sp.RepetitionPenalty = float32(*temp), float32(*topP), float32(*minP), float32(*rep)
 	log, err := newLogger(env.stderr, *logLevel, "")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batchd/batchd/testing/synthmodel"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -110,7 +111,26 @@ func TestGenerateUsageErrors(t *testing.T) {
 			t.Errorf("%v: got %v, want a usage error", args, err)
 		}
 	}
-	if err := run(context.Background(), []string{"generate", "--model", "/nonexistent.gguf"}, env); err == nil || IsUsage(err) {
+	if err := run(context.Background(), []string{"generate", "--model", "/nonexistent.gguf", "hi"}, env); err == nil || IsUsage(err) {
 		t.Errorf("missing model file: %v", err)
+	}
+}
+
+// TestGeneratePositionalPrompt: a prompt given as an argument is used, and
+// flags after it still apply (they were silently ignored, and generation ran
+// from an empty prompt to the full context); no prompt is a usage error.
+func TestGeneratePositionalPrompt(t *testing.T) {
+	m := synthmodel.Write(t, 64)
+	res := generate(t, "--model", m, "hello", "--max-tokens", "3", "--json")
+	if len(res) != 1 || res[0].Prompt != "hello" || len(res[0].OutputTokens) > 3 || len(res[0].PromptTokens) < 2 {
+		t.Fatalf("positional prompt: %+v", res)
+	}
+	res = generate(t, "--model", m, "--json", "a", "--max-tokens", "2", "b")
+	if len(res) != 2 || res[0].Prompt != "a" || res[1].Prompt != "b" || len(res[1].OutputTokens) > 2 {
+		t.Fatalf("two positional prompts: %+v", res)
+	}
+	env := &runEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	if err := run(context.Background(), []string{"generate", "--model", m}, env); !IsUsage(err) {
+		t.Fatalf("no prompt: %v, want a usage error", err)
 	}
 }

@@ -15,11 +15,14 @@ import (
 )
 
 func TestBatchctlAgainstDaemon(t *testing.T) {
+	// Resolve the model here: a Skip inside the goroutine below would end
+	// only that goroutine and leave the test blocked on done.
+	modelPath := testmodels.Path(t, "stories260K.gguf")
 	sock := filepath.Join(t.TempDir(), "b.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, []string{"serve", "--model", testmodels.Path(t, "stories260K.gguf"),
+		done <- daemon.Run(ctx, []string{"serve", "--model", modelPath,
 			"--socket", sock, "--log-level", "error"})
 	}()
 	defer func() {

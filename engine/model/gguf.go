@@ -255,6 +255,11 @@ func ParseGGUF(b []byte) (*GGUFFile, error) {
 		align = uint64(a)
 	}
 	f.DataOffset = (p.off + align - 1) / align * align
+	if len(f.Tensors) == 0 && f.DataOffset > uint64(len(b)) {
+		// A file without tensors (a vocabulary-only GGUF, as llama.cpp's
+		// models/ggml-vocab-*.gguf) ends with its metadata, unpadded.
+		f.DataOffset = uint64(len(b))
+	}
 	if f.DataOffset > uint64(len(b)) {
 		return nil, malformed("data section starts at %d past the end (%d bytes)", f.DataOffset, len(b))
 	}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -18,21 +19,40 @@ type SamplingParams struct {
 	Seed              uint64  // RNG seed; same seed, prompt and model give the same tokens
 }
 
-// Validate reports parameters outside their ranges.
+// Bounds of the sampling values. Outside them the arithmetic gives garbage
+// (1/T infinite below MinTemperature: NaN probabilities; above
+// MaxTemperature the draw is near uniform), so they are rejected rather than
+// clamped. vLLM raises temperatures below 0.01 to 0.01; llama.cpp's ranges
+// for top_k, top_p, min_p and repeat_penalty are the same as these.
+const (
+	MinTemperature       = 0.01 // smallest non-zero temperature; 0 is greedy
+	MaxTemperature       = 10
+	MaxTopK              = 1 << 20
+	MinRepetitionPenalty = 0.01 // smallest non-zero penalty; 0 is off
+	MaxRepetitionPenalty = 10
+)
+
+// Validate reports parameters outside their ranges, each by its wire name.
 func (p SamplingParams) Validate() error {
-	switch {
-	case p.Temperature < 0 || math.IsNaN(float64(p.Temperature)):
-		return fmt.Errorf("temperature %v must be >= 0", p.Temperature)
-	case p.TopK < 0:
-		return fmt.Errorf("top_k %d must be >= 0", p.TopK)
-	case p.TopP < 0 || p.TopP > 1 || math.IsNaN(float64(p.TopP)):
-		return fmt.Errorf("top_p %v must be in [0, 1]", p.TopP)
-	case p.MinP < 0 || p.MinP > 1 || math.IsNaN(float64(p.MinP)):
-		return fmt.Errorf("min_p %v must be in [0, 1]", p.MinP)
-	case p.RepetitionPenalty < 0 || math.IsNaN(float64(p.RepetitionPenalty)):
-		return fmt.Errorf("repetition_penalty %v must be >= 0", p.RepetitionPenalty)
+	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	var errs []error
+	if t := p.Temperature; !finite(t) || t < 0 || (t > 0 && t < MinTemperature) || t > MaxTemperature {
+		errs = append(errs, fmt.Errorf("temperature %v: want 0 (greedy) or a value in [%v, %v]", t, MinTemperature, MaxTemperature))
 	}
-	return nil
+	if p.TopK < 0 || p.TopK > MaxTopK {
+		errs = append(errs, fmt.Errorf("top_k %d: want 0 (off) to %d", p.TopK, MaxTopK))
+	}
+	if !finite(p.TopP) || p.TopP < 0 || p.TopP > 1 {
+		errs = append(errs, fmt.Errorf("top_p %v: want a value in [0, 1]", p.TopP))
+	}
+	if !finite(p.MinP) || p.MinP < 0 || p.MinP > 1 {
+		errs = append(errs, fmt.Errorf("min_p %v: want a value in [0, 1]", p.MinP))
+	}
+	if r := p.RepetitionPenalty; !finite(r) || r < 0 || (r > 0 && r < MinRepetitionPenalty) || r > MaxRepetitionPenalty {
+		errs = append(errs, fmt.Errorf("repetition_penalty %v: want 0 (off) or a value in [%v, %v]", r,
+			MinRepetitionPenalty, MaxRepetitionPenalty))
+	}
+	return errors.Join(errs...)
 }
 
 // Sampler draws tokens for one sequence with its own seeded RNG, so that the
@@ -41,6 +61,9 @@ type Sampler struct {
 	p    SamplingParams
 	rng  *rand.Rand
 	cand []candidate
+	// seen marks the tokens penalized in this call: seen[id] == stamp.
+	seen  []uint32
+	stamp uint32
 }
 
 type candidate struct {
@@ -57,8 +80,19 @@ func NewSampler(p SamplingParams) *Sampler {
 // repetition penalty. logits are modified in place.
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	if rp := s.p.RepetitionPenalty; rp > 0 && rp != 1 {
+		// Once per distinct token, as llama.cpp and Hugging Face apply it:
+		// a token seen three times is divided by rp, not rp cubed.
+		if len(s.seen) != len(logits) {
+			s.seen = make([]uint32, len(logits))
+		}
+		s.stamp++
+		if s.stamp == 0 { // wrapped: old marks could collide
+			clear(s.seen)
+			s.stamp = 1
+		}
 		for _, id := range history {
-			if id >= 0 && id < len(logits) {
+			if id >= 0 && id < len(logits) && s.seen[id] != s.stamp {
+				s.seen[id] = s.stamp
 				if logits[id] > 0 {
 					logits[id] /= rp
 				} else {

@@ -107,8 +107,30 @@ func TestRepetitionPenalty(t *testing.T) {
 	}
 }
 
+// TestRepetitionPenaltyOncePerDistinctToken: a token seen three times is
+// penalized once (4/2 = 2 stays above 1.9), as llama.cpp and Hugging Face
+// do; once per occurrence divided it by 8 and picked token 2. Repeated calls
+// (the stamp) keep it once per call.
+func TestRepetitionPenaltyOncePerDistinctToken(t *testing.T) {
+	s := NewSampler(SamplingParams{RepetitionPenalty: 2})
+	for range 3 {
+		logits := []float32{0, 4, 1.9, -1}
+		if got := s.Sample(logits, []int{1, 1, 1, 3, 3}); got != 1 {
+			t.Fatalf("token 1 seen 3 times: chose %d, logits %v", got, logits)
+		}
+		if logits[1] != 2 || logits[3] != -2 || logits[2] != 1.9 {
+			t.Fatalf("penalized logits %v, want [0 2 1.9 -2]", logits)
+		}
+	}
+}
+
 func TestSamplingParamsValidate(t *testing.T) {
-	for _, p := range []SamplingParams{{Temperature: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}, {RepetitionPenalty: -1}} {
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	for _, p := range []SamplingParams{{Temperature: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}, {RepetitionPenalty: -1},
+		{Temperature: inf}, {Temperature: 3e38}, {Temperature: 1e-40}, {Temperature: nan}, {Temperature: 11},
+		{TopK: MaxTopK + 1}, {TopP: nan}, {MinP: inf}, {RepetitionPenalty: inf}, {RepetitionPenalty: 1e-30},
+		{RepetitionPenalty: 100}} {
 		if p.Validate() == nil {
 			t.Errorf("%+v accepted", p)
 		}

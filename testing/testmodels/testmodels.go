@@ -79,3 +79,4 @@ func projectRoot() (string, error) {
 		dir = parent
 	}
 }
+
