@@ -79,4 +79,3 @@ func projectRoot() (string, error) {
 		dir = parent
 	}
 }
-
