@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/model"
@@ -18,6 +19,12 @@ var _ ipc.Backend = backend{}
 
 var channels = map[string]bool{"": true, "realtime": true, "standard": true, "bulk": true}
 
+// Caps on a request's routing tags (they are matched per request).
+const (
+	maxTags     = 16
+	maxTagBytes = 64
+)
+
 func (b backend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.RequestStream, error) {
 	rt, err := b.d.waitReady(ctx)
 	if err != nil {
@@ -29,9 +36,25 @@ func (b backend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.Req
 	if s.Prompt != "" && s.Tokens != nil {
 		return nil, ipc.Errorf(ipc.CodeInvalidArgument, "give prompt or tokens, not both")
 	}
+	if len(s.Tags) > maxTags {
+		return nil, ipc.Errorf(ipc.CodeInvalidArgument, "%d tags: at most %d", len(s.Tags), maxTags)
+	}
+	for _, t := range s.Tags {
+		if len(t) > maxTagBytes {
+			return nil, ipc.Errorf(ipc.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
+		}
+	}
 	toks := s.Tokens
 	if toks == nil {
-		toks = rt.Model.Tokenizer.Encode(s.Prompt, true)
+		// Reject what cannot fit before paying for tokenization.
+		tok, ctxLen := rt.Model.Tokenizer, rt.Model.Config.Context
+		if n := tok.MinTokens(s.Prompt); n+1 > ctxLen {
+			return nil, ipc.Errorf(ipc.CodeInvalidArgument, "prompt of %d bytes is at least %d tokens: more than the context of %d",
+				len(s.Prompt), n+1, ctxLen)
+		}
+		if toks, err = tok.EncodeContext(ctx, s.Prompt, true); err != nil {
+			return nil, ipc.Errorf(ipc.CodeUnavailable, "tokenizing stopped: %v", err)
+		}
 	}
 	channel := s.Channel
 	if channel == "" {
@@ -126,18 +149,21 @@ func wireError(err error) *ipc.Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	code := ipc.CodeInternal
+	code, category := ipc.CodeInternal, engine.ErrInternal
 	switch {
 	case errors.Is(err, engine.ErrQueueFull):
-		code = ipc.CodeQueueFull
+		code, category = ipc.CodeQueueFull, engine.ErrResourceExhausted
 	case errors.Is(err, engine.ErrInvalidArgument):
-		code = ipc.CodeInvalidArgument
+		code, category = ipc.CodeInvalidArgument, engine.ErrInvalidArgument
 	case errors.Is(err, engine.ErrNotFound):
-		code = ipc.CodeNotFound
+		code, category = ipc.CodeNotFound, engine.ErrNotFound
 	case errors.Is(err, engine.ErrResourceExhausted):
-		code = ipc.CodeResourceExhausted
+		code, category = ipc.CodeResourceExhausted, engine.ErrResourceExhausted
 	case errors.Is(err, engine.ErrUnavailable), errors.Is(err, context.Canceled):
-		code = ipc.CodeUnavailable
+		code, category = ipc.CodeUnavailable, engine.ErrUnavailable
 	}
-	return &ipc.Error{Code: code, Message: err.Error()}
+	// The wire code already names the category: drop the engine's own
+	// leading "invalid argument: " so the client does not read it twice.
+	msg := strings.TrimPrefix(err.Error(), category.Error()+": ")
+	return &ipc.Error{Code: code, Message: msg}
 }

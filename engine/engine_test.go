@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/testing/synthmodel"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -26,9 +27,12 @@ func loadModel(t testing.TB, format string) *model.Model {
 	t.Helper()
 	var m *model.Model
 	var err error
-	if format == "gguf" {
+	switch format {
+	case "synth": // random weights: for behaviour that needs no real model
+		m, err = model.Load(synthmodel.Write(t, 256), model.LoadOptions{})
+	case "gguf":
 		m, err = model.Load(testmodels.Path(t, "stories260K.gguf"), model.LoadOptions{})
-	} else {
+	default:
 		m, err = model.Load(testmodels.Path(t, "stories260K.bin"), model.LoadOptions{Tokenizer: testmodels.Path(t, "tok512.bin")})
 	}
 	if err != nil {

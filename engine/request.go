@@ -29,6 +29,16 @@ var ErrDeadlineExceeded = fmt.Errorf("%w: deadline exceeded before the request c
 // ErrClosed is returned by Submit once the engine is draining or stopped.
 var ErrClosed = fmt.Errorf("%w: engine stopped", ErrUnavailable)
 
+// Limits on what one request may ask for, so that a careless or hostile
+// client cannot make every step slower for everyone: stop strings are
+// matched in the step loop at every token. llama.cpp's server and vLLM take
+// a few stop strings in practice; OpenAI's API takes four.
+const (
+	MaxStopStrings  = 32
+	MaxStopBytes    = 128 // per stop string
+	MaxStopTokenIDs = 128
+)
+
 // Request is one generation job.
 type Request struct {
 	Prompt       string // encoded with BOS when Tokens is nil
@@ -96,6 +106,10 @@ type Event struct {
 func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, error) {
 	c := m.Config
 	if r.Tokens == nil {
+		if n := m.Tokenizer.MinTokens(r.Prompt); n+1 > c.Context {
+			return r, fmt.Errorf("%w: prompt of %d bytes is at least %d tokens: more than the context of %d",
+				ErrInvalidArgument, len(r.Prompt), n+1, c.Context)
+		}
 		r.Tokens = m.Tokenizer.Encode(r.Prompt, true)
 	} else {
 		r.Tokens = append([]int(nil), r.Tokens...)
@@ -110,6 +124,12 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 			break
 		}
 	}
+	if len(r.Stop) > MaxStopStrings {
+		errs = append(errs, fmt.Errorf("%d stop strings: at most %d", len(r.Stop), MaxStopStrings))
+	}
+	if len(r.StopTokenIDs) > MaxStopTokenIDs {
+		errs = append(errs, fmt.Errorf("%d stop token ids: at most %d", len(r.StopTokenIDs), MaxStopTokenIDs))
+	}
 	for _, t := range r.StopTokenIDs {
 		if t < 0 || t >= c.Vocab {
 			errs = append(errs, fmt.Errorf("stop token id %d outside the vocab of %d", t, c.Vocab))
@@ -119,6 +139,10 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 	for _, s := range r.Stop {
 		if s == "" {
 			errs = append(errs, errors.New("empty stop string"))
+			break
+		}
+		if len(s) > MaxStopBytes {
+			errs = append(errs, fmt.Errorf("stop string of %d bytes: at most %d", len(s), MaxStopBytes))
 			break
 		}
 	}

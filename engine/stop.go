@@ -17,6 +17,9 @@ func (m *stopMatcher) feed(delta string) (out string, stopped bool) {
 		return delta, false
 	}
 	buf := m.held + delta
+	if buf == "" {
+		return "", false
+	}
 	cut := -1
 	for _, s := range m.stops {
 		if i := strings.Index(buf, s); i >= 0 && (cut < 0 || i < cut) {
@@ -28,9 +31,11 @@ func (m *stopMatcher) feed(delta string) (out string, stopped bool) {
 		return buf[:cut], true
 	}
 	keep := 0
+	last := buf[len(buf)-1:]
 	for _, s := range m.stops {
 		for n := min(len(s)-1, len(buf)); n > keep; n-- {
-			if strings.HasSuffix(buf, s[:n]) {
+			// The last byte first: most candidate lengths fail there.
+			if s[n-1] == last[0] && strings.HasSuffix(buf, s[:n]) {
 				keep = n
 				break
 			}

@@ -27,15 +27,31 @@ func ReadFrame(r *bufio.Reader, max int) ([]byte, error) {
 	if int64(n) > int64(max) {
 		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, max)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
+	if n <= frameChunk {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return body, nil
+	}
+	// A large declared length is not reserved up front: memory grows with
+	// the bytes that arrive, so a peer that sends a 5-byte header costs 5 bytes.
+	var buf bytes.Buffer
+	buf.Grow(frameChunk)
+	if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
 	}
-	return body, nil
+	return buf.Bytes(), nil
 }
+
+// frameChunk is the largest body ReadFrame allocates before it arrives.
+const frameChunk = 4 << 10
 
 // WriteFrame encodes v as msgpack and writes it as one frame.
 func WriteFrame(w io.Writer, v any) error {
@@ -52,11 +68,6 @@ func WriteFrame(w io.Writer, v any) error {
 	return err
 }
 
-// Decode decodes a frame body into v; unknown fields are ignored.
-func Decode(body []byte, v any) error {
-	return msgpack.Unmarshal(body, v)
-}
-
 // DecodeHeader checks a frame body's shape (see checkBody) and reads its
 // type and id. Call it before Decode on untrusted input.
 func DecodeHeader(body []byte) (Header, error) {
@@ -64,7 +75,7 @@ func DecodeHeader(body []byte) (Header, error) {
 	if err := checkBody(body); err != nil {
 		return h, err
 	}
-	if err := msgpack.Unmarshal(body, &h); err != nil {
+	if err := Decode(body, &h); err != nil {
 		return h, err
 	}
 	if h.Type == "" {

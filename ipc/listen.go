@@ -9,7 +9,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,9 +44,16 @@ func Listen(o ListenOptions) (*net.UnixListener, error) {
 		if st.Mode()&fs.ModeSocket == 0 {
 			return nil, fmt.Errorf("%s exists and is not a socket", o.Path)
 		}
-		if c, err := net.Dial("unix", o.Path); err == nil {
+		// Only a refused connection means no one listens. A full backlog
+		// (EAGAIN) is a live daemon too busy or hung to accept: taking its
+		// socket over would leave it serving nobody.
+		c, err := net.DialTimeout("unix", o.Path, time.Second)
+		if err == nil {
 			c.Close()
 			return nil, fmt.Errorf("%s is in use by another process", o.Path)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%s may be in use by another process (connecting to it: %w); not removing it", o.Path, err)
 		}
 		if err := os.Remove(o.Path); err != nil {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
@@ -89,7 +99,10 @@ func lookupGroup(name string) (int, error) {
 type Peer struct {
 	UID, GID uint32
 	PID      int32
-	Groups   []uint32 // supplementary groups, looked up from the uid
+	// Groups are the peer process's own supplementary groups (what it holds
+	// now, not what /etc/group lists for its user): SO_PEERGROUPS, or
+	// /proc/PID/status on kernels before 4.13.
+	Groups []uint32
 }
 
 // peerCred reads the peer's credentials of a Unix connection.
@@ -103,24 +116,64 @@ func peerCred(c net.Conn) (Peer, error) {
 		return Peer{}, err
 	}
 	var cred *unix.Ucred
-	var cerr error
+	var groups []uint32
+	var cerr, gerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		groups, gerr = peerGroups(int(fd))
 	}); err != nil {
 		return Peer{}, err
 	}
 	if cerr != nil {
 		return Peer{}, cerr
 	}
-	p := Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid}
-	if u, err := user.LookupId(strconv.Itoa(int(cred.Uid))); err == nil {
-		if ids, err := u.GroupIds(); err == nil {
-			for _, id := range ids {
-				if g, err := strconv.Atoi(id); err == nil {
-					p.Groups = append(p.Groups, uint32(g))
-				}
-			}
+	p := Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Groups: groups}
+	if gerr != nil { // ENOPROTOOPT before Linux 4.13
+		if p.Groups, err = procGroups(cred.Pid); err != nil {
+			return Peer{}, fmt.Errorf("supplementary groups: SO_PEERGROUPS: %v; /proc: %w", gerr, err)
 		}
 	}
 	return p, nil
+}
+
+// peerGroups reads SO_PEERGROUPS: the groups the peer held when it connected.
+func peerGroups(fd int) ([]uint32, error) {
+	buf := make([]uint32, 64)
+	for {
+		n := uint32(len(buf) * 4)
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERGROUPS,
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+		switch {
+		case e == unix.ERANGE && int(n/4) > len(buf) && n/4 <= 1<<16: // NGROUPS_MAX
+			buf = make([]uint32, n/4)
+		case e != 0:
+			return nil, e
+		default:
+			return buf[:n/4:n/4], nil
+		}
+	}
+}
+
+// procGroups reads the Groups line of /proc/PID/status.
+func procGroups(pid int32) ([]uint32, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "Groups:")
+		if !ok {
+			continue
+		}
+		var out []uint32
+		for _, f := range strings.Fields(rest) {
+			g, err := strconv.ParseUint(f, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("/proc/%d/status Groups: %q", pid, f)
+			}
+			out = append(out, uint32(g))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("/proc/%d/status has no Groups line", pid)
 }

@@ -2,10 +2,10 @@ package model
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 )
@@ -32,6 +32,8 @@ type Tokenizer struct {
 	lookup map[string]int
 	bytes  [256]int // id of the <0xNN> piece, or -1
 	byteOf []int16  // the byte a <0xNN> piece stands for, or -1
+	// maxPiece is the longest piece in bytes (a byte piece counts one).
+	maxPiece int
 	// BOS, EOS and Unknown are special ids (-1 when absent).
 	BOS, EOS, Unknown int
 }
@@ -62,8 +64,12 @@ func NewTokenizer(pieces []string, scores []float32, types []int32, bos, eos, un
 		t.bytes[i] = -1
 	}
 	t.byteOf = make([]int16, len(pieces))
+	t.maxPiece = 1
 	for i, p := range pieces {
 		t.byteOf[i] = -1
+		if t.types[i] != TokenByte {
+			t.maxPiece = max(t.maxPiece, len(p))
+		}
 		if t.types[i] == TokenByte {
 			var b byte
 			if _, err := fmt.Sscanf(p, "<0x%02X>", &b); err == nil {
@@ -146,12 +152,19 @@ func (t *Tokenizer) IsControl(id int) bool {
 // Encode tokenizes text; with bos it starts with BOS. A non-empty text gets a
 // dummy-prefix space.
 func (t *Tokenizer) Encode(text string, bos bool) []int {
+	toks, _ := t.EncodeContext(context.Background(), text, bos)
+	return toks
+}
+
+// EncodeContext is Encode that gives up with ctx.Err() once ctx ends, so a
+// long prompt never holds up shutdown. Its cost is O(n log n) in len(text).
+func (t *Tokenizer) EncodeContext(ctx context.Context, text string, bos bool) ([]int, error) {
 	toks := make([]int, 0, len(text)+2)
 	if bos && t.BOS >= 0 {
 		toks = append(toks, t.BOS)
 	}
 	if text == "" {
-		return toks
+		return toks, nil
 	}
 	if id, ok := t.lookup[" "]; ok {
 		toks = append(toks, id)
@@ -178,7 +191,14 @@ func (t *Tokenizer) Encode(text string, bos bool) []int {
 	if bos && t.BOS >= 0 {
 		start = 1
 	}
-	return t.merge(toks, start)
+	return t.merge(ctx, toks, start)
+}
+
+// MinTokens is a lower bound on the tokens text encodes to (without BOS):
+// no piece covers more than the longest piece's bytes. A prompt whose bound
+// already exceeds the context is rejected before it is tokenized.
+func (t *Tokenizer) MinTokens(text string) int {
+	return (len(text) + t.maxPiece - 1) / t.maxPiece
 }
 
 func (t *Tokenizer) byteToken(b byte) int {
@@ -186,32 +206,6 @@ func (t *Tokenizer) byteToken(b byte) int {
 		return id
 	}
 	return max(t.Unknown, 0)
-}
-
-// merge repeatedly replaces the best-scoring adjacent pair whose concatenation
-// is a piece. Quadratic like run.c's; prompts are short next to the forward pass.
-func (t *Tokenizer) merge(toks []int, start int) []int {
-	var sb strings.Builder
-	for {
-		best, bestID, bestIdx := float32(math.Inf(-1)), -1, -1
-		for i := start; i+1 < len(toks); i++ {
-			if t.types[toks[i]] == TokenByte || t.types[toks[i+1]] == TokenByte {
-				continue
-			}
-			sb.Reset()
-			sb.WriteString(t.pieces[toks[i]])
-			sb.WriteString(t.pieces[toks[i+1]])
-			id, ok := t.lookup[sb.String()]
-			if ok && t.scores[id] > best {
-				best, bestID, bestIdx = t.scores[id], id, i
-			}
-		}
-		if bestIdx < 0 {
-			return toks
-		}
-		toks[bestIdx] = bestID
-		toks = append(toks[:bestIdx+1], toks[bestIdx+2:]...)
-	}
 }
 
 // TokenBytes returns the bytes that id contributes to text following prev:

@@ -1,0 +1,269 @@
+package ipc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+)
+
+// conn is one client connection: a reader goroutine, and a pump goroutine
+// per request writing its events.
+type conn struct {
+	s      *Server
+	c      net.Conn
+	peer   Peer
+	ctx    context.Context
+	cancel context.CancelFunc
+	wmu    sync.Mutex
+	w      *bufio.Writer
+	mu     sync.Mutex
+	reqs   map[uint64]uint64 // client id -> request id, while in flight
+	pumps  sync.WaitGroup
+}
+
+func (c *conn) send(v any) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.c.SetWriteDeadline(time.Now().Add(c.s.wtimeout))
+	if err := WriteFrame(c.w, v); err == nil {
+		err = c.w.Flush()
+		if err == nil {
+			return
+		}
+	}
+	c.c.Close() // a client that cannot take its frames is dropped; its requests end
+}
+
+func (c *conn) sendErr(id uint64, err error) {
+	e := AsError(err)
+	c.send(&ErrorFrame{Type: TypeError, ID: id, Code: e.Code, Message: e.Message})
+}
+
+// refuse sends a final error and hangs up gently: it shuts down its write
+// side and discards what the client still sends for a moment, so that a
+// client busy writing its hello reads the reason instead of EPIPE.
+func (c *conn) refuse(id uint64, err error) {
+	c.sendErr(id, err)
+	if uc, ok := c.c.(*net.UnixConn); ok {
+		_ = uc.CloseWrite()
+		_ = uc.SetReadDeadline(time.Now().Add(time.Second))
+		_, _ = io.Copy(io.Discard, io.LimitReader(uc, int64(c.s.maxFrame)))
+	}
+}
+
+func (c *conn) serve() {
+	s := c.s
+	defer func() {
+		c.cancel()
+		c.pumps.Wait()
+		c.c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.lastBusy = time.Now()
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	log := s.log.With("uid", c.peer.UID, "pid", c.peer.PID)
+	if !s.policy.Load().Allowed(c.peer) {
+		if n, ok := s.warn.allow(fmt.Sprintf("refused uid %d", c.peer.UID)); ok {
+			log.Warn("connection refused: uid not allowed", "repeats", n)
+		}
+		c.refuse(0, Errorf(CodePermissionDenied, "uid %d is not allowed to use this socket", c.peer.UID))
+		return
+	}
+	br := bufio.NewReader(c.c)
+	hello := false
+	// The whole hello, however slowly it trickles in, is due by this.
+	_ = c.c.SetReadDeadline(time.Now().Add(s.helloTO))
+	for {
+		body, err := ReadFrame(br, s.maxFrame)
+		if err != nil {
+			var ne net.Error
+			if !hello && errors.As(err, &ne) && ne.Timeout() {
+				c.sendErr(0, Errorf(CodeInvalidArgument, "no hello within %v", s.helloTO))
+				return
+			}
+			if errors.Is(err, ErrFrameTooLarge) {
+				c.refuse(0, Errorf(CodeInvalidArgument, "%v", err))
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				log.Debug("connection read failed", "err", err)
+			}
+			return
+		}
+		h, err := DecodeHeader(body)
+		if err != nil {
+			c.sendErr(0, Errorf(CodeInvalidArgument, "bad frame: %v", err))
+			continue
+		}
+		if !hello {
+			if h.Type != TypeHello {
+				c.refuse(h.ID, Errorf(CodeInvalidArgument, "the first frame must be hello, got %q", h.Type))
+				return
+			}
+			var m Hello
+			if err := Decode(body, &m); err != nil || m.Version != ProtocolVersion {
+				c.refuse(h.ID, Errorf(CodeInvalidArgument, "protocol version %d not supported (server speaks %d)",
+					m.Version, ProtocolVersion))
+				return
+			}
+			hello = true
+			_ = c.c.SetReadDeadline(time.Time{})
+			c.send(&Hello{Type: TypeHello, ID: h.ID, Version: ProtocolVersion, Server: s.version, Model: s.model, UID: c.peer.UID})
+			continue
+		}
+		c.dispatch(h, body)
+	}
+}
+
+func (c *conn) dispatch(h Header, body []byte) {
+	switch h.Type {
+	case TypeSubmit:
+		var m Submit
+		if err := Decode(body, &m); err != nil {
+			c.sendErr(h.ID, decodeErr("submit", err))
+			return
+		}
+		c.submit(&m)
+	case TypeCancel:
+		var m Cancel
+		if err := Decode(body, &m); err != nil {
+			c.sendErr(h.ID, decodeErr("cancel", err))
+			return
+		}
+		c.cancelReq(&m)
+	case TypeStats:
+		if !c.s.policy.Load().Allowed(c.peer) {
+			c.sendErr(h.ID, ErrPermissionDenied)
+			return
+		}
+		c.send(&Stats{Type: TypeStats, ID: h.ID, Stats: c.s.backend.Stats()})
+	case TypeHealth:
+		hl := c.s.backend.Health()
+		hl.Type, hl.ID = TypeHealth, h.ID
+		c.send(&hl)
+	default:
+		c.sendErr(h.ID, Errorf(CodeInvalidArgument, "unknown message type %q", h.Type))
+	}
+}
+
+func (c *conn) submit(m *Submit) {
+	s := c.s
+	pol := s.policy.Load()
+	if !pol.Allowed(c.peer) {
+		c.sendErr(m.ID, Errorf(CodePermissionDenied, "uid %d is no longer allowed", c.peer.UID))
+		return
+	}
+	c.mu.Lock()
+	_, dup := c.reqs[m.ID]
+	c.mu.Unlock()
+	if dup {
+		c.sendErr(m.ID, Errorf(CodeInvalidArgument, "id %d is already in flight on this connection", m.ID))
+		return
+	}
+	s.mu.Lock()
+	if pol.MaxRequestsPerUser > 0 && s.inflight[c.peer.UID] >= pol.MaxRequestsPerUser {
+		s.mu.Unlock()
+		c.sendErr(m.ID, Errorf(CodeResourceExhausted, "uid %d has %d requests in flight (limit %d)",
+			c.peer.UID, pol.MaxRequestsPerUser, pol.MaxRequestsPerUser))
+		return
+	}
+	s.inflight[c.peer.UID]++
+	s.mu.Unlock()
+	st, err := s.backend.Submit(c.ctx, c.peer, m)
+	if err != nil {
+		c.release()
+		c.sendErr(m.ID, err)
+		return
+	}
+	c.mu.Lock()
+	c.reqs[m.ID] = st.RequestID()
+	c.mu.Unlock()
+	c.send(&Accepted{Type: TypeAccepted, ID: m.ID, RequestID: st.RequestID()})
+	c.pumps.Add(1)
+	go c.pump(m.ID, m.Stream, st)
+}
+
+func (c *conn) release() {
+	c.s.mu.Lock()
+	c.s.inflight[c.peer.UID]--
+	if c.s.inflight[c.peer.UID] <= 0 {
+		delete(c.s.inflight, c.peer.UID)
+	}
+	c.s.lastBusy = time.Now()
+	c.s.mu.Unlock()
+}
+
+// pump writes one request's events. It reads to the terminal event even if
+// the connection is gone: the engine ends the request, and nothing leaks.
+func (c *conn) pump(id uint64, stream bool, st RequestStream) {
+	defer c.pumps.Done()
+	defer c.release()
+	var text strings.Builder
+	var toks []int
+	for {
+		ev, err := st.Next(context.Background())
+		if err != nil {
+			c.sendErr(id, Errorf(CodeInternal, "stream: %v", err))
+			return
+		}
+		if ev.Done == nil {
+			if stream {
+				c.send(&Token{Type: TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens})
+			} else {
+				text.WriteString(ev.Text)
+				toks = append(toks, ev.Tokens...)
+			}
+			continue
+		}
+		c.mu.Lock()
+		delete(c.reqs, id)
+		c.mu.Unlock()
+		d := ev.Done
+		d.Type, d.ID = TypeDone, id
+		if !stream {
+			d.Text, d.Tokens, d.PromptTokens = text.String(), toks, st.PromptTokens()
+		}
+		c.send(d)
+		return
+	}
+}
+
+func (c *conn) cancelReq(m *Cancel) {
+	pol := c.s.policy.Load()
+	rid := m.RequestID
+	own := false
+	if m.Target != 0 {
+		c.mu.Lock()
+		r, ok := c.reqs[m.Target]
+		c.mu.Unlock()
+		if !ok {
+			c.sendErr(m.ID, Errorf(CodeNotFound, "no request with id %d in flight on this connection", m.Target))
+			return
+		}
+		rid, own = r, true
+	}
+	if rid == 0 {
+		c.sendErr(m.ID, Errorf(CodeInvalidArgument, "cancel needs a target or a request_id"))
+		return
+	}
+	if err := c.s.backend.Cancel(c.peer, rid, own || pol.Admin(c.peer)); err != nil {
+		c.sendErr(m.ID, err)
+		return
+	}
+	c.send(&Cancelled{Type: TypeCancelled, ID: m.ID, RequestID: rid})
+}
+
+// decodeErr reports a frame that did not decode, keeping its code.
+func decodeErr(what string, err error) *Error {
+	e := AsError(err)
+	return &Error{Code: CodeInvalidArgument, Message: what + ": " + e.Message}
+}
+
+// String describes a peer for logs.
+func (p Peer) String() string { return fmt.Sprintf("uid=%d gid=%d pid=%d", p.UID, p.GID, p.PID) }
