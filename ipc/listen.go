@@ -149,7 +149,7 @@ func peerGroups(fd int) ([]uint32, error) {
 		case e != 0:
 			return nil, e
 		default:
-			return buf[:n/4:n/4], nil
+			return buf[: n/4 : n/4], nil
 		}
 	}
 }
