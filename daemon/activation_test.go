@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +21,16 @@ import (
 // child process (under systemd-socket-activate).
 func TestMain(m *testing.M) {
 	if os.Getenv("BATCHD_TEST_AS_DAEMON") == "1" {
-		if err := Run(context.Background(), os.Args[1:]); err != nil {
+		if n := os.Getenv("BATCHD_TEST_NOFILE"); n != "" { // a low descriptor limit, for the stress test
+			v, _ := strconv.ParseUint(n, 10, 64)
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
+				os.Stderr.WriteString("setrlimit: " + err.Error() + "\n")
+				os.Exit(3)
+			}
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM) // as cmd/batchd does
+		defer stop()
+		if err := Run(ctx, os.Args[1:]); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
 		}

@@ -55,6 +55,12 @@ type ServerConfig struct {
 	// MaxRequestsPerUser caps one uid's requests in flight; default 256, 0 = none.
 	MaxRequestsPerUser int `toml:"max_requests_per_user"`
 	MaxFrameBytes      int `toml:"max_frame_bytes"` // default 1 MiB (restart)
+	// MaxConnections caps open connections; more are refused with
+	// resource_exhausted. Default 1024 (restart).
+	MaxConnections int `toml:"max_connections"`
+	// HelloTimeout closes a connection that has not said hello in this
+	// long. Default 10s (restart).
+	HelloTimeout Duration `toml:"hello_timeout"`
 	// MetricsListen serves Prometheus metrics at /metrics on a loopback
 	// host:port or unix:PATH; "" (default) serves none (restart).
 	MetricsListen string `toml:"metrics_listen"`
@@ -113,7 +119,7 @@ func Default() Config {
 	t := true
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
-			MaxFrameBytes: 1 << 20},
+			MaxFrameBytes: 1 << 20, MaxConnections: ipc.DefaultMaxConnections, HelloTimeout: Duration{ipc.DefaultHelloTimeout}},
 		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t},
 		Channels: map[string]ChannelConfig{
 			"realtime": {TTFTTarget: Duration{500 * time.Millisecond}, ITLTarget: Duration{100 * time.Millisecond},
@@ -182,6 +188,7 @@ func (c *Config) Validate() error {
 	}{
 		{"server.max_requests_per_user", c.Server.MaxRequestsPerUser, 0},
 		{"server.max_frame_bytes", c.Server.MaxFrameBytes, 1024},
+		{"server.max_connections", c.Server.MaxConnections, 1},
 		{"engine.block_size", c.Engine.BlockSize, 0},
 		{"engine.kv_blocks", c.Engine.KVBlocks, 0},
 		{"engine.threads", c.Engine.Threads, 0},
@@ -219,6 +226,9 @@ func (c *Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Server.HelloTimeout.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("server.hello_timeout %v must be > 0", c.Server.HelloTimeout))
+	}
 	if c.DrainTimeout.Duration < 0 || c.IdleExitAfter.Duration < 0 || c.SleepAfter.Duration < 0 {
 		errs = append(errs, fmt.Errorf("drain_timeout %v, idle_exit_after %v and sleep_after %v must be >= 0",
 			c.DrainTimeout, c.IdleExitAfter, c.SleepAfter))
@@ -249,6 +259,8 @@ func (c *Config) restartNeeded(next *Config) []string {
 	diff("server.socket_mode", c.Server.SocketMode, next.Server.SocketMode)
 	diff("server.socket_group", c.Server.SocketGroup, next.Server.SocketGroup)
 	diff("server.max_frame_bytes", c.Server.MaxFrameBytes, next.Server.MaxFrameBytes)
+	diff("server.max_connections", c.Server.MaxConnections, next.Server.MaxConnections)
+	diff("server.hello_timeout", c.Server.HelloTimeout, next.Server.HelloTimeout)
 	diff("engine.block_size", c.Engine.BlockSize, next.Engine.BlockSize)
 	diff("engine.kv_blocks", c.Engine.KVBlocks, next.Engine.KVBlocks)
 	diff("engine.threads", c.Engine.Threads, next.Engine.Threads)

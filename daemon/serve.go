@@ -242,6 +242,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 		}
 	}
 	d.srv = ipc.NewServer(ipc.Options{Backend: backend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
+		MaxConnections: cfg.Server.MaxConnections, HelloTimeout: cfg.Server.HelloTimeout.Duration,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
 	served := make(chan error, 1)
 	go func() { served <- d.srv.Serve(ln) }()
@@ -286,6 +287,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	dump := make(chan os.Signal, 1)
 	signal.Notify(dump, syscall.SIGUSR1)
 	defer signal.Stop(dump)
+	var fatal error
 loop:
 	for {
 		select {
@@ -293,7 +295,9 @@ loop:
 			_ = pprof.Lookup("goroutine").WriteTo(env.stderr, 2)
 		case err := <-served:
 			if !errors.Is(err, ipc.ErrServerClosed) {
+				// Exit non-zero so that Restart=on-failure restarts us.
 				d.log.Error("server failed", "err", err)
+				fatal = fmt.Errorf("serving the socket: %w", err)
 			}
 			break loop
 		case <-ctx.Done():
@@ -302,7 +306,10 @@ loop:
 			break loop
 		}
 	}
-	return d.shutdown(rt)
+	if err := d.shutdown(rt); err != nil {
+		return errors.Join(fatal, err)
+	}
+	return fatal
 }
 
 // shutdown drains: no new requests, running ones get until the drain
@@ -399,6 +406,7 @@ func (d *Daemon) reload(why string) {
 	// Fields that need a restart keep their running values.
 	next.Model, next.Server.Socket, next.Server.SocketMode = d.cfg.Model, d.cfg.Server.Socket, d.cfg.Server.SocketMode
 	next.Server.SocketGroup, next.Server.MaxFrameBytes = d.cfg.Server.SocketGroup, d.cfg.Server.MaxFrameBytes
+	next.Server.MaxConnections, next.Server.HelloTimeout = d.cfg.Server.MaxConnections, d.cfg.Server.HelloTimeout
 	next.Engine.BlockSize, next.Engine.KVBlocks = d.cfg.Engine.BlockSize, d.cfg.Engine.KVBlocks
 	next.Engine.Threads, next.Engine.PrefixCaching = d.cfg.Engine.Threads, d.cfg.Engine.PrefixCaching
 	next.Engine.KVCacheType = d.cfg.Engine.KVCacheType
