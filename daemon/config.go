@@ -136,15 +136,26 @@ func Default() Config {
 
 // LoadFile reads path over the defaults; unknown keys are an error.
 func LoadFile(path string) (Config, error) {
-	c := Default()
-	md, err := toml.DecodeFile(path, &c)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
+		return Default(), fmt.Errorf("config %s: %w", path, err)
+	}
+	c, _, err := parseConfig(path, b)
+	return c, err
+}
+
+// parseConfig decodes a config file's bytes over the defaults and reports
+// how many keys it set.
+func parseConfig(path string, b []byte) (Config, int, error) {
+	c := Default()
+	md, err := toml.Decode(string(b), &c)
+	if err != nil {
+		return c, 0, fmt.Errorf("config %s: %w", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return c, fmt.Errorf("config %s: unknown keys %v", path, und)
+		return c, 0, fmt.Errorf("config %s: unknown keys %v", path, und)
 	}
-	return c, nil
+	return c, len(md.Keys()), nil
 }
 
 // ApplyEnv overrides from BATCHD_MODEL, BATCHD_TOKENIZER, BATCHD_SOCKET and

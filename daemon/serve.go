@@ -76,13 +76,18 @@ type Daemon struct {
 
 // loadConfig builds the configuration: defaults, file, env, flags.
 func (d *Daemon) loadConfig() (Config, error) {
-	c := Default()
-	if d.flags.config != "" {
-		var err error
-		if c, err = LoadFile(d.flags.config); err != nil {
-			return c, err
-		}
+	if d.flags.config == "" {
+		return d.configFrom(Default())
 	}
+	c, err := LoadFile(d.flags.config)
+	if err != nil {
+		return c, err
+	}
+	return d.configFrom(c)
+}
+
+// configFrom applies the environment and flags over a parsed file and validates.
+func (d *Daemon) configFrom(c Config) (Config, error) {
 	c.ApplyEnv(d.getenv)
 	for _, f := range []struct {
 		dst *string
@@ -369,12 +374,37 @@ func (d *Daemon) sleepWhenIdle(ctx context.Context) {
 	}
 }
 
+// reloadConfig reads the config file for a reload. A file with no keys is
+// rejected, not read as "all defaults": it is what a truncating save or a
+// write still in progress looks like, and its defaults would admit everyone.
+func (d *Daemon) reloadConfig(b []byte) (Config, error) {
+	if d.flags.config == "" {
+		return d.loadConfig()
+	}
+	c, keys, err := parseConfig(d.flags.config, b)
+	if err == nil && keys == 0 {
+		err = fmt.Errorf("config %s is empty (%d bytes, no keys); keeping the running config", d.flags.config, len(b))
+	}
+	if err != nil {
+		return c, err
+	}
+	return d.configFrom(c)
+}
+
 // reload re-reads the configuration and applies what can change live; an
-// invalid file is rejected whole and the running config stays.
-func (d *Daemon) reload(why string) {
+// invalid or empty file is rejected whole and the running config stays.
+// b is the file's content as the watcher saw it settle (nil: read it now).
+func (d *Daemon) reload(why string, b []byte) {
 	d.notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 	defer func() { d.notify("READY=1\n" + d.statusLine()) }()
-	next, err := d.loadConfig()
+	var err error
+	if b == nil && d.flags.config != "" {
+		b, err = os.ReadFile(d.flags.config)
+	}
+	var next Config
+	if err == nil {
+		next, err = d.reloadConfig(b)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/testing/synthmodel"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -50,11 +51,22 @@ type testDaemon struct {
 // the stories260K model; config is TOML written to a file when not empty.
 func startDaemon(t *testing.T, config string) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, config, testmodels.Path(t, "stories260K.bin"), testmodels.Path(t, "tok512.bin"))
+}
+
+// startSynthDaemon is startDaemon on a tiny random-weight model, for tests
+// of behaviour that needs no real weights (they run without ../shared).
+func startSynthDaemon(t *testing.T, config string) *testDaemon {
+	t.Helper()
+	return startDaemonWith(t, config, synthmodel.Write(t, 256), "")
+}
+
+func startDaemonWith(t *testing.T, config, model, tokenizer string) *testDaemon {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "batchd.sock")
 	d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{})}
-	d.flags = serveFlags{model: testmodels.Path(t, "stories260K.bin"), tokenizer: testmodels.Path(t, "tok512.bin"),
-		socket: sock, logLevel: "debug"}
+	d.flags = serveFlags{model: model, tokenizer: tokenizer, socket: sock, logLevel: "debug"}
 	if config != "" {
 		d.flags.config = filepath.Join(dir, "batchd.toml")
 		if err := os.WriteFile(d.flags.config, []byte(config), 0o644); err != nil {

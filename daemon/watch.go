@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/signal"
@@ -11,8 +12,15 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// reloadDebounce merges the burst of events an editor's save makes.
-const reloadDebounce = 100 * time.Millisecond
+// reloadDebounce merges the burst of events an editor's save makes, and
+// waits out a file written in pieces: a reload reads the file only after
+// this long without an event. reloadSettle then reads it twice this far
+// apart and waits again if the two reads differ, so a slow writer's half
+// file is never applied.
+const (
+	reloadDebounce = 500 * time.Millisecond
+	reloadSettle   = 50 * time.Millisecond
+)
 
 // watch reloads the config on SIGHUP and when the config file changes. It
 // watches the file's directory, so that editors' write-and-rename saves and
@@ -44,18 +52,23 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				d.reload("SIGHUP")
+				d.reload("SIGHUP", nil)
 			case ev, ok := <-events:
 				if !ok {
 					events = nil
 					continue
 				}
 				if filepath.Clean(ev.Name) == name || ev.Op&fsnotify.Create != 0 {
-					timer = time.After(reloadDebounce)
+					timer = time.After(reloadDebounce) // every event restarts the wait
 				}
 			case <-timer:
 				timer = nil
-				d.reload("file change")
+				b, settled := d.settledConfig(ctx)
+				if !settled {
+					timer = time.After(reloadDebounce) // still being written
+					continue
+				}
+				d.reload("file change", b)
 			}
 		}
 	}()
@@ -67,4 +80,21 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 		}
 		<-done
 	}
+}
+
+// settledConfig reads the config file twice, reloadSettle apart, and
+// reports whether both reads agree. A missing file reads as nil (and the
+// reload reports it).
+func (d *Daemon) settledConfig(ctx context.Context) ([]byte, bool) {
+	a, errA := os.ReadFile(d.flags.config)
+	select {
+	case <-ctx.Done():
+		return nil, false
+	case <-time.After(reloadSettle):
+	}
+	b, errB := os.ReadFile(d.flags.config)
+	if (errA == nil) != (errB == nil) || !bytes.Equal(a, b) {
+		return nil, false
+	}
+	return b, true
 }
