@@ -2,9 +2,11 @@ package model
 
 import "unicode/utf8"
 
-// Detokenizer turns a stream of token ids into text deltas that never split
-// a UTF-8 character: bytes of an incomplete character (from byte-fallback
-// pieces) are held back until the character completes.
+// Detokenizer turns a stream of token ids into text deltas that are always
+// valid UTF-8 and never split a character: bytes of an incomplete character
+// (from byte-fallback pieces) are held back until the character completes,
+// and a byte sequence that can never be valid UTF-8 becomes U+FFFD, one per
+// invalid byte as Go's range over a string and WHATWG decoders count them.
 type Detokenizer struct {
 	tok     *Tokenizer
 	prev    int
@@ -20,47 +22,42 @@ func NewDetokenizer(tok *Tokenizer, prev int) *Detokenizer {
 func (d *Detokenizer) Add(id int) string {
 	d.pending = append(d.pending, d.tok.TokenBytes(d.prev, id)...)
 	d.prev = id
-	n := completePrefix(d.pending)
-	out := string(d.pending[:n])
+	out, n := validPrefix(d.pending)
 	d.pending = append(d.pending[:0], d.pending[n:]...)
 	return out
 }
 
-// Flush returns whatever is held back, for the end of the stream; invalid
-// bytes come out as they are, as the whole text would have them.
+// Flush returns whatever is held back, for the end of the stream: an
+// incomplete character there can no longer complete and is one U+FFFD.
 func (d *Detokenizer) Flush() string {
-	out := string(d.pending)
+	if len(d.pending) == 0 {
+		return ""
+	}
 	d.pending = d.pending[:0]
-	return out
+	return string(utf8.RuneError)
 }
 
-// completePrefix returns the length of b without a trailing incomplete UTF-8
-// sequence. Invalid bytes are not held: only a valid start that could still
-// complete is.
-func completePrefix(b []byte) int {
-	for back := 1; back <= 3 && back <= len(b); back++ {
-		c := b[len(b)-back]
-		if c&0xC0 == 0x80 {
-			continue // continuation byte: look further back for the lead
-		}
-		if !utf8.RuneStart(c) || c < 0x80 {
-			return len(b)
-		}
-		need := 0
-		switch {
-		case c&0xE0 == 0xC0:
-			need = 2
-		case c&0xF0 == 0xE0:
-			need = 3
-		case c&0xF8 == 0xF0:
-			need = 4
-		default:
-			return len(b)
-		}
-		if back < need {
-			return len(b) - back
-		}
-		return len(b)
+// validPrefix returns the valid UTF-8 text of b, with invalid bytes replaced,
+// and how many bytes of b it covers: all but a trailing sequence that is
+// the valid start of a character still missing bytes.
+func validPrefix(b []byte) (string, int) {
+	if utf8.Valid(b) {
+		return string(b), len(b)
 	}
-	return len(b)
+	out := make([]byte, 0, len(b)+3)
+	i := 0
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			if !utf8.FullRune(b[i:]) {
+				break // could still complete: hold it
+			}
+			out = utf8.AppendRune(out, utf8.RuneError)
+			i++
+			continue
+		}
+		out = append(out, b[i:i+size]...)
+		i += size
+	}
+	return string(out), i
 }

@@ -79,16 +79,50 @@ func TestDetokenizerKeepsUTF8Whole(t *testing.T) {
 	}
 }
 
-func TestCompletePrefix(t *testing.T) {
+// TestValidPrefix: what may go out now, with invalid bytes replaced; a
+// trailing start of a character that could still complete is held.
+func TestValidPrefix(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want int
+		want string
+		n    int
 	}{
-		{"abc", 3}, {"a\xf0\x9f", 1}, {"a\xf0\x9f\xa6", 1}, {"a\xf0\x9f\xa6\x99", 5},
-		{"\xc3", 0}, {"\xc3\xa9", 2}, {"\xff", 1}, {"a\x80", 2},
+		{"abc", "abc", 3}, {"a\xf0\x9f", "a", 1}, {"a\xf0\x9f\xa6", "a", 1}, {"a\xf0\x9f\xa6\x99", "a🦙", 5},
+		{"\xc3", "", 0}, {"\xc3\xa9", "é", 2}, {"\xff", "\ufffd", 1}, {"a\x80", "a\ufffd", 2},
+		{"\xe2\x82a", "\ufffd\ufffda", 3}, {"\xed\xa0\x80", "\ufffd\ufffd\ufffd", 3}, {"\xc0\xafx\xe2", "\ufffd\ufffdx", 3},
 	} {
-		if got := completePrefix([]byte(tc.in)); got != tc.want {
-			t.Errorf("completePrefix(%q) = %d, want %d", tc.in, got, tc.want)
+		got, n := validPrefix([]byte(tc.in))
+		if got != tc.want || n != tc.n {
+			t.Errorf("validPrefix(%q) = %q, %d; want %q, %d", tc.in, got, n, tc.want, tc.n)
+		}
+	}
+}
+
+// TestDetokenizerNeverEmitsInvalidUTF8: random byte-fallback tokens (what a
+// model at temperature 2 samples) always give valid deltas; 4 of 100 streams
+// used to send a frame whose text was not UTF-8.
+func TestDetokenizerNeverEmitsInvalidUTF8(t *testing.T) {
+	m := loadStories(t, "gguf")
+	var bytePieces []int
+	for id := range m.Tokenizer.VocabSize() {
+		if m.Tokenizer.byteOf[id] >= 0 {
+			bytePieces = append(bytePieces, id)
+		}
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 200 {
+		d := NewDetokenizer(m.Tokenizer, m.Tokenizer.BOS)
+		for range 40 {
+			id := rng.IntN(m.Tokenizer.VocabSize())
+			if rng.IntN(2) == 0 {
+				id = bytePieces[rng.IntN(len(bytePieces))]
+			}
+			if delta := d.Add(id); !utf8.ValidString(delta) {
+				t.Fatalf("delta %q is not UTF-8", delta)
+			}
+		}
+		if tail := d.Flush(); !utf8.ValidString(tail) {
+			t.Fatalf("flush %q is not UTF-8", tail)
 		}
 	}
 }
