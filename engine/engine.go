@@ -122,6 +122,7 @@ type reqState struct {
 	ended      bool         // finish ran
 	done       *Event       // terminal event held until a request-level batch ends
 	reason     FinishReason // of done
+	cancelled  bool         // a cancel was acknowledged; guarded by Engine.mu
 }
 
 // New builds an engine; call Run to start its loop.
@@ -218,7 +219,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	e.rec.submitted++
 	e.inbox = append(e.inbox, rs)
 	e.mu.Unlock()
-	rs.stream.stop = context.AfterFunc(ctx, func() { _ = e.cancel(id, FinishCancelled, ctx.Err()) })
+	rs.stream.setStop(context.AfterFunc(ctx, func() { _ = e.cancel(id, FinishCancelled, ctx.Err()) }))
 	e.poke()
 	return rs.stream, nil
 }
@@ -226,12 +227,23 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 // Cancel ends request id at the next step boundary with finish reason "cancelled".
 func (e *Engine) Cancel(id uint64) error { return e.cancel(id, FinishCancelled, nil) }
 
+//
+// A nil error is a promise: the request's terminal event will say
+// "cancelled", even if the loop finishes it for another reason before it
+// sees the cancel (deliver keeps the promise). A request that has already
+// ended, or is already being cancelled, is ErrNotFound: that cancel did nothing.
 func (e *Engine) cancel(id uint64, reason FinishReason, err error) error {
 	e.mu.Lock()
-	if _, ok := e.live[id]; !ok {
+	rs, ok := e.live[id]
+	if !ok {
 		e.mu.Unlock()
-		return fmt.Errorf("%w: request %d", ErrNotFound, id)
+		return fmt.Errorf("%w: request %d is not running", ErrNotFound, id)
 	}
+	if rs.cancelled {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: request %d is already being cancelled", ErrNotFound, id)
+	}
+	rs.cancelled = true
 	e.cancels = append(e.cancels, cancelReq{id, reason, err})
 	e.mu.Unlock()
 	e.poke()

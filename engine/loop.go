@@ -221,9 +221,14 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 
 // deliver does the bookkeeping of an ended request and sends its terminal event.
 func (e *Engine) deliver(rs *reqState, done Event, now time.Time) {
-	seq, reason := rs.seq, done.Finish
+	seq := rs.seq
 	delete(e.states, seq.ID)
 	e.mu.Lock()
+	if rs.cancelled && done.Finish != FinishCancelled && done.Finish != FinishError {
+		// Cancel was told yes before the loop saw it: keep its word.
+		done.Finish = FinishCancelled
+	}
+	reason := done.Finish
 	delete(e.live, seq.ID)
 	if !rs.scheduled {
 		e.pending--

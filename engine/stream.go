@@ -14,7 +14,7 @@ type Stream struct {
 	events []Event
 	done   bool // the terminal event was appended
 	notify chan struct{}
-	stop   func() bool // detaches the context watcher
+	stop   func() bool // detaches the context watcher; guarded by mu
 }
 
 func newStream(id uint64) *Stream {
@@ -38,16 +38,33 @@ func (s *Stream) push(ev Event) {
 	} else {
 		s.events = append(s.events, ev)
 	}
+	var stop func() bool
 	if ev.Done {
 		s.done = true
+		stop = s.stop
 	}
 	s.mu.Unlock()
 	select {
 	case s.notify <- struct{}{}:
 	default:
 	}
-	if ev.Done && s.stop != nil {
-		s.stop()
+	if stop != nil {
+		stop()
+	}
+}
+
+// setStop records the detach function of the context watcher. The loop may
+// have ended the request already (it is live before Submit returns): then
+// the watcher is detached at once.
+func (s *Stream) setStop(stop func() bool) {
+	s.mu.Lock()
+	done := s.done
+	if !done {
+		s.stop = stop
+	}
+	s.mu.Unlock()
+	if done {
+		stop()
 	}
 }
 
