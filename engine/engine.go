@@ -227,7 +227,6 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 // Cancel ends request id at the next step boundary with finish reason "cancelled".
 func (e *Engine) Cancel(id uint64) error { return e.cancel(id, FinishCancelled, nil) }
 
-//
 // A nil error is a promise: the request's terminal event will say
 // "cancelled", even if the loop finishes it for another reason before it
 // sees the cancel (deliver keeps the promise). A request that has already
