@@ -38,12 +38,31 @@ def batchd_bin(tmp_path_factory) -> str:
     return str(out)
 
 
-def start(batchd_bin: str, directory: Path, config: str = "") -> subprocess.Popen:
+@pytest.fixture(scope="session")
+def synth_model(tmp_path_factory) -> str:
+    """A tiny random-weight GGUF from testing/modelgen: for protocol tests
+    that need no real weights (they run without ../shared)."""
+    out = tmp_path_factory.mktemp("model") / "synth.gguf"
+    subprocess.run(["go", "run", "./testing/modelgen", "--out", str(out), "--dim", "64", "--layers", "2", "--heads", "4",
+                    "--ffn", "96", "--vocab", "300", "--ctx", "256", "--dtype", "f32", "--seed", "1"],
+                   cwd=ROOT, check=True, capture_output=True)
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def synth_daemon(batchd_bin, synth_model, tmp_path_factory):
+    proc = start(batchd_bin, tmp_path_factory.mktemp("synth"), model=Path(synth_model))
+    yield proc.socket
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def start(batchd_bin: str, directory: Path, config: str = "", model: Path | None = None) -> subprocess.Popen:
     directory.chmod(0o755)  # other users reach the socket in the permission test
     sock = directory / "batchd.sock"
     cfg = directory / "batchd.toml"
     cfg.write_text(config)
-    model = models_dir() / "stories260K.gguf"
+    model = model or models_dir() / "stories260K.gguf"
     if not model.exists():
         pytest.skip(f"model files not found in {models_dir()}; set BATCHD_TEST_MODELS")
     proc = subprocess.Popen([batchd_bin, "serve", "--config", str(cfg), "--model", str(model), "--socket", str(sock),

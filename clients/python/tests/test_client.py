@@ -130,7 +130,9 @@ def test_errors_map_to_exceptions(daemon):
     with batchd.Client(daemon) as c:
         with pytest.raises(batchd.InvalidRequest):
             c.generate(tokens=[1, 999999])
-        with pytest.raises(batchd.InvalidRequest):
+        # Rejected for its value, not for its encoding (a float64 once failed
+        # to decode at all, and this passed for the wrong reason).
+        with pytest.raises(batchd.InvalidRequest, match="temperature -1"):
             c.generate("x", temperature=-1.0)
         with pytest.raises(batchd.InvalidRequest):
             list(c.stream("x", channel="warp"))
