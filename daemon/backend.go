@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os/user"
+	"strconv"
 	"strings"
 
 	"github.com/batchd/batchd/engine"
@@ -97,6 +99,33 @@ func (b backend) Stats() map[string]any {
 	}
 	for k, v := range b.d.daemonStats() {
 		out[k] = v
+	}
+	if rt := b.d.runtime(); rt != nil {
+		out["requests"] = requestList(rt.Engine.Requests(maxListedRequests))
+	}
+	return out
+}
+
+// maxListedRequests bounds the requests listed in stats (the frame's size).
+const maxListedRequests = 100
+
+// requestList is the stats view of the live requests: ids, users and
+// progress, never prompt text.
+func requestList(reqs []engine.RequestInfo) []any {
+	names := map[uint32]string{}
+	out := make([]any, 0, len(reqs))
+	for _, r := range reqs {
+		name, ok := names[r.Owner]
+		if !ok {
+			name = strconv.FormatUint(uint64(r.Owner), 10)
+			if u, err := user.LookupId(name); err == nil {
+				name = u.Username
+			}
+			names[r.Owner] = name
+		}
+		out = append(out, map[string]any{"id": r.ID, "uid": r.Owner, "user": name, "channel": r.Channel,
+			"state": r.State, "age_s": r.Age.Seconds(), "prompt_tokens": r.PromptTokens,
+			"generated_tokens": r.GeneratedTokens, "max_tokens": r.MaxTokens, "cancel_requested": r.CancelRequested})
 	}
 	return out
 }

@@ -123,6 +123,10 @@ type reqState struct {
 	done       *Event       // terminal event held until a request-level batch ends
 	reason     FinishReason // of done
 	cancelled  bool         // a cancel was acknowledged; guarded by Engine.mu
+	// For Requests, read outside the loop: set at Submit, or atomic.
+	arrival   time.Time
+	started   atomic.Bool
+	generated atomic.Int32
 }
 
 // New builds an engine; call Run to start its loop.
@@ -213,6 +217,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 		rs.seq.Deadline = now.Add(d)
 	}
 	rs.stream = newStream(id)
+	rs.arrival = now
 	e.live[id] = rs
 	e.pending++
 	e.pendingC[r.Channel]++

@@ -78,6 +78,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			rs := e.states[sc.Seq.ID]
 			if !rs.scheduled {
 				rs.scheduled = true
+				rs.started.Store(true)
 				e.mu.Lock()
 				e.pending--
 				e.pendingC[rs.req.Channel]--
@@ -151,6 +152,7 @@ func (e *Engine) onToken(rs *reqState, tok int, now time.Time) {
 		return
 	}
 	seq.Tokens = append(seq.Tokens, tok)
+	rs.generated.Add(1)
 	e.mu.Lock()
 	first := rs.firstToken.IsZero()
 	if first {

@@ -23,6 +23,10 @@ type Request struct {
 	Priority          int
 	Channel           string
 	Tags              []string // routing hints for a request without a channel
+	// OnAccepted, when set, is called with the server-wide request id as
+	// soon as the daemon accepts the request (before any token), so that a
+	// caller can show it or cancel by it.
+	OnAccepted func(requestID uint64)
 }
 
 // Delta is a piece of streamed output.
@@ -69,6 +73,9 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 		return nil, err
 	}
 	res := &Result{RequestID: acc.RequestID}
+	if req.OnAccepted != nil {
+		req.OnAccepted(acc.RequestID)
+	}
 	for {
 		body, err := c.recv(ctx, mb)
 		if err != nil {

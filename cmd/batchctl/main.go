@@ -1,37 +1,45 @@
 // Command batchctl talks to a running batchd over its Unix socket:
 //
-//	batchctl [--socket PATH] generate [flags] PROMPT
-//	batchctl [--socket PATH] cancel ID
-//	batchctl [--socket PATH] stats [--json]
-//	batchctl [--socket PATH] health [--json]
+//	batchctl generate [flags] PROMPT
+//	batchctl cancel ID
+//	batchctl stats [--json]
+//	batchctl health [--json]
+//	batchctl version
 //
-// The socket defaults to $BATCHD_SOCKET, then /run/batchd/batchd.sock.
+// --socket PATH may come before or after the command; it defaults to
+// $BATCHD_SOCKET, then /run/batchd/batchd.sock.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
 	client "github.com/batchd/batchd/clients/go"
 )
 
-const usage = `usage: batchctl [--socket PATH] <command> [flags]
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `usage: batchctl <command> [flags]
 
 commands:
   generate PROMPT   generate text, streaming it as it arrives
-  cancel ID         cancel a request by its id
-  stats             show the engine's figures
+  cancel ID         cancel a request by its id (batchctl stats lists them)
+  stats             show the engine's figures and the requests in flight
   health            show the daemon's state (exit status 0 only when ready)
+  version           print batchctl's version and the daemon's
+
+global flags (before or after the command):
+  --socket PATH     the daemon's socket (default $BATCHD_SOCKET, then ` + client.DefaultSocket + `)
+
+Run 'batchctl <command> --help' for a command's flags.
 `
 
 func main() {
@@ -46,205 +54,128 @@ type stringsFlag []string
 func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
 func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
+// usageErr is a command-line mistake: exit status 2.
+type usageErr struct{ error }
+
+// errHelp is --help: the usage went to stdout, exit status 0.
+var errHelp = errors.New("help")
+
+// command is one subcommand: its flags, what its arguments are, and its run.
+type command struct {
+	name, args, summary string
+	flags               func(fs *flag.FlagSet) func(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"generate", "[flags] PROMPT", "Generate text for PROMPT, streaming it as it arrives.", generateCmd},
+	{"cancel", "ID", "Cancel request ID: your own, or anyone's for an admin.", cancelCmd},
+	{"stats", "[--json]", "Show the engine's figures and the requests in flight.", statsCmd},
+	{"health", "[--json]", "Show the daemon's state; exit status 0 only when it is ready.", healthCmd},
+	{"version", "", "Print batchctl's version and, if it answers, the daemon's.", versionCmd},
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	socket := ""
+	// Global flags before the command.
 	global := flag.NewFlagSet("batchctl", flag.ContinueOnError)
-	global.SetOutput(stderr)
-	socket := global.String("socket", "", "daemon socket (default $BATCHD_SOCKET or "+client.DefaultSocket+")")
-	global.Usage = func() { fmt.Fprint(stderr, usage); global.PrintDefaults() }
+	global.SetOutput(io.Discard)
+	global.StringVar(&socket, "socket", "", "")
 	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "batchctl: %v\n%s", err, usage)
 		return 2
 	}
 	rest := global.Args()
 	if len(rest) == 0 {
-		global.Usage()
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	var err error
-	switch rest[0] {
-	case "generate":
-		err = generate(ctx, *socket, rest[1:], stdout, stderr)
-	case "cancel":
-		err = cancel(ctx, *socket, rest[1:], stdout)
-	case "stats":
-		err = stats(ctx, *socket, rest[1:], stdout)
-	case "health":
-		err = health(ctx, *socket, rest[1:], stdout)
-	default:
-		fmt.Fprintf(stderr, "batchctl: unknown command %q\n", rest[0])
-		global.Usage()
+	if rest[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == rest[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "batchctl: unknown command %q\n%s", rest[0], usage)
 		return 2
+	}
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // usage is printed once, below
+	fs.StringVar(&socket, "socket", socket, "the daemon's socket (default $BATCHD_SOCKET, then "+client.DefaultSocket+")")
+	runCmd := cmd.flags(fs)
+	pos, err := parseInterleaved(fs, rest[1:])
+	if err == nil {
+		err = runCmd(ctx, socket, pos, stdout, stderr)
 	}
 	var ue usageErr
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, flag.ErrHelp), errors.Is(err, errHelp):
+		printCommandUsage(stdout, cmd, fs)
+		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "batchctl:", err)
+		fmt.Fprintf(stderr, "batchctl %s: %v\n", cmd.name, ue.error)
+		printCommandUsage(stderr, cmd, fs)
 		return 2
 	default:
-		fmt.Fprintln(stderr, "batchctl:", err)
+		fmt.Fprintf(stderr, "batchctl: %v\n", explain(err, client.SocketPath(socket)))
 		return 1
 	}
 }
 
-type usageErr struct{ error }
+// parseInterleaved parses flags anywhere among the arguments (batchctl
+// generate "text" --max-tokens 5) and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageErr{err}
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func printCommandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: batchctl %s %s\n\n%s\n\nflags:\n", cmd.name, cmd.args, cmd.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// explain turns a connection failure into what to do about it.
+func explain(err error, socket string) error {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("no daemon socket at %s: is batchd running? (systemctl status batchd.socket batchd); "+
+			"another socket can be given with --socket PATH or BATCHD_SOCKET", socket)
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("permission denied on %s: your user must be in the batchd group "+
+			"(sudo usermod -aG batchd $USER, then log in again)", socket)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("nothing is listening on %s: batchd is not running (the socket file is left over); "+
+			"start it with systemctl start batchd", socket)
+	case errors.Is(err, client.ErrPermissionDenied):
+		return fmt.Errorf("%w (the daemon's server.allowed_users and allowed_groups decide who may connect)", err)
+	}
+	return err
+}
 
 func dial(ctx context.Context, socket string) (*client.Client, error) {
 	return client.Dial(ctx, socket)
-}
-
-func generate(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var r client.Request
-	var stops stringsFlag
-	fs.IntVar(&r.MaxTokens, "max-tokens", 0, "generated tokens at most (default: up to the context)")
-	temp := fs.Float64("temperature", 0, "sampling temperature (0 = greedy)")
-	topP := fs.Float64("top-p", 0, "nucleus sampling mass (0 = off)")
-	fs.IntVar(&r.TopK, "top-k", 0, "keep the k most likely tokens (0 = off)")
-	fs.Uint64Var(&r.Seed, "seed", 0, "sampling seed")
-	fs.Var(&stops, "stop", "stop string (repeatable)")
-	fs.IntVar(&r.Priority, "priority", 0, "priority (higher first, under the priority policy)")
-	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")
-	asJSON := fs.Bool("json", false, "print the result as one JSON object instead of streaming text")
-	// Accept flags after the prompt too: batchctl generate "text" --max-tokens 5.
-	var prompt []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return usageErr{err}
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			prompt = append(prompt, args[0])
-			args = args[1:]
-		}
-	}
-	if len(prompt) != 1 {
-		return usageErr{errors.New("generate takes exactly one PROMPT argument")}
-	}
-	r.Prompt, r.Stop = prompt[0], stops
-	r.Temperature, r.TopP = float32(*temp), float32(*topP)
-	c, err := dial(ctx, socket)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if *asJSON {
-		res, err := c.Generate(ctx, r, nil)
-		if err != nil {
-			return err
-		}
-		return json.NewEncoder(stdout).Encode(map[string]any{
-			"request_id": res.RequestID, "prompt_tokens": res.PromptTokens, "output_tokens": nonNil(res.Tokens),
-			"text": res.Text, "finish_reason": res.FinishReason, "usage": res.Usage, "timings": res.Timings,
-			"preemptions": res.Preemptions})
-	}
-	res, err := c.Generate(ctx, r, func(d client.Delta) error {
-		_, err := io.WriteString(stdout, d.Text)
-		return err
-	})
-	fmt.Fprintln(stdout)
-	if err != nil {
-		return err
-	}
-	if res.FinishReason != "stop" && res.FinishReason != "length" {
-		return fmt.Errorf("request %d ended: %s", res.RequestID, res.FinishReason)
-	}
-	return nil
-}
-
-func nonNil(t []int) []int {
-	if t == nil {
-		return []int{}
-	}
-	return t
-}
-
-func cancel(ctx context.Context, socket string, args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return usageErr{errors.New("cancel takes one request ID")}
-	}
-	id, err := strconv.ParseUint(args[0], 10, 64)
-	if err != nil {
-		return usageErr{fmt.Errorf("request ID %q: %w", args[0], err)}
-	}
-	c, err := dial(ctx, socket)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Cancel(ctx, id); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "cancelled %d\n", id)
-	return nil
-}
-
-// jsonCommand parses a command that takes only --json and dials the daemon.
-func jsonCommand(ctx context.Context, name, socket string, args []string) (c *client.Client, asJSON bool, err error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	j := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return nil, false, usageErr{err}
-	}
-	c, err = dial(ctx, socket)
-	return c, *j, err
-}
-
-func stats(ctx context.Context, socket string, args []string, stdout io.Writer) error {
-	c, asJSON, err := jsonCommand(ctx, "stats", socket, args)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	s, err := c.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(s)
-	}
-	printTable(stdout, "", s)
-	return nil
-}
-
-// printTable prints a nested map as aligned "key  value" lines, sorted.
-func printTable(w io.Writer, prefix string, m map[string]any) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		switch v := m[k].(type) {
-		case map[string]any:
-			printTable(w, prefix+k+".", v)
-		default:
-			fmt.Fprintf(w, "%-36s %v\n", prefix+k, v)
-		}
-	}
-}
-
-func health(ctx context.Context, socket string, args []string, stdout io.Writer) error {
-	c, asJSON, err := jsonCommand(ctx, "health", socket, args)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	h, err := c.Health(ctx)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		if err := json.NewEncoder(stdout).Encode(map[string]any{"state": h.State, "model": h.Model, "version": h.Version}); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(stdout, "state    %s\nversion  %s\n", h.State, h.Version)
-		printTable(stdout, "model.", h.Model)
-	}
-	if h.State != "ready" {
-		return fmt.Errorf("batchd is %s", h.State)
-	}
-	return nil
 }
