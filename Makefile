@@ -78,12 +78,27 @@ clean:
 $(NFPM):
 	GOBIN=$(CURDIR)/build/tools $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
+# Shipped binaries are stripped (-s -w), as distribution packages are.
+# batchctl is static (no cgo); batchd links libc dynamically because NVML is
+# dlopened through cgo, so the packages depend on the newest glibc symbol
+# version it uses, read off the binary (what dpkg-shlibdeps would derive).
 package: build $(NFPM)
 	@mkdir -p build/pkg
-	$(GO) build -ldflags "-X github.com/batchd/batchd/daemon.Version=$(VERSION)" -o $(BIN)/ ./cmd/batchd ./cmd/batchctl
-	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package --config packaging/nfpm.yaml --packager deb --target build/pkg/
-	VERSION=$(VERSION) ARCH=$(ARCH) $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target build/pkg/
+	$(GO) build -trimpath -ldflags "-s -w -X github.com/batchd/batchd/daemon.Version=$(VERSION)" -o $(BIN)/ ./cmd/batchd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/ ./cmd/batchctl
+	GLIBC_MIN=$$(objdump -T $(BIN)/batchd | grep -o 'GLIBC_[0-9.]*' | sed s/GLIBC_// | sort -V | tail -1); \
+	test -n "$$GLIBC_MIN" || { echo "no glibc version found in $(BIN)/batchd"; exit 1; }; \
+	echo "batchd needs glibc >= $$GLIBC_MIN"; \
+	export GLIBC_MIN VERSION=$(VERSION) ARCH=$(ARCH); \
+	$(NFPM) package --config packaging/nfpm.yaml --packager deb --target build/pkg/ && \
+	$(NFPM) package --config packaging/nfpm.yaml --packager rpm --target build/pkg/
 
-# Installs, upgrades, removes and purges the .deb on this machine (root; CI runs it).
-package-test: package
-	bash packaging/test.sh build/pkg
+# A tiny random-weight model for the package test to serve.
+build/pkgtest.gguf:
+	@mkdir -p build
+	$(GO) run ./testing/modelgen --out $@ --dim 64 --layers 2 --heads 4 --ffn 96 --vocab 300 --ctx 256 --dtype f32 --seed 1
+
+# Installs, upgrades, removes and purges the .deb on this machine, and serves
+# a request from the installed service (root; CI runs it).
+package-test: package build/pkgtest.gguf
+	bash packaging/test.sh build/pkg build/pkgtest.gguf

@@ -4,6 +4,7 @@
 # file list. Prints "N passed, M failed" last.
 set -uo pipefail
 pkgdir=${1:-build/pkg}
+model=${2:-build/pkgtest.gguf} # any model batchd loads; make package-test writes a tiny one
 deb=$(ls "$pkgdir"/batchd_*.deb)
 rpm=$(ls "$pkgdir"/batchd-*.rpm)
 pass=0 fail=0
@@ -35,6 +36,52 @@ exposure=$(systemd-analyze security --offline=true /usr/lib/systemd/system/batch
 echo "     exposure: ${exposure:-unknown}"
 check "exposure <= 2.5" awk -v e="$exposure" 'BEGIN { exit !(e != "" && e + 0 <= 2.5) }'
 check "nothing was started" bash -c '! pgrep -x batchd'
+
+# Shipped binaries: stripped, batchctl static, and the .deb declares what
+# batchd links (libc, for NVML's dlopen through cgo).
+check "binaries stripped of debug info" bash -c '! readelf -S /usr/bin/batchd /usr/bin/batchctl | grep -qE "\.debug_|\.symtab"'
+check "batchctl is static" bash -c '! readelf -d /usr/bin/batchctl 2>/dev/null | grep -q NEEDED'
+check "Depends covers batchd's libraries" bash -c '
+    for lib in $(readelf -d /usr/bin/batchd | sed -n "s/.*Shared library: \[\(.*\)\]/\1/p"); do
+        case $lib in libc.so.6|libdl.so.2|libpthread.so.0|libm.so.6|libresolv.so.2) ;; *) echo "unexpected $lib"; exit 1;; esac
+    done
+    need=$(objdump -T /usr/bin/batchd | grep -o "GLIBC_[0-9.]*" | sed s/GLIBC_// | sort -V | tail -1)
+    dep=$(dpkg-query -W -f="\${Depends}" batchd)
+    echo "needs glibc $need; Depends: $dep"
+    [[ "$dep" == *"libc6 (>= $need)"* ]]'
+
+# The installed service starts as the batchd user, with the shipped config,
+# and serves a request on the installed socket path (as systemd would run
+# it: tmpfiles first, then ExecStart as User=batchd; setpriv execs, so the
+# pid is batchd's own and SIGTERM reaches it).
+serve_check() {
+    install -o batchd -g batchd -m 0644 "$model" /var/lib/batchd/models/model.gguf
+    systemd-tmpfiles --create /usr/lib/tmpfiles.d/batchd.conf 2>/dev/null || install -d -o batchd -g batchd /run/batchd
+    setpriv --reuid=batchd --regid=batchd --init-groups -- /usr/bin/batchd serve --config /etc/batchd/batchd.toml >/tmp/batchd-pkgtest.log 2>&1 &
+    local pid=$! ok=1
+    for _ in $(seq 200); do
+        /usr/bin/batchctl --socket /run/batchd/batchd.sock health >/dev/null 2>&1 && { ok=0; break; }
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ $ok = 0 ]; then
+        out=$(/usr/bin/batchctl generate 'Once upon a time' --max-tokens 4 --json --socket /run/batchd/batchd.sock) || ok=1
+        echo "$out"
+        [[ "$out" == *'"finish_reason"'* ]] || ok=1
+        [ "$(stat -c %U:%G:%a /run/batchd/batchd.sock)" = batchd:batchd:660 ] || { echo "socket $(stat -c %U:%G:%a /run/batchd/batchd.sock)"; ok=1; }
+    fi
+    kill -TERM $pid 2>/dev/null
+    wait $pid || { echo "batchd exited $?"; ok=1; }
+    [ -e /run/batchd/batchd.sock ] && { echo "socket left behind"; ok=1; }
+    [ $ok = 0 ] || cat /tmp/batchd-pkgtest.log
+    rm -f /var/lib/batchd/models/model.gguf
+    return $ok
+}
+if [ -f "$model" ]; then
+    check "the installed service serves a request as the batchd user" serve_check
+else
+    fail=$((fail + 1)); echo "FAIL no model at $model to serve (make package-test writes one)"
+fi
 
 echo 'log_level = "debug"  # local edit' >> /etc/batchd/batchd.toml
 check "upgrade (reinstall) keeps the edited config" bash -c "dpkg -i --force-confold '$deb' && grep -q 'local edit' /etc/batchd/batchd.toml"
