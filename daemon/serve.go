@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -72,6 +73,8 @@ type Daemon struct {
 	restart    []string
 	// userChannels is routing.users resolved to uids.
 	userChannels map[uint32]string
+	// wrapListener, when set (tests), wraps the socket's listener.
+	wrapListener func(net.Listener) net.Listener
 }
 
 // loadConfig builds the configuration: defaults, file, env, flags.
@@ -249,8 +252,12 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.srv = ipc.NewServer(ipc.Options{Backend: backend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		MaxConnections: cfg.Server.MaxConnections, HelloTimeout: cfg.Server.HelloTimeout.Duration,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
+	var sl net.Listener = ln
+	if d.wrapListener != nil {
+		sl = d.wrapListener(ln)
+	}
 	served := make(chan error, 1)
-	go func() { served <- d.srv.Serve(ln) }()
+	go func() { served <- d.srv.Serve(sl) }()
 	d.log.Info("listening", "socket", cfg.Server.Socket, "state", "loading")
 	stopWatch := d.watch(ctx)
 	defer stopWatch()

@@ -42,6 +42,11 @@ func listenTemp(t *testing.T) (*net.UnixListener, string) {
 
 func hello(t *testing.T, c net.Conn) (string, error) {
 	t.Helper()
+	return helloRaw(c)
+}
+
+// helloRaw says hello and returns the reply's type, or its error.
+func helloRaw(c net.Conn) (string, error) {
 	if err := WriteFrame(c, &Hello{Type: TypeHello, ID: 1, Version: ProtocolVersion}); err != nil {
 		return "", err
 	}
