@@ -38,7 +38,12 @@ run: build $(if $(filter build/demo.gguf,$(BATCHD_MODEL)),build/demo.gguf)
 
 PYTHON ?= /usr/bin/python3
 
+# Tests that need the real model files skip without them; say so once here.
+MODELS_HINT := $(if $(BATCHD_TEST_MODELS),$(BATCHD_TEST_MODELS),$(MODELS))
 test: build
+	@if [ ! -e "$(MODELS_HINT)/stories260K.bin" ]; then \
+		echo "note: no model files in $(MODELS_HINT): tests that need real weights skip (set BATCHD_TEST_MODELS to run them)"; \
+	fi
 	$(GO) test -race ./...
 	@if $(PYTHON) -c 'import msgpack, pytest' 2>/dev/null; then \
 		echo "BATCHD_BIN=$(CURDIR)/$(BIN)/batchd $(PYTHON) -m pytest -q clients/python/tests"; \
