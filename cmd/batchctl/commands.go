@@ -106,10 +106,7 @@ func cancelCmd(*flag.FlagSet) runFunc {
 func statsCmd(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the raw figures as JSON")
 	return func(ctx context.Context, socket string, args []string, stdout, _ io.Writer) error {
-		if len(args) != 0 {
-			return usageErr{fmt.Errorf("unexpected argument %q", args[0])}
-		}
-		c, err := dial(ctx, socket)
+		c, err := dialNoArgs(ctx, socket, args)
 		if err != nil {
 			return err
 		}
@@ -129,10 +126,7 @@ func statsCmd(fs *flag.FlagSet) runFunc {
 func healthCmd(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
 	return func(ctx context.Context, socket string, args []string, stdout, _ io.Writer) error {
-		if len(args) != 0 {
-			return usageErr{fmt.Errorf("unexpected argument %q", args[0])}
-		}
-		c, err := dial(ctx, socket)
+		c, err := dialNoArgs(ctx, socket, args)
 		if err != nil {
 			return err
 		}
@@ -171,4 +165,12 @@ func versionCmd(*flag.FlagSet) runFunc {
 		fmt.Fprintf(stdout, "batchd   %s (protocol %d, %s)\n", c.Server.Server, c.Server.Version, client.SocketPath(socket))
 		return nil
 	}
+}
+
+// dialNoArgs connects for a command that takes no positional arguments.
+func dialNoArgs(ctx context.Context, socket string, args []string) (*client.Client, error) {
+	if len(args) != 0 {
+		return nil, usageErr{fmt.Errorf("unexpected argument %q", args[0])}
+	}
+	return dial(ctx, socket)
 }

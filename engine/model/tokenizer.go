@@ -166,13 +166,19 @@ func (t *Tokenizer) EncodeContext(ctx context.Context, text string, bos bool) ([
 	if text == "" {
 		return toks, nil
 	}
+	start := len(toks)
+	return t.merge(ctx, t.symbols(toks, text), start)
+}
+
+// symbols appends text's symbols before merging: the dummy-prefix space,
+// then codepoints split the way run.c does (a lead byte and up to three
+// continuation bytes); a codepoint missing from the vocab falls back to bytes.
+func (t *Tokenizer) symbols(toks []int, text string) []int {
 	if id, ok := t.lookup[" "]; ok {
 		toks = append(toks, id)
 	} else {
 		text = " " + text
 	}
-	// Split into codepoints the way run.c does: a lead byte and up to three
-	// continuation bytes; a codepoint missing from the vocab falls back to bytes.
 	for i := 0; i < len(text); {
 		j := i + 1
 		for j < len(text) && j-i < 4 && text[j]&0xC0 == 0x80 {
@@ -187,11 +193,7 @@ func (t *Tokenizer) EncodeContext(ctx context.Context, text string, bos bool) ([
 		}
 		i = j
 	}
-	start := 0
-	if bos && t.BOS >= 0 {
-		start = 1
-	}
-	return t.merge(ctx, toks, start)
+	return toks
 }
 
 // MinTokens is a lower bound on the tokens text encodes to (without BOS):

@@ -82,41 +82,17 @@ func TestMergeMatchesQuadraticLoop(t *testing.T) {
 			got := tk.Encode(text, trial%2 == 0)
 			// The same symbols, merged the quadratic way.
 			ref := tk.Encode("", trial%2 == 0)
-			syms := symbolsOf(tk, text)
-			want := mergeQuadratic(tk, append(ref, syms...), len(ref))
+			var want []int
+			if text == "" {
+				want = ref
+			} else {
+				want = mergeQuadratic(tk, tk.symbols(ref, text), len(ref))
+			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("%q (vocab %d): got %v, want %v", text, tk.VocabSize(), got, want)
 			}
 		}
 	}
-}
-
-// symbolsOf is Encode's split before merging (dummy prefix, codepoints, bytes).
-func symbolsOf(t *Tokenizer, text string) []int {
-	if text == "" {
-		return nil
-	}
-	var out []int
-	if id, ok := t.lookup[" "]; ok {
-		out = append(out, id)
-	} else {
-		text = " " + text
-	}
-	for i := 0; i < len(text); {
-		j := i + 1
-		for j < len(text) && j-i < 4 && text[j]&0xC0 == 0x80 {
-			j++
-		}
-		if id, ok := t.lookup[text[i:j]]; ok {
-			out = append(out, id)
-		} else {
-			for k := i; k < j; k++ {
-				out = append(out, t.byteToken(text[k]))
-			}
-		}
-		i = j
-	}
-	return out
 }
 
 // TestEncodeStopsWithContext: a cancelled context ends a long encode.
