@@ -223,8 +223,17 @@ func TestCancelAndHangUpFreeBlocks(t *testing.T) {
 	<-got
 	hang.Close()
 	td.waitIdle(t)
-	if n := td.d.runtime().Engine.Stats().Finished["cancelled"]; n != 3 {
-		t.Fatalf("%d cancelled, want 3", n)
+	// The first cancel was acknowledged, so it must have ended that request
+	// (TestCancelReplyMatchesOutcome holds the engine to that). The other two
+	// race the request's own end: on a loaded machine a 400-token request
+	// can finish before the client's cancel or hang-up arrives. Each request
+	// still ended exactly once, and nothing is left running (waitIdle).
+	f := td.d.runtime().Engine.Stats().Finished
+	if f["cancelled"] < 1 || f["cancelled"]+f["length"]+f["stop"] != 3 {
+		t.Fatalf("finished %v, want 3 requests with at least 1 cancelled", f)
+	}
+	if f["cancelled"] != 3 {
+		t.Logf("finished %v: a cancel came after its request's end", f)
 	}
 }
 
