@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/hwprofile"
 )
 
@@ -113,7 +114,7 @@ func PlanFor(m *model.Model, cfg EngineConfig) (hwprofile.Detection, hwprofile.P
 		return det, hwprofile.Plan{}, err
 	}
 	elem := 4
-	if kvType == model.F16 {
+	if kvType == quant.F16 {
 		elem = 2
 	}
 	plan, err := hwprofile.MakePlan(det, profiles, ShapeOf(m), hwprofile.Requested{BlockSize: cfg.BlockSize,

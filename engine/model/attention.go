@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"unsafe"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // ahead is how many KV blocks attention prefetches ahead of the one it reads.
@@ -128,8 +130,8 @@ type kvLayer struct {
 	f16 []uint16
 }
 
-func newKVLayer(t DType, n int) kvLayer {
-	if t == F16 {
+func newKVLayer(t quant.DType, n int) kvLayer {
+	if t == quant.F16 {
 		return kvLayer{f16: make([]uint16, n)}
 	}
 	return kvLayer{f32: make([]float32, n)}
@@ -149,7 +151,7 @@ func (s kvLayer) put(off int, src []float32) {
 		}
 	}
 	for i := n; i < len(src); i++ {
-		dst[i] = F32ToF16(src[i])
+		dst[i] = quant.F32ToF16(src[i])
 	}
 }
 

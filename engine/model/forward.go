@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // ErrBadBatch reports a step batch the backend cannot run (bad token id,
@@ -32,7 +34,7 @@ type CPUOptions struct {
 	Threads   int // worker threads; default GOMAXPROCS
 	// KVType is how K and V are stored: F16 (llama.cpp's default, half the
 	// memory and bandwidth) or F32. The zero value is F32.
-	KVType DType
+	KVType quant.DType
 }
 
 // CPU runs the model on the CPU over a paged KV store: for every layer, K and
@@ -42,7 +44,7 @@ type CPU struct {
 	c         Config
 	blockSize int
 	numBlocks int
-	kvType    DType
+	kvType    quant.DType
 	k, v      []kvLayer // per layer: numBlocks*blockSize*KVDim
 	kvMem     kvArena   // backs k and v
 	rope      *ropeTable
@@ -65,12 +67,12 @@ type CPU struct {
 }
 
 // ParseKVType parses a KV cache type name: "f16" (also "") or "f32".
-func ParseKVType(s string) (DType, error) {
+func ParseKVType(s string) (quant.DType, error) {
 	switch s {
 	case "", "f16", "F16":
-		return F16, nil
+		return quant.F16, nil
 	case "f32", "F32":
-		return F32, nil
+		return quant.F32, nil
 	}
 	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
 }
@@ -83,7 +85,7 @@ func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
 	if o.NumBlocks <= 0 || o.BlockSize <= 0 {
 		return nil, fmt.Errorf("cpu backend: %d blocks of %d tokens", o.NumBlocks, o.BlockSize)
 	}
-	if o.KVType != F32 && o.KVType != F16 {
+	if o.KVType != quant.F32 && o.KVType != quant.F16 {
 		return nil, fmt.Errorf("cpu backend: KV cache type %v (want F16 or F32)", o.KVType)
 	}
 	c := m.Config
@@ -129,7 +131,7 @@ func (b *CPU) Restore() error {
 	}
 	slots := b.numBlocks * b.blockSize * b.c.KVDim()
 	size := slots * 2 // bytes per layer's K or V
-	if b.kvType == F32 {
+	if b.kvType == quant.F32 {
 		size = slots * 4
 	}
 	a, err := newKVArena(2 * b.c.Layers * size)

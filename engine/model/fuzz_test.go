@@ -3,6 +3,8 @@ package model
 import (
 	"bytes"
 	"testing"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 func seedGGUF(tb testing.TB) []byte {
@@ -12,8 +14,8 @@ func seedGGUF(tb testing.TB) []byte {
 	w.Set("tokenizer.ggml.tokens", []string{"<unk>", "<s>", "</s>", "a"})
 	w.Set("tokenizer.ggml.scores", []float32{0, 0, 0, -1})
 	w.Set("tokenizer.ggml.token_type", []int32{2, 3, 3, 1})
-	w.AddTensor("output_norm.weight", F32, []uint64{4}, make([]byte, 16))
-	w.AddTensor("token_embd.weight", Q8_0, []uint64{32, 2}, make([]byte, 68))
+	w.AddTensor("output_norm.weight", quant.F32, []uint64{4}, make([]byte, 16))
+	w.AddTensor("token_embd.weight", quant.Q8_0, []uint64{32, 2}, make([]byte, 68))
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {
 		tb.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // GGUF value types.
@@ -32,7 +34,7 @@ const ggufDefaultAlignment = 32
 type GGUFTensor struct {
 	Name   string
 	Dims   []uint64 // ggml order: Dims[0] is the contiguous (column) axis
-	Type   DType
+	Type   quant.DType
 	Offset uint64 // from the start of the data section
 	Size   uint64 // bytes, when Type is one batchd computes with
 }
@@ -239,7 +241,7 @@ func ParseGGUF(b []byte) (*GGUFFile, error) {
 		for range nd {
 			t.Dims = append(t.Dims, p.u64())
 		}
-		t.Type = DType(p.u32())
+		t.Type = quant.DType(p.u32())
 		t.Offset = p.u64()
 		f.Tensors = append(f.Tensors, t)
 	}

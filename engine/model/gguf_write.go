@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"sort"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // GGUFWriter writes a GGUF v3 file: metadata in insertion order, then tensors
@@ -20,7 +22,7 @@ type GGUFWriter struct {
 type writerTensor struct {
 	name string
 	dims []uint64
-	typ  DType
+	typ  quant.DType
 	data []byte
 }
 
@@ -37,7 +39,7 @@ func (w *GGUFWriter) Set(key string, v any) {
 }
 
 // AddTensor adds a tensor with ggml-order dims (dims[0] contiguous) and raw data.
-func (w *GGUFWriter) AddTensor(name string, typ DType, dims []uint64, data []byte) {
+func (w *GGUFWriter) AddTensor(name string, typ quant.DType, dims []uint64, data []byte) {
 	w.tensors = append(w.tensors, writerTensor{name: name, dims: dims, typ: typ, data: data})
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -55,8 +56,8 @@ func TestGoldenGenerations(t *testing.T) {
 	goldens := testmodels.Goldens(t)
 	for _, tc := range []struct {
 		format string
-		kv     DType
-	}{{"llama2c", F16}, {"gguf", F16}, {"llama2c", F32}, {"gguf", F32}} {
+		kv     quant.DType
+	}{{"llama2c", quant.F16}, {"gguf", quant.F16}, {"llama2c", quant.F32}, {"gguf", quant.F32}} {
 		t.Run(tc.format+"/kv-"+tc.kv.String(), func(t *testing.T) {
 			m := loadStories(t, tc.format)
 			b, err := NewCPU(m, CPUOptions{NumBlocks: 32, BlockSize: 16, KVType: tc.kv})

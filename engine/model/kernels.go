@@ -2,6 +2,8 @@ package model
 
 import (
 	"math"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // The pure-Go kernels. They define the numerics every faster path is checked against.
@@ -45,25 +47,25 @@ func dotF16(w []uint16, x []float32) float32 {
 func matmulRows(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	switch w.Type {
-	case F32:
+	case quant.F32:
 		for r := lo; r < hi; r++ {
 			row := w.f32[r*cols : (r+1)*cols]
 			for t := range n {
 				out[t*w.Rows+r] = dotF32(row, x[t*cols:(t+1)*cols])
 			}
 		}
-	case F16:
+	case quant.F16:
 		for r := lo; r < hi; r++ {
 			row := w.f16[r*cols : (r+1)*cols]
 			for t := range n {
 				out[t*w.Rows+r] = dotF16(row, x[t*cols:(t+1)*cols])
 			}
 		}
-	case Q8_0:
-		rb := Q8_0.RowBytes(cols)
+	case quant.Q8_0:
+		rb := quant.Q8_0.RowBytes(cols)
 		row := scratch[:cols]
 		for r := lo; r < hi; r++ {
-			dequantQ8(w.Data[r*rb:(r+1)*rb], row)
+			quant.DequantizeQ8(w.Data[r*rb:(r+1)*rb], row)
 			for t := range n {
 				out[t*w.Rows+r] = dotF32(row, x[t*cols:(t+1)*cols])
 			}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 func randVec(rng *rand.Rand, n int) []float32 {
@@ -14,7 +16,7 @@ func randVec(rng *rand.Rand, n int) []float32 {
 	return v
 }
 
-func randMatrix(t *testing.T, rng *rand.Rand, typ DType, rows, cols int) *Matrix {
+func randMatrix(t *testing.T, rng *rand.Rand, typ quant.DType, rows, cols int) *Matrix {
 	t.Helper()
 	m, err := NewMatrix(typ, rows, cols, randomMatrix(rng, typ, rows, cols, 0.5))
 	if err != nil {
@@ -57,14 +59,14 @@ func TestSIMDMatchesPureGo(t *testing.T) {
 
 func testSIMDFamily(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []DType{F32, F16, Q8_0} {
+	for _, typ := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
 		for range 40 {
 			cols := 1 + rng.IntN(300)
 			if rng.IntN(2) == 0 { // whole chunks: the tiled paths
 				cols = 16 * (1 + rng.IntN(12))
 			}
-			if typ == Q8_0 {
-				cols = Q8Block * (1 + rng.IntN(12))
+			if typ == quant.Q8_0 {
+				cols = quant.Q8Block * (1 + rng.IntN(12))
 			}
 			rows, n := 1+rng.IntN(40), 1+rng.IntN(13)
 			w := randMatrix(t, rng, typ, rows, cols)
@@ -114,7 +116,7 @@ func TestAttentionBlockKernels(t *testing.T) {
 		t.Skip("no SIMD kernels on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, typ := range []DType{F32, F16} {
+	for _, typ := range []quant.DType{quant.F32, quant.F16} {
 		for _, hd := range []int{8, 12, 48, 64, 72, 128, 136} {
 			for n := 1; n <= 17; n++ {
 				stride := hd + 8*rng.IntN(3)
@@ -207,7 +209,7 @@ func TestF16Store(t *testing.T) {
 		src[i] *= float32(math.Pow(2, float64(rng.IntN(40)-20)))
 	}
 	src[0], src[1], src[2] = 65520, 1e-8, -6.1e-5 // overflow, underflow, subnormal
-	a, b := newKVLayer(F16, len(src)), newKVLayer(F16, len(src))
+	a, b := newKVLayer(quant.F16, len(src)), newKVLayer(quant.F16, len(src))
 	withSIMD(false, func() { a.put(0, src) })
 	withSIMD(true, func() { b.put(0, src) })
 	for i := range src {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/batchd/batchd/engine/quant"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,9 +24,9 @@ func newKVArena(bytes int) (kvArena, error) {
 }
 
 // layer returns n elements of type t at byte offset off.
-func (a kvArena) layer(t DType, off, n int) kvLayer {
+func (a kvArena) layer(t quant.DType, off, n int) kvLayer {
 	p := unsafe.Pointer(&a.mem[off])
-	if t == F16 {
+	if t == quant.F16 {
 		return kvLayer{f16: unsafe.Slice((*uint16)(p), n)}
 	}
 	return kvLayer{f32: unsafe.Slice((*float32)(p), n)}

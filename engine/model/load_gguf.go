@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // llamaArchs are GGUF architectures with Llama's tensor layout and normal RoPE.
@@ -174,7 +176,7 @@ func (l *ggufLoader) tensor(name string) (*GGUFTensor, []byte) {
 		return nil, nil
 	}
 	if !t.Type.Supported() {
-		l.errs = append(l.errs, fmt.Errorf("%w: tensor %s has type %s (want F32, F16 or Q8_0)", ErrUnsupported, name, t.Type))
+		l.errs = append(l.errs, fmt.Errorf("%w: tensor %s has type %s (want %s)", ErrUnsupported, name, t.Type, quant.SupportedNames()))
 		return nil, nil
 	}
 	start := l.f.DataOffset + t.Offset

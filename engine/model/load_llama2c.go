@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // llama2cHeader is the 7 int32 at the start of a legacy llama2.c checkpoint.
@@ -110,7 +112,7 @@ func (r *f32Reader) matrix(name string, rows, cols int) *Matrix {
 	if b == nil {
 		return nil
 	}
-	m, _ := NewMatrix(F32, rows, cols, b)
+	m, _ := NewMatrix(quant.F32, rows, cols, b)
 	return m
 }
 

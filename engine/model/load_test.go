@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-func tinySynth(dtype DType, seed uint64) SynthOptions {
+func tinySynth(dtype quant.DType, seed uint64) SynthOptions {
 	return SynthOptions{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 64, DType: dtype, Seed: seed}
 }
 
@@ -29,7 +30,7 @@ func writeSynth(t *testing.T, o SynthOptions) (string, []byte) {
 }
 
 func TestSynthesizeIsDeterministicAndLoads(t *testing.T) {
-	for _, dt := range []DType{F32, F16, Q8_0} {
+	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
 		o := tinySynth(dt, 7)
 		path, a := writeSynth(t, o)
 		_, b := writeSynth(t, o)
@@ -69,7 +70,7 @@ func TestSynthesizeIsDeterministicAndLoads(t *testing.T) {
 // TestQuantizedForwardMatchesReference checks the F16 and Q8_0 paths against
 // the dense reference, which dequantizes rows on its own.
 func TestQuantizedForwardMatchesReference(t *testing.T) {
-	for _, dt := range []DType{F16, Q8_0} {
+	for _, dt := range []quant.DType{quant.F16, quant.Q8_0} {
 		path, _ := writeSynth(t, tinySynth(dt, 3))
 		m, err := Load(path, LoadOptions{})
 		if err != nil {
@@ -95,7 +96,7 @@ func TestQuantizedForwardMatchesReference(t *testing.T) {
 }
 
 func TestLoadErrorsAreTyped(t *testing.T) {
-	_, good := writeSynth(t, tinySynth(F32, 1))
+	_, good := writeSynth(t, tinySynth(quant.F32, 1))
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
@@ -191,9 +192,9 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 
 func TestF16Conversion(t *testing.T) {
 	for _, f := range []float32{0, 1, -1, 0.5, 65504, 1e-7, 6.1e-5, -3.14159, 1e6} {
-		h := F32ToF16(f)
-		back := F16ToF32(h)
-		if F32ToF16(back) != h {
+		h := quant.F32ToF16(f)
+		back := quant.F16ToF32(h)
+		if quant.F32ToF16(back) != h {
 			t.Errorf("%v -> %#x -> %v does not round trip", f, h, back)
 		}
 	}
@@ -201,11 +202,11 @@ func TestF16Conversion(t *testing.T) {
 		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
 			continue // NaN payloads
 		}
-		if got := F32ToF16(F16ToF32(uint16(h))); got != uint16(h) {
-			t.Fatalf("half %#x -> %v -> %#x", h, F16ToF32(uint16(h)), got)
+		if got := quant.F32ToF16(quant.F16ToF32(uint16(h))); got != uint16(h) {
+			t.Fatalf("half %#x -> %v -> %#x", h, quant.F16ToF32(uint16(h)), got)
 		}
 	}
-	if F32ToF16(1e6) != 0x7c00 || F32ToF16(1+1.0/2048) != 0x3c00 {
+	if quant.F32ToF16(1e6) != 0x7c00 || quant.F32ToF16(1+1.0/2048) != 0x3c00 {
 		t.Error("overflow or ties-to-even rounding wrong")
 	}
 }
@@ -214,7 +215,7 @@ func TestF16Conversion(t *testing.T) {
 // nothing, for every weight type and for small (fused) and large batches.
 // Garbage here is paid on every step as GC work.
 func TestForwardDoesNotAllocate(t *testing.T) {
-	for _, dt := range []DType{F32, F16, Q8_0} {
+	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
 		path, _ := writeSynth(t, tinySynth(dt, 3))
 		m, err := Load(path, LoadOptions{})
 		if err != nil {

@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/batchd/batchd/engine/quant"
+)
 
 // useSIMD selects the assembly kernels; it starts as what the CPU supports
 // and tests turn it off to check the two paths against each other.
@@ -116,7 +120,7 @@ func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []fl
 	cols := w.Cols
 	rb := scratchRows(cols)
 	res := scratch[len(scratch)-resLen:]
-	if w.Type == Q8_0 && n < fusedQ8Below {
+	if w.Type == quant.Q8_0 && n < fusedQ8Below {
 		fusedQ8(out, x, n, w, lo, hi, res)
 		return
 	}
@@ -124,7 +128,7 @@ func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []fl
 	for tb := 0; tb < n; tb += tokenBlock {
 		te := min(tb+tokenBlock, n)
 		tm := te
-		if w.Type != F16 && fk.d44F32 != nil && cols%fk.width == 0 && te-tb > 4 && (te-tb)%4 != 0 {
+		if w.Type != quant.F16 && fk.d44F32 != nil && cols%fk.width == 0 && te-tb > 4 && (te-tb)%4 != 0 {
 			tm = te - (te-tb)%4
 			for j := range 4 {
 				src := min(tm+j, te-1)
@@ -135,11 +139,11 @@ func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []fl
 			r1 := min(r0+rb, hi)
 			var wr []float32
 			switch w.Type {
-			case Q8_0:
-				bytes := Q8_0.RowBytes(cols)
+			case quant.Q8_0:
+				bytes := quant.Q8_0.RowBytes(cols)
 				wr = ws[:(r1-r0)*cols]
-				dequantRows(&w.Data[r0*bytes], &wr[0], (r1-r0)*cols/Q8Block)
-			case F32:
+				dequantRows(&w.Data[r0*bytes], &wr[0], (r1-r0)*cols/quant.Q8Block)
+			case quant.F32:
 				wr = w.f32[r0*cols : r1*cols]
 			default:
 				tileF16(out, x, w, r0, r1, tb, te, res)
@@ -163,7 +167,7 @@ const fusedQ8Below = 8
 // tokens, then the four rows against each token left over.
 func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int, res []float32) {
 	cols, rows, k := w.Cols, w.Rows, fk
-	bytes, nb := Q8_0.RowBytes(cols), cols/Q8Block
+	bytes, nb := quant.Q8_0.RowBytes(cols), cols/quant.Q8Block
 	full := n &^ 3
 	r := lo
 	for ; r < hi; r += 4 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // BenchmarkMatmul reports GMAC/s of one thread on an FFN-shaped matrix (too
@@ -11,7 +13,7 @@ import (
 func BenchmarkMatmul(b *testing.B) {
 	const rows, cols = 4096, 1024
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []DType{Q8_0, F16, F32} {
+	for _, typ := range []quant.DType{quant.Q8_0, quant.F16, quant.F32} {
 		w, err := NewMatrix(typ, rows, cols, randomMatrix(rng, typ, rows, cols, 0.5))
 		if err != nil {
 			b.Fatal(err)

@@ -7,15 +7,17 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // SynthOptions describes a random-weight Llama to write as GGUF.
 type SynthOptions struct {
 	Dim, Layers, Heads, KVHeads, FFN, Vocab, Context int
-	DType                                            DType   // F32, F16 or Q8_0 for the matrices; norms stay F32
-	Seed                                             uint64  // same seed, same bytes
-	Tied                                             bool    // no separate output matrix
-	Std                                              float64 // weight standard deviation; default 0.02
+	DType                                            quant.DType // F32, F16 or Q8_0 for the matrices; norms stay F32
+	Seed                                             uint64      // same seed, same bytes
+	Tied                                             bool        // no separate output matrix
+	Std                                              float64     // weight standard deviation; default 0.02
 	// Tokenizer supplies the vocabulary (its size must equal Vocab); nil
 	// synthesizes one with byte fallback.
 	Tokenizer *Tokenizer
@@ -28,8 +30,8 @@ func (o *SynthOptions) check() error {
 	if !o.DType.Supported() {
 		return fmt.Errorf("synth: dtype %s", o.DType)
 	}
-	if o.DType == Q8_0 && (o.Dim%Q8Block != 0 || o.FFN%Q8Block != 0) {
-		return fmt.Errorf("synth: Q8_0 needs dim and ffn that are multiples of %d", Q8Block)
+	if o.DType == quant.Q8_0 && (o.Dim%quant.Q8Block != 0 || o.FFN%quant.Q8Block != 0) {
+		return fmt.Errorf("synth: quant.Q8_0 needs dim and ffn that are multiples of %d", quant.Q8Block)
 	}
 	if o.Tokenizer != nil && o.Tokenizer.VocabSize() != o.Vocab {
 		return fmt.Errorf("synth: tokenizer has %d pieces, vocab is %d", o.Tokenizer.VocabSize(), o.Vocab)
@@ -53,7 +55,7 @@ func Synthesize(w io.Writer, o SynthOptions) error {
 	}
 	pieces, scores, types := synthVocab(o)
 	gw := NewGGUFWriter()
-	fileType := map[DType]uint32{F32: 0, F16: 1, Q8_0: 7}[o.DType]
+	fileType := map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q8_0: 7}[o.DType]
 	gw.Set("general.architecture", "llama")
 	gw.Set("general.name", fmt.Sprintf("batchd-synth-d%d-l%d-%s", o.Dim, o.Layers, strings.ToLower(o.DType.String())))
 	gw.Set("general.file_type", fileType)
@@ -85,7 +87,7 @@ func Synthesize(w io.Writer, o SynthOptions) error {
 		for i := range n {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
 		}
-		gw.AddTensor(name, F32, []uint64{uint64(n)}, b)
+		gw.AddTensor(name, quant.F32, []uint64{uint64(n)}, b)
 	}
 	mat("token_embd.weight", o.Vocab, o.Dim)
 	ones("output_norm.weight", o.Dim)
@@ -108,7 +110,7 @@ func Synthesize(w io.Writer, o SynthOptions) error {
 	return err
 }
 
-func randomMatrix(rng *rand.Rand, t DType, rows, cols int, std float64) []byte {
+func randomMatrix(rng *rand.Rand, t quant.DType, rows, cols int, std float64) []byte {
 	row := make([]float32, cols)
 	out := make([]byte, rows*t.RowBytes(cols))
 	rb := t.RowBytes(cols)
@@ -118,16 +120,16 @@ func randomMatrix(rng *rand.Rand, t DType, rows, cols int, std float64) []byte {
 		}
 		dst := out[r*rb : (r+1)*rb]
 		switch t {
-		case F32:
+		case quant.F32:
 			for i, v := range row {
 				binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
 			}
-		case F16:
+		case quant.F16:
 			for i, v := range row {
-				binary.LittleEndian.PutUint16(dst[2*i:], F32ToF16(v))
+				binary.LittleEndian.PutUint16(dst[2*i:], quant.F32ToF16(v))
 			}
-		case Q8_0:
-			QuantizeQ8(row, dst)
+		case quant.Q8_0:
+			quant.QuantizeQ8(row, dst)
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
 )
 
 func main() {
@@ -48,7 +49,7 @@ func run(args []string) error {
 		o.KVHeads = o.Heads
 	}
 	var err error
-	if o.DType, err = model.ParseDType(*dtype); err != nil {
+	if o.DType, err = quant.Parse(*dtype); err != nil {
 		return err
 	}
 	if *tokPath != "" {

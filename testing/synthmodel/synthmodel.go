@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
 )
 
 // Write writes a tiny random-weight Llama GGUF (a synthesized byte-fallback
@@ -21,7 +22,7 @@ func Write(tb testing.TB, ctx int) string {
 		tb.Fatal(err)
 	}
 	o := model.SynthOptions{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: ctx,
-		DType: model.F32, Seed: 1}
+		DType: quant.F32, Seed: 1}
 	if err := model.Synthesize(f, o); err != nil {
 		tb.Fatal(err)
 	}
