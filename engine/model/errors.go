@@ -3,6 +3,8 @@ package model
 import (
 	"errors"
 	"fmt"
+
+	"github.com/batchd/batchd/engine/model/gguf"
 )
 
 // Error kinds returned (wrapped with detail) by the loaders. Match them with errors.Is.
@@ -29,4 +31,22 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+// kinded gives err (from a package with its own sentinels, such as gguf) one
+// of this package's kinds as well, keeping err's message.
+type kinded struct{ kind, err error }
+
+func (k kinded) Error() string   { return k.err.Error() }
+func (k kinded) Unwrap() []error { return []error{k.kind, k.err} }
+
+// fromGGUF maps gguf's error kinds to this package's.
+func fromGGUF(err error) error {
+	switch {
+	case errors.Is(err, gguf.ErrMalformed):
+		return kinded{ErrMalformed, err}
+	case errors.Is(err, gguf.ErrUnsupported):
+		return kinded{ErrUnsupported, err}
+	}
+	return err
 }

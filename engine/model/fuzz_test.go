@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
 )
 
 func seedGGUF(tb testing.TB) []byte {
-	w := NewGGUFWriter()
+	w := gguf.NewWriter()
 	w.Set("general.architecture", "llama")
 	w.Set("llama.embedding_length", uint32(32))
 	w.Set("tokenizer.ggml.tokens", []string{"<unk>", "<s>", "</s>", "a"})
 	w.Set("tokenizer.ggml.scores", []float32{0, 0, 0, -1})
 	w.Set("tokenizer.ggml.token_type", []int32{2, 3, 3, 1})
-	w.AddTensor("output_norm.weight", quant.F32, []uint64{4}, make([]byte, 16))
-	w.AddTensor("token_embd.weight", quant.Q8_0, []uint64{32, 2}, make([]byte, 68))
+	w.AddTensor("output_norm.weight", gguf.Type(quant.F32), []uint64{4}, make([]byte, 16))
+	w.AddTensor("token_embd.weight", gguf.Type(quant.Q8_0), []uint64{32, 2}, make([]byte, 68))
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {
 		tb.Fatal(err)
@@ -29,10 +30,10 @@ func FuzzParseGGUF(f *testing.F) {
 	f.Add(seedGGUF(f))
 	f.Add([]byte("GGUF\x03\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		g, err := ParseGGUF(b)
+		g, err := gguf.Parse(b)
 		if err == nil {
 			for _, tt := range g.Tensors {
-				if tt.Type.Supported() && g.DataOffset+tt.Offset+tt.Size > uint64(len(b)) {
+				if quant.DType(tt.Type).Supported() && g.DataOffset+tt.Offset+tt.Size > uint64(len(b)) {
 					t.Fatalf("tensor %q past the end", tt.Name)
 				}
 			}

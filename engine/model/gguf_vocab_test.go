@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -30,10 +31,10 @@ func ggufNoTensors() []byte {
 // its metadata; it was rejected with "data section starts at N past the end".
 func TestParseGGUFWithoutTensors(t *testing.T) {
 	b := ggufNoTensors()
-	if len(b)%ggufDefaultAlignment == 0 {
+	if len(b)%gguf.DefaultAlignment == 0 {
 		t.Fatalf("test file of %d bytes is aligned; it must not be", len(b))
 	}
-	f, err := ParseGGUF(b)
+	f, err := gguf.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestParseLlamaCppVocabFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := ParseGGUF(b)
+		f, err := gguf.Parse(b)
 		if err != nil {
 			t.Errorf("%s: %v", filepath.Base(p), err)
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
 )
 
@@ -12,9 +13,9 @@ import (
 var llamaArchs = map[string]bool{"llama": true, "mistral": true}
 
 func loadGGUF(data []byte) (*Model, error) {
-	f, err := ParseGGUF(data)
+	f, err := gguf.Parse(data)
 	if err != nil {
-		return nil, err
+		return nil, fromGGUF(err)
 	}
 	arch, _ := f.MetaString("general.architecture")
 	if !llamaArchs[arch] {
@@ -72,7 +73,7 @@ func loadGGUF(data []byte) (*Model, error) {
 	return m, nil
 }
 
-func ggufConfig(f *GGUFFile, arch string) (Config, error) {
+func ggufConfig(f *gguf.File, arch string) (Config, error) {
 	c := Config{Arch: arch, RMSEps: 1e-5, RopeTheta: 10000}
 	var missing []string
 	get := func(key string, dst *int, required bool) {
@@ -113,7 +114,7 @@ func ggufConfig(f *GGUFFile, arch string) (Config, error) {
 	return c, nil
 }
 
-func ggufTokenizer(f *GGUFFile) (*Tokenizer, error) {
+func ggufTokenizer(f *gguf.File) (*Tokenizer, error) {
 	if kind, _ := f.MetaString("tokenizer.ggml.model"); kind != "llama" {
 		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports SentencePiece \"llama\")", ErrUnsupported, kind)
 	}
@@ -140,7 +141,7 @@ func ggufTokenizer(f *GGUFFile) (*Tokenizer, error) {
 		id("tokenizer.ggml.eos_token_id", 2), id("tokenizer.ggml.unknown_token_id", 0))
 }
 
-func stopTokens(f *GGUFFile, tok *Tokenizer) []int {
+func stopTokens(f *gguf.File, tok *Tokenizer) []int {
 	stops := []int{}
 	add := func(id int) {
 		for _, s := range stops {
@@ -164,18 +165,18 @@ func stopTokens(f *GGUFFile, tok *Tokenizer) []int {
 
 // ggufLoader turns directory entries into matrices, collecting every problem.
 type ggufLoader struct {
-	f    *GGUFFile
+	f    *gguf.File
 	data []byte
 	errs []error
 }
 
-func (l *ggufLoader) tensor(name string) (*GGUFTensor, []byte) {
+func (l *ggufLoader) tensor(name string) (*gguf.Tensor, []byte) {
 	t, ok := l.f.Tensor(name)
 	if !ok {
 		l.errs = append(l.errs, fmt.Errorf("%w: %s", ErrMissingTensor, name))
 		return nil, nil
 	}
-	if !t.Type.Supported() {
+	if !quant.DType(t.Type).Supported() {
 		l.errs = append(l.errs, fmt.Errorf("%w: tensor %s has type %s (want %s)", ErrUnsupported, name, t.Type, quant.SupportedNames()))
 		return nil, nil
 	}
@@ -192,7 +193,7 @@ func (l *ggufLoader) matrix(name string, rows, cols int) *Matrix {
 		l.errs = append(l.errs, fmt.Errorf("%w: %s has dims %v, want [%d %d]", ErrShape, name, t.Dims, cols, rows))
 		return &Matrix{}
 	}
-	m, err := NewMatrix(t.Type, rows, cols, b)
+	m, err := NewMatrix(quant.DType(t.Type), rows, cols, b)
 	if err != nil {
 		l.errs = append(l.errs, fmt.Errorf("%s: %w", name, err))
 		return &Matrix{}
@@ -209,7 +210,7 @@ func (l *ggufLoader) vector(name string, n int) []float32 {
 		l.errs = append(l.errs, fmt.Errorf("%w: %s has dims %v, want [%d]", ErrShape, name, t.Dims, n))
 		return nil
 	}
-	m, err := NewMatrix(t.Type, 1, n, b)
+	m, err := NewMatrix(quant.DType(t.Type), 1, n, b)
 	if err != nil {
 		l.errs = append(l.errs, fmt.Errorf("%s: %w", name, err))
 		return nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -105,12 +106,12 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 		}
 		return p
 	}
-	rewrite := func(mut func(w *GGUFWriter, f *GGUFFile)) []byte {
-		f, err := ParseGGUF(good)
+	rewrite := func(mut func(w *gguf.Writer, f *gguf.File)) []byte {
+		f, err := gguf.Parse(good)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := NewGGUFWriter()
+		w := gguf.NewWriter()
 		for _, k := range f.SortedKeys() {
 			switch v := f.Meta[k].(type) {
 			case uint32, string, float32, []string, []float32, []int32:
@@ -128,15 +129,8 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 		}
 		return buf.Bytes()
 	}
-	dropTensor := func(name string) func(*GGUFWriter, *GGUFFile) {
-		return func(w *GGUFWriter, _ *GGUFFile) {
-			for i, tt := range w.tensors {
-				if tt.name == name {
-					w.tensors = append(w.tensors[:i], w.tensors[i+1:]...)
-					return
-				}
-			}
-		}
+	dropTensor := func(name string) func(*gguf.Writer, *gguf.File) {
+		return func(w *gguf.Writer, _ *gguf.File) { w.RemoveTensor(name) }
 	}
 	cases := []struct {
 		name string
@@ -146,12 +140,12 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 		{"bad magic", append([]byte("GGUX"), good[4:]...), ErrMalformed},
 		{"truncated header", good[:20], ErrMalformed},
 		{"truncated data", good[:len(good)-100], ErrMalformed},
-		{"arch", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("general.architecture", "mamba") }), ErrUnsupported},
-		{"tokenizer", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("tokenizer.ggml.model", "gpt2") }), ErrUnsupported},
+		{"arch", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("general.architecture", "mamba") }), ErrUnsupported},
+		{"tokenizer", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("tokenizer.ggml.model", "gpt2") }), ErrUnsupported},
 		{"missing tensor", rewrite(dropTensor("blk.1.ffn_up.weight")), ErrMissingTensor},
-		{"tensor type", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.tensors[3].typ = 12 }), ErrUnsupported},
-		{"shape", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("llama.feed_forward_length", uint32(128)) }), ErrShape},
-		{"heads", rewrite(func(w *GGUFWriter, _ *GGUFFile) { w.Set("llama.attention.head_count_kv", uint32(3)) }), ErrShape},
+		{"tensor type", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.SetTensorType(3, 2) }), ErrUnsupported},
+		{"shape", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("llama.feed_forward_length", uint32(128)) }), ErrShape},
+		{"heads", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("llama.attention.head_count_kv", uint32(3)) }), ErrShape},
 	}
 	for _, tc := range cases {
 		_, err := Load(write(tc.name+".gguf", tc.data), LoadOptions{})

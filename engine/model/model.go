@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"golang.org/x/sys/unix"
 )
 
@@ -101,7 +102,7 @@ func Load(path string, opts LoadOptions) (*Model, error) {
 	format := opts.Format
 	if format == "" {
 		format = "llama2c"
-		if (len(data) >= 4 && string(data[:4]) == ggufMagic) || strings.EqualFold(filepath.Ext(path), ".gguf") {
+		if (len(data) >= 4 && string(data[:4]) == gguf.Magic) || strings.EqualFold(filepath.Ext(path), ".gguf") {
 			format = "gguf"
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
 )
 
@@ -54,7 +55,7 @@ func Synthesize(w io.Writer, o SynthOptions) error {
 		return err
 	}
 	pieces, scores, types := synthVocab(o)
-	gw := NewGGUFWriter()
+	gw := gguf.NewWriter()
 	fileType := map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q8_0: 7}[o.DType]
 	gw.Set("general.architecture", "llama")
 	gw.Set("general.name", fmt.Sprintf("batchd-synth-d%d-l%d-%s", o.Dim, o.Layers, strings.ToLower(o.DType.String())))
@@ -80,14 +81,14 @@ func Synthesize(w io.Writer, o SynthOptions) error {
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6261746368640a))
 	kv := o.Dim / o.Heads * o.KVHeads
 	mat := func(name string, rows, cols int) {
-		gw.AddTensor(name, o.DType, []uint64{uint64(cols), uint64(rows)}, randomMatrix(rng, o.DType, rows, cols, o.Std))
+		gw.AddTensor(name, gguf.Type(o.DType), []uint64{uint64(cols), uint64(rows)}, randomMatrix(rng, o.DType, rows, cols, o.Std))
 	}
 	ones := func(name string, n int) {
 		b := make([]byte, 4*n)
 		for i := range n {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
 		}
-		gw.AddTensor(name, quant.F32, []uint64{uint64(n)}, b)
+		gw.AddTensor(name, gguf.Type(quant.F32), []uint64{uint64(n)}, b)
 	}
 	mat("token_embd.weight", o.Vocab, o.Dim)
 	ones("output_norm.weight", o.Dim)

@@ -1,4 +1,4 @@
-package model
+package gguf
 
 import (
 	"bufio"
@@ -7,13 +7,11 @@ import (
 	"io"
 	"math"
 	"sort"
-
-	"github.com/batchd/batchd/engine/quant"
 )
 
-// GGUFWriter writes a GGUF v3 file: metadata in insertion order, then tensors
+// Writer writes a GGUF v3 file: metadata in insertion order, then tensors
 // aligned to 32 bytes. It is how testing/modelgen and tests make model files.
-type GGUFWriter struct {
+type Writer struct {
 	keys    []string
 	meta    map[string]any
 	tensors []writerTensor
@@ -22,16 +20,16 @@ type GGUFWriter struct {
 type writerTensor struct {
 	name string
 	dims []uint64
-	typ  quant.DType
+	typ  Type
 	data []byte
 }
 
-// NewGGUFWriter returns an empty writer.
-func NewGGUFWriter() *GGUFWriter { return &GGUFWriter{meta: map[string]any{}} }
+// NewWriter returns an empty writer.
+func NewWriter() *Writer { return &Writer{meta: map[string]any{}} }
 
 // Set adds a metadata key. Values may be string, bool, uint32, int32, uint64,
 // float32, []string, []float32 or []int32.
-func (w *GGUFWriter) Set(key string, v any) {
+func (w *Writer) Set(key string, v any) {
 	if _, ok := w.meta[key]; !ok {
 		w.keys = append(w.keys, key)
 	}
@@ -39,18 +37,32 @@ func (w *GGUFWriter) Set(key string, v any) {
 }
 
 // AddTensor adds a tensor with ggml-order dims (dims[0] contiguous) and raw data.
-func (w *GGUFWriter) AddTensor(name string, typ quant.DType, dims []uint64, data []byte) {
+func (w *Writer) AddTensor(name string, typ Type, dims []uint64, data []byte) {
 	w.tensors = append(w.tensors, writerTensor{name: name, dims: dims, typ: typ, data: data})
 }
 
+// RemoveTensor drops a tensor added before (tests write files missing one).
+func (w *Writer) RemoveTensor(name string) {
+	for i, t := range w.tensors {
+		if t.name == name {
+			w.tensors = append(w.tensors[:i], w.tensors[i+1:]...)
+			return
+		}
+	}
+}
+
+// SetTensorType changes the type recorded for the i'th tensor added (its
+// data is kept as is; tests write files with wrong types).
+func (w *Writer) SetTensorType(i int, t Type) { w.tensors[i].typ = t }
+
 // WriteTo writes the file.
-func (w *GGUFWriter) WriteTo(out io.Writer) (int64, error) {
+func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	cw := &countWriter{w: bufio.NewWriterSize(out, 1<<20)}
 	le := binary.LittleEndian
 	put := func(v any) { _ = binary.Write(cw, le, v) }
 	putStr := func(s string) { put(uint64(len(s))); _, _ = io.WriteString(cw, s) }
 
-	_, _ = io.WriteString(cw, ggufMagic)
+	_, _ = io.WriteString(cw, Magic)
 	put(uint32(3))
 	put(uint64(len(w.tensors)))
 	put(uint64(len(w.keys)))
@@ -118,7 +130,7 @@ func (w *GGUFWriter) WriteTo(out io.Writer) (int64, error) {
 }
 
 // SortedKeys returns the metadata keys in order, for tests and dumps.
-func (f *GGUFFile) SortedKeys() []string {
+func (f *File) SortedKeys() []string {
 	keys := make([]string, 0, len(f.Meta))
 	for k := range f.Meta {
 		keys = append(keys, k)

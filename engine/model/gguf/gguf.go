@@ -1,11 +1,9 @@
-package model
+package gguf
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/batchd/batchd/engine/quant"
 )
 
 // GGUF value types.
@@ -25,25 +23,25 @@ const (
 	ggufF64
 )
 
-const ggufMagic = "GGUF"
+const Magic = "GGUF"
 
-// ggufDefaultAlignment applies when general.alignment is absent.
-const ggufDefaultAlignment = 32
+// DefaultAlignment applies when general.alignment is absent.
+const DefaultAlignment = 32
 
-// GGUFTensor describes one tensor of a GGUF file.
-type GGUFTensor struct {
+// Tensor describes one tensor of a GGUF file.
+type Tensor struct {
 	Name   string
 	Dims   []uint64 // ggml order: Dims[0] is the contiguous (column) axis
-	Type   quant.DType
+	Type   Type
 	Offset uint64 // from the start of the data section
-	Size   uint64 // bytes, when Type is one batchd computes with
+	Size   uint64 // bytes, when Type is one ggml defines
 }
 
-// GGUFFile is a parsed GGUF header: metadata, tensor directory and where the data starts.
-type GGUFFile struct {
+// File is a parsed GGUF header: metadata, tensor directory and where the data starts.
+type File struct {
 	Version    uint32
 	Meta       map[string]any // scalars as Go values; arrays as typed slices
-	Tensors    []GGUFTensor
+	Tensors    []Tensor
 	DataOffset uint64
 }
 
@@ -213,15 +211,15 @@ func (p *parser) value(t uint32, depth int) any {
 	return out
 }
 
-// ParseGGUF parses the header and tensor directory of a GGUF v2 or v3 file
+// Parse parses the header and tensor directory of a GGUF v2 or v3 file
 // held in b and checks that every tensor lies inside b. It does not copy
 // tensor data.
-func ParseGGUF(b []byte) (*GGUFFile, error) {
+func Parse(b []byte) (*File, error) {
 	p := &parser{b: b}
-	if magic := p.bytes(4); p.err != nil || string(magic) != ggufMagic {
-		return nil, malformed("bad magic %q, want %q", magic, ggufMagic)
+	if magic := p.bytes(4); p.err != nil || string(magic) != Magic {
+		return nil, malformed("bad magic %q, want %q", magic, Magic)
 	}
-	f := &GGUFFile{Version: p.u32(), Meta: map[string]any{}}
+	f := &File{Version: p.u32(), Meta: map[string]any{}}
 	if p.err == nil && (f.Version < 2 || f.Version > 3) {
 		return nil, fmt.Errorf("%w: GGUF version %d (want 2 or 3)", ErrUnsupported, f.Version)
 	}
@@ -232,7 +230,7 @@ func ParseGGUF(b []byte) (*GGUFFile, error) {
 		f.Meta[key] = p.value(p.u32(), 0)
 	}
 	for i := uint64(0); i < nTensors && p.err == nil; i++ {
-		t := GGUFTensor{Name: p.str()}
+		t := Tensor{Name: p.str()}
 		nd := p.u32()
 		if p.err == nil && (nd == 0 || nd > 4) {
 			p.err = malformed("tensor %q has %d dimensions", t.Name, nd)
@@ -241,14 +239,14 @@ func ParseGGUF(b []byte) (*GGUFFile, error) {
 		for range nd {
 			t.Dims = append(t.Dims, p.u64())
 		}
-		t.Type = quant.DType(p.u32())
+		t.Type = Type(p.u32())
 		t.Offset = p.u64()
 		f.Tensors = append(f.Tensors, t)
 	}
 	if p.err != nil {
 		return nil, p.err
 	}
-	align := uint64(ggufDefaultAlignment)
+	align := uint64(DefaultAlignment)
 	if v, ok := f.Meta["general.alignment"]; ok {
 		a, ok := v.(uint32)
 		if !ok || a == 0 || a&(a-1) != 0 {
@@ -275,10 +273,10 @@ func ParseGGUF(b []byte) (*GGUFFile, error) {
 			}
 			elems *= d
 		}
-		if !t.Type.Supported() {
-			continue // size unknown; a loader that needs it reports the type
-		}
 		rb := t.Type.RowBytes(int(t.Dims[0]))
+		if rb == -2 {
+			continue // a type ggml does not define: size unknown; a loader reports the type
+		}
 		if rb < 0 {
 			return nil, malformed("tensor %q: %s row of %d elements", t.Name, t.Type, t.Dims[0])
 		}
@@ -294,7 +292,7 @@ func ParseGGUF(b []byte) (*GGUFFile, error) {
 }
 
 // Tensor returns the named tensor's directory entry.
-func (f *GGUFFile) Tensor(name string) (*GGUFTensor, bool) {
+func (f *File) Tensor(name string) (*Tensor, bool) {
 	for i := range f.Tensors {
 		if f.Tensors[i].Name == name {
 			return &f.Tensors[i], true
@@ -304,7 +302,7 @@ func (f *GGUFFile) Tensor(name string) (*GGUFTensor, bool) {
 }
 
 // MetaUint returns an integer metadata value of any integer type.
-func (f *GGUFFile) MetaUint(key string) (uint64, bool) {
+func (f *File) MetaUint(key string) (uint64, bool) {
 	switch v := f.Meta[key].(type) {
 	case uint8:
 		return uint64(v), true
@@ -327,7 +325,7 @@ func (f *GGUFFile) MetaUint(key string) (uint64, bool) {
 }
 
 // MetaFloat returns a float metadata value.
-func (f *GGUFFile) MetaFloat(key string) (float64, bool) {
+func (f *File) MetaFloat(key string) (float64, bool) {
 	switch v := f.Meta[key].(type) {
 	case float32:
 		return float64(v), true
@@ -338,7 +336,7 @@ func (f *GGUFFile) MetaFloat(key string) (float64, bool) {
 }
 
 // MetaString returns a string metadata value.
-func (f *GGUFFile) MetaString(key string) (string, bool) {
+func (f *File) MetaString(key string) (string, bool) {
 	v, ok := f.Meta[key].(string)
 	return v, ok
 }
