@@ -473,7 +473,9 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 	<-first
 	td.stop()
 	r := <-res
-	if r == nil || (r.FinishReason != "cancelled" && r.FinishReason != "length") {
+	// Finished within the drain (stop or length: without the race detector
+	// stories260K reaches EOS in under 50 ms), or cancelled after it.
+	if r == nil || (r.FinishReason != "cancelled" && r.FinishReason != "length" && r.FinishReason != "stop") {
 		t.Fatalf("request after shutdown: %+v", r)
 	}
 	if _, err := os.Stat(td.socket); !os.IsNotExist(err) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/batchd/batchd/engine/model/gguf"
+	"github.com/batchd/batchd/engine/tokenizer"
 )
 
 // Error kinds returned (wrapped with detail) by the loaders. Match them with errors.Is.
@@ -46,6 +47,17 @@ func fromGGUF(err error) error {
 	case errors.Is(err, gguf.ErrMalformed):
 		return kinded{ErrMalformed, err}
 	case errors.Is(err, gguf.ErrUnsupported):
+		return kinded{ErrUnsupported, err}
+	}
+	return err
+}
+
+// fromTokenizer maps tokenizer's error kinds to this package's.
+func fromTokenizer(err error) error {
+	switch {
+	case errors.Is(err, tokenizer.ErrInvalid):
+		return kinded{ErrMalformed, err}
+	case errors.Is(err, tokenizer.ErrUnsupported):
 		return kinded{ErrUnsupported, err}
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/engine/tokenizer"
 )
 
 // llamaArchs are GGUF architectures with Llama's tensor layout and normal RoPE.
@@ -25,9 +26,9 @@ func loadGGUF(data []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := ggufTokenizer(f)
+	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		return nil, err
+		return nil, fromTokenizer(err)
 	}
 	if c.Vocab == 0 {
 		c.Vocab = tok.VocabSize()
@@ -69,7 +70,7 @@ func loadGGUF(data []byte) (*Model, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	m.StopTokens = stopTokens(f, tok)
+	m.StopTokens = tokenizer.StopTokensGGUF(f, tok)
 	return m, nil
 }
 
@@ -114,56 +115,6 @@ func ggufConfig(f *gguf.File, arch string) (Config, error) {
 	return c, nil
 }
 
-func ggufTokenizer(f *gguf.File) (*Tokenizer, error) {
-	if kind, _ := f.MetaString("tokenizer.ggml.model"); kind != "llama" {
-		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports SentencePiece \"llama\")", ErrUnsupported, kind)
-	}
-	pieces, ok := f.Meta["tokenizer.ggml.tokens"].([]string)
-	if !ok {
-		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens missing or not a string array", ErrMalformed)
-	}
-	scores, ok := f.Meta["tokenizer.ggml.scores"].([]float32)
-	if !ok {
-		return nil, fmt.Errorf("%w: tokenizer.ggml.scores missing or not a float32 array", ErrMalformed)
-	}
-	types, _ := f.Meta["tokenizer.ggml.token_type"].([]int32)
-	spaced := make([]string, len(pieces))
-	for i, p := range pieces {
-		spaced[i] = strings.ReplaceAll(p, "\u2581", " ")
-	}
-	id := func(key string, def int) int {
-		if v, ok := f.MetaUint(key); ok && v < uint64(len(pieces)) {
-			return int(v)
-		}
-		return def
-	}
-	return NewTokenizer(spaced, scores, types, id("tokenizer.ggml.bos_token_id", 1),
-		id("tokenizer.ggml.eos_token_id", 2), id("tokenizer.ggml.unknown_token_id", 0))
-}
-
-func stopTokens(f *gguf.File, tok *Tokenizer) []int {
-	stops := []int{}
-	add := func(id int) {
-		for _, s := range stops {
-			if s == id {
-				return
-			}
-		}
-		stops = append(stops, id)
-	}
-	if tok.EOS >= 0 {
-		add(tok.EOS)
-	}
-	if v, ok := f.MetaUint("tokenizer.ggml.eot_token_id"); ok && v < uint64(tok.VocabSize()) {
-		add(int(v))
-	}
-	if tok.BOS >= 0 {
-		add(tok.BOS)
-	}
-	return stops
-}
-
-// ggufLoader turns directory entries into matrices, collecting every problem.
 type ggufLoader struct {
 	f    *gguf.File
 	data []byte

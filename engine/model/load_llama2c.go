@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/engine/tokenizer"
 )
 
 // llama2cHeader is the 7 int32 at the start of a legacy llama2.c checkpoint.
@@ -47,9 +48,9 @@ func loadLlama2c(data []byte, tokenizerPath string) (*Model, error) {
 	if tokenizerPath == "" {
 		return nil, fmt.Errorf("%w: a llama2.c checkpoint needs a tokenizer file (--tokenizer)", ErrMalformed)
 	}
-	tok, err := LoadLlama2cTokenizer(tokenizerPath, c.Vocab)
+	tok, err := tokenizer.LoadLlama2c(tokenizerPath, c.Vocab)
 	if err != nil {
-		return nil, err
+		return nil, fromTokenizer(err)
 	}
 
 	r := &f32Reader{data: data, off: llama2cHeader}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/batchd/batchd/engine/model/gguf"
+	"github.com/batchd/batchd/engine/tokenizer"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +79,7 @@ type Model struct {
 	Layers    []Layer
 	OutNorm   []float32
 	Output    *Matrix // Vocab x Dim; the same as Embed when tied
-	Tokenizer *Tokenizer
+	Tokenizer *tokenizer.Tokenizer
 	// StopTokens end generation when sampled: EOS, and BOS, which starts a new
 	// document (llama2.c's run.c stops on it).
 	StopTokens []int

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/engine/tokenizer"
 )
 
 // SynthOptions describes a random-weight Llama to write as GGUF.
@@ -21,7 +22,7 @@ type SynthOptions struct {
 	Std                                              float64     // weight standard deviation; default 0.02
 	// Tokenizer supplies the vocabulary (its size must equal Vocab); nil
 	// synthesizes one with byte fallback.
-	Tokenizer *Tokenizer
+	Tokenizer *tokenizer.Tokenizer
 }
 
 func (o *SynthOptions) check() error {
@@ -149,17 +150,17 @@ func synthVocab(o SynthOptions) ([]string, []float32, []int32) {
 		return out, s, ty
 	}
 	pieces := []string{"<unk>", "<s>", "</s>"}
-	types := []int32{TokenUnknown, TokenControl, TokenControl}
+	types := []int32{tokenizer.TokenUnknown, tokenizer.TokenControl, tokenizer.TokenControl}
 	for b := range 256 {
 		pieces = append(pieces, fmt.Sprintf("<0x%02X>", b))
-		types = append(types, TokenByte)
+		types = append(types, tokenizer.TokenByte)
 	}
 	seen := map[string]bool{}
 	add := func(p string) {
 		if len(pieces) < o.Vocab && !seen[p] {
 			seen[p] = true
 			pieces = append(pieces, strings.ReplaceAll(p, " ", "\u2581"))
-			types = append(types, TokenNormal)
+			types = append(types, tokenizer.TokenNormal)
 		}
 	}
 	for c := byte(' '); c <= '~'; c++ {
@@ -182,7 +183,7 @@ func synthVocab(o SynthOptions) ([]string, []float32, []int32) {
 	}
 	scores := make([]float32, len(pieces))
 	for i := range scores {
-		if types[i] == TokenNormal {
+		if types[i] == tokenizer.TokenNormal {
 			scores[i] = -float32(i)
 		}
 	}

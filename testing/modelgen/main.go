@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/engine/tokenizer"
 )
 
 func main() {
@@ -53,7 +54,7 @@ func run(args []string) error {
 		return err
 	}
 	if *tokPath != "" {
-		if o.Tokenizer, err = model.LoadLlama2cTokenizer(*tokPath, o.Vocab); err != nil {
+		if o.Tokenizer, err = tokenizer.LoadLlama2c(*tokPath, o.Vocab); err != nil {
 			return err
 		}
 	}

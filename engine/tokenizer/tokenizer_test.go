@@ -1,17 +1,19 @@
-package model
+package tokenizer
 
 import (
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
 func TestLlama2Tokenizer(t *testing.T) {
-	tok, err := LoadLlama2cTokenizer(testmodels.Path(t, "tokenizer32k.bin"), 32000)
+	tok, err := LoadLlama2c(testmodels.Path(t, "tokenizer32k.bin"), 32000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +39,11 @@ func TestLlama2Tokenizer(t *testing.T) {
 // types) and the llama2.c file (plain spaces, no types) encode and decode the
 // same on random text, including codepoints outside the 512-piece vocab.
 func TestFormatsTokenizeAlike(t *testing.T) {
-	bin, err := LoadLlama2cTokenizer(testmodels.Path(t, "tok512.bin"), 512)
+	bin, err := LoadLlama2c(testmodels.Path(t, "tok512.bin"), 512)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := loadStories(t, "gguf")
+	tk := storiesVocab(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []rune("abcdefghijklmnopqrstuvwxyz ABC.,!?'\n\"éü中🦙")
 	for range 300 {
@@ -50,21 +52,21 @@ func TestFormatsTokenizeAlike(t *testing.T) {
 			sb.WriteRune(alphabet[rng.IntN(len(alphabet))])
 		}
 		text := sb.String()
-		a, b := bin.Encode(text, true), m.Tokenizer.Encode(text, true)
+		a, b := bin.Encode(text, true), tk.Encode(text, true)
 		if !slices.Equal(a, b) {
 			t.Fatalf("%q: llama2c %v, gguf %v", text, a, b)
 		}
-		if got := m.Tokenizer.Decode(m.Tokenizer.BOS, b[1:]); got != text {
+		if got := tk.Decode(tk.BOS, b[1:]); got != text {
 			t.Fatalf("round trip %q -> %q", text, got)
 		}
 	}
 }
 
 func TestDetokenizerKeepsUTF8Whole(t *testing.T) {
-	m := loadStories(t, "gguf")
+	tk := storiesVocab(t)
 	text := "a 🦙 é 中!"
-	ids := m.Tokenizer.Encode(text, true)
-	d := NewDetokenizer(m.Tokenizer, ids[0])
+	ids := tk.Encode(text, true)
+	d := NewDetokenizer(tk, ids[0])
 	var sb strings.Builder
 	for _, id := range ids[1:] {
 		delta := d.Add(id)
@@ -102,18 +104,18 @@ func TestValidPrefix(t *testing.T) {
 // model at temperature 2 samples) always give valid deltas; 4 of 100 streams
 // used to send a frame whose text was not UTF-8.
 func TestDetokenizerNeverEmitsInvalidUTF8(t *testing.T) {
-	m := loadStories(t, "gguf")
+	tk := storiesVocab(t)
 	var bytePieces []int
-	for id := range m.Tokenizer.VocabSize() {
-		if m.Tokenizer.byteOf[id] >= 0 {
+	for id := range tk.VocabSize() {
+		if tk.byteOf[id] >= 0 {
 			bytePieces = append(bytePieces, id)
 		}
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
 	for range 200 {
-		d := NewDetokenizer(m.Tokenizer, m.Tokenizer.BOS)
+		d := NewDetokenizer(tk, tk.BOS)
 		for range 40 {
-			id := rng.IntN(m.Tokenizer.VocabSize())
+			id := rng.IntN(tk.VocabSize())
 			if rng.IntN(2) == 0 {
 				id = bytePieces[rng.IntN(len(bytePieces))]
 			}
@@ -125,4 +127,22 @@ func TestDetokenizerNeverEmitsInvalidUTF8(t *testing.T) {
 			t.Fatalf("flush %q is not UTF-8", tail)
 		}
 	}
+}
+
+// storiesVocab is the stories260K GGUF's vocabulary (U+2581 spaces, token types).
+func storiesVocab(t testing.TB) *Tokenizer {
+	t.Helper()
+	b, err := os.ReadFile(testmodels.Path(t, "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

@@ -1,4 +1,4 @@
-package model
+package tokenizer
 
 import (
 	"bufio"
@@ -39,10 +39,10 @@ type Tokenizer struct {
 }
 
 // NewTokenizer builds a tokenizer from pieces, scores and types (types may be nil).
-func NewTokenizer(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*Tokenizer, error) {
+func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*Tokenizer, error) {
 	if len(pieces) == 0 || len(scores) != len(pieces) || (types != nil && len(types) != len(pieces)) {
 		return nil, fmt.Errorf("%w: tokenizer has %d pieces, %d scores, %d types",
-			ErrMalformed, len(pieces), len(scores), len(types))
+			ErrInvalid, len(pieces), len(scores), len(types))
 	}
 	t := &Tokenizer{pieces: pieces, scores: scores, types: types, lookup: make(map[string]int, len(pieces)),
 		BOS: bos, EOS: eos, Unknown: unk}
@@ -84,7 +84,7 @@ func NewTokenizer(pieces []string, scores []float32, types []int32, bos, eos, un
 	}
 	for _, id := range []int{bos, eos, unk} {
 		if id >= len(pieces) {
-			return nil, fmt.Errorf("%w: special token id %d outside a vocab of %d", ErrMalformed, id, len(pieces))
+			return nil, fmt.Errorf("%w: special token id %d outside a vocab of %d", ErrInvalid, id, len(pieces))
 		}
 	}
 	return t, nil
@@ -92,15 +92,15 @@ func NewTokenizer(pieces []string, scores []float32, types []int32, bos, eos, un
 
 // LoadLlama2cTokenizer reads a llama2.c tokenizer.bin with vocabSize pieces.
 // Ids 0, 1, 2 are <unk>, BOS and EOS, as in llama2.c.
-func LoadLlama2cTokenizer(path string, vocabSize int) (*Tokenizer, error) {
+func LoadLlama2c(path string, vocabSize int) (*Tokenizer, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &FileError{Path: path, Err: err}
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
 	defer f.Close()
 	tok, err := readLlama2cTokenizer(bufio.NewReader(f), vocabSize)
 	if err != nil {
-		return nil, &FileError{Path: path, Err: err}
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
 	}
 	return tok, nil
 }
@@ -108,10 +108,10 @@ func LoadLlama2cTokenizer(path string, vocabSize int) (*Tokenizer, error) {
 func readLlama2cTokenizer(r io.Reader, vocabSize int) (*Tokenizer, error) {
 	var maxLen int32
 	if err := binary.Read(r, binary.LittleEndian, &maxLen); err != nil {
-		return nil, malformed("tokenizer header: %v", err)
+		return nil, invalid("tokenizer header: %v", err)
 	}
 	if maxLen <= 0 || maxLen > 1<<16 {
-		return nil, malformed("tokenizer max token length %d", maxLen)
+		return nil, invalid("tokenizer max token length %d", maxLen)
 	}
 	pieces := make([]string, vocabSize)
 	scores := make([]float32, vocabSize)
@@ -121,18 +121,18 @@ func readLlama2cTokenizer(r io.Reader, vocabSize int) (*Tokenizer, error) {
 			Len   int32
 		}
 		if err := binary.Read(r, binary.LittleEndian, &hdr); err != nil {
-			return nil, malformed("tokenizer piece %d of %d: %v", i, vocabSize, err)
+			return nil, invalid("tokenizer piece %d of %d: %v", i, vocabSize, err)
 		}
 		if hdr.Len < 0 || hdr.Len > maxLen {
-			return nil, malformed("tokenizer piece %d has length %d (max %d)", i, hdr.Len, maxLen)
+			return nil, invalid("tokenizer piece %d has length %d (max %d)", i, hdr.Len, maxLen)
 		}
 		buf := make([]byte, hdr.Len)
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, malformed("tokenizer piece %d: %v", i, err)
+			return nil, invalid("tokenizer piece %d: %v", i, err)
 		}
 		pieces[i], scores[i] = string(buf), hdr.Score
 	}
-	return NewTokenizer(pieces, scores, nil, 1, 2, 0)
+	return New(pieces, scores, nil, 1, 2, 0)
 }
 
 // VocabSize returns the number of pieces.

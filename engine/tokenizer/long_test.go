@@ -1,4 +1,4 @@
-package model
+package tokenizer
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func longText(n int) string {
 // BenchmarkEncode24KB prints the time to tokenize a 24 KB prompt with the
 // 32k Llama 2 vocabulary (22 s of one core with the quadratic merge loop).
 func BenchmarkEncode24KB(b *testing.B) {
-	tok, err := LoadLlama2cTokenizer(testmodels.Path(b, "tokenizer32k.bin"), 32000)
+	tok, err := LoadLlama2c(testmodels.Path(b, "tokenizer32k.bin"), 32000)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,11 +61,11 @@ func mergeQuadratic(t *Tokenizer, toks []int, start int) []int {
 // accented letters, emoji outside the vocab, repeats that make ties) the
 // priority-queue merge gives exactly the tokens of run.c's loop.
 func TestMergeMatchesQuadraticLoop(t *testing.T) {
-	tok, err := LoadLlama2cTokenizer(testmodels.Path(t, "tokenizer32k.bin"), 32000)
+	tok, err := LoadLlama2c(testmodels.Path(t, "tokenizer32k.bin"), 32000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	small, err := LoadLlama2cTokenizer(testmodels.Path(t, "tok512.bin"), 512)
+	small, err := LoadLlama2c(testmodels.Path(t, "tok512.bin"), 512)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestMergeMatchesQuadraticLoop(t *testing.T) {
 
 // TestEncodeStopsWithContext: a cancelled context ends a long encode.
 func TestEncodeStopsWithContext(t *testing.T) {
-	tok, err := LoadLlama2cTokenizer(testmodels.Path(t, "tokenizer32k.bin"), 32000)
+	tok, err := LoadLlama2c(testmodels.Path(t, "tokenizer32k.bin"), 32000)
 	if err != nil {
 		t.Fatal(err)
 	}
