@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/ipc"
 )
 
@@ -63,7 +63,7 @@ func (b backend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.Req
 		channel = b.d.route(p.UID, s.Tags, len(toks))
 	}
 	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs,
-		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: model.SamplingParams{Temperature: s.Temperature, TopK: s.TopK,
+		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: s.Seed}}
 	st, err := rt.Engine.Submit(ctx, req)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/sample"
 )
 
 // stringsFlag collects a repeatable string flag.
@@ -69,7 +69,7 @@ func runGenerate(ctx context.Context, args []string, env *runEnv) error {
 	var prompts stringsFlag
 	fs.Var(&prompts, "prompt", "prompt text (repeatable; all prompts run as one batch)")
 	maxTokens := fs.Int("max-tokens", 0, "generated tokens at most (default: up to the context)")
-	var sp model.SamplingParams
+	var sp sample.Params
 	temp := fs.Float64("temperature", 0, "sampling temperature (0 = greedy)")
 	topP := fs.Float64("top-p", 0, "nucleus sampling mass (0 = off)")
 	minP := fs.Float64("min-p", 0, "min-p filter (0 = off)")

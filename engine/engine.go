@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/engine/tokenizer"
 	"github.com/batchd/batchd/kvcache"
 )
@@ -113,7 +114,7 @@ type reqState struct {
 	req        Request
 	seq        *Sequence
 	stream     *Stream
-	sampler    *model.Sampler
+	sampler    *sample.Sampler
 	detok      *tokenizer.Detokenizer
 	stop       stopMatcher
 	stopIDs    []int
@@ -191,7 +192,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	if !r.IgnoreEOS {
 		stops = append(stops, e.m.StopTokens...)
 	}
-	rs := &reqState{req: r, sampler: model.NewSampler(r.Sampling), stop: stopMatcher{stops: r.Stop}, stopIDs: stops,
+	rs := &reqState{req: r, sampler: sample.New(r.Sampling), stop: stopMatcher{stops: r.Stop}, stopIDs: stops,
 		detok: tokenizer.NewDetokenizer(e.m.Tokenizer, r.Tokens[len(r.Tokens)-1])}
 	e.mu.Lock()
 	if e.closed {

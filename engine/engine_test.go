@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/testing/synthmodel"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -295,7 +296,7 @@ func TestSubmitValidation(t *testing.T) {
 	for name, r := range map[string]Request{
 		"bad token":     {Tokens: []int{1, 9999}},
 		"empty tokens":  {Tokens: []int{}},
-		"temperature":   {Prompt: "x", Sampling: model.SamplingParams{Temperature: -1}},
+		"temperature":   {Prompt: "x", Sampling: sample.Params{Temperature: -1}},
 		"past context":  {Prompt: "x", MaxTokens: 600},
 		"negative max":  {Prompt: "x", MaxTokens: -1},
 		"empty stop":    {Prompt: "x", Stop: []string{""}},
@@ -368,7 +369,7 @@ func TestStorm(t *testing.T) {
 	for i := range 120 {
 		ctx, cancel := context.WithCancel(context.Background())
 		s, err := e.Submit(ctx, Request{Prompt: fmt.Sprintf("story %d about", i), MaxTokens: 1 + rng.IntN(60),
-			Sampling: model.SamplingParams{Temperature: 0.8, Seed: uint64(i)}, Priority: rng.IntN(3)})
+			Sampling: sample.Params{Temperature: 0.8, Seed: uint64(i)}, Priority: rng.IntN(3)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/sample"
 )
 
 // Error categories. Engine errors wrap one of these so that callers (the ipc
@@ -44,7 +45,7 @@ type Request struct {
 	Prompt       string // encoded with BOS when Tokens is nil
 	Tokens       []int  // prompt token ids, used as given (include BOS yourself)
 	MaxTokens    int    // generated tokens at most; 0 = up to the context
-	Sampling     model.SamplingParams
+	Sampling     sample.Params
 	Stop         []string // end the text before any of these; not emitted
 	StopTokenIDs []int    // end when sampled, in addition to the model's EOS/BOS
 	IgnoreEOS    bool     // do not stop on the model's EOS/BOS (benchmarks: fixed output lengths)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/batchd/batchd/engine/sample"
 )
 
 // denseRef is a single-sequence forward pass over a dense [layer][position]
@@ -157,7 +159,7 @@ func TestPagedMatchesDense(t *testing.T) {
 				if d := maxAbsDiff(logits[i], s.want); d > 5e-5 {
 					t.Fatalf("block size %d step %d: logits differ from dense by %g", bs, step, d)
 				}
-				s.toks = append(s.toks, Argmax(logits[i]))
+				s.toks = append(s.toks, sample.Argmax(logits[i]))
 			}
 		}
 		b.Close()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -39,7 +40,7 @@ func greedy(t testing.TB, b *CPU, prompt []int, maxTokens int) []int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next := Argmax(logits[0])
+		next := sample.Argmax(logits[0])
 		if b.m.IsStop(next) {
 			break
 		}

@@ -41,12 +41,6 @@ func dot1F16AVX2(w *uint16, x *float32, n int) float32
 func dot4x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32)
 
 //go:noescape
-func maxF32AVX2(x *float32, n int) float32
-
-//go:noescape
-func indexF32AVX2(x *float32, n int, v float32) int
-
-//go:noescape
 func dequantQ8AVX2(src *byte, dst *float32, nblocks int)
 
 //go:noescape

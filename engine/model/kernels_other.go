@@ -53,6 +53,3 @@ func dot1Q8F32AVX2(w *byte, x *float32, nblocks int) float32 { panic("no simd") 
 func dot4Q8F32AVX2(w *byte, x *float32, xstride, nblocks int, out *float32) {
 	panic("no simd")
 }
-
-func maxF32AVX2(x *float32, n int) float32          { panic("no simd") }
-func indexF32AVX2(x *float32, n int, v float32) int { panic("no simd") }

@@ -1,4 +1,4 @@
-package model
+package sample
 
 import (
 	"math"
@@ -59,15 +59,15 @@ func TestArgmaxVectorMatchesLoop(t *testing.T) {
 
 func TestSamplerSeededAndFiltered(t *testing.T) {
 	logits := func() []float32 { return []float32{1, 2, 3, 4, 0.5, 3.9, -1, 2.5} }
-	draw := func(p SamplingParams, n int) []int {
-		s := NewSampler(p)
+	draw := func(p Params, n int) []int {
+		s := New(p)
 		var out []int
 		for range n {
 			out = append(out, s.Sample(logits(), nil))
 		}
 		return out
 	}
-	p := SamplingParams{Temperature: 1, Seed: 42}
+	p := Params{Temperature: 1, Seed: 42}
 	a, b := draw(p, 200), draw(p, 200)
 	if !slices.Equal(a, b) {
 		t.Fatal("same seed gave different draws")
@@ -84,13 +84,13 @@ func TestSamplerSeededAndFiltered(t *testing.T) {
 		t.Fatalf("temperature 1 drew only %v", seen)
 	}
 	for _, tc := range []struct {
-		p     SamplingParams
+		p     Params
 		allow []int
 	}{
-		{SamplingParams{Temperature: 1, TopK: 2, Seed: 1}, []int{3, 5}},
-		{SamplingParams{Temperature: 1, TopP: 0.5, Seed: 1}, []int{3, 5}},
-		{SamplingParams{Temperature: 1, MinP: 0.5, Seed: 1}, []int{2, 3, 5}},
-		{SamplingParams{Temperature: 0}, []int{3}},
+		{Params{Temperature: 1, TopK: 2, Seed: 1}, []int{3, 5}},
+		{Params{Temperature: 1, TopP: 0.5, Seed: 1}, []int{3, 5}},
+		{Params{Temperature: 1, MinP: 0.5, Seed: 1}, []int{2, 3, 5}},
+		{Params{Temperature: 0}, []int{3}},
 	} {
 		for _, id := range draw(tc.p, 300) {
 			if !slices.Contains(tc.allow, id) {
@@ -101,7 +101,7 @@ func TestSamplerSeededAndFiltered(t *testing.T) {
 }
 
 func TestRepetitionPenalty(t *testing.T) {
-	s := NewSampler(SamplingParams{RepetitionPenalty: 2})
+	s := New(Params{RepetitionPenalty: 2})
 	if got := s.Sample([]float32{0, 4, 3}, []int{1}); got != 2 {
 		t.Fatalf("penalized token still chosen: %d", got)
 	}
@@ -112,7 +112,7 @@ func TestRepetitionPenalty(t *testing.T) {
 // do; once per occurrence divided it by 8 and picked token 2. Repeated calls
 // (the stamp) keep it once per call.
 func TestRepetitionPenaltyOncePerDistinctToken(t *testing.T) {
-	s := NewSampler(SamplingParams{RepetitionPenalty: 2})
+	s := New(Params{RepetitionPenalty: 2})
 	for range 3 {
 		logits := []float32{0, 4, 1.9, -1}
 		if got := s.Sample(logits, []int{1, 1, 1, 3, 3}); got != 1 {
@@ -127,7 +127,7 @@ func TestRepetitionPenaltyOncePerDistinctToken(t *testing.T) {
 func TestSamplingParamsValidate(t *testing.T) {
 	inf := float32(math.Inf(1))
 	nan := float32(math.NaN())
-	for _, p := range []SamplingParams{{Temperature: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}, {RepetitionPenalty: -1},
+	for _, p := range []Params{{Temperature: -1}, {TopK: -1}, {TopP: 1.5}, {MinP: -0.1}, {RepetitionPenalty: -1},
 		{Temperature: inf}, {Temperature: 3e38}, {Temperature: 1e-40}, {Temperature: nan}, {Temperature: 11},
 		{TopK: MaxTopK + 1}, {TopP: nan}, {MinP: inf}, {RepetitionPenalty: inf}, {RepetitionPenalty: 1e-30},
 		{RepetitionPenalty: 100}} {
@@ -135,7 +135,7 @@ func TestSamplingParamsValidate(t *testing.T) {
 			t.Errorf("%+v accepted", p)
 		}
 	}
-	if err := (SamplingParams{Temperature: 0.7, TopK: 40, TopP: 0.9}).Validate(); err != nil {
+	if err := (Params{Temperature: 0.7, TopK: 40, TopP: 0.9}).Validate(); err != nil {
 		t.Error(err)
 	}
 }

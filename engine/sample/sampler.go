@@ -1,4 +1,4 @@
-package model
+package sample
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"sort"
 )
 
-// SamplingParams choose the next token from logits. The zero value is greedy.
-type SamplingParams struct {
+// Params choose the next token from logits. The zero value is greedy.
+type Params struct {
 	Temperature       float32 // 0 = greedy (argmax, lowest id on a tie)
 	TopK              int     // keep the k most likely; 0 = off
 	TopP              float32 // keep the smallest set with this much mass; 0 or 1 = off
@@ -33,7 +33,7 @@ const (
 )
 
 // Validate reports parameters outside their ranges, each by its wire name.
-func (p SamplingParams) Validate() error {
+func (p Params) Validate() error {
 	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
 	var errs []error
 	if t := p.Temperature; !finite(t) || t < 0 || (t > 0 && t < MinTemperature) || t > MaxTemperature {
@@ -58,7 +58,7 @@ func (p SamplingParams) Validate() error {
 // Sampler draws tokens for one sequence with its own seeded RNG, so that the
 // draw does not depend on what else is in the batch.
 type Sampler struct {
-	p    SamplingParams
+	p    Params
 	rng  *rand.Rand
 	cand []candidate
 	// seen marks the tokens penalized in this call: seen[id] == stamp.
@@ -72,7 +72,7 @@ type candidate struct {
 }
 
 // NewSampler returns a sampler for params.
-func NewSampler(p SamplingParams) *Sampler {
+func New(p Params) *Sampler {
 	return &Sampler{p: p, rng: rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15))}
 }
 
@@ -166,7 +166,7 @@ func Argmax(x []float32) int {
 	if len(x) == 0 {
 		return 0
 	}
-	if haveSIMD && len(x) >= 64 && x[0] == x[0] {
+	if haveAVX2 && len(x) >= 64 && x[0] == x[0] {
 		// Two vector passes: the maximum, then where it first occurs. Same
 		// answer as the loop below, which keeps the first of equal values.
 		n := len(x) &^ 31
