@@ -13,11 +13,11 @@ import (
 	"github.com/batchd/batchd/ipc"
 )
 
-// backend adapts the engine to the ipc server: it maps messages to engine
+// ipcBackend adapts the engine to the ipc server: it maps messages to engine
 // requests and engine errors to wire codes.
-type backend struct{ d *Daemon }
+type ipcBackend struct{ d *Daemon }
 
-var _ ipc.Backend = backend{}
+var _ ipc.Backend = ipcBackend{}
 
 var channels = map[string]bool{"": true, "realtime": true, "standard": true, "bulk": true}
 
@@ -27,7 +27,7 @@ const (
 	maxTagBytes = 64
 )
 
-func (b backend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.RequestStream, error) {
+func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.RequestStream, error) {
 	rt, err := b.d.waitReady(ctx)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (b backend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.Req
 	return &stream{st: st, prompt: toks}, nil
 }
 
-func (b backend) Cancel(p ipc.Peer, id uint64, admin bool) error {
+func (b ipcBackend) Cancel(p ipc.Peer, id uint64, admin bool) error {
 	rt := b.d.runtime()
 	if rt == nil {
 		return ipc.Errorf(ipc.CodeNotFound, "request %d", id)
@@ -90,7 +90,7 @@ func (b backend) Cancel(p ipc.Peer, id uint64, admin bool) error {
 	return nil
 }
 
-func (b backend) Stats() map[string]any {
+func (b ipcBackend) Stats() map[string]any {
 	out := map[string]any{}
 	if rt := b.d.runtime(); rt != nil {
 		// The engine's JSON names are the stats names on the wire too.
@@ -130,7 +130,7 @@ func requestList(reqs []engine.RequestInfo) []any {
 	return out
 }
 
-func (b backend) Health() ipc.Health {
+func (b ipcBackend) Health() ipc.Health {
 	h := ipc.Health{State: b.d.State().String(), Version: Version}
 	if rt := b.d.runtime(); rt != nil {
 		c := rt.Model.Config

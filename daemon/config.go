@@ -10,7 +10,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/ipc"
 )
 
@@ -212,7 +212,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s = %d, must be >= %d", f.name, f.v, f.min))
 		}
 	}
-	if _, err := model.ParseKVType(c.Engine.KVCacheType); err != nil {
+	if _, err := backend.ParseKVType(c.Engine.KVCacheType); err != nil {
 		errs = append(errs, fmt.Errorf("engine.kv_cache_type: %w", err))
 	}
 	if _, err := engine.ParsePolicy(c.Engine.Policy); err != nil {

@@ -249,7 +249,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 			return fmt.Errorf("listen: %w", err)
 		}
 	}
-	d.srv = ipc.NewServer(ipc.Options{Backend: backend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
+	d.srv = ipc.NewServer(ipc.Options{Backend: ipcBackend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		MaxConnections: cfg.Server.MaxConnections, HelloTimeout: cfg.Server.HelloTimeout.Duration,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
 	var sl net.Listener = ln

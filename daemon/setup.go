@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/backend/backends"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/hwprofile"
@@ -26,6 +28,8 @@ type EngineConfig struct {
 	NoPrefixCache bool
 	KVCacheType   string // "f16" (default) or "f32"
 	ProfilesDir   string // extra hardware profiles (*.toml); "" for the built-in table only
+	Backend       string // backend name (backends.Names); "" is cpu
+	Kernels       string // the backend's kernel family ("" is the best the machine has)
 
 	Scheduler engine.SchedulerConfig
 	MaxQueue  int
@@ -43,7 +47,7 @@ type Runtime struct {
 	Engine    *engine.Engine
 	Plan      hwprofile.Plan
 	Detection hwprofile.Detection
-	cpu       *model.CPU
+	backend   backend.Backend
 	cancel    context.CancelFunc
 }
 
@@ -67,12 +71,12 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	cfg.BlockSize, cfg.KVBlocks, cfg.Threads = plan.BlockSize, plan.KVBlocks, plan.Threads
 	sc := cfg.Scheduler
 	sc.MaxNumSeqs, sc.MaxNumBatchedTokens = plan.MaxNumSeqs, plan.MaxNumBatchedTokens
-	kvType, err := model.ParseKVType(cfg.KVCacheType)
+	kvType, err := backend.ParseKVType(cfg.KVCacheType)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), m.Close())
 	}
-	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize, Threads: cfg.Threads,
-		KVType: kvType})
+	be, err := backends.Open(cfg.Backend, m, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
+		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels})
 	if err != nil {
 		return nil, errors.Join(err, m.Close())
 	}
@@ -81,21 +85,21 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		adaptive = &engine.ControllerConfig{MinSeqs: 1, MaxSeqs: sc.MaxNumSeqs, MinTokens: min(64, sc.MaxNumBatchedTokens),
 			MaxTokens: sc.MaxNumBatchedTokens, TTFTTarget: cfg.TTFTTarget, ITLTarget: cfg.ITLTarget}
 	}
-	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: cpu, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
+	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
 		Channels: cfg.Channels})
 	if err != nil {
-		return nil, errors.Join(err, cpu.Close(), m.Close())
+		return nil, errors.Join(err, be.Close(), m.Close())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = e.Run(ctx) }()
 	log.Info("model loaded", "model", m.Path, "format", m.Format, "dim", m.Config.Dim, "layers", m.Config.Layers,
-		"vocab", m.Config.Vocab, "context", m.Config.Context, "simd", model.SIMD())
+		"vocab", m.Config.Vocab, "context", m.Config.Context, "backend", backends.Describe(be))
 	log.Info("hardware plan", "device", plan.Device, "profile", plan.Profile, "kv_blocks", plan.KVBlocks,
 		"block_size", plan.BlockSize, "kv_bytes", int64(plan.KVTokens)*int64(plan.KVBytesPerToken),
 		"max_context", plan.MaxContext, "full_context_seqs", plan.FullContextSeqs, "max_num_seqs", plan.MaxNumSeqs,
 		"max_num_batched_tokens", plan.MaxNumBatchedTokens, "threads", plan.Threads, "fallbacks", det.Fallbacks)
-	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, cpu: cpu, cancel: cancel}, nil
+	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, backend: be, cancel: cancel}, nil
 }
 
 // PlanFor detects the machine and plans the engine for model m, honouring
@@ -109,7 +113,7 @@ func PlanFor(m *model.Model, cfg EngineConfig) (hwprofile.Detection, hwprofile.P
 			return det, hwprofile.Plan{}, err
 		}
 	}
-	kvType, err := model.ParseKVType(cfg.KVCacheType)
+	kvType, err := backend.ParseKVType(cfg.KVCacheType)
 	if err != nil {
 		return det, hwprofile.Plan{}, err
 	}
@@ -134,5 +138,5 @@ func ShapeOf(m *model.Model) hwprofile.ModelShape {
 func (r *Runtime) Close() error {
 	r.cancel()
 	<-r.Engine.Done()
-	return errors.Join(r.cpu.Close(), r.Model.Close())
+	return errors.Join(r.backend.Close(), r.Model.Close())
 }

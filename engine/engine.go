@@ -10,26 +10,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/engine/tokenizer"
 	"github.com/batchd/batchd/kvcache"
 )
 
-// Backend runs forward passes over the paged KV store.
-type Backend interface {
-	// Forward runs one step; it returns the last-token logits of every
-	// sequence that asked, valid until the next call.
-	Forward(*model.Batch) ([][]float32, error)
-	Close() error
-}
-
-var _ Backend = (*model.CPU)(nil)
-
 // Options configure an Engine.
 type Options struct {
 	Model   *model.Model
-	Backend Backend // sized with the same NumBlocks and BlockSize
+	Backend backend.Backend // sized with the same NumBlocks and BlockSize
 
 	NumBlocks            int  // KV blocks in the pool; required
 	BlockSize            int  // tokens per block; default 16
@@ -57,7 +48,7 @@ type Options struct {
 // while pushing to a Stream.
 type Engine struct {
 	m       *model.Model
-	backend Backend
+	backend backend.Backend
 	pool    *kvcache.Pool
 	sched   *Scheduler
 	log     *slog.Logger

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/backend/cpu"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/testing/synthmodel"
@@ -53,7 +55,7 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	if o.blockSize == 0 {
 		o.blockSize = 16
 	}
-	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2})
+	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +413,7 @@ func TestStorm(t *testing.T) {
 
 func TestShutdownEndsEverything(t *testing.T) {
 	m := loadModel(t, "gguf")
-	cpu, _ := model.NewCPU(m, model.CPUOptions{NumBlocks: 64})
+	cpu, _ := cpu.New(m, backend.Options{NumBlocks: 64})
 	defer cpu.Close()
 	e, _ := New(Options{Model: m, Backend: cpu, NumBlocks: 64})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/kvcache"
 )
 
@@ -17,7 +17,7 @@ const idleTick = time.Second
 // request with a "cancelled" terminal event that carries ErrClosed.
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
-	batch := &model.Batch{}
+	batch := &backend.Batch{}
 	for {
 		if e.afterStep != nil {
 			e.afterStep()
@@ -57,7 +57,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		batch.Seqs = batch.Seqs[:0]
 		for _, sc := range step.Seqs {
-			batch.Seqs = append(batch.Seqs, model.SeqInput{
+			batch.Seqs = append(batch.Seqs, backend.SeqInput{
 				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
 				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits})
 		}

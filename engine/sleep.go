@@ -1,13 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
 
-// Sleeper is implemented by backends that can drop their KV memory while the
-// engine sleeps and get it back on wake.
-type Sleeper interface {
-	Release(weights bool) error // free KV memory (and drop resident weight pages when weights)
-	Restore() error             // reallocate it, empty
-}
+	"github.com/batchd/batchd/engine/backend"
+)
 
 // Sleep asks the engine to release its KV memory once it has nothing to do;
 // the next request wakes it. The prefix cache is emptied (its blocks' data
@@ -31,7 +28,7 @@ func (e *Engine) maybeSleep() {
 	if !req || e.asleep.Load() || e.sched.Running() > 0 || e.sched.Waiting() > 0 {
 		return
 	}
-	sl, ok := e.backend.(Sleeper)
+	sl, ok := e.backend.(backend.Sleeper)
 	if !ok {
 		return
 	}
@@ -54,7 +51,7 @@ func (e *Engine) wakeUp() error {
 		return nil
 	}
 	start := time.Now()
-	if err := e.backend.(Sleeper).Restore(); err != nil {
+	if err := e.backend.(backend.Sleeper).Restore(); err != nil {
 		return err
 	}
 	e.asleep.Store(false)

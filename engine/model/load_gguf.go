@@ -33,7 +33,7 @@ func loadGGUF(data []byte) (*Model, error) {
 	if c.Vocab == 0 {
 		c.Vocab = tok.VocabSize()
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	// Each block has nine tensors: a block count the directory cannot back

@@ -31,7 +31,7 @@ func loadLlama2c(data []byte, tokenizerPath string) (*Model, error) {
 		c.HeadDim = c.Dim / c.Heads
 		c.RopeDim = c.HeadDim
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("llama2.c header %v: %w", h, err)
 	}
 	if c.HeadDim*c.Heads != c.Dim {

@@ -10,17 +10,18 @@ import (
 
 	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-func tinySynth(dtype quant.DType, seed uint64) SynthOptions {
-	return SynthOptions{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 64, DType: dtype, Seed: seed}
+func tinySynth(dtype quant.DType, seed uint64) synth.Options {
+	return synth.Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 64, DType: dtype, Seed: seed}
 }
 
-func writeSynth(t *testing.T, o SynthOptions) (string, []byte) {
+func writeSynth(t *testing.T, o synth.Options) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := Synthesize(&buf, o); err != nil {
+	if err := synth.Write(&buf, o); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "m.gguf")
@@ -56,42 +57,6 @@ func TestSynthesizeIsDeterministicAndLoads(t *testing.T) {
 		if got := m.Tokenizer.Decode(ids[0], ids[1:]); got != "the rain in spain ü" {
 			t.Fatalf("%s: round trip gave %q (ids %v)", dt, got, ids)
 		}
-		b2, err := NewCPU(m, CPUOptions{NumBlocks: 4, BlockSize: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b2.Forward(&Batch{Seqs: []SeqInput{{Tokens: ids, Blocks: []int{0, 1}, Logits: true}}}); err != nil {
-			t.Fatal(err)
-		}
-		b2.Close()
-		m.Close()
-	}
-}
-
-// TestQuantizedForwardMatchesReference checks the F16 and Q8_0 paths against
-// the dense reference, which dequantizes rows on its own.
-func TestQuantizedForwardMatchesReference(t *testing.T) {
-	for _, dt := range []quant.DType{quant.F16, quant.Q8_0} {
-		path, _ := writeSynth(t, tinySynth(dt, 3))
-		m, err := Load(path, LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := NewCPU(m, CPUOptions{NumBlocks: 8, BlockSize: 4})
-		ref := &denseRef{m: m}
-		toks := []int{1, 300 - 1, 17, 42, 280, 5, 99}
-		var want []float32
-		for i, tok := range toks {
-			want = ref.step(tok, i)
-		}
-		got, err := b.Forward(&Batch{Seqs: []SeqInput{{Tokens: toks, Blocks: []int{5, 2}, Logits: true}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := maxAbsDiff(got[0], want); d > 1e-5 {
-			t.Fatalf("%s: logits differ by %g", dt, d)
-		}
-		b.Close()
 		m.Close()
 	}
 }
@@ -181,57 +146,5 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "absent"), LoadOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("absent file: %v", err)
-	}
-}
-
-func TestF16Conversion(t *testing.T) {
-	for _, f := range []float32{0, 1, -1, 0.5, 65504, 1e-7, 6.1e-5, -3.14159, 1e6} {
-		h := quant.F32ToF16(f)
-		back := quant.F16ToF32(h)
-		if quant.F32ToF16(back) != h {
-			t.Errorf("%v -> %#x -> %v does not round trip", f, h, back)
-		}
-	}
-	for h := range 1 << 16 {
-		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
-			continue // NaN payloads
-		}
-		if got := quant.F32ToF16(quant.F16ToF32(uint16(h))); got != uint16(h) {
-			t.Fatalf("half %#x -> %v -> %#x", h, quant.F16ToF32(uint16(h)), got)
-		}
-	}
-	if quant.F32ToF16(1e6) != 0x7c00 || quant.F32ToF16(1+1.0/2048) != 0x3c00 {
-		t.Error("overflow or ties-to-even rounding wrong")
-	}
-}
-
-// TestForwardDoesNotAllocate: once its buffers have grown, a step allocates
-// nothing, for every weight type and for small (fused) and large batches.
-// Garbage here is paid on every step as GC work.
-func TestForwardDoesNotAllocate(t *testing.T) {
-	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
-		path, _ := writeSynth(t, tinySynth(dt, 3))
-		m, err := Load(path, LoadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := NewCPU(m, CPUOptions{NumBlocks: 64, BlockSize: 4, Threads: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range []int{1, 3, 12} { // decodes beside one prefill chunk
-			batch := &Batch{Seqs: []SeqInput{{Tokens: []int{1, 7, 9, 11, 13}, Blocks: []int{0, 1}, Logits: true}}}
-			for i := range n {
-				batch.Seqs = append(batch.Seqs, SeqInput{Tokens: []int{i + 2}, Pos: 6, Blocks: []int{2 + 2*i, 3 + 2*i}, Logits: true})
-			}
-			if _, err := b.Forward(batch); err != nil {
-				t.Fatal(err)
-			}
-			if a := testing.AllocsPerRun(5, func() { b.Forward(batch) }); a != 0 {
-				t.Errorf("%s, %d decodes: %v allocations per step", dt, n, a)
-			}
-		}
-		b.Close()
-		m.Close()
 	}
 }

@@ -37,7 +37,8 @@ func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
 // QDim returns the width of one token's Q across heads.
 func (c Config) QDim() int { return c.Heads * c.HeadDim }
 
-func (c Config) validate() error {
+// Validate reports hyperparameters out of range or inconsistent (ErrShape).
+func (c Config) Validate() error {
 	var errs []error
 	for _, f := range []struct {
 		name string
@@ -179,9 +180,9 @@ func mmapFile(path string) ([]byte, error) {
 
 func munmap(b []byte) error { return unix.Munmap(b) }
 
-// dropResident tells the kernel the mapped weights' pages may go; they are
+// DropResident tells the kernel the mapped weights' pages may go; they are
 // read back from the file on the next use.
-func (m *Model) dropResident() error {
+func (m *Model) DropResident() error {
 	if m.mapped == nil {
 		return nil
 	}

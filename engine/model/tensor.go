@@ -36,6 +36,12 @@ func NewMatrix(t quant.DType, rows, cols int, data []byte) (*Matrix, error) {
 	return m, nil
 }
 
+// F32 returns the data as float32 values (Type F32), shared, read-only.
+func (m *Matrix) F32() []float32 { return m.f32 }
+
+// F16 returns the data as IEEE half bit patterns (Type F16), shared, read-only.
+func (m *Matrix) F16() []uint16 { return m.f16 }
+
 // Bytes returns the size of the matrix data.
 func (m *Matrix) Bytes() int { return len(m.Data) }
 

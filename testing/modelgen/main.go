@@ -13,9 +13,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/testing/synth"
 )
 
 func main() {
@@ -28,7 +28,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("modelgen", flag.ContinueOnError)
 	out := fs.String("out", "", "output GGUF file (required)")
-	o := model.SynthOptions{}
+	o := synth.Options{}
 	fs.IntVar(&o.Dim, "dim", 768, "embedding width")
 	fs.IntVar(&o.Layers, "layers", 12, "transformer blocks")
 	fs.IntVar(&o.Heads, "heads", 12, "attention heads")
@@ -64,7 +64,7 @@ func run(args []string) error {
 	}
 	defer os.Remove(f.Name())
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := model.Synthesize(bw, o); err != nil {
+	if err := synth.Write(bw, o); err != nil {
 		f.Close()
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/testing/synth"
 )
 
 // Write writes a tiny random-weight Llama GGUF (a synthesized byte-fallback
@@ -21,9 +21,9 @@ func Write(tb testing.TB, ctx int) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	o := model.SynthOptions{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: ctx,
+	o := synth.Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: ctx,
 		DType: quant.F32, Seed: 1}
-	if err := model.Synthesize(f, o); err != nil {
+	if err := synth.Write(f, o); err != nil {
 		tb.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

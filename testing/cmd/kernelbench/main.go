@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/backend/cpu"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/testing/cpuprof"
 )
@@ -62,7 +64,7 @@ func run() error {
 	}
 	defer stopProfile()
 	if *family != "" {
-		if err := model.UseFloatKernels(*family); err != nil {
+		if err := cpu.UseFloatKernels(*family); err != nil {
 			return err
 		}
 	}
@@ -75,11 +77,11 @@ func run() error {
 	}
 	defer m.Close()
 	c := m.Config
-	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads, SIMD: model.SIMD(), Kernels: model.Kernels(),
+	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads, SIMD: cpu.SIMD(), Kernels: cpu.Kernels(),
 		WeightBytes: m.WeightBytes(), DecodeTokS: map[string]float64{}, DecodeContext: *ctxLen}
 	fmt.Fprintln(os.Stderr, "kernelbench: measuring memory bandwidth and FMA peak...")
-	r.MemBWGBs = model.MeasureReadBandwidth(1<<30, *threads)
-	r.PeakGFLOPs = model.MeasureFMAPeak(*threads)
+	r.MemBWGBs = cpu.MeasureReadBandwidth(1<<30, *threads)
+	r.PeakGFLOPs = cpu.MeasureFMAPeak(*threads)
 
 	var bs []int
 	maxB := 1
@@ -93,11 +95,11 @@ func run() error {
 	}
 	const blockSize = 16
 	perSeq := (max(*prefill, *ctxLen+*steps+1) + blockSize) / blockSize
-	kvType, err := model.ParseKVType(*kvName)
+	kvType, err := backend.ParseKVType(*kvName)
 	if err != nil {
 		return err
 	}
-	cpu, err := model.NewCPU(m, model.CPUOptions{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads, KVType: kvType})
+	cpu, err := cpu.New(m, backend.Options{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads, KVType: kvType})
 	if err != nil {
 		return err
 	}
@@ -127,7 +129,7 @@ func run() error {
 		start := time.Now()
 		for pos := 0; pos < n; pos += 512 {
 			end := min(pos+512, n)
-			if _, err := cpu.Forward(&model.Batch{Seqs: []model.SeqInput{{Tokens: prompt[pos:end], Pos: pos,
+			if _, err := cpu.Forward(&backend.Batch{Seqs: []backend.SeqInput{{Tokens: prompt[pos:end], Pos: pos,
 				Blocks: table(0), Logits: end == n}}}); err != nil {
 				return err
 			}
@@ -140,18 +142,18 @@ func run() error {
 	ctx := min(*ctxLen, c.Context-*steps-1)
 	for _, b := range bs {
 		fmt.Fprintf(os.Stderr, "kernelbench: decode batch %d...\n", b)
-		batch := &model.Batch{}
+		batch := &backend.Batch{}
 		for s := range b {
-			batch.Seqs = append(batch.Seqs, model.SeqInput{Tokens: tokens(ctx), Pos: 0, Blocks: table(s)})
+			batch.Seqs = append(batch.Seqs, backend.SeqInput{Tokens: tokens(ctx), Pos: 0, Blocks: table(s)})
 		}
 		for s := 0; s < b; s += 8 { // fill the KV a few sequences at a time
-			sub := &model.Batch{Seqs: batch.Seqs[s:min(s+8, b)]}
+			sub := &backend.Batch{Seqs: batch.Seqs[s:min(s+8, b)]}
 			if _, err := cpu.Forward(sub); err != nil {
 				return err
 			}
 		}
 		for i := range batch.Seqs {
-			batch.Seqs[i] = model.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true}
+			batch.Seqs[i] = backend.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true}
 		}
 		start := time.Now()
 		for step := range *steps {

@@ -1,6 +1,6 @@
 //go:build !purego
 
-package model
+package cpu
 
 import "golang.org/x/sys/cpu"
 

@@ -1,8 +1,9 @@
-package model
+package cpu
 
 import (
 	"math"
 
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 )
 
@@ -44,19 +45,19 @@ func dotF16(w []uint16, x []float32) float32 {
 // n tokens. Each weight row is read once and applied to every token while it
 // is in cache: this is what makes a batched decode step cost about as much as
 // a single one. Q8_0 rows are dequantized into scratch (one row) first.
-func matmulRows(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
+func matmulRows(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	switch w.Type {
 	case quant.F32:
 		for r := lo; r < hi; r++ {
-			row := w.f32[r*cols : (r+1)*cols]
+			row := w.F32()[r*cols : (r+1)*cols]
 			for t := range n {
 				out[t*w.Rows+r] = dotF32(row, x[t*cols:(t+1)*cols])
 			}
 		}
 	case quant.F16:
 		for r := lo; r < hi; r++ {
-			row := w.f16[r*cols : (r+1)*cols]
+			row := w.F16()[r*cols : (r+1)*cols]
 			for t := range n {
 				out[t*w.Rows+r] = dotF16(row, x[t*cols:(t+1)*cols])
 			}
@@ -99,7 +100,7 @@ type ropeTable struct {
 	cos, sin []float32
 }
 
-func newRopeTable(c Config, positions int) *ropeTable {
+func newRopeTable(c model.Config, positions int) *ropeTable {
 	pairs := c.RopeDim / 2
 	t := &ropeTable{pairs: pairs, cos: make([]float32, positions*pairs), sin: make([]float32, positions*pairs)}
 	for p := range positions {
@@ -110,14 +111,14 @@ func newRopeTable(c Config, positions int) *ropeTable {
 	return t
 }
 
-func ropeAngle(c Config, pos, j int) (float32, float32) {
+func ropeAngle(c model.Config, pos, j int) (float32, float32) {
 	freq := 1 / math.Pow(float64(c.RopeTheta), float64(2*j)/float64(c.RopeDim))
 	s, co := math.Sincos(float64(pos) * float64(float32(freq)))
 	return float32(co), float32(s)
 }
 
 // rope rotates every head of vec (heads x headDim) for position pos.
-func (t *ropeTable) rope(c Config, vec []float32, heads, pos int) {
+func (t *ropeTable) rope(c model.Config, vec []float32, heads, pos int) {
 	for h := range heads {
 		v := vec[h*c.HeadDim : (h+1)*c.HeadDim]
 		for j := range t.pairs {

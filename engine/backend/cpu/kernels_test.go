@@ -1,11 +1,13 @@
-package model
+package cpu
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/testing/synth"
 )
 
 func randVec(rng *rand.Rand, n int) []float32 {
@@ -16,9 +18,9 @@ func randVec(rng *rand.Rand, n int) []float32 {
 	return v
 }
 
-func randMatrix(t *testing.T, rng *rand.Rand, typ quant.DType, rows, cols int) *Matrix {
+func randMatrix(t *testing.T, rng *rand.Rand, typ quant.DType, rows, cols int) *model.Matrix {
 	t.Helper()
-	m, err := NewMatrix(typ, rows, cols, randomMatrix(rng, typ, rows, cols, 0.5))
+	m, err := model.NewMatrix(typ, rows, cols, synth.RandomMatrix(rng, typ, rows, cols, 0.5))
 	if err != nil {
 		t.Fatal(err)
 	}

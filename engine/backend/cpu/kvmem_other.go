@@ -1,5 +1,5 @@
 //go:build !linux
 
-package model
+package cpu
 
 func adviseHugePages([]byte) {}

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package model
+package cpu
 
 // haveSIMD is false where there is no assembly: the pure-Go kernels run, and
 // these are never called.

@@ -1,4 +1,4 @@
-package model
+package cpu
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
 )
 
@@ -15,7 +17,7 @@ import (
 // comes from paging, batching, chunking or the attention kernels; the
 // goldens and the kernel tests check the kernels themselves.
 type denseRef struct {
-	m    *Model
+	m    *model.Model
 	k, v [][][]float32
 }
 
@@ -25,7 +27,7 @@ func (r *denseRef) step(tok, pos int) []float32 {
 		r.k = make([][][]float32, c.Layers)
 		r.v = make([][][]float32, c.Layers)
 	}
-	row := func(w *Matrix, x []float32) []float32 {
+	row := func(w *model.Matrix, x []float32) []float32 {
 		out := make([]float32, w.Rows)
 		matmulRange(out, x, 1, w, 0, w.Rows, make([]float32, scratchLen(w.Cols)))
 		return out
@@ -111,7 +113,7 @@ func TestPagedMatchesDense(t *testing.T) {
 	const decode = 6
 	for _, bs := range []int{1, 4, 16} {
 		numBlocks := 3 * (96/bs + 1)
-		b, err := NewCPU(m, CPUOptions{NumBlocks: numBlocks, BlockSize: bs, Threads: 2})
+		b, err := New(m, backend.Options{NumBlocks: numBlocks, BlockSize: bs, Threads: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,14 +130,14 @@ func TestPagedMatchesDense(t *testing.T) {
 			seqs[i] = &seqState{toks: append([]int(nil), p...), blocks: perm[i*numBlocks/3 : (i+1)*numBlocks/3], ref: &denseRef{m: m}}
 		}
 		for step := 0; ; step++ {
-			var batch Batch
+			var batch backend.Batch
 			var live []*seqState
 			for i, s := range seqs {
 				if len(s.toks)-len(prompts[i]) >= decode {
 					continue
 				}
 				n := min(len(s.toks)-s.done, 1+(step+i)%5) // uneven prefill chunks
-				batch.Seqs = append(batch.Seqs, SeqInput{Tokens: s.toks[s.done : s.done+n], Pos: s.done,
+				batch.Seqs = append(batch.Seqs, backend.SeqInput{Tokens: s.toks[s.done : s.done+n], Pos: s.done,
 					Blocks: s.blocks, Logits: s.done+n == len(s.toks)})
 				for j := s.done; j < s.done+n; j++ {
 					s.want = s.ref.step(s.toks[j], j)
@@ -168,12 +170,12 @@ func TestPagedMatchesDense(t *testing.T) {
 
 func TestForwardRejectsBadBatches(t *testing.T) {
 	m := loadStories(t, "gguf")
-	b, err := NewCPU(m, CPUOptions{NumBlocks: 4, BlockSize: 4})
+	b, err := New(m, backend.Options{NumBlocks: 4, BlockSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	for name, s := range map[string]SeqInput{
+	for name, s := range map[string]backend.SeqInput{
 		"empty":          {Pos: 0, Blocks: []int{0}},
 		"bad token":      {Tokens: []int{512}, Blocks: []int{0}},
 		"negative token": {Tokens: []int{-1}, Blocks: []int{0}},
@@ -181,8 +183,8 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 		"bad block":      {Tokens: []int{1}, Blocks: []int{7}},
 		"past context":   {Tokens: []int{1}, Pos: 512, Blocks: []int{0, 1, 2, 3}},
 	} {
-		if _, err := b.Forward(&Batch{Seqs: []SeqInput{s}}); !errors.Is(err, ErrBadBatch) {
-			t.Errorf("%s: got %v, want ErrBadBatch", name, err)
+		if _, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{s}}); !errors.Is(err, backend.ErrBadBatch) {
+			t.Errorf("%s: got %v, want backend.ErrBadBatch", name, err)
 		}
 	}
 }
@@ -190,7 +192,7 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 func TestRopeNeoXMatchesReference(t *testing.T) {
 	m := loadStories(t, "llama2c")
 	m.Config.RopeNeoX = true // same weights, other pairing: checks the kernel, not the model
-	b, err := NewCPU(m, CPUOptions{NumBlocks: 8, BlockSize: 4})
+	b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,7 @@ func TestRopeNeoXMatchesReference(t *testing.T) {
 	for i, tok := range toks {
 		want = ref.step(tok, i)
 	}
-	logits, err := b.Forward(&Batch{Seqs: []SeqInput{{Tokens: toks, Blocks: []int{3, 1, 6, 0, 2}, Logits: true}}})
+	logits, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{{Tokens: toks, Blocks: []int{3, 1, 6, 0, 2}, Logits: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

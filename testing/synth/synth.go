@@ -1,4 +1,4 @@
-package model
+package synth
 
 import (
 	"encoding/binary"
@@ -13,8 +13,8 @@ import (
 	"github.com/batchd/batchd/engine/tokenizer"
 )
 
-// SynthOptions describes a random-weight Llama to write as GGUF.
-type SynthOptions struct {
+// Options describes a random-weight Llama to write as GGUF.
+type Options struct {
 	Dim, Layers, Heads, KVHeads, FFN, Vocab, Context int
 	DType                                            quant.DType // F32, F16 or Q8_0 for the matrices; norms stay F32
 	Seed                                             uint64      // same seed, same bytes
@@ -25,7 +25,7 @@ type SynthOptions struct {
 	Tokenizer *tokenizer.Tokenizer
 }
 
-func (o *SynthOptions) check() error {
+func (o *Options) check() error {
 	if o.Heads <= 0 || o.KVHeads <= 0 || o.Dim%o.Heads != 0 || o.Heads%o.KVHeads != 0 {
 		return fmt.Errorf("synth: dim %d, heads %d, kv heads %d do not divide", o.Dim, o.Heads, o.KVHeads)
 	}
@@ -33,7 +33,7 @@ func (o *SynthOptions) check() error {
 		return fmt.Errorf("synth: dtype %s", o.DType)
 	}
 	if o.DType == quant.Q8_0 && (o.Dim%quant.Q8Block != 0 || o.FFN%quant.Q8Block != 0) {
-		return fmt.Errorf("synth: quant.Q8_0 needs dim and ffn that are multiples of %d", quant.Q8Block)
+		return fmt.Errorf("synth: Q8_0 needs dim and ffn that are multiples of %d", quant.Q8Block)
 	}
 	if o.Tokenizer != nil && o.Tokenizer.VocabSize() != o.Vocab {
 		return fmt.Errorf("synth: tokenizer has %d pieces, vocab is %d", o.Tokenizer.VocabSize(), o.Vocab)
@@ -41,14 +41,19 @@ func (o *SynthOptions) check() error {
 	if o.Tokenizer == nil && o.Vocab < 259+1 {
 		return fmt.Errorf("synth: a synthesized vocab needs at least 260 pieces, got %d", o.Vocab)
 	}
-	c := Config{Dim: o.Dim, FFN: o.FFN, Layers: o.Layers, Heads: o.Heads, KVHeads: o.KVHeads,
-		HeadDim: o.Dim / o.Heads, RopeDim: o.Dim / o.Heads, Vocab: o.Vocab, Context: o.Context}
-	return c.validate()
+	// The loader checks the rest (model.Config.Validate) when the file is read;
+	// this package stays free of the model so that the model's tests can use it.
+	for _, v := range []int{o.Dim, o.FFN, o.Layers, o.Vocab, o.Context} {
+		if v <= 0 || v > 1<<24 {
+			return fmt.Errorf("synth: dims %d/%d/%d/%d/%d out of range", o.Dim, o.FFN, o.Layers, o.Vocab, o.Context)
+		}
+	}
+	return nil
 }
 
-// Synthesize writes a deterministic random-weight Llama GGUF (weights normal
+// Write writes a deterministic random-weight Llama GGUF (weights normal
 // with std 0.02, norms 1.0) that llama.cpp and batchd both load.
-func Synthesize(w io.Writer, o SynthOptions) error {
+func Write(w io.Writer, o Options) error {
 	if o.Std == 0 {
 		o.Std = 0.02
 	}
@@ -82,7 +87,7 @@ func Synthesize(w io.Writer, o SynthOptions) error {
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6261746368640a))
 	kv := o.Dim / o.Heads * o.KVHeads
 	mat := func(name string, rows, cols int) {
-		gw.AddTensor(name, gguf.Type(o.DType), []uint64{uint64(cols), uint64(rows)}, randomMatrix(rng, o.DType, rows, cols, o.Std))
+		gw.AddTensor(name, gguf.Type(o.DType), []uint64{uint64(cols), uint64(rows)}, RandomMatrix(rng, o.DType, rows, cols, o.Std))
 	}
 	ones := func(name string, n int) {
 		b := make([]byte, 4*n)
@@ -112,7 +117,7 @@ func Synthesize(w io.Writer, o SynthOptions) error {
 	return err
 }
 
-func randomMatrix(rng *rand.Rand, t quant.DType, rows, cols int, std float64) []byte {
+func RandomMatrix(rng *rand.Rand, t quant.DType, rows, cols int, std float64) []byte {
 	row := make([]float32, cols)
 	out := make([]byte, rows*t.RowBytes(cols))
 	rb := t.RowBytes(cols)
@@ -140,7 +145,7 @@ func randomMatrix(rng *rand.Rand, t quant.DType, rows, cols int, std float64) []
 // synthVocab returns GGUF pieces (spaces as U+2581), scores and types: the
 // given tokenizer's, or <unk>, <s>, </s>, 256 byte pieces, printable ASCII and
 // then ever longer strings of letters so that BPE merges have work to do.
-func synthVocab(o SynthOptions) ([]string, []float32, []int32) {
+func synthVocab(o Options) ([]string, []float32, []int32) {
 	if o.Tokenizer != nil {
 		p, s, ty := o.Tokenizer.Pieces()
 		out := make([]string, len(p))

@@ -1,47 +1,20 @@
-package model
+package cpu
 
 import (
 	"errors"
 	"fmt"
 	"runtime/debug"
 
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 )
 
-// ErrBadBatch reports a step batch the backend cannot run (bad token id,
-// position past the context, block table too short or out of range).
-var ErrBadBatch = errors.New("invalid batch")
-
-// SeqInput is one sequence's share of a step: Tokens at positions Pos,
-// Pos+1, ...; Blocks is its block table, covering at least Pos+len(Tokens)
-// slots. The K/V of positions before Pos must already be in those blocks.
-type SeqInput struct {
-	Tokens []int
-	Pos    int
-	Blocks []int
-	Logits bool // return logits for the last token
-}
-
-// Batch is one forward step over any mix of prefill chunks and decode tokens.
-type Batch struct {
-	Seqs []SeqInput
-}
-
-// CPUOptions sizes the CPU backend's paged KV store and thread pool.
-type CPUOptions struct {
-	NumBlocks int // KV blocks; required
-	BlockSize int // token slots per block; default 16
-	Threads   int // worker threads; default GOMAXPROCS
-	// KVType is how K and V are stored: F16 (llama.cpp's default, half the
-	// memory and bandwidth) or F32. The zero value is F32.
-	KVType quant.DType
-}
-
-// CPU runs the model on the CPU over a paged KV store: for every layer, K and
+// Backend runs the model on the CPU over a paged KV store: for every layer, K and
 // V of a token live at slot (block*BlockSize + pos%BlockSize).
-type CPU struct {
-	m         *Model
-	c         Config
+type Backend struct {
+	m         *model.Model
+	c         model.Config
 	blockSize int
 	numBlocks int
 	kvType    quant.DType
@@ -66,19 +39,8 @@ type CPU struct {
 	touch              touchJob
 }
 
-// ParseKVType parses a KV cache type name: "f16" (also "") or "f32".
-func ParseKVType(s string) (quant.DType, error) {
-	switch s {
-	case "", "f16", "F16":
-		return quant.F16, nil
-	case "f32", "F32":
-		return quant.F32, nil
-	}
-	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
-}
-
-// NewCPU allocates the KV store and starts the worker threads.
-func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
+// New allocates the KV store and starts the worker threads.
+func New(m *model.Model, o backend.Options) (*Backend, error) {
 	if o.BlockSize == 0 {
 		o.BlockSize = 16
 	}
@@ -89,7 +51,7 @@ func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
 		return nil, fmt.Errorf("cpu backend: KV cache type %v (want F16 or F32)", o.KVType)
 	}
 	c := m.Config
-	b := &CPU{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType,
+	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType,
 		rope: newRopeTable(c, c.Context), pool: newWorkers(o.Threads)}
 	if err := b.Restore(); err != nil {
 		return nil, err
@@ -106,11 +68,11 @@ func NewCPU(m *Model, o CPUOptions) (*CPU, error) {
 }
 
 // Model returns the model the backend runs.
-func (b *CPU) Model() *Model { return b.m }
+func (b *Backend) Model() *model.Model { return b.m }
 
 // Release drops the KV store (and, with weights, the resident pages of the
 // mapped weights, which fault back in on use) for an idle sleep.
-func (b *CPU) Release(weights bool) error {
+func (b *Backend) Release(weights bool) error {
 	b.k, b.v = nil, nil
 	kvErr := b.kvMem.free()
 	b.cap = 0
@@ -118,14 +80,14 @@ func (b *CPU) Release(weights bool) error {
 	b.logits, b.logitsNorm = nil, nil
 	var err error
 	if weights {
-		err = b.m.dropResident()
+		err = b.m.DropResident()
 	}
 	debug.FreeOSMemory()
 	return errors.Join(kvErr, err)
 }
 
 // Restore reallocates the KV store after Release; its contents are zero.
-func (b *CPU) Restore() error {
+func (b *Backend) Restore() error {
 	if b.k != nil {
 		return nil
 	}
@@ -147,13 +109,13 @@ func (b *CPU) Restore() error {
 }
 
 // Close stops the worker threads and drops the KV store.
-func (b *CPU) Close() error {
+func (b *Backend) Close() error {
 	b.pool.close()
 	b.k, b.v = nil, nil
 	return b.kvMem.free()
 }
 
-func (b *CPU) grow(n int) {
+func (b *Backend) grow(n int) {
 	if n <= b.cap {
 		return
 	}
@@ -177,28 +139,28 @@ func (b *CPU) grow(n int) {
 	b.tokPos = make([]int, n)
 }
 
-func (b *CPU) check(batch *Batch) (int, error) {
+func (b *Backend) check(batch *backend.Batch) (int, error) {
 	total := 0
 	for i, s := range batch.Seqs {
 		if len(s.Tokens) == 0 {
-			return 0, fmt.Errorf("%w: sequence %d has no tokens", ErrBadBatch, i)
+			return 0, fmt.Errorf("%w: sequence %d has no tokens", backend.ErrBadBatch, i)
 		}
 		end := s.Pos + len(s.Tokens)
 		if s.Pos < 0 || end > b.c.Context {
 			return 0, fmt.Errorf("%w: sequence %d positions %d..%d outside the context of %d",
-				ErrBadBatch, i, s.Pos, end-1, b.c.Context)
+				backend.ErrBadBatch, i, s.Pos, end-1, b.c.Context)
 		}
 		if len(s.Blocks)*b.blockSize < end {
-			return 0, fmt.Errorf("%w: sequence %d has %d blocks for %d tokens", ErrBadBatch, i, len(s.Blocks), end)
+			return 0, fmt.Errorf("%w: sequence %d has %d blocks for %d tokens", backend.ErrBadBatch, i, len(s.Blocks), end)
 		}
 		for _, id := range s.Blocks {
 			if id < 0 || id >= b.numBlocks {
-				return 0, fmt.Errorf("%w: sequence %d block %d outside the pool of %d", ErrBadBatch, i, id, b.numBlocks)
+				return 0, fmt.Errorf("%w: sequence %d block %d outside the pool of %d", backend.ErrBadBatch, i, id, b.numBlocks)
 			}
 		}
 		for _, t := range s.Tokens {
 			if t < 0 || t >= b.c.Vocab {
-				return 0, fmt.Errorf("%w: token %d outside the vocab of %d", ErrBadBatch, t, b.c.Vocab)
+				return 0, fmt.Errorf("%w: token %d outside the vocab of %d", backend.ErrBadBatch, t, b.c.Vocab)
 			}
 		}
 		total += len(s.Tokens)
@@ -208,7 +170,7 @@ func (b *CPU) check(batch *Batch) (int, error) {
 
 // Forward runs one step and returns, for each sequence that asked, the logits
 // of its last token (nil for the others). The slices are valid until the next call.
-func (b *CPU) Forward(batch *Batch) ([][]float32, error) {
+func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 	n, err := b.check(batch)
 	if err != nil {
 		return nil, err
@@ -232,7 +194,7 @@ func (b *CPU) Forward(batch *Batch) ([][]float32, error) {
 // layer runs one transformer block. Its two residual adds are folded into
 // the RMS norms that follow them, so that they run on the pool: the FFN's
 // output is left in xb, added by the next layer's norm or by classify.
-func (b *CPU) layer(l int, batch *Batch, n int) {
+func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	c, L := b.c, &b.m.Layers[l]
 	var pending []float32
 	if l > 0 {
@@ -252,14 +214,14 @@ func (b *CPU) layer(l int, batch *Batch, n int) {
 
 // normalize adds add (if not nil) into the token rows of x, then writes
 // their RMS norms to dst; dst may be add.
-func (b *CPU) normalize(x, add, norm, dst []float32, n int) {
+func (b *Backend) normalize(x, add, norm, dst []float32, n int) {
 	b.norm = normJob{x: x, add: add, norm: norm, dst: dst, cols: b.c.Dim, eps: b.c.RMSEps}
 	b.pool.run(n, 1, &b.norm)
 }
 
 // matmul computes out = x . W^T for every part (sharing the input x),
 // split by weight rows across the pool in one hand-off.
-func (b *CPU) matmul(x []float32, n int, parts ...mmPart) {
+func (b *Backend) matmul(x []float32, n int, parts ...mmPart) {
 	b.mm = matmulJob{x: x, n: n, scratch: b.scratch}
 	rows := 0
 	for _, p := range parts {
@@ -272,7 +234,7 @@ func (b *CPU) matmul(x []float32, n int, parts ...mmPart) {
 
 // classify applies the final norm and classifier to the last token of every
 // sequence that wants logits.
-func (b *CPU) classify(batch *Batch, n int) [][]float32 {
+func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 	c := b.c
 	rows := 0
 	for _, s := range batch.Seqs {

@@ -1,23 +1,25 @@
-package model
+package cpu
 
 import (
 	"slices"
 	"testing"
 
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-func loadStories(t testing.TB, format string) *Model {
+func loadStories(t testing.TB, format string) *model.Model {
 	t.Helper()
-	var m *Model
+	var m *model.Model
 	var err error
 	switch format {
 	case "llama2c":
-		m, err = Load(testmodels.Path(t, "stories260K.bin"), LoadOptions{Tokenizer: testmodels.Path(t, "tok512.bin")})
+		m, err = model.Load(testmodels.Path(t, "stories260K.bin"), model.LoadOptions{Tokenizer: testmodels.Path(t, "tok512.bin")})
 	case "gguf":
-		m, err = Load(testmodels.Path(t, "stories260K.gguf"), LoadOptions{})
+		m, err = model.Load(testmodels.Path(t, "stories260K.gguf"), model.LoadOptions{})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -27,16 +29,16 @@ func loadStories(t testing.TB, format string) *Model {
 }
 
 // greedy runs one sequence alone, prompt in one prefill step, then decodes.
-func greedy(t testing.TB, b *CPU, prompt []int, maxTokens int) []int {
+func greedy(t testing.TB, b *Backend, prompt []int, maxTokens int) []int {
 	t.Helper()
 	blocks := make([]int, b.numBlocks)
 	for i := range blocks {
 		blocks[i] = i
 	}
 	var out []int
-	in := SeqInput{Tokens: prompt, Pos: 0, Blocks: blocks, Logits: true}
+	in := backend.SeqInput{Tokens: prompt, Pos: 0, Blocks: blocks, Logits: true}
 	for len(out) < maxTokens {
-		logits, err := b.Forward(&Batch{Seqs: []SeqInput{in}})
+		logits, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{in}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func greedy(t testing.TB, b *CPU, prompt []int, maxTokens int) []int {
 			break
 		}
 		out = append(out, next)
-		in = SeqInput{Tokens: []int{next}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
+		in = backend.SeqInput{Tokens: []int{next}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
 	}
 	return out
 }
@@ -61,7 +63,7 @@ func TestGoldenGenerations(t *testing.T) {
 	}{{"llama2c", quant.F16}, {"gguf", quant.F16}, {"llama2c", quant.F32}, {"gguf", quant.F32}} {
 		t.Run(tc.format+"/kv-"+tc.kv.String(), func(t *testing.T) {
 			m := loadStories(t, tc.format)
-			b, err := NewCPU(m, CPUOptions{NumBlocks: 32, BlockSize: 16, KVType: tc.kv})
+			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: tc.kv})
 			if err != nil {
 				t.Fatal(err)
 			}

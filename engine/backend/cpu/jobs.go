@@ -1,11 +1,16 @@
-package model
+package cpu
+
+import (
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/model"
+)
 
 // The units of work the CPU backend hands to its pool. Each is a long-lived
 // value in the backend, so a step allocates nothing to run them.
 
 // mmPart is one weight matrix of a fused matmul and the output it fills.
 type mmPart struct {
-	w   *Matrix
+	w   *model.Matrix
 	out []float32
 }
 
@@ -29,7 +34,7 @@ func (j *matmulJob) do(share, lo, hi int) {
 	}
 }
 
-func matmulRange(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
+func matmulRange(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	if useSIMD {
 		matmulRowsFast(out, x, n, w, lo, hi, scratch)
 	} else {
@@ -42,7 +47,7 @@ func matmulRange(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float
 type swigluJob struct {
 	x        []float32
 	n        int
-	gate, up *Matrix
+	gate, up *model.Matrix
 	h, h2    []float32
 	scratch  [][]float32
 }
@@ -87,9 +92,9 @@ func (j *normJob) do(_, lo, hi int) {
 // storeJob rotates each token's q and k (RoPE) and writes its K and V into
 // the paged cache, per head at the layout kvLayer gives.
 type storeJob struct {
-	b     *CPU
+	b     *Backend
 	l     int
-	batch *Batch
+	batch *backend.Batch
 }
 
 func (j *storeJob) do(_, lo, hi int) {

@@ -1,11 +1,13 @@
-package model
+package cpu
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/testing/synth"
 )
 
 // BenchmarkMatmul reports GMAC/s of one thread on an FFN-shaped matrix (too
@@ -14,7 +16,7 @@ func BenchmarkMatmul(b *testing.B) {
 	const rows, cols = 4096, 1024
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []quant.DType{quant.Q8_0, quant.F16, quant.F32} {
-		w, err := NewMatrix(typ, rows, cols, randomMatrix(rng, typ, rows, cols, 0.5))
+		w, err := model.NewMatrix(typ, rows, cols, synth.RandomMatrix(rng, typ, rows, cols, 0.5))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,8 +1,9 @@
-package model
+package cpu
 
 import (
 	"fmt"
 
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 )
 
@@ -54,6 +55,9 @@ func UseFloatKernels(name string) error {
 	}
 	return nil
 }
+
+// Describe names the kernels in use, for logs (backends.Describe).
+func (b *Backend) Describe() string { return "cpu " + Kernels() }
 
 // SIMD reports whether the assembly kernels are in use.
 func SIMD() bool { return useSIMD }
@@ -116,7 +120,7 @@ const resLen = 16
 // into a group padded with copies of the last, rather than run a token at a
 // time. Every kernel sums a (row, token) pair in the same order, so a
 // token's output is bit-identical whatever else is in the batch.
-func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []float32) {
+func matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	rb := scratchRows(cols)
 	res := scratch[len(scratch)-resLen:]
@@ -144,7 +148,7 @@ func matmulRowsFast(out, x []float32, n int, w *Matrix, lo, hi int, scratch []fl
 				wr = ws[:(r1-r0)*cols]
 				dequantRows(&w.Data[r0*bytes], &wr[0], (r1-r0)*cols/quant.Q8Block)
 			case quant.F32:
-				wr = w.f32[r0*cols : r1*cols]
+				wr = w.F32()[r0*cols : r1*cols]
 			default:
 				tileF16(out, x, w, r0, r1, tb, te, res)
 				continue
@@ -165,7 +169,7 @@ const fusedQ8Below = 8
 // fusedQ8 is matmulRowsFast for Q8_0 weights and a small batch, four rows
 // at a time (held in cache meanwhile): each row against the groups of four
 // tokens, then the four rows against each token left over.
-func fusedQ8(out, x []float32, n int, w *Matrix, lo, hi int, res []float32) {
+func fusedQ8(out, x []float32, n int, w *model.Matrix, lo, hi int, res []float32) {
 	cols, rows, k := w.Cols, w.Rows, fk
 	bytes, nb := quant.Q8_0.RowBytes(cols), cols/quant.Q8Block
 	full := n &^ 3
@@ -250,12 +254,12 @@ func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int
 }
 
 // tileF16 is tileF32 for F16 weights, read in place.
-func tileF16(out, x []float32, w *Matrix, r0, r1, tb, te int, res []float32) {
+func tileF16(out, x []float32, w *model.Matrix, r0, r1, tb, te int, res []float32) {
 	cols, rows := w.Cols, w.Rows
 	k := fk
 	main := cols &^ (k.width - 1)
 	one := func(r, t int) float32 {
-		row, xt := w.f16[r*cols:(r+1)*cols], x[t*cols:(t+1)*cols]
+		row, xt := w.F16()[r*cols:(r+1)*cols], x[t*cols:(t+1)*cols]
 		var s float32
 		if main > 0 {
 			s = k.d1F16(&row[0], &xt[0], main)
@@ -269,7 +273,7 @@ func tileF16(out, x []float32, w *Matrix, r0, r1, tb, te int, res []float32) {
 	for ; t+4 <= te && main > 0 && main == cols; t += 4 {
 		r := r0
 		for ; r+2 <= r1; r += 2 {
-			k.d24F16(&w.f16[r*cols], cols, &x[t*cols], cols, main, &res[0])
+			k.d24F16(&w.F16()[r*cols], cols, &x[t*cols], cols, main, &res[0])
 			for j := range 4 {
 				out[(t+j)*rows+r] = res[j]
 				out[(t+j)*rows+r+1] = res[4+j]

@@ -1,4 +1,4 @@
-package model
+package cpu
 
 import "golang.org/x/sys/unix"
 

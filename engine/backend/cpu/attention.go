@@ -1,9 +1,10 @@
-package model
+package cpu
 
 import (
 	"math"
 	"unsafe"
 
+	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/quant"
 )
 
@@ -12,15 +13,15 @@ const ahead = 2
 
 // attnJob is one layer's attention split by (token, head) across the pool.
 type attnJob struct {
-	b      *CPU
+	b      *Backend
 	l      int
-	batch  *Batch
+	batch  *backend.Batch
 	scores [][]float32 // per share, grown to the longest sequence
 }
 
 // attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
 // over positions 0..pos of the token's own sequence, read through its block table.
-func (b *CPU) attention(l int, batch *Batch, n int) {
+func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	b.attn.b, b.attn.l, b.attn.batch = b, l, batch
 	for len(b.attn.scores) < b.pool.n {
 		b.attn.scores = append(b.attn.scores, nil)
@@ -117,7 +118,7 @@ func expSum(x []float32, sub, scale float32) float32 {
 
 // kvAt is the element offset of position pos (within the block) of KV head
 // head in block block: the layout kvLayer describes.
-func (b *CPU) kvAt(block, head, pos int) int {
+func (b *Backend) kvAt(block, head, pos int) int {
 	return ((block*b.c.KVHeads+head)*b.blockSize + pos) * b.c.HeadDim
 }
 

@@ -1,0 +1,76 @@
+// Package backend is the contract between the engine and what runs the
+// model: a Backend runs one forward step over a Batch of sequences whose
+// K/V live in a paged store addressed by block ids from package kvcache.
+// Backends live in subpackages (cpu today); package backends opens one by
+// name, and backendtest is the suite every backend must pass.
+//
+// Invariants every backend keeps:
+//   - a token's logits depend only on its own sequence's tokens: what else is
+//     in the batch, how prompts are chunked and where blocks sit change nothing;
+//   - Forward writes K/V only into the blocks a sequence's table names.
+package backend
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/batchd/batchd/engine/quant"
+)
+
+// Backend runs forward passes over the paged KV store.
+type Backend interface {
+	// Forward runs one step; it returns the last-token logits of every
+	// sequence that asked (nil for the others), valid until the next call.
+	Forward(*Batch) ([][]float32, error)
+	Close() error
+}
+
+// Sleeper is implemented by backends that can drop their KV memory while the
+// engine sleeps and get it back on wake.
+type Sleeper interface {
+	Release(weights bool) error // free KV memory (and drop resident weight pages when weights)
+	Restore() error             // reallocate it, empty
+}
+
+// ErrBadBatch reports a step batch the backend cannot run (bad token id,
+// position past the context, block table too short or out of range).
+var ErrBadBatch = errors.New("invalid batch")
+
+// SeqInput is one sequence's share of a step: Tokens at positions Pos,
+// Pos+1, ...; Blocks is its block table, covering at least Pos+len(Tokens)
+// slots. The K/V of positions before Pos must already be in those blocks.
+type SeqInput struct {
+	Tokens []int
+	Pos    int
+	Blocks []int
+	Logits bool // return logits for the last token
+}
+
+// Batch is one forward step over any mix of prefill chunks and decode tokens.
+type Batch struct {
+	Seqs []SeqInput
+}
+
+// Options size a backend's paged KV store and threads.
+type Options struct {
+	NumBlocks int // KV blocks; required
+	BlockSize int // token slots per block; default 16
+	Threads   int // worker threads; default GOMAXPROCS
+	// KVType is how K and V are stored: F16 (llama.cpp's default, half the
+	// memory and bandwidth) or F32. The zero value is F32.
+	KVType quant.DType
+	// Kernels picks a SIMD kernel family by name ("avx2", "avx512"; "" is
+	// the best the machine has). Backends without families ignore it.
+	Kernels string
+}
+
+// ParseKVType parses a KV cache type name: "f16" (also "") or "f32".
+func ParseKVType(s string) (quant.DType, error) {
+	switch s {
+	case "", "f16", "F16":
+		return quant.F16, nil
+	case "f32", "F32":
+		return quant.F32, nil
+	}
+	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
+}

@@ -1,0 +1,89 @@
+package cpu
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+func tinySynth(dtype quant.DType, seed uint64) synth.Options {
+	return synth.Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 64, DType: dtype, Seed: seed}
+}
+
+func writeSynth(t *testing.T, o synth.Options) (string, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := synth.Write(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, buf.Bytes()
+}
+
+// TestQuantizedForwardMatchesReference checks the F16 and Q8_0 paths against
+// the dense reference, which dequantizes rows on its own.
+func TestQuantizedForwardMatchesReference(t *testing.T) {
+	for _, dt := range []quant.DType{quant.F16, quant.Q8_0} {
+		path, _ := writeSynth(t, tinySynth(dt, 3))
+		m, err := model.Load(path, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(m, backend.Options{NumBlocks: 8, BlockSize: 4})
+		ref := &denseRef{m: m}
+		toks := []int{1, 300 - 1, 17, 42, 280, 5, 99}
+		var want []float32
+		for i, tok := range toks {
+			want = ref.step(tok, i)
+		}
+		got, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{{Tokens: toks, Blocks: []int{5, 2}, Logits: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := maxAbsDiff(got[0], want); d > 1e-5 {
+			t.Fatalf("%s: logits differ by %g", dt, d)
+		}
+		b.Close()
+		m.Close()
+	}
+}
+
+// TestForwardDoesNotAllocate: once its buffers have grown, a step allocates
+// nothing, for every weight type and for small (fused) and large batches.
+// Garbage here is paid on every step as GC work.
+func TestForwardDoesNotAllocate(t *testing.T) {
+	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
+		path, _ := writeSynth(t, tinySynth(dt, 3))
+		m, err := model.Load(path, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 3, 12} { // decodes beside one prefill chunk
+			batch := &backend.Batch{Seqs: []backend.SeqInput{{Tokens: []int{1, 7, 9, 11, 13}, Blocks: []int{0, 1}, Logits: true}}}
+			for i := range n {
+				batch.Seqs = append(batch.Seqs, backend.SeqInput{Tokens: []int{i + 2}, Pos: 6, Blocks: []int{2 + 2*i, 3 + 2*i}, Logits: true})
+			}
+			if _, err := b.Forward(batch); err != nil {
+				t.Fatal(err)
+			}
+			if a := testing.AllocsPerRun(5, func() { b.Forward(batch) }); a != 0 {
+				t.Errorf("%s, %d decodes: %v allocations per step", dt, n, a)
+			}
+		}
+		b.Close()
+		m.Close()
+	}
+}

@@ -1,0 +1,54 @@
+package quant
+
+import "testing"
+
+func TestF16Conversion(t *testing.T) {
+	for _, f := range []float32{0, 1, -1, 0.5, 65504, 1e-7, 6.1e-5, -3.14159, 1e6} {
+		h := F32ToF16(f)
+		back := F16ToF32(h)
+		if F32ToF16(back) != h {
+			t.Errorf("%v -> %#x -> %v does not round trip", f, h, back)
+		}
+	}
+	for h := range 1 << 16 {
+		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
+			continue // NaN payloads
+		}
+		if got := F32ToF16(F16ToF32(uint16(h))); got != uint16(h) {
+			t.Fatalf("half %#x -> %v -> %#x", h, F16ToF32(uint16(h)), got)
+		}
+	}
+	if F32ToF16(1e6) != 0x7c00 || F32ToF16(1+1.0/2048) != 0x3c00 {
+		t.Error("overflow or ties-to-even rounding wrong")
+	}
+}
+
+// TestTable: every entry's row bytes follow its block layout, and a
+// dequantization writes whole blocks.
+func TestTable(t *testing.T) {
+	for _, dt := range []DType{F32, F16, Q8_0} {
+		f := Lookup(dt)
+		if f == nil || !dt.Supported() || dt.RowBytes(f.BlockElems*3) != 3*f.BlockBytes || dt.RowBytes(f.BlockElems*3+1) != -1 && f.BlockElems > 1 {
+			t.Fatalf("%s: %+v", dt, f)
+		}
+		src := make([]float32, 2*f.BlockElems)
+		for i := range src {
+			src[i] = float32(i%7) - 3
+		}
+		b := make([]byte, dt.RowBytes(len(src)))
+		f.Quantize(src, b)
+		got := make([]float32, len(src))
+		f.Dequantize(b, got)
+		for i := range src {
+			if d := got[i] - src[i]; d > 0.05 || d < -0.05 {
+				t.Fatalf("%s: value %d: %v -> %v", dt, i, src[i], got[i])
+			}
+		}
+	}
+	if DType(12).Supported() || DType(12).RowBytes(256) != -1 {
+		t.Fatal("Q4_K has no entry yet")
+	}
+	if p, err := Parse("q8_0"); err != nil || p != Q8_0 {
+		t.Fatal(p, err)
+	}
+}
