@@ -59,33 +59,41 @@ type generateResult struct {
 	Timings      map[string]any `json:"timings"`
 }
 
-// runGenerate runs every --prompt together through one engine, in process.
-func runGenerate(ctx context.Context, args []string, env *runEnv) error {
+// generateArgs is what `batchd generate` was asked.
+type generateArgs struct {
+	cfg       EngineConfig
+	prompts   []string
+	maxTokens int
+	sampling  sample.Params
+	stops     []string
+	asJSON    bool
+	logLevel  string
+}
+
+// parseGenerate reads the flags; flags and positional prompts may
+// interleave (generate --model M "text" --max-tokens 5): Go's flag package
+// stops at the first positional, so it parses again after each one.
+func parseGenerate(args []string, env *runEnv) (*generateArgs, error) {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	var cfg EngineConfig
+	a := &generateArgs{}
 	var policy, mode string
-	engineFlags(fs, &cfg, &policy, &mode)
-	var prompts stringsFlag
+	engineFlags(fs, &a.cfg, &policy, &mode)
+	var prompts, stops stringsFlag
 	fs.Var(&prompts, "prompt", "prompt text (repeatable; all prompts run as one batch)")
-	maxTokens := fs.Int("max-tokens", 0, "generated tokens at most (default: up to the context)")
-	var sp sample.Params
+	fs.IntVar(&a.maxTokens, "max-tokens", 0, "generated tokens at most (default: up to the context)")
 	temp := fs.Float64("temperature", 0, "sampling temperature (0 = greedy)")
 	topP := fs.Float64("top-p", 0, "nucleus sampling mass (0 = off)")
 	minP := fs.Float64("min-p", 0, "min-p filter (0 = off)")
 	rep := fs.Float64("repeat-penalty", 0, "repetition penalty (0 or 1 = off)")
-	fs.IntVar(&sp.TopK, "top-k", 0, "keep the k most likely tokens (0 = off)")
-	fs.Uint64Var(&sp.Seed, "seed", 0, "sampling seed")
-	var stops stringsFlag
+	fs.IntVar(&a.sampling.TopK, "top-k", 0, "keep the k most likely tokens (0 = off)")
+	fs.Uint64Var(&a.sampling.Seed, "seed", 0, "sampling seed")
 	fs.Var(&stops, "stop", "stop string (repeatable)")
-	asJSON := fs.Bool("json", false, "print one JSON object per prompt, in prompt order")
-	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	// Flags and positional prompts may interleave (generate --model M "text"
-	// --max-tokens 5): Go's flag package stops at the first positional, so
-	// parse again after each one. Nothing given is ignored.
+	fs.BoolVar(&a.asJSON, "json", false, "print one JSON object per prompt, in prompt order")
+	fs.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	for {
 		if err := fs.Parse(args); err != nil {
-			return usageError{err}
+			return nil, usageError{err}
 		}
 		if fs.NArg() == 0 {
 			break
@@ -93,27 +101,37 @@ func runGenerate(ctx context.Context, args []string, env *runEnv) error {
 		prompts = append(prompts, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if err := applyPolicyMode(&cfg, policy, mode); err != nil {
-		return usageError{err}
+	if err := applyPolicyMode(&a.cfg, policy, mode); err != nil {
+		return nil, usageError{err}
 	}
 	if len(prompts) == 0 {
-		return usageError{errors.New("generate needs a prompt: batchd generate --model FILE [flags] PROMPT (or --prompt TEXT, repeatable)")}
+		return nil, usageError{errors.New("generate needs a prompt: batchd generate --model FILE [flags] PROMPT (or --prompt TEXT, repeatable)")}
 	}
-	sp.Temperature, sp.TopP, sp.MinP, sp.RepetitionPenalty = float32(*temp), float32(*topP), float32(*minP), float32(*rep)
-	log, err := newLogger(env.stderr, *logLevel, "")
+	a.prompts, a.stops = prompts, stops
+	a.sampling.Temperature, a.sampling.TopP = float32(*temp), float32(*topP)
+	a.sampling.MinP, a.sampling.RepetitionPenalty = float32(*minP), float32(*rep)
+	return a, nil
+}
+
+// runGenerate runs every prompt together through one engine, in process.
+func runGenerate(ctx context.Context, args []string, env *runEnv) error {
+	a, err := parseGenerate(args, env)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(env.stderr, a.logLevel, "")
 	if err != nil {
 		return usageError{err}
 	}
-	rt, err := OpenEngine(cfg, log)
+	rt, err := OpenEngine(a.cfg, log)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-
-	results := make([]generateResult, len(prompts))
-	streams := make([]*engine.Stream, len(prompts))
-	for i, p := range prompts {
-		req := engine.Request{Prompt: p, MaxTokens: *maxTokens, Sampling: sp, Stop: stops}
+	results := make([]generateResult, len(a.prompts))
+	streams := make([]*engine.Stream, len(a.prompts))
+	for i, p := range a.prompts {
+		req := engine.Request{Prompt: p, MaxTokens: a.maxTokens, Sampling: a.sampling, Stop: a.stops}
 		req.Tokens = rt.Model.Tokenizer.Encode(p, true)
 		results[i] = generateResult{Prompt: p, PromptTokens: req.Tokens, OutputTokens: []int{}}
 		if streams[i], err = rt.Engine.Submit(ctx, req); err != nil {
@@ -121,54 +139,62 @@ func runGenerate(ctx context.Context, args []string, env *runEnv) error {
 		}
 	}
 	// Stream text live when there is one prompt and a person is reading.
-	live := len(prompts) == 1 && !*asJSON
+	live := len(a.prompts) == 1 && !a.asJSON
 	var wg sync.WaitGroup
 	for i, s := range streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := &results[i]
-			for {
-				ev, ok, err := s.Recv(ctx)
-				if err != nil || !ok {
-					if err != nil {
-						r.Error = err.Error()
-					}
-					return
-				}
-				if live {
-					_, _ = io.WriteString(env.stdout, ev.Text)
-				}
-				r.Text += ev.Text
-				r.OutputTokens = append(r.OutputTokens, ev.Tokens...)
-				if ev.Done {
-					r.FinishReason, r.Preemptions, r.Usage = string(ev.Finish), ev.Preemptions, ev.Usage
-					r.Timings = map[string]any{"queue_s": ev.Timings.Queue.Seconds(),
-						"ttft_s": ev.Timings.FirstToken.Seconds(), "total_s": ev.Timings.Total.Seconds()}
-					if ev.Err != nil {
-						r.Error = ev.Err.Error()
-					}
-				}
-			}
+			collect(ctx, s, &results[i], live, env.stdout)
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	return printResults(env.stdout, results, a.asJSON, live)
+}
+
+// collect reads one stream into its result, echoing text when live.
+func collect(ctx context.Context, s *engine.Stream, r *generateResult, live bool, out io.Writer) {
+	for {
+		ev, ok, err := s.Recv(ctx)
+		if err != nil || !ok {
+			if err != nil {
+				r.Error = err.Error()
+			}
+			return
+		}
+		if live {
+			_, _ = io.WriteString(out, ev.Text)
+		}
+		r.Text += ev.Text
+		r.OutputTokens = append(r.OutputTokens, ev.Tokens...)
+		if ev.Done {
+			r.FinishReason, r.Preemptions, r.Usage = string(ev.Finish), ev.Preemptions, ev.Usage
+			r.Timings = map[string]any{"queue_s": ev.Timings.Queue.Seconds(),
+				"ttft_s": ev.Timings.FirstToken.Seconds(), "total_s": ev.Timings.Total.Seconds()}
+			if ev.Err != nil {
+				r.Error = ev.Err.Error()
+			}
+		}
+	}
+}
+
+func printResults(w io.Writer, results []generateResult, asJSON, live bool) error {
 	switch {
-	case *asJSON:
-		enc := json.NewEncoder(env.stdout)
+	case asJSON:
+		enc := json.NewEncoder(w)
 		for _, r := range results {
 			if err := enc.Encode(r); err != nil {
 				return err
 			}
 		}
 	case live:
-		fmt.Fprintln(env.stdout)
+		fmt.Fprintln(w)
 	default:
 		for i, r := range results {
-			fmt.Fprintf(env.stdout, "--- prompt %d (%s, %d tokens)\n%s%s\n", i+1, r.FinishReason, len(r.OutputTokens), r.Prompt, r.Text)
+			fmt.Fprintf(w, "--- prompt %d (%s, %d tokens)\n%s%s\n", i+1, r.FinishReason, len(r.OutputTokens), r.Prompt, r.Text)
 		}
 	}
 	return nil

@@ -237,17 +237,9 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.cfg = cfg
 	d.userChannels, _ = resolveUserChannels(cfg.Routing.Users)
 	pol, _ := resolvePolicy(cfg.Server)
-	ln, err := activatedListener()
+	ln, err := d.listen(cfg)
 	if err != nil {
-		return fmt.Errorf("socket activation: %w", err)
-	}
-	if ln != nil {
-		d.log.Info("using the socket systemd passed", "addr", ln.Addr().String())
-	} else {
-		mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
-		if ln, err = ipc.Listen(ipc.ListenOptions{Path: cfg.Server.Socket, Mode: fs.FileMode(mode), Group: cfg.Server.SocketGroup}); err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
+		return err
 	}
 	d.srv = ipc.NewServer(ipc.Options{Backend: ipcBackend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		MaxConnections: cfg.Server.MaxConnections, HelloTimeout: cfg.Server.HelloTimeout.Duration,
@@ -296,32 +288,54 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	idle := d.idleExit(supCtx, cfg.IdleExitAfter.Duration)
 	go d.sleepWhenIdle(supCtx)
 
-	dump := make(chan os.Signal, 1)
-	signal.Notify(dump, syscall.SIGUSR1)
-	defer signal.Stop(dump)
-	var fatal error
-loop:
-	for {
-		select {
-		case <-dump: // SIGUSR1: goroutine stacks, for a daemon that seems stuck
-			_ = pprof.Lookup("goroutine").WriteTo(env.stderr, 2)
-		case err := <-served:
-			if !errors.Is(err, ipc.ErrServerClosed) {
-				// Exit non-zero so that Restart=on-failure restarts us.
-				d.log.Error("server failed", "err", err)
-				fatal = fmt.Errorf("serving the socket: %w", err)
-			}
-			break loop
-		case <-ctx.Done():
-			break loop
-		case <-idle:
-			break loop
-		}
-	}
+	fatal := d.waitForStop(ctx, served, idle, env)
 	if err := d.shutdown(rt); err != nil {
 		return errors.Join(fatal, err)
 	}
 	return fatal
+}
+
+// listen takes the socket systemd passed, or creates the configured one.
+func (d *Daemon) listen(cfg Config) (net.Listener, error) {
+	ln, err := activatedListener()
+	if err != nil {
+		return nil, fmt.Errorf("socket activation: %w", err)
+	}
+	if ln != nil {
+		d.log.Info("using the socket systemd passed", "addr", ln.Addr().String())
+		return ln, nil
+	}
+	mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
+	ul, err := ipc.Listen(ipc.ListenOptions{Path: cfg.Server.Socket, Mode: fs.FileMode(mode), Group: cfg.Server.SocketGroup})
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ul, nil
+}
+
+// waitForStop serves SIGUSR1 (goroutine stacks, for a daemon that seems
+// stuck) until a stop: ctx, idle exit, or the server failing, which it
+// returns so that the daemon exits non-zero and Restart=on-failure acts.
+func (d *Daemon) waitForStop(ctx context.Context, served <-chan error, idle <-chan struct{}, env *runEnv) error {
+	dump := make(chan os.Signal, 1)
+	signal.Notify(dump, syscall.SIGUSR1)
+	defer signal.Stop(dump)
+	for {
+		select {
+		case <-dump:
+			_ = pprof.Lookup("goroutine").WriteTo(env.stderr, 2)
+		case err := <-served:
+			if errors.Is(err, ipc.ErrServerClosed) {
+				return nil
+			}
+			d.log.Error("server failed", "err", err)
+			return fmt.Errorf("serving the socket: %w", err)
+		case <-ctx.Done():
+			return nil
+		case <-idle:
+			return nil
+		}
+	}
 }
 
 // shutdown drains: no new requests, running ones get until the drain

@@ -73,32 +73,38 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		generated, prompt := 0, 0
-		for i, sc := range step.Seqs {
-			rs := e.states[sc.Seq.ID]
-			if !rs.scheduled {
-				rs.scheduled = true
-				rs.started.Store(true)
-				e.mu.Lock()
-				e.pending--
-				e.pendingC[rs.req.Channel]--
-				e.mu.Unlock()
-			}
-			e.sched.Advance(sc)
-			if sc.Start < sc.Seq.PromptLen {
-				prompt += min(sc.Start+sc.N, sc.Seq.PromptLen) - sc.Start
-			}
-			if sc.Logits && !sc.Seq.Padding {
-				generated++
-				e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), now)
-			}
-		}
-		e.mu.Lock()
-		e.rec.step(now, len(step.Seqs), step.Tokens, prompt, generated, fwd)
-		e.mu.Unlock()
-		e.obs.Step(len(step.Seqs), step.Tokens)
-		e.publish()
+		e.afterForward(step, logits, now, fwd)
 	}
+}
+
+// afterForward advances every sequence of a finished step, samples the
+// tokens that were asked for and records the step.
+func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd time.Duration) {
+	generated, prompt := 0, 0
+	for i, sc := range step.Seqs {
+		rs := e.states[sc.Seq.ID]
+		if !rs.scheduled {
+			rs.scheduled = true
+			rs.started.Store(true)
+			e.mu.Lock()
+			e.pending--
+			e.pendingC[rs.req.Channel]--
+			e.mu.Unlock()
+		}
+		e.sched.Advance(sc)
+		if sc.Start < sc.Seq.PromptLen {
+			prompt += min(sc.Start+sc.N, sc.Seq.PromptLen) - sc.Start
+		}
+		if sc.Logits && !sc.Seq.Padding {
+			generated++
+			e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), now)
+		}
+	}
+	e.mu.Lock()
+	e.rec.step(now, len(step.Seqs), step.Tokens, prompt, generated, fwd)
+	e.mu.Unlock()
+	e.obs.Step(len(step.Seqs), step.Tokens)
+	e.publish()
 }
 
 // idle waits for new input, a batch window to close, or the heartbeat tick.

@@ -191,11 +191,15 @@ type Scheduler struct {
 	preemptions uint64
 	lastArrival time.Time
 	gapEWMA     time.Duration // dynamic mode: smoothed gap between arrivals
+	pol         policy        // from cfg.Policy
+	bat         batching      // from cfg.Mode
 }
 
 // NewScheduler returns a scheduler over pool.
 func NewScheduler(cfg SchedulerConfig, pool *kvcache.Pool) *Scheduler {
-	return &Scheduler{cfg: cfg.withDefaults(), pool: pool}
+	s := &Scheduler{pool: pool}
+	s.SetConfig(cfg)
+	return s
 }
 
 // Config returns the effective configuration.
@@ -204,6 +208,7 @@ func (s *Scheduler) Config() SchedulerConfig { return s.cfg }
 // SetConfig replaces the knobs (hot reload); it applies from the next step.
 func (s *Scheduler) SetConfig(cfg SchedulerConfig) {
 	s.cfg = cfg.withDefaults()
+	s.pol, s.bat = policyFor(s.cfg.Policy), batchingFor(s.cfg.Mode)
 	s.sortWaiting()
 }
 
@@ -228,60 +233,11 @@ func (s *Scheduler) ByChannel() (running, waiting map[string]int) {
 // Preemptions returns how many preemptions happened so far.
 func (s *Scheduler) Preemptions() uint64 { return s.preemptions }
 
-func (s *Scheduler) before(a, b *Sequence) bool {
-	if s.cfg.Policy == PolicyPriority && a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	if s.cfg.Policy == PolicySLO && !a.Deadline.Equal(b.Deadline) {
-		switch {
-		case a.Deadline.IsZero():
-			return false
-		case b.Deadline.IsZero():
-			return true
-		}
-		return a.Deadline.Before(b.Deadline)
-	}
-	return a.order < b.order
-}
-
-// urgentDeadline is the earliest deadline among waiting sequences (slo policy).
-func (s *Scheduler) urgentDeadline() time.Time {
-	if s.cfg.Policy != PolicySLO || len(s.waiting) == 0 {
-		return time.Time{}
-	}
-	return s.waiting[0].Deadline // waiting is in deadline order
-}
-
-// chunkCap bounds a running sequence's prompt chunk under the slo policy:
-// while a waiting request is due sooner, a prefill gets only its channel's
-// share of the budget, so that long bulk prompts do not hold realtime back.
-func (s *Scheduler) chunkCap(seq *Sequence, urgent time.Time) int {
-	n := len(seq.Tokens) - seq.Computed
-	share, ok := s.cfg.Shares[seq.Channel]
-	if urgent.IsZero() || n <= 1 || !ok || (!seq.Deadline.IsZero() && !urgent.Before(seq.Deadline)) {
-		return n
-	}
-	return max(int(share*float64(s.cfg.MaxNumBatchedTokens)), 16)
-}
-
-// displaces reports whether waiting a may take running b's place when the
-// running set is full: a higher priority (priority policy), or a deadline
-// due before b's (slo policy: a realtime request displaces a bulk one).
-func (s *Scheduler) displaces(a, b *Sequence) bool {
-	switch s.cfg.Policy {
-	case PolicyPriority:
-		return a.Priority > b.Priority
-	case PolicySLO:
-		return !a.Deadline.IsZero() && (b.Deadline.IsZero() || a.Deadline.Before(b.Deadline))
-	}
-	return false
-}
-
 func (s *Scheduler) cmp(a, b *Sequence) int {
 	switch {
-	case s.before(a, b):
+	case s.pol.before(a, b):
 		return -1
-	case s.before(b, a):
+	case s.pol.before(b, a):
 		return 1
 	}
 	return 0
@@ -318,31 +274,11 @@ func (s *Scheduler) Add(seq *Sequence) {
 // whole batch ends, as a padded batch does: Finish then reports true and the
 // sequence comes back in Step.Released. Otherwise it is removed.
 func (s *Scheduler) Finish(seq *Sequence) bool {
-	if s.cfg.Mode != ModeContinuous && seq.Status == SeqRunning && seq.Computed > 0 {
-		for _, q := range s.running {
-			if q != seq && !q.Padding {
-				seq.Padding = true
-				return true
-			}
-		}
+	if s.bat.keepRow(s, seq) {
+		return true
 	}
 	s.Remove(seq)
 	return false
-}
-
-// releasePadding ends a request-level batch whose live members are all done.
-func (s *Scheduler) releasePadding(st *Step) {
-	for _, q := range s.running {
-		if !q.Padding {
-			return
-		}
-	}
-	for _, q := range s.running {
-		s.pool.Free(kvcache.SeqID(q.ID))
-		q.Status = SeqFinished
-		st.Released = append(st.Released, q)
-	}
-	s.running = s.running[:0]
 }
 
 // Remove takes seq out of whichever queue holds it and frees its blocks.
@@ -360,20 +296,21 @@ func (s *Scheduler) Remove(seq *Sequence) {
 func (s *Scheduler) Schedule(now time.Time) *Step {
 	st := &Step{Now: now}
 	s.expire(st)
-	if s.cfg.Mode != ModeContinuous {
-		s.releasePadding(st)
-	}
+	s.bat.beginStep(s, st)
 	slices.SortStableFunc(s.running, s.cmp)
-	if s.cfg.Mode == ModeContinuous {
+	if s.bat.mayDisplace() {
 		// A more urgent waiting request displaces the least urgent running one.
 		for len(s.waiting) > 0 && len(s.running) >= s.cfg.MaxNumSeqs &&
-			s.displaces(s.waiting[0], s.running[len(s.running)-1]) {
+			s.pol.displaces(s.waiting[0], s.running[len(s.running)-1]) {
 			s.preempt(s.running[len(s.running)-1], st)
 		}
 	}
 	displaced := len(st.Preempted)
 	budget, partial := s.cfg.MaxNumBatchedTokens, 0
-	urgent := s.urgentDeadline()
+	var head *Sequence
+	if len(s.waiting) > 0 {
+		head = s.waiting[0]
+	}
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		seq := s.running[i]
 		if seq.Padding {
@@ -385,7 +322,7 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		if n <= 0 {
 			continue
 		}
-		if c := s.chunkCap(seq, urgent); n > c {
+		if c := s.pol.chunkCap(seq, head, s.cfg); n > c {
 			n = c // leave room for a more urgent waiting request
 			partial++
 		}
@@ -406,24 +343,6 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		s.admit(st, &budget, &partial)
 	}
 	return st
-}
-
-// schedulePadding runs one decode token of a finished member of a
-// request-level batch, classifier included, and discards its output. Its
-// context keeps growing, as a dense fixed-shape batch's rows do, up to the
-// member's own token limit (within its admission check) while blocks are
-// free; past that it recomputes its last position. It never preempts.
-func (s *Scheduler) schedulePadding(seq *Sequence, st *Step) {
-	start := seq.Computed - 1
-	if seq.Computed < seq.PromptLen+seq.MaxTokens-1 &&
-		s.pool.Allocate(kvcache.SeqID(seq.ID), nil, seq.Computed+1) == nil {
-		if len(seq.Tokens) == seq.Computed { // it ended on a stop token: feed a pad
-			seq.Tokens = append(seq.Tokens, seq.Tokens[seq.Computed-1])
-		}
-		start = seq.Computed
-	}
-	st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: start, N: 1, Logits: true})
-	st.Tokens++
 }
 
 // allocateOrPreempt makes room for n more tokens of seq, preempting the last
@@ -459,36 +378,16 @@ func (s *Scheduler) preempt(seq *Sequence, st *Step) {
 }
 
 func (s *Scheduler) admit(st *Step, budget, partial *int) {
-	limit := s.cfg.MaxNumSeqs - len(s.running)
-	continuous := s.cfg.Mode == ModeContinuous
-	if !continuous {
-		if len(s.running) > 0 || !s.batchReady(st.Now) {
-			return
-		}
-		limit = min(limit, s.cfg.BatchSize)
+	limit := s.bat.admitLimit(s, st.Now)
+	if limit <= 0 {
+		return
 	}
-	if s.cfg.Policy == PolicySLO && continuous {
-		// First pass: each channel within its share, one request per user per
-		// channel, in deadline order. The second pass hands out what is left.
-		caps := map[string]int{}
-		for ch, share := range s.cfg.Shares {
-			caps[ch] = int(share * float64(*budget))
-		}
-		type who struct {
-			ch    string
-			owner uint32
-		}
-		seen := map[who]bool{}
-		if !s.admitPass(st, budget, partial, &limit, func(q *Sequence) bool {
-			c, capped := caps[q.Channel]
-			return !seen[who{q.Channel, q.Owner}] && (!capped || c > 0)
-		}, func(q *Sequence, n int) {
-			seen[who{q.Channel, q.Owner}] = true
-			if _, capped := caps[q.Channel]; capped {
-				caps[q.Channel] -= n
+	if s.bat.continuous() {
+		if eligible, admitted := s.pol.firstPass(*budget, s.cfg); eligible != nil {
+			// The second pass hands out what the first left.
+			if !s.admitPass(st, budget, partial, &limit, eligible, admitted) {
+				return
 			}
-		}) {
-			return
 		}
 	}
 	s.admitPass(st, budget, partial, &limit, nil, nil)
@@ -499,7 +398,7 @@ func (s *Scheduler) admit(st *Step, budget, partial *int) {
 // false when admission must stop for this step (no blocks, no budget).
 func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible func(*Sequence) bool,
 	admitted func(*Sequence, int)) bool {
-	continuous := s.cfg.Mode == ModeContinuous
+	continuous := s.bat.continuous()
 	for i := 0; *limit > 0 && i < len(s.waiting); {
 		if continuous && *budget == 0 {
 			return false
@@ -560,46 +459,6 @@ func (s *Scheduler) expire(st *Step) {
 	}
 }
 
-// batchReady reports whether a request-level batch should form now.
-func (s *Scheduler) batchReady(now time.Time) bool {
-	if len(s.waiting) == 0 {
-		return false
-	}
-	if len(s.waiting) >= s.cfg.BatchSize {
-		return true
-	}
-	return !now.Before(s.oldestWaiting().Add(s.window()))
-}
-
-// window is how long a request-level batch waits to fill: fixed for static;
-// for dynamic, the time the smoothed arrival gap needs to bring half a batch,
-// within [1ms, BatchWindow].
-func (s *Scheduler) window() time.Duration {
-	if s.cfg.Mode != ModeDynamic || s.gapEWMA == 0 {
-		return s.cfg.BatchWindow
-	}
-	return min(max(s.gapEWMA*time.Duration(s.cfg.BatchSize)/2, time.Millisecond), s.cfg.BatchWindow)
-}
-
-func (s *Scheduler) oldestWaiting() time.Time {
-	oldest := s.waiting[0].Arrival
-	for _, w := range s.waiting[1:] {
-		if w.Arrival.Before(oldest) {
-			oldest = w.Arrival
-		}
-	}
-	return oldest
-}
-
-// NextWake returns when a step could next have work without new input: the
-// end of a batch window in the request-level modes.
-func (s *Scheduler) NextWake() (time.Time, bool) {
-	if s.cfg.Mode == ModeContinuous || len(s.running) > 0 || len(s.waiting) == 0 {
-		return time.Time{}, false
-	}
-	return s.oldestWaiting().Add(s.window()), true
-}
-
 // Advance records that the step computed sc's tokens and publishes full
 // blocks to the prefix cache.
 func (s *Scheduler) Advance(sc Scheduled) {
@@ -609,3 +468,7 @@ func (s *Scheduler) Advance(sc Scheduled) {
 		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:seq.Computed])
 	}
 }
+
+// NextWake returns when a step could next have work without new input: the
+// end of a batch window in the request-level modes.
+func (s *Scheduler) NextWake() (time.Time, bool) { return s.bat.nextWake(s) }

@@ -218,7 +218,7 @@ func TestDynamicWindowFollowsArrivalGaps(t *testing.T) {
 		q.Arrival = t0.Add(time.Duration(i) * 10 * time.Millisecond)
 		s.Add(q)
 	}
-	if w := s.window(); w != 40*time.Millisecond {
+	if w := s.bat.(requestBatching).window(s); w != 40*time.Millisecond {
 		t.Fatalf("window %v, want 40ms", w)
 	}
 	if st := s.Schedule(t0.Add(30 * time.Millisecond)); len(st.Seqs) != 0 {

@@ -92,54 +92,11 @@ func assign(dst reflect.Value, val any, name string) error {
 		}
 		dst.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		bits := dst.Type().Bits()
-		lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1
-		switch n := val.(type) {
-		case int64:
-			if n < lo || n > hi {
-				return bad(fmt.Sprintf("an integer in [%d, %d]", lo, hi))
-			}
-			dst.SetInt(n)
-		case uint64:
-			if n > uint64(hi) {
-				return bad(fmt.Sprintf("an integer in [%d, %d]", lo, hi))
-			}
-			dst.SetInt(int64(n))
-		default:
-			return bad("an integer")
-		}
+		return assignInt(dst, val, bad)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		hi := uint64(math.MaxUint64) >> (64 - dst.Type().Bits())
-		switch n := val.(type) {
-		case int64:
-			if n < 0 || uint64(n) > hi {
-				return bad(fmt.Sprintf("an integer in [0, %d]", hi))
-			}
-			dst.SetUint(uint64(n))
-		case uint64:
-			if n > hi {
-				return bad(fmt.Sprintf("an integer in [0, %d]", hi))
-			}
-			dst.SetUint(n)
-		default:
-			return bad("a non-negative integer")
-		}
+		return assignUint(dst, val, bad)
 	case reflect.Float32, reflect.Float64:
-		var f float64
-		switch n := val.(type) {
-		case float64:
-			f = n
-		case int64:
-			f = float64(n)
-		case uint64:
-			f = float64(n)
-		default:
-			return bad("a number")
-		}
-		if dst.Kind() == reflect.Float32 && !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f) > math.MaxFloat32 {
-			return bad("a number within float32's range")
-		}
-		dst.SetFloat(f)
+		return assignFloat(dst, val, bad)
 	case reflect.Slice:
 		list, ok := val.([]any)
 		if !ok {
@@ -170,6 +127,66 @@ func assign(dst reflect.Value, val any, name string) error {
 	default:
 		return fmt.Errorf("ipc.Decode: field %s of kind %s", name, dst.Kind())
 	}
+	return nil
+}
+
+func assignInt(dst reflect.Value, val any, bad func(string) error) error {
+	bits := dst.Type().Bits()
+	lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1
+	switch n := val.(type) {
+	case int64:
+		if n < lo || n > hi {
+			return bad(fmt.Sprintf("an integer in [%d, %d]", lo, hi))
+		}
+		dst.SetInt(n)
+	case uint64:
+		if n > uint64(hi) {
+			return bad(fmt.Sprintf("an integer in [%d, %d]", lo, hi))
+		}
+		dst.SetInt(int64(n))
+	default:
+		return bad("an integer")
+	}
+	return nil
+}
+
+func assignUint(dst reflect.Value, val any, bad func(string) error) error {
+	hi := uint64(math.MaxUint64) >> (64 - dst.Type().Bits())
+	switch n := val.(type) {
+	case int64:
+		if n < 0 || uint64(n) > hi {
+			return bad(fmt.Sprintf("an integer in [0, %d]", hi))
+		}
+		dst.SetUint(uint64(n))
+	case uint64:
+		if n > hi {
+			return bad(fmt.Sprintf("an integer in [0, %d]", hi))
+		}
+		dst.SetUint(n)
+	default:
+		return bad("a non-negative integer")
+	}
+	return nil
+}
+
+// assignFloat takes a float or any integer; a float32 field refuses a
+// finite value beyond float32's range rather than turning it into Inf.
+func assignFloat(dst reflect.Value, val any, bad func(string) error) error {
+	var f float64
+	switch n := val.(type) {
+	case float64:
+		f = n
+	case int64:
+		f = float64(n)
+	case uint64:
+		f = float64(n)
+	default:
+		return bad("a number")
+	}
+	if dst.Kind() == reflect.Float32 && !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f) > math.MaxFloat32 {
+		return bad("a number within float32's range")
+	}
+	dst.SetFloat(f)
 	return nil
 }
 

@@ -80,26 +80,7 @@ func New(p Params) *Sampler {
 // repetition penalty. logits are modified in place.
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	if rp := s.p.RepetitionPenalty; rp > 0 && rp != 1 {
-		// Once per distinct token, as llama.cpp and Hugging Face apply it:
-		// a token seen three times is divided by rp, not rp cubed.
-		if len(s.seen) != len(logits) {
-			s.seen = make([]uint32, len(logits))
-		}
-		s.stamp++
-		if s.stamp == 0 { // wrapped: old marks could collide
-			clear(s.seen)
-			s.stamp = 1
-		}
-		for _, id := range history {
-			if id >= 0 && id < len(logits) && s.seen[id] != s.stamp {
-				s.seen[id] = s.stamp
-				if logits[id] > 0 {
-					logits[id] /= rp
-				} else {
-					logits[id] *= rp
-				}
-			}
-		}
+		s.penalize(logits, history, rp)
 	}
 	if s.p.Temperature == 0 {
 		return Argmax(logits)
@@ -159,6 +140,30 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		}
 	}
 	return c[len(c)-1].id
+}
+
+// penalize applies the repetition penalty once per distinct token in
+// history, as llama.cpp and Hugging Face do: a token seen three times is
+// divided by rp, not rp cubed.
+func (s *Sampler) penalize(logits []float32, history []int, rp float32) {
+	if len(s.seen) != len(logits) {
+		s.seen = make([]uint32, len(logits))
+	}
+	s.stamp++
+	if s.stamp == 0 { // wrapped: old marks could collide
+		clear(s.seen)
+		s.stamp = 1
+	}
+	for _, id := range history {
+		if id >= 0 && id < len(logits) && s.seen[id] != s.stamp {
+			s.seen[id] = s.stamp
+			if logits[id] > 0 {
+				logits[id] /= rp
+			} else {
+				logits[id] *= rp
+			}
+		}
+	}
 }
 
 // Argmax returns the index of the largest value, the lowest on a tie.
