@@ -11,6 +11,7 @@ import (
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // ipcBackend adapts the engine to the ipc server: it maps messages to engine
@@ -27,23 +28,23 @@ const (
 	maxTagBytes = 64
 )
 
-func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.RequestStream, error) {
+func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc.RequestStream, error) {
 	rt, err := b.d.waitReady(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if !channels[s.Channel] {
-		return nil, ipc.Errorf(ipc.CodeInvalidArgument, "channel %q: want realtime, standard or bulk", s.Channel)
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "channel %q: want realtime, standard or bulk", s.Channel)
 	}
 	if s.Prompt != "" && s.Tokens != nil {
-		return nil, ipc.Errorf(ipc.CodeInvalidArgument, "give prompt or tokens, not both")
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "give prompt or tokens, not both")
 	}
 	if len(s.Tags) > maxTags {
-		return nil, ipc.Errorf(ipc.CodeInvalidArgument, "%d tags: at most %d", len(s.Tags), maxTags)
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "%d tags: at most %d", len(s.Tags), maxTags)
 	}
 	for _, t := range s.Tags {
 		if len(t) > maxTagBytes {
-			return nil, ipc.Errorf(ipc.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
+			return nil, wire.Errorf(wire.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
 		}
 	}
 	toks := s.Tokens
@@ -51,11 +52,11 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.
 		// Reject what cannot fit before paying for tokenization.
 		tok, ctxLen := rt.Model.Tokenizer, rt.Model.Config.Context
 		if n := tok.MinTokens(s.Prompt); n+1 > ctxLen {
-			return nil, ipc.Errorf(ipc.CodeInvalidArgument, "prompt of %d bytes is at least %d tokens: more than the context of %d",
+			return nil, wire.Errorf(wire.CodeInvalidArgument, "prompt of %d bytes is at least %d tokens: more than the context of %d",
 				len(s.Prompt), n+1, ctxLen)
 		}
 		if toks, err = tok.EncodeContext(ctx, s.Prompt, true); err != nil {
-			return nil, ipc.Errorf(ipc.CodeUnavailable, "tokenizing stopped: %v", err)
+			return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
 		}
 	}
 	channel := s.Channel
@@ -75,14 +76,14 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *ipc.Submit) (ipc.
 func (b ipcBackend) Cancel(p ipc.Peer, id uint64, admin bool) error {
 	rt := b.d.runtime()
 	if rt == nil {
-		return ipc.Errorf(ipc.CodeNotFound, "request %d", id)
+		return wire.Errorf(wire.CodeNotFound, "request %d", id)
 	}
 	owner, ok := rt.Engine.Owner(id)
 	if !ok {
-		return ipc.Errorf(ipc.CodeNotFound, "request %d is not running", id)
+		return wire.Errorf(wire.CodeNotFound, "request %d is not running", id)
 	}
 	if owner != p.UID && !admin {
-		return ipc.Errorf(ipc.CodePermissionDenied, "request %d belongs to another user", id)
+		return wire.Errorf(wire.CodePermissionDenied, "request %d belongs to another user", id)
 	}
 	if err := rt.Engine.Cancel(id); err != nil {
 		return wireError(err)
@@ -130,8 +131,8 @@ func requestList(reqs []engine.RequestInfo) []any {
 	return out
 }
 
-func (b ipcBackend) Health() ipc.Health {
-	h := ipc.Health{State: b.d.State().String(), Version: Version}
+func (b ipcBackend) Health() wire.Health {
+	h := wire.Health{State: b.d.State().String(), Version: Version}
 	if rt := b.d.runtime(); rt != nil {
 		c := rt.Model.Config
 		h.Model = map[string]any{"path": rt.Model.Path, "format": rt.Model.Format, "arch": c.Arch, "dim": c.Dim,
@@ -160,10 +161,10 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 	if !ev.Done {
 		return ipc.Event{Text: ev.Text, Tokens: ev.Tokens}, nil
 	}
-	d := &ipc.Done{FinishReason: string(ev.Finish), Preemptions: ev.Preemptions,
-		Usage: ipc.Usage{PromptTokens: ev.Usage.PromptTokens, CompletionTokens: ev.Usage.CompletionTokens,
+	d := &wire.Done{FinishReason: string(ev.Finish), Preemptions: ev.Preemptions,
+		Usage: wire.Usage{PromptTokens: ev.Usage.PromptTokens, CompletionTokens: ev.Usage.CompletionTokens,
 			CachedPromptTokens: ev.Usage.CachedPromptTokens},
-		Timings: ipc.Timings{QueueS: ev.Timings.Queue.Seconds(), FirstTokenS: ev.Timings.FirstToken.Seconds(),
+		Timings: wire.Timings{QueueS: ev.Timings.Queue.Seconds(), FirstTokenS: ev.Timings.FirstToken.Seconds(),
 			TotalS: ev.Timings.Total.Seconds()}}
 	if ev.Err != nil {
 		e := wireError(ev.Err)
@@ -173,26 +174,26 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 }
 
 // wireError maps an engine error category to its wire code. err must not be nil.
-func wireError(err error) *ipc.Error {
-	var e *ipc.Error
+func wireError(err error) *wire.Error {
+	var e *wire.Error
 	if errors.As(err, &e) {
 		return e
 	}
-	code, category := ipc.CodeInternal, engine.ErrInternal
+	code, category := wire.CodeInternal, engine.ErrInternal
 	switch {
 	case errors.Is(err, engine.ErrQueueFull):
-		code, category = ipc.CodeQueueFull, engine.ErrResourceExhausted
+		code, category = wire.CodeQueueFull, engine.ErrResourceExhausted
 	case errors.Is(err, engine.ErrInvalidArgument):
-		code, category = ipc.CodeInvalidArgument, engine.ErrInvalidArgument
+		code, category = wire.CodeInvalidArgument, engine.ErrInvalidArgument
 	case errors.Is(err, engine.ErrNotFound):
-		code, category = ipc.CodeNotFound, engine.ErrNotFound
+		code, category = wire.CodeNotFound, engine.ErrNotFound
 	case errors.Is(err, engine.ErrResourceExhausted):
-		code, category = ipc.CodeResourceExhausted, engine.ErrResourceExhausted
+		code, category = wire.CodeResourceExhausted, engine.ErrResourceExhausted
 	case errors.Is(err, engine.ErrUnavailable), errors.Is(err, context.Canceled):
-		code, category = ipc.CodeUnavailable, engine.ErrUnavailable
+		code, category = wire.CodeUnavailable, engine.ErrUnavailable
 	}
 	// The wire code already names the category: drop the engine's own
 	// leading "invalid argument: " so the client does not read it twice.
 	msg := strings.TrimPrefix(err.Error(), category.Error()+": ")
-	return &ipc.Error{Code: code, Message: msg}
+	return &wire.Error{Code: code, Message: msg}
 }

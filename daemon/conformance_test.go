@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/batchd/batchd/ipc"
 )
 
 // encoding writes one value in one msgpack encoding.
@@ -94,10 +93,10 @@ func TestSubmitFieldEncodings(t *testing.T) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
 	br := bufio.NewReader(c)
-	if err := ipc.WriteFrame(c, &ipc.Hello{Type: ipc.TypeHello, ID: 1, Version: ipc.ProtocolVersion}); err != nil {
+	if err := wire.WriteFrame(c, &wire.Hello{Type: wire.TypeHello, ID: 1, Version: wire.ProtocolVersion}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ipc.ReadFrame(br, ipc.DefaultMaxFrame); err != nil {
+	if _, err := wire.ReadFrame(br, wire.DefaultMaxFrame); err != nil {
 		t.Fatal(err)
 	}
 	// outcome sends a frame and returns "done:<finish>" or "error:<code>:<message>".
@@ -108,20 +107,20 @@ func TestSubmitFieldEncodings(t *testing.T) {
 			t.Fatal(err)
 		}
 		for {
-			body, err := ipc.ReadFrame(br, ipc.DefaultMaxFrame)
+			body, err := wire.ReadFrame(br, wire.DefaultMaxFrame)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var f ipc.Done
-			if err := ipc.Decode(body, &f); err != nil {
+			var f wire.Done
+			if err := wire.Decode(body, &f); err != nil {
 				t.Fatal(err)
 			}
 			switch f.Type {
-			case ipc.TypeDone:
+			case wire.TypeDone:
 				return "done:" + f.FinishReason
-			case ipc.TypeError:
-				var e ipc.ErrorFrame
-				_ = ipc.Decode(body, &e)
+			case wire.TypeError:
+				var e wire.ErrorFrame
+				_ = wire.Decode(body, &e)
 				return "error:" + e.Code + ":" + e.Message
 			}
 		}
@@ -164,7 +163,7 @@ func TestSubmitFieldEncodings(t *testing.T) {
 	} {
 		id++
 		got := outcome(submitFrame(t, id, tc.field, tc.enc))
-		if !strings.HasPrefix(got, "error:"+ipc.CodeInvalidArgument+":") || !strings.Contains(got, tc.field) {
+		if !strings.HasPrefix(got, "error:"+wire.CodeInvalidArgument+":") || !strings.Contains(got, tc.field) {
 			t.Errorf("%s as %s: %s, want invalid_argument naming the field", tc.field, tc.enc.name, got)
 		}
 		if strings.Contains(got, "invalid argument:") {

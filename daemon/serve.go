@@ -21,6 +21,7 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // State is the daemon's lifecycle state, as health reports it.
@@ -174,11 +175,11 @@ func (d *Daemon) waitReady(ctx context.Context) (*Runtime, error) {
 	select {
 	case <-d.ready:
 	case <-ctx.Done():
-		return nil, ipc.Errorf(ipc.CodeUnavailable, "gave up waiting for the model to load: %v", ctx.Err())
+		return nil, wire.Errorf(wire.CodeUnavailable, "gave up waiting for the model to load: %v", ctx.Err())
 	}
 	rt := d.runtime()
 	if rt == nil || d.State() == StateDraining {
-		return nil, ipc.Errorf(ipc.CodeUnavailable, "batchd is shutting down")
+		return nil, wire.Errorf(wire.CodeUnavailable, "batchd is shutting down")
 	}
 	return rt, nil
 }

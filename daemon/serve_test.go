@@ -17,7 +17,7 @@ import (
 	"time"
 
 	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/testing/synthmodel"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -252,8 +252,8 @@ func dialRaw(t *testing.T, sock string, hello bool) *rawConn {
 	t.Cleanup(func() { c.Close() })
 	r := &rawConn{c: c, br: bufio.NewReader(c)}
 	if hello {
-		r.send(t, &ipc.Hello{Type: ipc.TypeHello, ID: 1, Version: ipc.ProtocolVersion})
-		if h := r.read(t); h.Type != ipc.TypeHello {
+		r.send(t, &wire.Hello{Type: wire.TypeHello, ID: 1, Version: wire.ProtocolVersion})
+		if h := r.read(t); h.Type != wire.TypeHello {
 			t.Fatalf("hello reply %+v", h)
 		}
 	}
@@ -262,7 +262,7 @@ func dialRaw(t *testing.T, sock string, hello bool) *rawConn {
 
 func (r *rawConn) send(t *testing.T, v any) {
 	t.Helper()
-	if err := ipc.WriteFrame(r.c, v); err != nil {
+	if err := wire.WriteFrame(r.c, v); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -274,15 +274,15 @@ func (r *rawConn) sendRaw(t *testing.T, b []byte) {
 	}
 }
 
-func (r *rawConn) read(t *testing.T) ipc.ErrorFrame {
+func (r *rawConn) read(t *testing.T) wire.ErrorFrame {
 	t.Helper()
 	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	body, err := ipc.ReadFrame(r.br, 1<<20)
+	body, err := wire.ReadFrame(r.br, 1<<20)
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	var e ipc.ErrorFrame
-	if err := ipc.Decode(body, &e); err != nil {
+	var e wire.ErrorFrame
+	if err := wire.Decode(body, &e); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -292,7 +292,7 @@ func (r *rawConn) read(t *testing.T) ipc.ErrorFrame {
 func (r *rawConn) closed(t *testing.T) bool {
 	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
-		if _, err := ipc.ReadFrame(r.br, 1<<20); err != nil {
+		if _, err := wire.ReadFrame(r.br, 1<<20); err != nil {
 			return true
 		}
 	}
@@ -307,7 +307,7 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 	td := startDaemon(t, "")
 	expect := func(r *rawConn, code string) {
 		t.Helper()
-		if e := r.read(t); e.Type != ipc.TypeError || e.Code != code {
+		if e := r.read(t); e.Type != wire.TypeError || e.Code != code {
 			t.Fatalf("got %+v, want error %s", e, code)
 		}
 	}
@@ -315,29 +315,29 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 	// unknown type: each gets an error and the connection stays usable.
 	r := dialRaw(t, td.socket, true)
 	r.sendRaw(t, frameOf([]byte("this is not msgpack")))
-	expect(r, ipc.CodeInvalidArgument)
+	expect(r, wire.CodeInvalidArgument)
 	r.send(t, map[string]any{"type": "submit", "id": 5, "max_tokens": "lots"})
-	expect(r, ipc.CodeInvalidArgument)
+	expect(r, wire.CodeInvalidArgument)
 	r.send(t, map[string]any{"type": "teleport", "id": 6})
-	expect(r, ipc.CodeInvalidArgument)
-	r.send(t, &ipc.Submit{Type: ipc.TypeSubmit, ID: 7, Tokens: []int{1, 99999}})
-	expect(r, ipc.CodeInvalidArgument)
+	expect(r, wire.CodeInvalidArgument)
+	r.send(t, &wire.Submit{Type: wire.TypeSubmit, ID: 7, Tokens: []int{1, 99999}})
+	expect(r, wire.CodeInvalidArgument)
 	r.send(t, map[string]any{"type": "health", "id": 8, "some_future_field": true})
-	if h := r.read(t); h.Type != ipc.TypeHealth {
+	if h := r.read(t); h.Type != wire.TypeHealth {
 		t.Fatalf("health with an unknown field: %+v", h)
 	}
 
 	// Version mismatch: an error, then a clean close.
 	r = dialRaw(t, td.socket, false)
-	r.send(t, &ipc.Hello{Type: ipc.TypeHello, ID: 1, Version: 99})
-	expect(r, ipc.CodeInvalidArgument)
+	r.send(t, &wire.Hello{Type: wire.TypeHello, ID: 1, Version: 99})
+	expect(r, wire.CodeInvalidArgument)
 	if !r.closed(t) {
 		t.Fatal("connection stayed open after a version mismatch")
 	}
 	// Oversized frame: an error, then a close.
 	r = dialRaw(t, td.socket, true)
 	r.sendRaw(t, binary.BigEndian.AppendUint32(nil, 64<<20))
-	expect(r, ipc.CodeInvalidArgument)
+	expect(r, wire.CodeInvalidArgument)
 	if !r.closed(t) {
 		t.Fatal("connection stayed open after an oversized frame")
 	}

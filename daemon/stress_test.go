@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/testing/synthmodel"
 )
 
@@ -115,22 +115,22 @@ func stress(t *testing.T, model string, nofile, maxConns int) {
 	typed := map[string]int{}
 	for _, c := range idle {
 		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		body, err := ipc.ReadFrame(bufio.NewReader(c), ipc.DefaultMaxFrame)
+		body, err := wire.ReadFrame(bufio.NewReader(c), wire.DefaultMaxFrame)
 		if err != nil {
 			continue // not accepted yet (in the backlog), or reset
 		}
-		var e ipc.ErrorFrame
-		if ipc.Decode(body, &e) != nil || e.Type != ipc.TypeError {
+		var e wire.ErrorFrame
+		if wire.Decode(body, &e) != nil || e.Type != wire.TypeError {
 			t.Fatalf("idle connection got %+v", e)
 		}
 		typed[e.Code]++
 	}
 	t.Logf("nofile %d, max_connections %d: %d idle dials failed in the kernel, typed errors %v, client retries %d",
 		nofile, maxConns, dialFailed, typed, refusals.Load())
-	if nofile > maxConns && typed[ipc.CodeResourceExhausted] == 0 {
+	if nofile > maxConns && typed[wire.CodeResourceExhausted] == 0 {
 		t.Error("no connection was refused over max_connections")
 	}
-	if typed[ipc.CodeInvalidArgument] == 0 {
+	if typed[wire.CodeInvalidArgument] == 0 {
 		t.Error("no idle connection was closed for want of a hello")
 	}
 	for _, c := range idle {
@@ -178,8 +178,8 @@ func streamOnce(sock string, i int, refusals *atomic.Int64) (int, error) {
 	defer cancel()
 	for {
 		n, err := streamAttempt(sock, i)
-		var e *ipc.Error
-		if errors.As(err, &e) && e.Code == ipc.CodeResourceExhausted || isRetryableDial(err) {
+		var e *wire.Error
+		if errors.As(err, &e) && e.Code == wire.CodeResourceExhausted || isRetryableDial(err) {
 			refusals.Add(1)
 			select {
 			case <-ctx.Done():
@@ -204,26 +204,26 @@ func streamAttempt(sock string, i int) (int, error) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
 	br := bufio.NewReader(c)
-	read := func() (ipc.Header, []byte, error) {
-		body, err := ipc.ReadFrame(br, ipc.DefaultMaxFrame)
+	read := func() (wire.Header, []byte, error) {
+		body, err := wire.ReadFrame(br, wire.DefaultMaxFrame)
 		if err != nil {
-			return ipc.Header{}, nil, err
+			return wire.Header{}, nil, err
 		}
-		h, err := ipc.DecodeHeader(body)
-		if err == nil && h.Type == ipc.TypeError {
-			var e ipc.ErrorFrame
-			_ = ipc.Decode(body, &e)
-			return h, body, &ipc.Error{Code: e.Code, Message: e.Message}
+		h, err := wire.DecodeHeader(body)
+		if err == nil && h.Type == wire.TypeError {
+			var e wire.ErrorFrame
+			_ = wire.Decode(body, &e)
+			return h, body, &wire.Error{Code: e.Code, Message: e.Message}
 		}
 		return h, body, err
 	}
-	if err := ipc.WriteFrame(c, &ipc.Hello{Type: ipc.TypeHello, ID: 1, Version: ipc.ProtocolVersion}); err != nil {
+	if err := wire.WriteFrame(c, &wire.Hello{Type: wire.TypeHello, ID: 1, Version: wire.ProtocolVersion}); err != nil {
 		return 0, err
 	}
 	if _, _, err := read(); err != nil {
 		return 0, err
 	}
-	if err := ipc.WriteFrame(c, &ipc.Submit{Type: ipc.TypeSubmit, ID: 7, Prompt: fmt.Sprintf("client %d", i),
+	if err := wire.WriteFrame(c, &wire.Submit{Type: wire.TypeSubmit, ID: 7, Prompt: fmt.Sprintf("client %d", i),
 		MaxTokens: 16, Temperature: 0.8, Seed: uint64(i), Stream: true}); err != nil {
 		return 0, err
 	}
@@ -234,17 +234,17 @@ func streamAttempt(sock string, i int) (int, error) {
 			return toks, fmt.Errorf("after %d tokens: %w", toks, err)
 		}
 		switch h.Type {
-		case ipc.TypeAccepted:
-		case ipc.TypeToken:
-			var tk ipc.Token
-			if err := ipc.Decode(body, &tk); err != nil {
+		case wire.TypeAccepted:
+		case wire.TypeToken:
+			var tk wire.Token
+			if err := wire.Decode(body, &tk); err != nil {
 				return toks, err
 			}
 			toks += len(tk.Tokens)
-		case ipc.TypeDone:
+		case wire.TypeDone:
 			dones++
-			var d ipc.Done
-			if err := ipc.Decode(body, &d); err != nil {
+			var d wire.Done
+			if err := wire.Decode(body, &d); err != nil {
 				return toks, err
 			}
 			if d.FinishReason != "length" && d.FinishReason != "stop" {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // conn is one client connection: a reader goroutine, and a pump goroutine
@@ -31,7 +33,7 @@ func (c *conn) send(v any) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.c.SetWriteDeadline(time.Now().Add(c.s.wtimeout))
-	if err := WriteFrame(c.w, v); err == nil {
+	if err := wire.WriteFrame(c.w, v); err == nil {
 		err = c.w.Flush()
 		if err == nil {
 			return
@@ -41,8 +43,8 @@ func (c *conn) send(v any) {
 }
 
 func (c *conn) sendErr(id uint64, err error) {
-	e := AsError(err)
-	c.send(&ErrorFrame{Type: TypeError, ID: id, Code: e.Code, Message: e.Message})
+	e := wire.AsError(err)
+	c.send(&wire.ErrorFrame{Type: wire.TypeError, ID: id, Code: e.Code, Message: e.Message})
 }
 
 // refuse sends a final error and hangs up gently: it shuts down its write
@@ -74,7 +76,7 @@ func (c *conn) serve() {
 		if n, ok := s.warn.allow(fmt.Sprintf("refused uid %d", c.peer.UID)); ok {
 			log.Warn("connection refused: uid not allowed", "repeats", n)
 		}
-		c.refuse(0, Errorf(CodePermissionDenied, "uid %d is not allowed to use this socket", c.peer.UID))
+		c.refuse(0, wire.Errorf(wire.CodePermissionDenied, "uid %d is not allowed to use this socket", c.peer.UID))
 		return
 	}
 	br := bufio.NewReader(c.c)
@@ -82,94 +84,94 @@ func (c *conn) serve() {
 	// The whole hello, however slowly it trickles in, is due by this.
 	_ = c.c.SetReadDeadline(time.Now().Add(s.helloTO))
 	for {
-		body, err := ReadFrame(br, s.maxFrame)
+		body, err := wire.ReadFrame(br, s.maxFrame)
 		if err != nil {
 			var ne net.Error
 			if !hello && errors.As(err, &ne) && ne.Timeout() {
-				c.sendErr(0, Errorf(CodeInvalidArgument, "no hello within %v", s.helloTO))
+				c.sendErr(0, wire.Errorf(wire.CodeInvalidArgument, "no hello within %v", s.helloTO))
 				return
 			}
-			if errors.Is(err, ErrFrameTooLarge) {
-				c.refuse(0, Errorf(CodeInvalidArgument, "%v", err))
+			if errors.Is(err, wire.ErrFrameTooLarge) {
+				c.refuse(0, wire.Errorf(wire.CodeInvalidArgument, "%v", err))
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				log.Debug("connection read failed", "err", err)
 			}
 			return
 		}
-		h, err := DecodeHeader(body)
+		h, err := wire.DecodeHeader(body)
 		if err != nil {
-			c.sendErr(0, Errorf(CodeInvalidArgument, "bad frame: %v", err))
+			c.sendErr(0, wire.Errorf(wire.CodeInvalidArgument, "bad frame: %v", err))
 			continue
 		}
 		if !hello {
-			if h.Type != TypeHello {
-				c.refuse(h.ID, Errorf(CodeInvalidArgument, "the first frame must be hello, got %q", h.Type))
+			if h.Type != wire.TypeHello {
+				c.refuse(h.ID, wire.Errorf(wire.CodeInvalidArgument, "the first frame must be hello, got %q", h.Type))
 				return
 			}
-			var m Hello
-			if err := Decode(body, &m); err != nil || m.Version != ProtocolVersion {
-				c.refuse(h.ID, Errorf(CodeInvalidArgument, "protocol version %d not supported (server speaks %d)",
-					m.Version, ProtocolVersion))
+			var m wire.Hello
+			if err := wire.Decode(body, &m); err != nil || m.Version != wire.ProtocolVersion {
+				c.refuse(h.ID, wire.Errorf(wire.CodeInvalidArgument, "protocol version %d not supported (server speaks %d)",
+					m.Version, wire.ProtocolVersion))
 				return
 			}
 			hello = true
 			_ = c.c.SetReadDeadline(time.Time{})
-			c.send(&Hello{Type: TypeHello, ID: h.ID, Version: ProtocolVersion, Server: s.version, Model: s.model, UID: c.peer.UID})
+			c.send(&wire.Hello{Type: wire.TypeHello, ID: h.ID, Version: wire.ProtocolVersion, Server: s.version, Model: s.model, UID: c.peer.UID})
 			continue
 		}
 		c.dispatch(h, body)
 	}
 }
 
-func (c *conn) dispatch(h Header, body []byte) {
+func (c *conn) dispatch(h wire.Header, body []byte) {
 	switch h.Type {
-	case TypeSubmit:
-		var m Submit
-		if err := Decode(body, &m); err != nil {
+	case wire.TypeSubmit:
+		var m wire.Submit
+		if err := wire.Decode(body, &m); err != nil {
 			c.sendErr(h.ID, decodeErr("submit", err))
 			return
 		}
 		c.submit(&m)
-	case TypeCancel:
-		var m Cancel
-		if err := Decode(body, &m); err != nil {
+	case wire.TypeCancel:
+		var m wire.Cancel
+		if err := wire.Decode(body, &m); err != nil {
 			c.sendErr(h.ID, decodeErr("cancel", err))
 			return
 		}
 		c.cancelReq(&m)
-	case TypeStats:
+	case wire.TypeStats:
 		if !c.s.policy.Load().Allowed(c.peer) {
-			c.sendErr(h.ID, ErrPermissionDenied)
+			c.sendErr(h.ID, wire.ErrPermissionDenied)
 			return
 		}
-		c.send(&Stats{Type: TypeStats, ID: h.ID, Stats: c.s.backend.Stats()})
-	case TypeHealth:
+		c.send(&wire.Stats{Type: wire.TypeStats, ID: h.ID, Stats: c.s.backend.Stats()})
+	case wire.TypeHealth:
 		hl := c.s.backend.Health()
-		hl.Type, hl.ID = TypeHealth, h.ID
+		hl.Type, hl.ID = wire.TypeHealth, h.ID
 		c.send(&hl)
 	default:
-		c.sendErr(h.ID, Errorf(CodeInvalidArgument, "unknown message type %q", h.Type))
+		c.sendErr(h.ID, wire.Errorf(wire.CodeInvalidArgument, "unknown message type %q", h.Type))
 	}
 }
 
-func (c *conn) submit(m *Submit) {
+func (c *conn) submit(m *wire.Submit) {
 	s := c.s
 	pol := s.policy.Load()
 	if !pol.Allowed(c.peer) {
-		c.sendErr(m.ID, Errorf(CodePermissionDenied, "uid %d is no longer allowed", c.peer.UID))
+		c.sendErr(m.ID, wire.Errorf(wire.CodePermissionDenied, "uid %d is no longer allowed", c.peer.UID))
 		return
 	}
 	c.mu.Lock()
 	_, dup := c.reqs[m.ID]
 	c.mu.Unlock()
 	if dup {
-		c.sendErr(m.ID, Errorf(CodeInvalidArgument, "id %d is already in flight on this connection", m.ID))
+		c.sendErr(m.ID, wire.Errorf(wire.CodeInvalidArgument, "id %d is already in flight on this connection", m.ID))
 		return
 	}
 	s.mu.Lock()
 	if pol.MaxRequestsPerUser > 0 && s.inflight[c.peer.UID] >= pol.MaxRequestsPerUser {
 		s.mu.Unlock()
-		c.sendErr(m.ID, Errorf(CodeResourceExhausted, "uid %d has %d requests in flight (limit %d)",
+		c.sendErr(m.ID, wire.Errorf(wire.CodeResourceExhausted, "uid %d has %d requests in flight (limit %d)",
 			c.peer.UID, pol.MaxRequestsPerUser, pol.MaxRequestsPerUser))
 		return
 	}
@@ -184,7 +186,7 @@ func (c *conn) submit(m *Submit) {
 	c.mu.Lock()
 	c.reqs[m.ID] = st.RequestID()
 	c.mu.Unlock()
-	c.send(&Accepted{Type: TypeAccepted, ID: m.ID, RequestID: st.RequestID()})
+	c.send(&wire.Accepted{Type: wire.TypeAccepted, ID: m.ID, RequestID: st.RequestID()})
 	c.pumps.Add(1)
 	go c.pump(m.ID, m.Stream, st)
 }
@@ -209,12 +211,12 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 	for {
 		ev, err := st.Next(context.Background())
 		if err != nil {
-			c.sendErr(id, Errorf(CodeInternal, "stream: %v", err))
+			c.sendErr(id, wire.Errorf(wire.CodeInternal, "stream: %v", err))
 			return
 		}
 		if ev.Done == nil {
 			if stream {
-				c.send(&Token{Type: TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens})
+				c.send(&wire.Token{Type: wire.TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens})
 			} else {
 				text.WriteString(ev.Text)
 				toks = append(toks, ev.Tokens...)
@@ -225,7 +227,7 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 		delete(c.reqs, id)
 		c.mu.Unlock()
 		d := ev.Done
-		d.Type, d.ID = TypeDone, id
+		d.Type, d.ID = wire.TypeDone, id
 		if !stream {
 			d.Text, d.Tokens, d.PromptTokens = text.String(), toks, st.PromptTokens()
 		}
@@ -234,7 +236,7 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 	}
 }
 
-func (c *conn) cancelReq(m *Cancel) {
+func (c *conn) cancelReq(m *wire.Cancel) {
 	pol := c.s.policy.Load()
 	rid := m.RequestID
 	own := false
@@ -243,26 +245,26 @@ func (c *conn) cancelReq(m *Cancel) {
 		r, ok := c.reqs[m.Target]
 		c.mu.Unlock()
 		if !ok {
-			c.sendErr(m.ID, Errorf(CodeNotFound, "no request with id %d in flight on this connection", m.Target))
+			c.sendErr(m.ID, wire.Errorf(wire.CodeNotFound, "no request with id %d in flight on this connection", m.Target))
 			return
 		}
 		rid, own = r, true
 	}
 	if rid == 0 {
-		c.sendErr(m.ID, Errorf(CodeInvalidArgument, "cancel needs a target or a request_id"))
+		c.sendErr(m.ID, wire.Errorf(wire.CodeInvalidArgument, "cancel needs a target or a request_id"))
 		return
 	}
 	if err := c.s.backend.Cancel(c.peer, rid, own || pol.Admin(c.peer)); err != nil {
 		c.sendErr(m.ID, err)
 		return
 	}
-	c.send(&Cancelled{Type: TypeCancelled, ID: m.ID, RequestID: rid})
+	c.send(&wire.Cancelled{Type: wire.TypeCancelled, ID: m.ID, RequestID: rid})
 }
 
 // decodeErr reports a frame that did not decode, keeping its code.
-func decodeErr(what string, err error) *Error {
-	e := AsError(err)
-	return &Error{Code: CodeInvalidArgument, Message: what + ": " + e.Message}
+func decodeErr(what string, err error) *wire.Error {
+	e := wire.AsError(err)
+	return &wire.Error{Code: wire.CodeInvalidArgument, Message: what + ": " + e.Message}
 }
 
 // String describes a peer for logs.

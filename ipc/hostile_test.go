@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // flakyListener fails its first accepts with err.
@@ -47,20 +49,20 @@ func hello(t *testing.T, c net.Conn) (string, error) {
 
 // helloRaw says hello and returns the reply's type, or its error.
 func helloRaw(c net.Conn) (string, error) {
-	if err := WriteFrame(c, &Hello{Type: TypeHello, ID: 1, Version: ProtocolVersion}); err != nil {
+	if err := wire.WriteFrame(c, &wire.Hello{Type: wire.TypeHello, ID: 1, Version: wire.ProtocolVersion}); err != nil {
 		return "", err
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	body, err := ReadFrame(bufio.NewReader(c), DefaultMaxFrame)
+	body, err := wire.ReadFrame(bufio.NewReader(c), wire.DefaultMaxFrame)
 	if err != nil {
 		return "", err
 	}
-	var e ErrorFrame
-	if err := Decode(body, &e); err != nil {
+	var e wire.ErrorFrame
+	if err := wire.Decode(body, &e); err != nil {
 		return "", err
 	}
-	if e.Type == TypeError {
-		return e.Type, &Error{Code: e.Code, Message: e.Message}
+	if e.Type == wire.TypeError {
+		return e.Type, &wire.Error{Code: e.Code, Message: e.Message}
 	}
 	return e.Type, nil
 }
@@ -79,7 +81,7 @@ func TestAcceptBacksOffOnEMFILE(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if typ, err := hello(t, c); err != nil || typ != TypeHello {
+	if typ, err := hello(t, c); err != nil || typ != wire.TypeHello {
 		t.Fatalf("hello after EMFILE: %s %v", typ, err)
 	}
 	s.Close()
@@ -129,7 +131,7 @@ func TestMaxConnections(t *testing.T) {
 	}
 	_, err = hello(t, c)
 	c.Close()
-	if !errors.Is(err, ErrResourceExhausted) {
+	if !errors.Is(err, wire.ErrResourceExhausted) {
 		t.Fatalf("third connection: %v, want resource_exhausted", err)
 	}
 	if s.Refused() != 1 {
@@ -167,15 +169,15 @@ func TestHelloTimeout(t *testing.T) {
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	br := bufio.NewReader(c)
-	body, err := ReadFrame(br, DefaultMaxFrame)
+	body, err := wire.ReadFrame(br, wire.DefaultMaxFrame)
 	if err != nil {
 		t.Fatalf("no error frame before the hang-up: %v", err)
 	}
-	var e ErrorFrame
-	if err := Decode(body, &e); err != nil || e.Code != CodeInvalidArgument {
+	var e wire.ErrorFrame
+	if err := wire.Decode(body, &e); err != nil || e.Code != wire.CodeInvalidArgument {
 		t.Fatalf("frame %+v %v", e, err)
 	}
-	if _, err := ReadFrame(br, DefaultMaxFrame); !errors.Is(err, io.EOF) {
+	if _, err := wire.ReadFrame(br, wire.DefaultMaxFrame); !errors.Is(err, io.EOF) {
 		t.Fatalf("connection still open after the hello timeout: %v", err)
 	}
 }
@@ -190,7 +192,7 @@ func TestReadFrameGrowsWithTheBytes(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for range 10 {
-		if _, err := ReadFrame(bufio.NewReader(bytes.NewReader(in)), 1<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, err := wire.ReadFrame(bufio.NewReader(bytes.NewReader(in)), 1<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("ReadFrame: %v", err)
 		}
 	}
@@ -198,7 +200,7 @@ func TestReadFrameGrowsWithTheBytes(t *testing.T) {
 	if per := (after.TotalAlloc - before.TotalAlloc) / 10; per > 64<<10 {
 		t.Fatalf("a 5-byte body allocated %d bytes", per)
 	}
-	body, err := ReadFrame(bufio.NewReader(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, 100<<10),
+	body, err := wire.ReadFrame(bufio.NewReader(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, 100<<10),
 		make([]byte, 100<<10)...))), 1<<20)
 	if err != nil || len(body) != 100<<10 {
 		t.Fatalf("a whole 100 KiB frame: %d bytes, %v", len(body), err)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // TestMain lets the test binary act as a client with other credentials:
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 		switch {
 		case err == nil:
 			os.Exit(0)
-		case errors.Is(err, ErrPermissionDenied):
+		case errors.Is(err, wire.ErrPermissionDenied):
 			os.Exit(3)
 		}
 		os.Exit(1)

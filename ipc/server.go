@@ -11,23 +11,25 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("ipc: server closed")
 
 // Backend is what the server serves; the daemon adapts the engine to it.
-// Errors should be *Error (or wrap one) so that they reach clients with their code.
+// Errors should be *wire.Error (or wrap one) so that they reach clients with their code.
 type Backend interface {
-	// Submit starts a request; ctx ends with the connection.
-	Submit(ctx context.Context, p Peer, s *Submit) (RequestStream, error)
-	// Cancel cancels requestID for p; admin may cancel anyone's.
+	// wire.Submit starts a request; ctx ends with the connection.
+	Submit(ctx context.Context, p Peer, s *wire.Submit) (RequestStream, error)
+	// wire.Cancel cancels requestID for p; admin may cancel anyone's.
 	Cancel(p Peer, requestID uint64, admin bool) error
 	Stats() map[string]any
-	Health() Health
+	Health() wire.Health
 }
 
-// RequestStream yields a request's events; it always ends with a Done.
+// RequestStream yields a request's events; it always ends with a wire.Done.
 type RequestStream interface {
 	RequestID() uint64
 	PromptTokens() []int
@@ -35,18 +37,18 @@ type RequestStream interface {
 	Next(ctx context.Context) (Event, error)
 }
 
-// Event is a text delta, or the terminal Done.
+// Event is a text delta, or the terminal wire.Done.
 type Event struct {
 	Text   string
 	Tokens []int
-	Done   *Done
+	Done   *wire.Done
 }
 
 // Options configure a Server.
 type Options struct {
 	Backend      Backend
 	Logger       *slog.Logger
-	MaxFrame     int           // default DefaultMaxFrame
+	MaxFrame     int           // default wire.DefaultMaxFrame
 	WriteTimeout time.Duration // a client that takes longer to read a frame is dropped; default 30s
 	// MaxConnections caps open connections; the excess is refused with a
 	// resource_exhausted error frame. Default DefaultMaxConnections.
@@ -98,7 +100,7 @@ type Server struct {
 // NewServer returns a server; call Serve.
 func NewServer(o Options) *Server {
 	if o.MaxFrame <= 0 {
-		o.MaxFrame = DefaultMaxFrame
+		o.MaxFrame = wire.DefaultMaxFrame
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 30 * time.Second
@@ -281,7 +283,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		// Say why without waiting on the client: a fresh socket's buffer
 		// takes one small frame, and the deadline bounds the rest.
 		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_ = WriteFrame(nc, &ErrorFrame{Type: TypeError, Code: CodeResourceExhausted,
+		_ = wire.WriteFrame(nc, &wire.ErrorFrame{Type: wire.TypeError, Code: wire.CodeResourceExhausted,
 			Message: fmt.Sprintf("too many connections (%d open, max_connections %d)", n, s.maxConns)})
 		nc.Close()
 		return

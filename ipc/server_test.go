@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // fakeBackend runs requests that stream one delta and then wait to be cancelled.
@@ -28,9 +30,9 @@ type fakeStream struct {
 	steps int
 }
 
-func (f *fakeBackend) Submit(ctx context.Context, p Peer, s *Submit) (RequestStream, error) {
+func (f *fakeBackend) Submit(ctx context.Context, p Peer, s *wire.Submit) (RequestStream, error) {
 	if s.MaxTokens < 0 {
-		return nil, Errorf(CodeInvalidArgument, "max_tokens")
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "max_tokens")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -45,10 +47,10 @@ func (f *fakeBackend) Cancel(p Peer, id uint64, admin bool) error {
 	defer f.mu.Unlock()
 	owner, ok := f.owners[id]
 	if !ok {
-		return Errorf(CodeNotFound, "request %d", id)
+		return wire.Errorf(wire.CodeNotFound, "request %d", id)
 	}
 	if owner != p.UID && !admin {
-		return Errorf(CodePermissionDenied, "not yours")
+		return wire.Errorf(wire.CodePermissionDenied, "not yours")
 	}
 	close(f.stops[id])
 	delete(f.owners, id)
@@ -56,7 +58,7 @@ func (f *fakeBackend) Cancel(p Peer, id uint64, admin bool) error {
 }
 
 func (f *fakeBackend) Stats() map[string]any { return map[string]any{"running": 0} }
-func (f *fakeBackend) Health() Health        { return Health{State: "ready"} }
+func (f *fakeBackend) Health() wire.Health   { return wire.Health{State: "ready"} }
 
 func (s *fakeStream) RequestID() uint64   { return s.id }
 func (s *fakeStream) PromptTokens() []int { return []int{1} }
@@ -69,7 +71,7 @@ func (s *fakeStream) Next(ctx context.Context) (Event, error) {
 	case <-s.stop:
 	case <-s.ctx.Done():
 	}
-	return Event{Done: &Done{FinishReason: "cancelled"}}, nil
+	return Event{Done: &wire.Done{FinishReason: "cancelled"}}, nil
 }
 
 type testServer struct {
@@ -108,21 +110,21 @@ func (ts *testServer) dialAs(t *testing.T, uid uint32) (*peerConn, string) {
 	}
 	t.Cleanup(func() { c.Close() })
 	pc := &peerConn{c: c, br: bufio.NewReader(c)}
-	if err := WriteFrame(c, &Hello{Type: TypeHello, ID: 1, Version: ProtocolVersion}); err != nil {
+	if err := wire.WriteFrame(c, &wire.Hello{Type: wire.TypeHello, ID: 1, Version: wire.ProtocolVersion}); err != nil {
 		t.Fatal(err)
 	}
 	h, _ := pc.next(t)
 	return pc, h.Type
 }
 
-func (pc *peerConn) next(t *testing.T) (Header, []byte) {
+func (pc *peerConn) next(t *testing.T) (wire.Header, []byte) {
 	t.Helper()
 	_ = pc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	body, err := ReadFrame(pc.br, DefaultMaxFrame)
+	body, err := wire.ReadFrame(pc.br, wire.DefaultMaxFrame)
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	h, err := DecodeHeader(body)
+	h, err := wire.DecodeHeader(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +134,12 @@ func (pc *peerConn) next(t *testing.T) (Header, []byte) {
 func TestPeerNotAllowedIsRefused(t *testing.T) {
 	ts := startServer(t, Policy{AllowedUIDs: []uint32{1000}, Self: 4242})
 	pc, typ := ts.dialAs(t, 2000)
-	if typ != TypeError {
+	if typ != wire.TypeError {
 		t.Fatalf("refused peer got %q", typ)
 	}
 	_ = pc
 	for _, uid := range []uint32{1000, 0, 4242} { // allowed, root, the daemon's own user
-		if _, typ := ts.dialAs(t, uid); typ != TypeHello {
+		if _, typ := ts.dialAs(t, uid); typ != wire.TypeHello {
 			t.Fatalf("uid %d got %q", uid, typ)
 		}
 	}
@@ -146,35 +148,35 @@ func TestPeerNotAllowedIsRefused(t *testing.T) {
 func TestCancelOnlyOwnUnlessAdmin(t *testing.T) {
 	ts := startServer(t, Policy{AdminUIDs: []uint32{3000}})
 	owner, _ := ts.dialAs(t, 1000)
-	if err := WriteFrame(owner.c, &Submit{Type: TypeSubmit, ID: 9, Prompt: "x", Stream: true}); err != nil {
+	if err := wire.WriteFrame(owner.c, &wire.Submit{Type: wire.TypeSubmit, ID: 9, Prompt: "x", Stream: true}); err != nil {
 		t.Fatal(err)
 	}
 	_, body := owner.next(t)
-	var acc Accepted
-	if err := Decode(body, &acc); err != nil || acc.Type != TypeAccepted {
+	var acc wire.Accepted
+	if err := wire.Decode(body, &acc); err != nil || acc.Type != wire.TypeAccepted {
 		t.Fatalf("accepted: %+v %v", acc, err)
 	}
-	if h, _ := owner.next(t); h.Type != TypeToken {
+	if h, _ := owner.next(t); h.Type != wire.TypeToken {
 		t.Fatalf("want a token frame, got %q", h.Type)
 	}
 	other, _ := ts.dialAs(t, 1001)
-	if err := WriteFrame(other.c, &Cancel{Type: TypeCancel, ID: 2, RequestID: acc.RequestID}); err != nil {
+	if err := wire.WriteFrame(other.c, &wire.Cancel{Type: wire.TypeCancel, ID: 2, RequestID: acc.RequestID}); err != nil {
 		t.Fatal(err)
 	}
 	_, body = other.next(t)
-	var e ErrorFrame
-	_ = Decode(body, &e)
-	if e.Code != CodePermissionDenied {
+	var e wire.ErrorFrame
+	_ = wire.Decode(body, &e)
+	if e.Code != wire.CodePermissionDenied {
 		t.Fatalf("another user's cancel: %+v", e)
 	}
 	admin, _ := ts.dialAs(t, 3000)
-	if err := WriteFrame(admin.c, &Cancel{Type: TypeCancel, ID: 3, RequestID: acc.RequestID}); err != nil {
+	if err := wire.WriteFrame(admin.c, &wire.Cancel{Type: wire.TypeCancel, ID: 3, RequestID: acc.RequestID}); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := admin.next(t); h.Type != TypeCancelled {
+	if h, _ := admin.next(t); h.Type != wire.TypeCancelled {
 		t.Fatalf("admin cancel got %q", h.Type)
 	}
-	if h, _ := owner.next(t); h.Type != TypeDone {
+	if h, _ := owner.next(t); h.Type != wire.TypeDone {
 		t.Fatalf("owner got %q, want done", h.Type)
 	}
 }
@@ -183,25 +185,25 @@ func TestPerUserLimit(t *testing.T) {
 	ts := startServer(t, Policy{MaxRequestsPerUser: 2})
 	pc, _ := ts.dialAs(t, 1000)
 	for id := uint64(1); id <= 3; id++ {
-		if err := WriteFrame(pc.c, &Submit{Type: TypeSubmit, ID: id, Prompt: "x"}); err != nil {
+		if err := wire.WriteFrame(pc.c, &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var codes []string
 	for range 3 {
 		_, body := pc.next(t)
-		var e ErrorFrame
-		_ = Decode(body, &e)
+		var e wire.ErrorFrame
+		_ = wire.Decode(body, &e)
 		codes = append(codes, e.Type+":"+e.Code)
 	}
-	if codes[2] != "error:"+CodeResourceExhausted {
+	if codes[2] != "error:"+wire.CodeResourceExhausted {
 		t.Fatalf("third request: %v", codes)
 	}
 }
 
 func TestErrorsMatchAcrossTheWire(t *testing.T) {
-	var e error = &Error{Code: CodeQueueFull, Message: "100 waiting"}
-	if !isErr(e, ErrQueueFull) || !isErr(e, ErrResourceExhausted) || isErr(e, ErrNotFound) {
+	var e error = &wire.Error{Code: wire.CodeQueueFull, Message: "100 waiting"}
+	if !isErr(e, wire.ErrQueueFull) || !isErr(e, wire.ErrResourceExhausted) || isErr(e, wire.ErrNotFound) {
 		t.Fatal("error codes do not match their sentinels")
 	}
 }
@@ -215,25 +217,25 @@ func isErr(err, target error) bool {
 // they may fail, never panic or allocate past the frame limit.
 func FuzzDecodeFrame(f *testing.F) {
 	var buf bytes.Buffer
-	_ = WriteFrame(&buf, &Submit{Type: TypeSubmit, ID: 3, Prompt: "hi", MaxTokens: 4, Stop: []string{"x"}})
+	_ = wire.WriteFrame(&buf, &wire.Submit{Type: wire.TypeSubmit, ID: 3, Prompt: "hi", MaxTokens: 4, Stop: []string{"x"}})
 	f.Add(buf.Bytes())
 	f.Add([]byte{0, 0, 0, 2, 0x81, 0xa0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		body, err := ReadFrame(bufio.NewReader(bytes.NewReader(b)), 4096)
+		body, err := wire.ReadFrame(bufio.NewReader(bytes.NewReader(b)), 4096)
 		if err != nil {
 			return
 		}
 		if len(body) > 4096 {
 			t.Fatalf("frame of %d bytes past the limit", len(body))
 		}
-		if _, err := DecodeHeader(body); err != nil {
+		if _, err := wire.DecodeHeader(body); err != nil {
 			return
 		}
-		var s Submit
-		_ = Decode(body, &s)
-		var c Cancel
-		_ = Decode(body, &c)
+		var s wire.Submit
+		_ = wire.Decode(body, &s)
+		var c wire.Cancel
+		_ = wire.Decode(body, &c)
 	})
 }
 
@@ -251,15 +253,15 @@ func TestRealPeerCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := WriteFrame(c, &Hello{Type: TypeHello, ID: 1, Version: ProtocolVersion}); err != nil {
+	if err := wire.WriteFrame(c, &wire.Hello{Type: wire.TypeHello, ID: 1, Version: wire.ProtocolVersion}); err != nil {
 		t.Fatal(err)
 	}
-	body, err := ReadFrame(bufio.NewReader(c), DefaultMaxFrame)
+	body, err := wire.ReadFrame(bufio.NewReader(c), wire.DefaultMaxFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h Hello
-	if err := Decode(body, &h); err != nil || h.UID != uint32(os.Getuid()) {
+	var h wire.Hello
+	if err := wire.Decode(body, &h); err != nil || h.UID != uint32(os.Getuid()) {
 		t.Fatalf("hello %+v (%v): the server saw the wrong uid", h, err)
 	}
 	// A second Listen on a live socket refuses; on a stale one it replaces it.

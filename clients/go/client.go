@@ -1,7 +1,7 @@
 // Package client is the Go client of the batchd daemon: Dial the Unix
 // socket, then Generate (whole result or streamed), Cancel, Stats and Health,
 // many requests at once on one connection. Errors from the daemon are
-// *ipc.Error values that match the sentinels below with errors.Is.
+// *wire.Error values that match the sentinels below with errors.Is.
 package client
 
 import (
@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // DefaultSocket is where the daemon listens unless BATCHD_SOCKET says otherwise.
@@ -22,13 +22,13 @@ const DefaultSocket = "/run/batchd/batchd.sock"
 
 // Error sentinels, for errors.Is on what the daemon returns.
 var (
-	ErrInvalidArgument   = ipc.ErrInvalidArgument
-	ErrNotFound          = ipc.ErrNotFound
-	ErrPermissionDenied  = ipc.ErrPermissionDenied
-	ErrResourceExhausted = ipc.ErrResourceExhausted
-	ErrQueueFull         = ipc.ErrQueueFull
-	ErrUnavailable       = ipc.ErrUnavailable
-	ErrInternal          = ipc.ErrInternal
+	ErrInvalidArgument   = wire.ErrInvalidArgument
+	ErrNotFound          = wire.ErrNotFound
+	ErrPermissionDenied  = wire.ErrPermissionDenied
+	ErrResourceExhausted = wire.ErrResourceExhausted
+	ErrQueueFull         = wire.ErrQueueFull
+	ErrUnavailable       = wire.ErrUnavailable
+	ErrInternal          = wire.ErrInternal
 )
 
 // ErrClosed is returned for calls on a closed client or a lost connection.
@@ -56,7 +56,7 @@ type Client struct {
 	err   error // why the connection ended
 	done  chan struct{}
 	// Server is the daemon's hello reply.
-	Server ipc.Hello
+	Server wire.Hello
 }
 
 // mailbox buffers the frames of one call so that the reader never waits.
@@ -87,7 +87,7 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 	go c.read()
 	id, mb := c.open()
 	defer c.closeCall(id)
-	werr := c.write(&ipc.Hello{Type: ipc.TypeHello, ID: id, Version: ipc.ProtocolVersion, Client: "batchd-go"})
+	werr := c.write(&wire.Hello{Type: wire.TypeHello, ID: id, Version: wire.ProtocolVersion, Client: "batchd-go"})
 	if werr != nil {
 		// A refused peer is told why before the hang-up: read that if it came.
 		var cancel context.CancelFunc
@@ -97,13 +97,13 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 	body, err := c.recv(ctx, mb)
 	if err != nil {
 		nc.Close()
-		var ie *ipc.Error
+		var ie *wire.Error
 		if werr != nil && !errors.As(err, &ie) {
 			err = werr
 		}
 		return nil, err
 	}
-	if err := ipc.Decode(body, &c.Server); err != nil {
+	if err := wire.Decode(body, &c.Server); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -121,18 +121,18 @@ func (c *Client) read() {
 	defer close(c.done)
 	br := bufio.NewReader(c.c)
 	for {
-		body, err := ipc.ReadFrame(br, 64<<20)
+		body, err := wire.ReadFrame(br, 64<<20)
 		if err != nil {
 			c.fail(err)
 			return
 		}
-		h, err := ipc.DecodeHeader(body)
+		h, err := wire.DecodeHeader(body)
 		if err != nil {
 			continue
 		}
 		c.mu.Lock()
 		mb := c.calls[h.ID]
-		if mb == nil && h.ID == 0 && h.Type == ipc.TypeError {
+		if mb == nil && h.ID == 0 && h.Type == wire.TypeError {
 			// A connection-level error (refused peer, bad frame): every call sees it.
 			for _, m := range c.calls {
 				m.put(body)
@@ -177,13 +177,13 @@ func (c *Client) closeCall(id uint64) {
 func (c *Client) write(v any) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if err := ipc.WriteFrame(c.w, v); err != nil {
+	if err := wire.WriteFrame(c.w, v); err != nil {
 		return err
 	}
 	return c.w.Flush()
 }
 
-// recv returns the next frame of a call; error frames become *ipc.Error.
+// recv returns the next frame of a call; error frames become *wire.Error.
 func (c *Client) recv(ctx context.Context, mb *mailbox) ([]byte, error) {
 	for {
 		mb.mu.Lock()
@@ -191,10 +191,10 @@ func (c *Client) recv(ctx context.Context, mb *mailbox) ([]byte, error) {
 			b := mb.frames[0]
 			mb.frames = mb.frames[1:]
 			mb.mu.Unlock()
-			if h, _ := ipc.DecodeHeader(b); h.Type == ipc.TypeError {
-				var e ipc.ErrorFrame
-				_ = ipc.Decode(b, &e)
-				return nil, &ipc.Error{Code: e.Code, Message: e.Message}
+			if h, _ := wire.DecodeHeader(b); h.Type == wire.TypeError {
+				var e wire.ErrorFrame
+				_ = wire.Decode(b, &e)
+				return nil, &wire.Error{Code: e.Code, Message: e.Message}
 			}
 			return b, nil
 		}
@@ -224,28 +224,28 @@ func (c *Client) call(ctx context.Context, msg func(id uint64) any, out any) err
 	if err != nil {
 		return err
 	}
-	return ipc.Decode(body, out)
+	return wire.Decode(body, out)
 }
 
 // Stats returns the daemon's figures.
 func (c *Client) Stats(ctx context.Context) (map[string]any, error) {
-	var s ipc.Stats
-	err := c.call(ctx, func(id uint64) any { return &ipc.Stats{Type: ipc.TypeStats, ID: id} }, &s)
+	var s wire.Stats
+	err := c.call(ctx, func(id uint64) any { return &wire.Stats{Type: wire.TypeStats, ID: id} }, &s)
 	return s.Stats, err
 }
 
 // Health returns the daemon's state and model.
-func (c *Client) Health(ctx context.Context) (*ipc.Health, error) {
-	var h ipc.Health
-	err := c.call(ctx, func(id uint64) any { return &ipc.Health{Type: ipc.TypeHealth, ID: id} }, &h)
+func (c *Client) Health(ctx context.Context) (*wire.Health, error) {
+	var h wire.Health
+	err := c.call(ctx, func(id uint64) any { return &wire.Health{Type: wire.TypeHealth, ID: id} }, &h)
 	return &h, err
 }
 
 // Cancel cancels a request by its server-wide id (Result.RequestID or
 // Delta.RequestID): one's own, or anyone's for an admin.
 func (c *Client) Cancel(ctx context.Context, requestID uint64) error {
-	var r ipc.Cancelled
+	var r wire.Cancelled
 	return c.call(ctx, func(id uint64) any {
-		return &ipc.Cancel{Type: ipc.TypeCancel, ID: id, RequestID: requestID}
+		return &wire.Cancel{Type: wire.TypeCancel, ID: id, RequestID: requestID}
 	}, &r)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"iter"
 
-	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // Request is one generation. Prompt is encoded with BOS unless Tokens is set.
@@ -43,13 +43,13 @@ type Result struct {
 	Tokens       []int
 	PromptTokens []int // set when not streamed
 	FinishReason string
-	Usage        ipc.Usage
-	Timings      ipc.Timings
+	Usage        wire.Usage
+	Timings      wire.Timings
 	Preemptions  int
 }
 
-func (r *Request) frame(id uint64, stream bool) *ipc.Submit {
-	return &ipc.Submit{Type: ipc.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
+func (r *Request) frame(id uint64, stream bool) *wire.Submit {
+	return &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
 		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
 		Stream: stream}
@@ -68,8 +68,8 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 	if err != nil {
 		return nil, err
 	}
-	var acc ipc.Accepted
-	if err := ipc.Decode(body, &acc); err != nil {
+	var acc wire.Accepted
+	if err := wire.Decode(body, &acc); err != nil {
 		return nil, err
 	}
 	res := &Result{RequestID: acc.RequestID}
@@ -82,11 +82,11 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 			c.abandon(id)
 			return res, err
 		}
-		h, _ := ipc.DecodeHeader(body)
+		h, _ := wire.DecodeHeader(body)
 		switch h.Type {
-		case ipc.TypeToken:
-			var t ipc.Token
-			if err := ipc.Decode(body, &t); err != nil {
+		case wire.TypeToken:
+			var t wire.Token
+			if err := wire.Decode(body, &t); err != nil {
 				c.abandon(id)
 				return res, err
 			}
@@ -98,9 +98,9 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 					return res, err
 				}
 			}
-		case ipc.TypeDone:
-			var d ipc.Done
-			if err := ipc.Decode(body, &d); err != nil {
+		case wire.TypeDone:
+			var d wire.Done
+			if err := wire.Decode(body, &d); err != nil {
 				return res, err
 			}
 			if fn == nil {
@@ -108,7 +108,7 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 			}
 			res.FinishReason, res.Usage, res.Timings, res.Preemptions = d.FinishReason, d.Usage, d.Timings, d.Preemptions
 			if d.FinishReason == "error" {
-				return res, &ipc.Error{Code: d.Code, Message: d.Message}
+				return res, &wire.Error{Code: d.Code, Message: d.Message}
 			}
 			return res, nil
 		}
@@ -120,7 +120,7 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 func (c *Client) abandon(id uint64) {
 	cid, _ := c.open()
 	c.closeCall(cid) // the reply, if any, is dropped
-	_ = c.write(&ipc.Cancel{Type: ipc.TypeCancel, ID: cid, Target: id})
+	_ = c.write(&wire.Cancel{Type: wire.TypeCancel, ID: cid, Target: id})
 }
 
 // Stream runs req and yields its deltas; breaking out of the loop cancels

@@ -1,4 +1,4 @@
-package ipc
+package wire
 
 // ProtocolVersion is the version this package speaks; hello must carry it.
 const ProtocolVersion = 1

@@ -1,0 +1,113 @@
+package archcheck
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/batchd/batchd"
+
+// deps lists the packages of this module that pkg imports, directly or not.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg)
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	var ours []string
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, module+"/") && p != module+"/"+pkg {
+			ours = append(ours, strings.TrimPrefix(p, module+"/"))
+		}
+	}
+	return ours
+}
+
+func root(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "..", "..")
+}
+
+// TestImportRules: each package may depend only on what its layer allows.
+func TestImportRules(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	for _, r := range []struct {
+		pkg     string
+		allowed []string // package prefixes of ours it may depend on
+	}{
+		{"kvcache", nil},
+		{"engine/quant", nil},
+		{"engine/model/gguf", nil},
+		{"engine/tokenizer", []string{"engine/model/gguf"}}, // a vocabulary, no weights
+		{"engine/sample", nil},
+		{"engine/model", []string{"engine/model/gguf", "engine/quant", "engine/tokenizer"}},
+		{"engine/backend", []string{"engine/quant"}},
+		{"engine", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer", "engine/sample", "kvcache"}},
+		{"engine/backend/cpu", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer"}},
+		{"ipc/wire", nil},
+		{"clients/go", []string{"ipc/wire"}},
+	} {
+		for _, d := range deps(t, r.pkg) {
+			ok := false
+			for _, a := range r.allowed {
+				if d == a || strings.HasPrefix(d, a+"/") {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("%s depends on %s (allowed: %v)", r.pkg, d, r.allowed)
+			}
+		}
+	}
+}
+
+// TestSizeLimits: no product file over 600 lines, no function over 80.
+func TestSizeLimits(t *testing.T) {
+	fset := token.NewFileSet()
+	base := root(t)
+	err := filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(base, p)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || rel == "testing" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		if n := fset.File(f.Pos()).LineCount(); n > 600 {
+			t.Errorf("%s: %d lines (limit 600)", rel, n)
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > 80 {
+				t.Errorf("%s: func %s is %d lines (limit 80)", rel, fd.Name.Name, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
