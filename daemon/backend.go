@@ -2,10 +2,7 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os/user"
-	"strconv"
 	"strings"
 
 	"github.com/batchd/batchd/engine"
@@ -91,52 +88,14 @@ func (b ipcBackend) Cancel(p ipc.Peer, id uint64, admin bool) error {
 	return nil
 }
 
-func (b ipcBackend) Stats() map[string]any {
-	out := map[string]any{}
-	if rt := b.d.runtime(); rt != nil {
-		// The engine's JSON names are the stats names on the wire too.
-		raw, _ := json.Marshal(rt.Engine.Stats())
-		_ = json.Unmarshal(raw, &out)
-	}
-	for k, v := range b.d.daemonStats() {
-		out[k] = v
-	}
-	if rt := b.d.runtime(); rt != nil {
-		out["requests"] = requestList(rt.Engine.Requests(maxListedRequests))
-	}
-	return out
-}
-
-// maxListedRequests bounds the requests listed in stats (the frame's size).
-const maxListedRequests = 100
-
-// requestList is the stats view of the live requests: ids, users and
-// progress, never prompt text.
-func requestList(reqs []engine.RequestInfo) []any {
-	names := map[uint32]string{}
-	out := make([]any, 0, len(reqs))
-	for _, r := range reqs {
-		name, ok := names[r.Owner]
-		if !ok {
-			name = strconv.FormatUint(uint64(r.Owner), 10)
-			if u, err := user.LookupId(name); err == nil {
-				name = u.Username
-			}
-			names[r.Owner] = name
-		}
-		out = append(out, map[string]any{"id": r.ID, "uid": r.Owner, "user": name, "channel": r.Channel,
-			"state": r.State, "age_s": r.Age.Seconds(), "prompt_tokens": r.PromptTokens,
-			"generated_tokens": r.GeneratedTokens, "max_tokens": r.MaxTokens, "cancel_requested": r.CancelRequested})
-	}
-	return out
-}
+func (b ipcBackend) Stats() *wire.StatsReport { return b.d.statsReport() }
 
 func (b ipcBackend) Health() wire.Health {
 	h := wire.Health{State: b.d.State().String(), Version: Version}
 	if rt := b.d.runtime(); rt != nil {
 		c := rt.Model.Config
-		h.Model = map[string]any{"path": rt.Model.Path, "format": rt.Model.Format, "arch": c.Arch, "dim": c.Dim,
-			"layers": c.Layers, "vocab": c.Vocab, "context": c.Context}
+		h.Model = &wire.ModelInfo{Path: rt.Model.Path, Format: rt.Model.Format, Arch: c.Arch, Dim: c.Dim,
+			Layers: c.Layers, Vocab: c.Vocab, Context: c.Context}
 	}
 	return h
 }

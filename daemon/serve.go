@@ -184,29 +184,6 @@ func (d *Daemon) waitReady(ctx context.Context) (*Runtime, error) {
 	return rt, nil
 }
 
-func (d *Daemon) daemonStats() map[string]any {
-	state := d.State() // before d.mu: State takes it
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c := d.cfg.Engine
-	plan := map[string]any{}
-	if d.rt != nil {
-		p := d.rt.Plan
-		plan = map[string]any{"device": p.Device, "profile": p.Profile, "kv_blocks": p.KVBlocks, "block_size": p.BlockSize,
-			"max_context": p.MaxContext, "max_num_seqs": p.MaxNumSeqs, "max_num_batched_tokens": p.MaxNumBatchedTokens,
-			"threads": p.Threads, "warnings": append([]string{}, p.Warnings...)}
-	}
-	return map[string]any{
-		"plan":  plan,
-		"state": state.String(),
-		"config": map[string]any{"max_num_seqs": c.MaxNumSeqs, "max_num_batched_tokens": c.MaxNumBatchedTokens,
-			"max_partial_prefills": c.MaxPartialPrefills, "policy": c.Policy, "max_queue": c.MaxQueue,
-			"max_requests_per_user": d.cfg.Server.MaxRequestsPerUser, "log_level": d.cfg.LogLevel},
-		"reloads": d.reloads, "reload_errors": d.reloadErrs, "last_reload_error": d.lastErr,
-		"restart_needed": append([]string{}, d.restart...),
-	}
-}
-
 // runServe is `batchd serve`.
 func runServe(ctx context.Context, args []string, env *runEnv) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -389,14 +389,14 @@ func TestBurstAgainstQueueLimit(t *testing.T) {
 func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
 	td := startDaemon(t, "[engine]\nmax_num_seqs = 8\n")
 	c := td.dial(t)
-	cfgOf := func() map[string]any {
+	cfgOf := func() *wire.StatsReport {
 		s, err := c.Stats(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	waitFor := func(what string, ok func(map[string]any) bool) map[string]any {
+	waitFor := func(what string, ok func(*wire.StatsReport) bool) *wire.StatsReport {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -405,31 +405,10 @@ func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
 				return s
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: stats %v", what, s)
+				t.Fatalf("%s: stats %+v", what, s)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-	}
-	num := func(v any) int64 {
-		switch n := v.(type) {
-		case int8:
-			return int64(n)
-		case int16:
-			return int64(n)
-		case int32:
-			return int64(n)
-		case int64:
-			return n
-		case uint8:
-			return int64(n)
-		case uint16:
-			return int64(n)
-		case uint32:
-			return int64(n)
-		case uint64:
-			return int64(n)
-		}
-		return -1
 	}
 	// An editor's atomic save: write a temp file, rename it over the config.
 	save := func(text string) {
@@ -442,15 +421,13 @@ func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
 		}
 	}
 	save("[engine]\nmax_num_seqs = 3\npolicy = \"priority\"\nblock_size = 8\nkv_cache_type = \"f32\"\n")
-	s := waitFor("valid edit", func(s map[string]any) bool {
-		return num(s["config"].(map[string]any)["max_num_seqs"]) == 3
-	})
-	if s["policy"] != "priority" || fmt.Sprint(s["restart_needed"]) != "[engine.block_size engine.kv_cache_type]" {
-		t.Fatalf("after reload: policy %v, restart_needed %v", s["policy"], s["restart_needed"])
+	s := waitFor("valid edit", func(s *wire.StatsReport) bool { return s.Config.MaxNumSeqs == 3 })
+	if s.Policy != "priority" || fmt.Sprint(s.RestartNeeded) != "[engine.block_size engine.kv_cache_type]" {
+		t.Fatalf("after reload: policy %v, restart_needed %v", s.Policy, s.RestartNeeded)
 	}
 	save("[engine]\nmax_num_seqs = -4\npolicy = \"random\"\nkv_cache_type = \"q4\"\n")
-	s = waitFor("invalid edit", func(s map[string]any) bool { return num(s["reload_errors"]) == 1 })
-	if num(s["config"].(map[string]any)["max_num_seqs"]) != 3 || !strings.Contains(fmt.Sprint(s["last_reload_error"]), "kv_cache_type") {
+	s = waitFor("invalid edit", func(s *wire.StatsReport) bool { return s.ReloadErrors == 1 })
+	if s.Config.MaxNumSeqs != 3 || !strings.Contains(s.LastReloadError, "kv_cache_type") {
 		t.Fatalf("bad file changed the config: %v", s)
 	}
 	// The old config keeps serving.
@@ -527,10 +504,10 @@ func TestIdleSleepAndWake(t *testing.T) {
 		t.Fatalf("after wake: %v", err)
 	}
 	s, _ := c.Stats(context.Background())
-	if s["state"] != "ready" || fmt.Sprint(s["wakes"]) != "1" || fmt.Sprint(s["sleeps"]) != "1" {
-		t.Fatalf("stats after wake: state %v sleeps %v wakes %v", s["state"], s["sleeps"], s["wakes"])
+	if s.State != "ready" || s.Wakes != 1 || s.Sleeps != 1 {
+		t.Fatalf("stats after wake: state %v sleeps %v wakes %v", s.State, s.Sleeps, s.Wakes)
 	}
-	t.Logf("wake took %v s", s["last_wake_seconds"])
+	t.Logf("wake took %v s", s.LastWakeSeconds)
 }
 
 func TestRouting(t *testing.T) {

@@ -25,7 +25,7 @@ type Backend interface {
 	Submit(ctx context.Context, p Peer, s *wire.Submit) (RequestStream, error)
 	// wire.Cancel cancels requestID for p; admin may cancel anyone's.
 	Cancel(p Peer, requestID uint64, admin bool) error
-	Stats() map[string]any
+	Stats() *wire.StatsReport
 	Health() wire.Health
 }
 

@@ -57,8 +57,8 @@ func (f *fakeBackend) Cancel(p Peer, id uint64, admin bool) error {
 	return nil
 }
 
-func (f *fakeBackend) Stats() map[string]any { return map[string]any{"running": 0} }
-func (f *fakeBackend) Health() wire.Health   { return wire.Health{State: "ready"} }
+func (f *fakeBackend) Stats() *wire.StatsReport { return &wire.StatsReport{} }
+func (f *fakeBackend) Health() wire.Health      { return wire.Health{State: "ready"} }
 
 func (s *fakeStream) RequestID() uint64   { return s.id }
 func (s *fakeStream) PromptTokens() []int { return []int{1} }

@@ -228,7 +228,7 @@ func (c *Client) call(ctx context.Context, msg func(id uint64) any, out any) err
 }
 
 // Stats returns the daemon's figures.
-func (c *Client) Stats(ctx context.Context) (map[string]any, error) {
+func (c *Client) Stats(ctx context.Context) (*wire.StatsReport, error) {
 	var s wire.Stats
 	err := c.call(ctx, func(id uint64) any { return &wire.Stats{Type: wire.TypeStats, ID: id} }, &s)
 	return s.Stats, err

@@ -141,7 +141,7 @@ func healthCmd(fs *flag.FlagSet) runFunc {
 			}
 		} else {
 			fmt.Fprintf(stdout, "state    %s\nversion  %s\n", h.State, h.Version)
-			printTable(stdout, "model.", h.Model)
+			printModel(stdout, h.Model)
 		}
 		if h.State != "ready" {
 			return fmt.Errorf("batchd is %s", h.State)

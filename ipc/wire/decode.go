@@ -114,10 +114,15 @@ func assign(dst reflect.Value, val any, name string) error {
 		dst.Set(out)
 	case reflect.Map:
 		mv, ok := val.(map[string]any)
-		if !ok || dst.Type() != reflect.TypeOf(mv) {
+		if !ok {
 			return bad("a map")
 		}
-		dst.Set(reflect.ValueOf(mv))
+		return assignMap(dst, mv, name)
+	case reflect.Pointer:
+		if dst.IsNil() {
+			dst.Set(reflect.New(dst.Type().Elem()))
+		}
+		return assign(dst.Elem(), val, name)
 	case reflect.Struct:
 		mv, ok := val.(map[string]any)
 		if !ok {
@@ -187,6 +192,29 @@ func assignFloat(dst reflect.Value, val any, bad func(string) error) error {
 		return bad("a number within float32's range")
 	}
 	dst.SetFloat(f)
+	return nil
+}
+
+// assignMap fills a map field: map[string]any as decoded, or typed values.
+func assignMap(dst reflect.Value, mv map[string]any, name string) error {
+	if dst.Type() == reflect.TypeOf(mv) {
+		dst.Set(reflect.ValueOf(mv))
+		return nil
+	}
+	if dst.Type().Key().Kind() != reflect.String {
+		return fmt.Errorf("wire.Decode: field %s: map key %s", name, dst.Type().Key())
+	}
+	out := reflect.MakeMapWithSize(dst.Type(), len(mv))
+	for k, v := range mv {
+		e := reflect.New(dst.Type().Elem()).Elem()
+		if v != nil {
+			if err := assign(e, v, name+"."+k); err != nil {
+				return err
+			}
+		}
+		out.SetMapIndex(reflect.ValueOf(k).Convert(dst.Type().Key()), e)
+	}
+	dst.Set(out)
 	return nil
 }
 

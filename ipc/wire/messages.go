@@ -124,18 +124,18 @@ type Cancelled struct {
 
 // Stats asks for (client) or carries (server) the engine's figures.
 type Stats struct {
-	Type  string         `msgpack:"type"`
-	ID    uint64         `msgpack:"id"`
-	Stats map[string]any `msgpack:"stats,omitempty"`
+	Type  string       `msgpack:"type"`
+	ID    uint64       `msgpack:"id"`
+	Stats *StatsReport `msgpack:"stats,omitempty"`
 }
 
 // Health asks for or reports the daemon's state.
 type Health struct {
-	Type    string         `msgpack:"type"`
-	ID      uint64         `msgpack:"id"`
-	State   string         `msgpack:"state,omitempty"` // loading, ready, sleeping, draining
-	Model   map[string]any `msgpack:"model,omitempty"`
-	Version string         `msgpack:"version,omitempty"`
+	Type    string     `msgpack:"type"`
+	ID      uint64     `msgpack:"id"`
+	State   string     `msgpack:"state,omitempty"` // loading, ready, sleeping, draining
+	Model   *ModelInfo `msgpack:"model,omitempty"`
+	Version string     `msgpack:"version,omitempty"`
 }
 
 // ErrorFrame reports a failed request or a bad frame.

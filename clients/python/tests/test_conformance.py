@@ -127,3 +127,13 @@ def test_client_float_fields(synth_daemon):
         r = c.generate("Once upon a time", max_tokens=10, temperature=0.8, top_p=0.9, min_p=0.05,
                        repetition_penalty=1.1, seed=3)
         assert r.finish_reason in ("length", "stop") and 1 <= len(r.tokens) <= 10
+
+
+def test_stats_and_health_are_typed(synth_daemon):
+    with batchd.Client(synth_daemon) as c:
+        c.generate("x", max_tokens=2)
+        s = c.stats()
+        assert isinstance(s, batchd.Stats) and isinstance(s.ttft, batchd.Dist) and isinstance(s.plan, batchd.Plan)
+        assert s.kv_blocks_total > 0 and s.submitted >= 1 and s["running"] == s.running
+        h = c.health()
+        assert isinstance(h, batchd.Health) and h.state == "ready" and h.model.context == 256

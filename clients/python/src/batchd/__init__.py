@@ -5,6 +5,7 @@ exceptions below, keyed by the wire error code.
 """
 
 from ._protocol import DEFAULT_SOCKET, Result, socket_path
+from ._types import Dist, Health, ModelInfo, Plan, RequestInfo, Stats
 from .aio import AsyncClient
 from .client import Client, Stream
 from .errors import (
@@ -20,7 +21,7 @@ from .errors import (
 )
 
 __all__ = [
-    "AsyncClient", "BatchdError", "Client", "ConnectionClosed", "DEFAULT_SOCKET", "InternalError", "InvalidRequest",
+    "AsyncClient", "BatchdError", "Dist", "Health", "ModelInfo", "Plan", "RequestInfo", "Stats", "Client", "ConnectionClosed", "DEFAULT_SOCKET", "InternalError", "InvalidRequest",
     "NotFound", "PermissionDenied", "QueueFull", "ResourceExhausted", "Result", "Stream", "Unavailable", "socket_path",
 ]
 __version__ = "0.1.0"

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any, AsyncIterator, Dict, Optional, Sequence
 
 from . import _protocol as p
+from ._types import Health, Stats, health_of, stats_of
 from .errors import BatchdError, ConnectionClosed
 
 _CLOSED = object()
@@ -146,12 +147,12 @@ class AsyncClient:
     async def cancel(self, request_id: int) -> None:
         await self._call({"type": "cancel", "request_id": request_id})
 
-    async def stats(self) -> Dict[str, Any]:
-        return (await self._call({"type": "stats"})).get("stats", {})
+    async def stats(self) -> Stats:
+        """The daemon's figures, typed (item access works too)."""
+        return stats_of(await self._call({"type": "stats"}))
 
-    async def health(self) -> Dict[str, Any]:
-        msg = await self._call({"type": "health"})
-        return {k: msg.get(k) for k in ("state", "version", "model")}
+    async def health(self) -> Health:
+        return health_of(await self._call({"type": "health"}))
 
     async def close(self) -> None:
         self._writer.close()

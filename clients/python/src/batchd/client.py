@@ -8,6 +8,7 @@ import threading
 from typing import Any, Dict, Iterator, Optional, Sequence
 
 from . import _protocol as p
+from ._types import Health, Stats, health_of, stats_of
 from .errors import BatchdError, ConnectionClosed
 
 _CLOSED = object()
@@ -190,12 +191,12 @@ class Client:
         """Cancel a request by its server-wide id (Result.request_id)."""
         self._call({"type": "cancel", "request_id": request_id})
 
-    def stats(self) -> Dict[str, Any]:
-        return self._call({"type": "stats"}).get("stats", {})
+    def stats(self) -> Stats:
+        """The daemon's figures, typed (item access works too)."""
+        return stats_of(self._call({"type": "stats"}))
 
-    def health(self) -> Dict[str, Any]:
-        msg = self._call({"type": "health"})
-        return {k: msg.get(k) for k in ("state", "version", "model")}
+    def health(self) -> Health:
+        return health_of(self._call({"type": "health"}))
 
     def close(self) -> None:
         try:

@@ -1,0 +1,125 @@
+package wire
+
+// StatsReport is the daemon's figures, the body of a stats reply. Field
+// names on the wire are the msgpack (and JSON) tags; times are seconds.
+type StatsReport struct {
+	State string `msgpack:"state" json:"state"` // loading, ready, sleeping, draining
+
+	Mode                string `msgpack:"mode" json:"mode"`
+	Policy              string `msgpack:"policy" json:"policy"`
+	MaxNumSeqs          int    `msgpack:"max_num_seqs" json:"max_num_seqs"`                     // effective
+	MaxNumBatchedTokens int    `msgpack:"max_num_batched_tokens" json:"max_num_batched_tokens"` // effective
+
+	Running          int            `msgpack:"running" json:"running"`
+	Waiting          int            `msgpack:"waiting" json:"waiting"`
+	RunningByChannel map[string]int `msgpack:"running_by_channel" json:"running_by_channel"`
+	WaitingByChannel map[string]int `msgpack:"waiting_by_channel" json:"waiting_by_channel"`
+
+	KVBlocksTotal  int     `msgpack:"kv_blocks_total" json:"kv_blocks_total"`
+	KVBlocksUsed   int     `msgpack:"kv_blocks_used" json:"kv_blocks_used"`
+	KVBlocksCached int     `msgpack:"kv_blocks_cached" json:"kv_blocks_cached"`
+	KVUsage        float64 `msgpack:"kv_usage" json:"kv_usage"`
+	BlockSize      int     `msgpack:"block_size" json:"block_size"`
+	PrefixQueries  uint64  `msgpack:"prefix_cache_queries" json:"prefix_cache_queries"`
+	PrefixHits     uint64  `msgpack:"prefix_cache_hits" json:"prefix_cache_hits"`
+	Preemptions    uint64  `msgpack:"preemptions" json:"preemptions"`
+
+	Steps           uint64   `msgpack:"steps" json:"steps"`
+	PromptTokens    uint64   `msgpack:"prompt_tokens" json:"prompt_tokens"`
+	GeneratedTokens uint64   `msgpack:"generated_tokens" json:"generated_tokens"`
+	ForwardTokens   uint64   `msgpack:"forward_tokens" json:"forward_tokens"`
+	ForwardSeconds  float64  `msgpack:"forward_seconds" json:"forward_seconds"`
+	TokensPerSec    float64  `msgpack:"tokens_per_sec" json:"tokens_per_sec"`
+	BatchSizes      []uint64 `msgpack:"batch_sizes" json:"batch_sizes"`
+	MeanBatchSize   float64  `msgpack:"mean_batch_size" json:"mean_batch_size"`
+
+	Sleeping        bool    `msgpack:"sleeping" json:"sleeping"`
+	Sleeps          uint64  `msgpack:"sleeps" json:"sleeps"`
+	Wakes           uint64  `msgpack:"wakes" json:"wakes"`
+	LastWakeSeconds float64 `msgpack:"last_wake_seconds" json:"last_wake_seconds"`
+
+	Submitted uint64            `msgpack:"submitted" json:"submitted"`
+	Rejected  uint64            `msgpack:"rejected" json:"rejected"`
+	Finished  map[string]uint64 `msgpack:"finished" json:"finished"`
+
+	Controller *Controller `msgpack:"controller,omitempty" json:"controller,omitempty"`
+	TTFT       Dist        `msgpack:"ttft" json:"ttft"`
+	InterToken Dist        `msgpack:"inter_token" json:"inter_token"`
+	QueueTime  Dist        `msgpack:"queue_time" json:"queue_time"`
+	E2E        Dist        `msgpack:"e2e" json:"e2e"`
+
+	Plan            Plan          `msgpack:"plan" json:"plan"`
+	Config          ConfigSummary `msgpack:"config" json:"config"`
+	Reloads         int           `msgpack:"reloads" json:"reloads"`
+	ReloadErrors    int           `msgpack:"reload_errors" json:"reload_errors"`
+	LastReloadError string        `msgpack:"last_reload_error" json:"last_reload_error"`
+	RestartNeeded   []string      `msgpack:"restart_needed" json:"restart_needed"`
+	Requests        []RequestInfo `msgpack:"requests" json:"requests"` // in flight, oldest first, at most 100
+}
+
+// Dist summarizes a latency distribution over the recent samples, in seconds.
+type Dist struct {
+	Count uint64  `msgpack:"count" json:"count"`
+	Mean  float64 `msgpack:"mean" json:"mean"`
+	P50   float64 `msgpack:"p50" json:"p50"`
+	P95   float64 `msgpack:"p95" json:"p95"`
+	P99   float64 `msgpack:"p99" json:"p99"`
+}
+
+// Controller is the adaptive controller's state.
+type Controller struct {
+	Level               string `msgpack:"level" json:"level"`
+	MaxNumSeqs          int    `msgpack:"max_num_seqs" json:"max_num_seqs"`
+	MaxNumBatchedTokens int    `msgpack:"max_num_batched_tokens" json:"max_num_batched_tokens"`
+	Moves               uint64 `msgpack:"moves" json:"moves"`
+	LastDecision        string `msgpack:"last_decision" json:"last_decision"`
+}
+
+// Plan is what the daemon planned for the hardware and model.
+type Plan struct {
+	Device              string   `msgpack:"device" json:"device"`
+	Profile             string   `msgpack:"profile" json:"profile"`
+	KVBlocks            int      `msgpack:"kv_blocks" json:"kv_blocks"`
+	BlockSize           int      `msgpack:"block_size" json:"block_size"`
+	MaxContext          int      `msgpack:"max_context" json:"max_context"`
+	MaxNumSeqs          int      `msgpack:"max_num_seqs" json:"max_num_seqs"`
+	MaxNumBatchedTokens int      `msgpack:"max_num_batched_tokens" json:"max_num_batched_tokens"`
+	Threads             int      `msgpack:"threads" json:"threads"`
+	Warnings            []string `msgpack:"warnings" json:"warnings"`
+}
+
+// ConfigSummary is the running configuration's live knobs.
+type ConfigSummary struct {
+	MaxNumSeqs          int    `msgpack:"max_num_seqs" json:"max_num_seqs"`
+	MaxNumBatchedTokens int    `msgpack:"max_num_batched_tokens" json:"max_num_batched_tokens"`
+	MaxPartialPrefills  int    `msgpack:"max_partial_prefills" json:"max_partial_prefills"`
+	Policy              string `msgpack:"policy" json:"policy"`
+	MaxQueue            int    `msgpack:"max_queue" json:"max_queue"`
+	MaxRequestsPerUser  int    `msgpack:"max_requests_per_user" json:"max_requests_per_user"`
+	LogLevel            string `msgpack:"log_level" json:"log_level"`
+}
+
+// RequestInfo is one request in flight: who, where, how far; never its text.
+type RequestInfo struct {
+	ID              uint64  `msgpack:"id" json:"id"`
+	UID             uint32  `msgpack:"uid" json:"uid"`
+	User            string  `msgpack:"user" json:"user"`
+	Channel         string  `msgpack:"channel" json:"channel"`
+	State           string  `msgpack:"state" json:"state"` // waiting or running
+	AgeS            float64 `msgpack:"age_s" json:"age_s"`
+	PromptTokens    int     `msgpack:"prompt_tokens" json:"prompt_tokens"`
+	GeneratedTokens int     `msgpack:"generated_tokens" json:"generated_tokens"`
+	MaxTokens       int     `msgpack:"max_tokens" json:"max_tokens"`
+	CancelRequested bool    `msgpack:"cancel_requested" json:"cancel_requested"`
+}
+
+// ModelInfo describes the loaded model in a health reply.
+type ModelInfo struct {
+	Path    string `msgpack:"path" json:"path"`
+	Format  string `msgpack:"format" json:"format"`
+	Arch    string `msgpack:"arch" json:"arch"`
+	Dim     int    `msgpack:"dim" json:"dim"`
+	Layers  int    `msgpack:"layers" json:"layers"`
+	Vocab   int    `msgpack:"vocab" json:"vocab"`
+	Context int    `msgpack:"context" json:"context"`
+}
