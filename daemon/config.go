@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -35,6 +36,29 @@ type Config struct {
 	SleepAfter Duration `toml:"sleep_after"`
 	// SleepReleaseWeights also drops the weights' resident pages while asleep.
 	SleepReleaseWeights bool `toml:"sleep_release_weights"`
+
+	// resolved holds what Validate parsed (users, groups, level), so that
+	// the daemon parses a config once.
+	resolved *resolvedConfig
+}
+
+// resolvedConfig is the typed form of a config's names and levels.
+type resolvedConfig struct {
+	policy       ipc.Policy
+	userChannels map[uint32]string
+	level        slog.Level
+}
+
+// settings returns the resolved fields, validating first if needed (a
+// config built in code); call it on a config that validated.
+func (c *Config) settings() resolvedConfig {
+	if c.resolved == nil {
+		_ = c.Validate()
+	}
+	if c.resolved == nil {
+		return resolvedConfig{userChannels: map[uint32]string{}}
+	}
+	return *c.resolved
 }
 
 // ModelConfig names the model; changes need a restart.
@@ -189,7 +213,8 @@ func (c *Config) Validate() error {
 	if m, err := strconv.ParseUint(c.Server.SocketMode, 8, 32); err != nil || m > 0o777 {
 		errs = append(errs, fmt.Errorf("server.socket_mode %q: want an octal mode such as 0660", c.Server.SocketMode))
 	}
-	if _, err := resolvePolicy(c.Server); err != nil {
+	pol, err := resolvePolicy(c.Server)
+	if err != nil {
 		errs = append(errs, err)
 	}
 	for _, f := range []struct {
@@ -231,10 +256,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("routing.tags.%s = %q: want realtime, standard or bulk", tag, ch))
 		}
 	}
-	if _, err := resolveUserChannels(c.Routing.Users); err != nil {
+	users, err := resolveUserChannels(c.Routing.Users)
+	if err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	level, err := parseLevel(c.LogLevel)
+	if err != nil {
 		errs = append(errs, err)
 	}
 	if c.Server.HelloTimeout.Duration <= 0 {
@@ -244,7 +271,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("drain_timeout %v, idle_exit_after %v and sleep_after %v must be >= 0",
 			c.DrainTimeout, c.IdleExitAfter, c.SleepAfter))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level}
+	return nil
 }
 
 // scheduler returns the live scheduler knobs.
@@ -252,40 +283,6 @@ func (c *Config) scheduler() engine.SchedulerConfig {
 	p, _ := engine.ParsePolicy(c.Engine.Policy)
 	return engine.SchedulerConfig{Policy: p, MaxNumSeqs: c.Engine.MaxNumSeqs,
 		MaxNumBatchedTokens: c.Engine.MaxNumBatchedTokens, MaxPartialPrefills: c.Engine.MaxPartialPrefills}
-}
-
-// restartNeeded lists the fields that differ between c and next and only
-// take effect on restart.
-func (c *Config) restartNeeded(next *Config) []string {
-	var out []string
-	diff := func(name string, a, b any) {
-		if fmt.Sprint(a) != fmt.Sprint(b) {
-			out = append(out, name)
-		}
-	}
-	diff("model.path", c.Model.Path, next.Model.Path)
-	diff("model.tokenizer", c.Model.Tokenizer, next.Model.Tokenizer)
-	diff("model.format", c.Model.Format, next.Model.Format)
-	diff("server.socket", c.Server.Socket, next.Server.Socket)
-	diff("server.socket_mode", c.Server.SocketMode, next.Server.SocketMode)
-	diff("server.socket_group", c.Server.SocketGroup, next.Server.SocketGroup)
-	diff("server.max_frame_bytes", c.Server.MaxFrameBytes, next.Server.MaxFrameBytes)
-	diff("server.max_connections", c.Server.MaxConnections, next.Server.MaxConnections)
-	diff("server.hello_timeout", c.Server.HelloTimeout, next.Server.HelloTimeout)
-	diff("engine.block_size", c.Engine.BlockSize, next.Engine.BlockSize)
-	diff("engine.kv_blocks", c.Engine.KVBlocks, next.Engine.KVBlocks)
-	diff("engine.threads", c.Engine.Threads, next.Engine.Threads)
-	diff("engine.kv_cache_type", c.Engine.KVCacheType, next.Engine.KVCacheType)
-	diff("engine.prefix_caching", *c.Engine.PrefixCaching, *next.Engine.PrefixCaching)
-	diff("engine.adaptive", *c.Engine.Adaptive, *next.Engine.Adaptive)
-	diff("idle_exit_after", c.IdleExitAfter, next.IdleExitAfter)
-	diff("server.metrics_listen", c.Server.MetricsListen, next.Server.MetricsListen)
-	for _, ch := range []string{"realtime", "standard", "bulk"} {
-		a, b := c.Channels[ch], next.Channels[ch]
-		diff("channels."+ch+" share/queue_limit/deadline", [3]any{a.Share, a.QueueLimit, a.Deadline},
-			[3]any{b.Share, b.QueueLimit, b.Deadline})
-	}
-	return out
 }
 
 // channelPolicies are the engine's view of the channels.

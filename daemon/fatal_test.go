@@ -33,7 +33,7 @@ func TestFatalServeErrorExitsNonZero(t *testing.T) {
 	bl := &brokenListener{broken: make(chan struct{})}
 	d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{}),
 		wrapListener: func(ln net.Listener) net.Listener { bl.Listener = ln; return bl }}
-	d.flags = serveFlags{model: model, socket: sock, logLevel: "error"}
+	d.flags = ServeFlags{Model: model, Socket: sock, LogLevel: "error"}
 	cfg, err := d.loadConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -174,26 +174,20 @@ func metricsListener(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-// serveMetrics serves /metrics until ctx ends.
-func serveMetrics(ctx context.Context, addr string, m *metrics, log *slog.Logger) error {
+// serveMetrics serves /metrics until the returned stop is called.
+func serveMetrics(addr string, m *metrics, log *slog.Logger) (stop func(context.Context) error, err error) {
 	ln, err := metricsListener(addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server failed", "err", err)
 		}
 	}()
 	log.Info("metrics", "listen", addr)
-	return nil
+	return srv.Shutdown, nil
 }

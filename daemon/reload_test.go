@@ -15,7 +15,7 @@ import (
 func TestReloadNeverWidensAccessByAccident(t *testing.T) {
 	const full = "[server]\nallowed_users = [\"12345\"]\n[engine]\nmax_queue = 7\n"
 	td := startSynthDaemon(t, full)
-	path := td.d.flags.config
+	path := td.d.flags.Config
 	snapshot := func() ([]uint32, int, int, int) {
 		td.d.mu.Lock()
 		defer td.d.mu.Unlock()
@@ -86,5 +86,35 @@ func TestReloadNeverWidensAccessByAccident(t *testing.T) {
 	case uids := <-widened:
 		t.Fatalf("allowed users became %v during the reloads", uids)
 	default:
+	}
+}
+
+// TestRestartFieldsKeepRunningValues: a field that needs a restart is
+// reported, keeps its running value, and stays reported on the next reload
+// of the same file. idle_exit_after, metrics_listen and the channel
+// settings were reported yet overwritten, so the next reload cleared the
+// report while the old values still ran.
+func TestRestartFieldsKeepRunningValues(t *testing.T) {
+	td := startSynthDaemon(t, "idle_exit_after = \"0s\"\n[engine]\nmax_queue = 5\n")
+	edited := "idle_exit_after = \"1h\"\n[engine]\nmax_queue = 6\n[channels.realtime]\nshare = 0.25\n"
+	want := []string{"idle_exit_after", "channels.realtime.share"}
+	for round := range 2 {
+		if err := os.WriteFile(td.d.flags.Config, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		td.d.reload("test", nil)
+		td.d.mu.Lock()
+		restart, idle, share, mq := td.d.restart, td.d.cfg.IdleExitAfter.Duration, td.d.cfg.Channels["realtime"].Share,
+			td.d.cfg.Engine.MaxQueue
+		td.d.mu.Unlock()
+		for _, w := range want {
+			if !slices.Contains(restart, w) {
+				t.Fatalf("round %d: restart_needed %v lacks %s", round, restart, w)
+			}
+		}
+		if idle != 0 || share != 0.5 || mq != 6 {
+			t.Fatalf("round %d: running idle_exit_after %v, realtime share %v (want the old 0s, 0.5); max_queue %d (live: 6)",
+				round, idle, share, mq)
+		}
 	}
 }

@@ -49,14 +49,15 @@ func (s State) String() string {
 	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
-// serveFlags are the command-line overrides of `batchd serve`.
-type serveFlags struct {
-	config, model, tokenizer, socket, logLevel, metrics string
+// ServeFlags are the command-line overrides of `batchd serve`; Config is
+// also the file that reload watches.
+type ServeFlags struct {
+	Config, Model, Tokenizer, Socket, LogLevel, Metrics string
 }
 
 // Daemon is a running batchd: socket server, engine and config.
 type Daemon struct {
-	flags    serveFlags
+	flags    ServeFlags
 	getenv   func(string) string
 	level    slog.LevelVar
 	log      *slog.Logger
@@ -76,14 +77,27 @@ type Daemon struct {
 	userChannels map[uint32]string
 	// wrapListener, when set (tests), wraps the socket's listener.
 	wrapListener func(net.Listener) net.Listener
+	// started lists the components in start order; shutdown closes them
+	// in reverse.
+	started []component
+}
+
+// component is a started part of the daemon and how to close it.
+type component struct {
+	name  string
+	close func(context.Context) error
+}
+
+func (d *Daemon) onStop(name string, close func(context.Context) error) {
+	d.started = append(d.started, component{name, close})
 }
 
 // loadConfig builds the configuration: defaults, file, env, flags.
 func (d *Daemon) loadConfig() (Config, error) {
-	if d.flags.config == "" {
+	if d.flags.Config == "" {
 		return d.configFrom(Default())
 	}
-	c, err := LoadFile(d.flags.config)
+	c, err := LoadFile(d.flags.Config)
 	if err != nil {
 		return c, err
 	}
@@ -96,8 +110,8 @@ func (d *Daemon) configFrom(c Config) (Config, error) {
 	for _, f := range []struct {
 		dst *string
 		v   string
-	}{{&c.Model.Path, d.flags.model}, {&c.Model.Tokenizer, d.flags.tokenizer},
-		{&c.Server.Socket, d.flags.socket}, {&c.LogLevel, d.flags.logLevel}, {&c.Server.MetricsListen, d.flags.metrics}} {
+	}{{&c.Model.Path, d.flags.Model}, {&c.Model.Tokenizer, d.flags.Tokenizer},
+		{&c.Server.Socket, d.flags.Socket}, {&c.LogLevel, d.flags.LogLevel}, {&c.Server.MetricsListen, d.flags.Metrics}} {
 		if f.v != "" {
 			*f.dst = f.v
 		}
@@ -188,33 +202,45 @@ func (d *Daemon) waitReady(ctx context.Context) (*Runtime, error) {
 func runServe(ctx context.Context, args []string, env *runEnv) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	d := &Daemon{getenv: os.Getenv, ready: make(chan struct{}), notifier: systemdNotifier{}}
-	fs.StringVar(&d.flags.config, "config", "", "TOML config file (watched and reloaded on change and on SIGHUP)")
-	fs.StringVar(&d.flags.model, "model", "", "model file (overrides model.path)")
-	fs.StringVar(&d.flags.tokenizer, "tokenizer", "", "llama2.c tokenizer file (overrides model.tokenizer)")
-	fs.StringVar(&d.flags.socket, "socket", "", "socket path (overrides server.socket)")
-	fs.StringVar(&d.flags.logLevel, "log-level", "", "log level (overrides log_level)")
-	fs.StringVar(&d.flags.metrics, "metrics-listen", "", "serve Prometheus metrics on a loopback host:port or unix:PATH (overrides server.metrics_listen)")
+	var f ServeFlags
+	fs.StringVar(&f.Config, "config", "", "TOML config file (watched and reloaded on change and on SIGHUP)")
+	fs.StringVar(&f.Model, "model", "", "model file (overrides model.path)")
+	fs.StringVar(&f.Tokenizer, "tokenizer", "", "llama2.c tokenizer file (overrides model.tokenizer)")
+	fs.StringVar(&f.Socket, "socket", "", "socket path (overrides server.socket)")
+	fs.StringVar(&f.LogLevel, "log-level", "", "log level (overrides log_level)")
+	fs.StringVar(&f.Metrics, "metrics-listen", "", "serve Prometheus metrics on a loopback host:port or unix:PATH (overrides server.metrics_listen)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
-	cfg, err := d.loadConfig()
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	d, cfg, err := New(f, os.Getenv)
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return d.run(ctx, cfg, env)
 }
 
+// New builds a daemon from its command-line overrides and environment:
+// the configuration is read (defaults < file < env < flags), validated and
+// resolved once (users, groups, level: Config.settings); Run starts it.
+func New(f ServeFlags, getenv func(string) string) (*Daemon, Config, error) {
+	d := &Daemon{flags: f, getenv: getenv, ready: make(chan struct{}), notifier: systemdNotifier{}}
+	cfg, err := d.loadConfig()
+	return d, cfg, err
+}
+
 func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
-	lvl, _ := parseLevel(cfg.LogLevel)
-	d.level.Set(lvl)
+	rs := cfg.settings()
+	d.level.Set(rs.level)
 	d.log = slog.New(logHandler(env.stderr, &d.level, d.getenv("JOURNAL_STREAM"))).With("component", "daemon")
 	if d.notifier == nil {
 		d.notifier = systemdNotifier{}
 	}
 	d.cfg = cfg
-	d.userChannels, _ = resolveUserChannels(cfg.Routing.Users)
-	pol, _ := resolvePolicy(cfg.Server)
+	d.userChannels = rs.userChannels
+	pol := rs.policy
 	ln, err := d.listen(cfg)
 	if err != nil {
 		return err
@@ -228,9 +254,10 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- d.srv.Serve(sl) }()
+	d.onStop("server", d.srv.Shutdown) // stop accepting, drain the connections, close
 	d.log.Info("listening", "socket", cfg.Server.Socket, "state", "loading")
 	stopWatch := d.watch(ctx)
-	defer stopWatch()
+	d.onStop("config watcher", func(context.Context) error { stopWatch(); return nil })
 
 	met := newMetrics(func() (engine.Stats, bool) {
 		if rt := d.runtime(); rt != nil {
@@ -239,18 +266,20 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 		return engine.Stats{}, false
 	}, d.ttftTarget)
 	if cfg.Server.MetricsListen != "" {
-		if err := serveMetrics(ctx, cfg.Server.MetricsListen, met, d.log); err != nil {
-			d.srv.Close()
+		stop, err := serveMetrics(cfg.Server.MetricsListen, met, d.log)
+		if err != nil {
+			d.closeAll()
 			return fmt.Errorf("metrics: %w", err)
 		}
+		d.onStop("metrics server", stop)
 	}
 
 	// Health answers while the model loads; submits wait for it.
-	ecfg := engineConfig(cfg, d.flags.config)
+	ecfg := engineConfig(cfg, d.flags.Config)
 	ecfg.Observer = met
 	rt, err := OpenEngine(ecfg, d.log)
 	if err != nil {
-		d.srv.Close()
+		d.closeAll()
 		return err
 	}
 	d.mu.Lock()
@@ -267,10 +296,18 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	go d.sleepWhenIdle(supCtx)
 
 	fatal := d.waitForStop(ctx, served, idle, env)
-	if err := d.shutdown(rt); err != nil {
-		return errors.Join(fatal, err)
-	}
+	d.shutdown(rt)
 	return fatal
+}
+
+// closeAll closes what started, in reverse order, at once (a failed start).
+func (d *Daemon) closeAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for i := len(d.started) - 1; i >= 0; i-- {
+		_ = d.started[i].close(ctx)
+	}
+	d.started = nil
 }
 
 // listen takes the socket systemd passed, or creates the configured one.
@@ -317,8 +354,9 @@ func (d *Daemon) waitForStop(ctx context.Context, served <-chan error, idle <-ch
 }
 
 // shutdown drains: no new requests, running ones get until the drain
-// deadline, then are cancelled; components close in reverse start order.
-func (d *Daemon) shutdown(rt *Runtime) error {
+// deadline, then are cancelled; then every component closes in reverse
+// start order (the engine was started last), and close errors are logged.
+func (d *Daemon) shutdown(rt *Runtime) {
 	d.state.Store(int32(StateDraining))
 	d.notify("STOPPING=1\n" + d.statusLine())
 	d.mu.Lock()
@@ -333,13 +371,16 @@ func (d *Daemon) shutdown(rt *Runtime) error {
 	if err := rt.Close(); err != nil { // ends what is left with a terminal event
 		d.log.Error("close engine", "err", err)
 	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	if err := d.srv.Shutdown(sctx); err != nil {
-		d.log.Error("close server", "err", err)
+	for i := len(d.started) - 1; i >= 0; i-- {
+		c := d.started[i]
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := c.close(cctx); err != nil {
+			d.log.Error("close "+c.name, "err", err)
+		}
+		ccancel()
 	}
+	d.started = nil
 	d.log.Info("stopped")
-	return nil
 }
 
 // sleepWhenIdle asks the engine to release its memory once no request has
@@ -373,16 +414,33 @@ func (d *Daemon) sleepWhenIdle(ctx context.Context) {
 	}
 }
 
+// liveScheduler is next's scheduler knobs, zeros filled from the plan and
+// max_num_seqs clamped to the KV blocks.
+func (d *Daemon) liveScheduler(next Config) engine.SchedulerConfig {
+	sc := next.scheduler()
+	plan := d.rt.Plan
+	if sc.MaxNumSeqs == 0 {
+		sc.MaxNumSeqs = plan.MaxNumSeqs
+	} else if sc.MaxNumSeqs > plan.KVBlocks {
+		d.log.Warn("max_num_seqs exceeds the KV blocks: clamped", "max_num_seqs", sc.MaxNumSeqs, "kv_blocks", plan.KVBlocks)
+		sc.MaxNumSeqs = plan.KVBlocks
+	}
+	if sc.MaxNumBatchedTokens == 0 {
+		sc.MaxNumBatchedTokens = plan.MaxNumBatchedTokens
+	}
+	return sc
+}
+
 // reloadConfig reads the config file for a reload. A file with no keys is
 // rejected, not read as "all defaults": it is what a truncating save or a
 // write still in progress looks like, and its defaults would admit everyone.
 func (d *Daemon) reloadConfig(b []byte) (Config, error) {
-	if d.flags.config == "" {
+	if d.flags.Config == "" {
 		return d.loadConfig()
 	}
-	c, keys, err := parseConfig(d.flags.config, b)
+	c, keys, err := parseConfig(d.flags.Config, b)
 	if err == nil && keys == 0 {
-		err = fmt.Errorf("config %s is empty (%d bytes, no keys); keeping the running config", d.flags.config, len(b))
+		err = fmt.Errorf("config %s is empty (%d bytes, no keys); keeping the running config", d.flags.Config, len(b))
 	}
 	if err != nil {
 		return c, err
@@ -397,8 +455,8 @@ func (d *Daemon) reload(why string, b []byte) {
 	d.notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
 	defer func() { d.notify("READY=1\n" + d.statusLine()) }()
 	var err error
-	if b == nil && d.flags.config != "" {
-		b, err = os.ReadFile(d.flags.config)
+	if b == nil && d.flags.Config != "" {
+		b, err = os.ReadFile(d.flags.Config)
 	}
 	var next Config
 	if err == nil {
@@ -412,36 +470,17 @@ func (d *Daemon) reload(why string, b []byte) {
 		d.log.Error("config rejected; keeping the running one", "trigger", why, "err", err)
 		return
 	}
-	restart := d.cfg.restartNeeded(&next)
-	pol, _ := resolvePolicy(next.Server)
-	d.srv.SetPolicy(pol)
+	restart := restartNeeded(&d.cfg, &next)
+	carryRestartFields(&next, &d.cfg) // what applies now is the live part of next
+	rs := next.settings()
+	d.srv.SetPolicy(rs.policy)
 	if d.rt != nil {
-		sc := next.scheduler()
-		plan := d.rt.Plan
-		if sc.MaxNumSeqs == 0 {
-			sc.MaxNumSeqs = plan.MaxNumSeqs
-		} else if sc.MaxNumSeqs > plan.KVBlocks {
-			d.log.Warn("max_num_seqs exceeds the KV blocks: clamped", "max_num_seqs", sc.MaxNumSeqs, "kv_blocks", plan.KVBlocks)
-			sc.MaxNumSeqs = plan.KVBlocks
-		}
-		if sc.MaxNumBatchedTokens == 0 {
-			sc.MaxNumBatchedTokens = plan.MaxNumBatchedTokens
-		}
-		d.rt.Engine.SetScheduler(sc)
+		d.rt.Engine.SetScheduler(d.liveScheduler(next))
 		d.rt.Engine.SetMaxQueue(next.Engine.MaxQueue)
 	}
-	lvl, _ := parseLevel(next.LogLevel)
-	d.level.Set(lvl)
-	// Fields that need a restart keep their running values.
-	next.Model, next.Server.Socket, next.Server.SocketMode = d.cfg.Model, d.cfg.Server.Socket, d.cfg.Server.SocketMode
-	next.Server.SocketGroup, next.Server.MaxFrameBytes = d.cfg.Server.SocketGroup, d.cfg.Server.MaxFrameBytes
-	next.Server.MaxConnections, next.Server.HelloTimeout = d.cfg.Server.MaxConnections, d.cfg.Server.HelloTimeout
-	next.Engine.BlockSize, next.Engine.KVBlocks = d.cfg.Engine.BlockSize, d.cfg.Engine.KVBlocks
-	next.Engine.Threads, next.Engine.PrefixCaching = d.cfg.Engine.Threads, d.cfg.Engine.PrefixCaching
-	next.Engine.KVCacheType = d.cfg.Engine.KVCacheType
-	next.Engine.Adaptive = d.cfg.Engine.Adaptive
+	d.level.Set(rs.level)
 	d.cfg = next
-	d.userChannels, _ = resolveUserChannels(next.Routing.Users)
+	d.userChannels = rs.userChannels
 	d.reloads++
 	d.lastErr = ""
 	d.restart = restart

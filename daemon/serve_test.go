@@ -66,10 +66,10 @@ func startDaemonWith(t *testing.T, config, model, tokenizer string) *testDaemon 
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "batchd.sock")
 	d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{})}
-	d.flags = serveFlags{model: model, tokenizer: tokenizer, socket: sock, logLevel: "debug"}
+	d.flags = ServeFlags{Model: model, Tokenizer: tokenizer, Socket: sock, LogLevel: "debug"}
 	if config != "" {
-		d.flags.config = filepath.Join(dir, "batchd.toml")
-		if err := os.WriteFile(d.flags.config, []byte(config), 0o644); err != nil {
+		d.flags.Config = filepath.Join(dir, "batchd.toml")
+		if err := os.WriteFile(d.flags.Config, []byte(config), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -412,11 +412,11 @@ func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
 	}
 	// An editor's atomic save: write a temp file, rename it over the config.
 	save := func(text string) {
-		tmp := td.d.flags.config + ".tmp"
+		tmp := td.d.flags.Config + ".tmp"
 		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Rename(tmp, td.d.flags.config); err != nil {
+		if err := os.Rename(tmp, td.d.flags.Config); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,10 +31,10 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 	signal.Notify(hup, syscall.SIGHUP)
 	var events <-chan fsnotify.Event
 	var w *fsnotify.Watcher
-	if d.flags.config != "" {
+	if d.flags.Config != "" {
 		var err error
 		if w, err = fsnotify.NewWatcher(); err == nil {
-			err = w.Add(filepath.Dir(d.flags.config))
+			err = w.Add(filepath.Dir(d.flags.Config))
 		}
 		if err != nil {
 			d.log.Warn("config file not watched; SIGHUP still reloads", "err", err)
@@ -46,7 +46,7 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 	go func() {
 		defer close(done)
 		var timer <-chan time.Time
-		name := filepath.Clean(d.flags.config)
+		name := filepath.Clean(d.flags.Config)
 		for {
 			select {
 			case <-ctx.Done():
@@ -86,13 +86,13 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 // reports whether both reads agree. A missing file reads as nil (and the
 // reload reports it).
 func (d *Daemon) settledConfig(ctx context.Context) ([]byte, bool) {
-	a, errA := os.ReadFile(d.flags.config)
+	a, errA := os.ReadFile(d.flags.Config)
 	select {
 	case <-ctx.Done():
 		return nil, false
 	case <-time.After(reloadSettle):
 	}
-	b, errB := os.ReadFile(d.flags.config)
+	b, errB := os.ReadFile(d.flags.Config)
 	if (errA == nil) != (errB == nil) || !bytes.Equal(a, b) {
 		return nil, false
 	}
