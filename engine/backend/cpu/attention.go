@@ -68,7 +68,7 @@ func (j *attnJob) do(share, lo, hi int) {
 				mx = s
 			}
 		}
-		sum := expSum(scores, mx, scale) // softmax, its 1/sum applied to the output
+		sum := expSum(scores, mx, scale, j.b.kern.simd) // softmax, its 1/sum applied to the output
 		out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 		clear(out)
 		for bi, p0 := 0, 0; p0 <= pos; bi, p0 = bi+1, p0+bs {
@@ -100,10 +100,10 @@ var expConsts = func() (c [13][8]float32) {
 }()
 
 // expSum sets x[i] = exp((x[i]-sub)*scale) and returns their sum.
-func expSum(x []float32, sub, scale float32) float32 {
+func expSum(x []float32, sub, scale float32, simd bool) float32 {
 	var sum float32
 	n := 0
-	if useSIMD {
+	if simd {
 		if n = len(x) &^ 7; n > 0 {
 			sum = expSumAVX2(&x[0], n, sub, scale, &expConsts[0][0])
 		}
@@ -127,15 +127,16 @@ func (b *Backend) kvAt(block, head, pos int) int {
 // ((block*KVHeads + head)*blockSize + position)*HeadDim, so that attention,
 // which runs per head, reads memory in sequence and not at a stride.
 type kvLayer struct {
-	f32 []float32
-	f16 []uint16
+	f32  []float32
+	f16  []uint16
+	simd bool // run the backend's SIMD kernels
 }
 
-func newKVLayer(t quant.DType, n int) kvLayer {
+func newKVLayer(t quant.DType, n int, simd bool) kvLayer {
 	if t == quant.F16 {
-		return kvLayer{f16: make([]uint16, n)}
+		return kvLayer{f16: make([]uint16, n), simd: simd}
 	}
-	return kvLayer{f32: make([]float32, n)}
+	return kvLayer{f32: make([]float32, n), simd: simd}
 }
 
 // put stores src at element offset off.
@@ -146,7 +147,7 @@ func (s kvLayer) put(off int, src []float32) {
 	}
 	dst := s.f16[off : off+len(src)]
 	n := 0
-	if useSIMD {
+	if s.simd {
 		if n = len(src) &^ 7; n > 0 {
 			toF16AVX2(&src[0], &dst[0], n)
 		}
@@ -158,7 +159,7 @@ func (s kvLayer) put(off int, src []float32) {
 
 // prefetch hints the n elements at off into cache.
 func (s kvLayer) prefetch(off, n int) {
-	if !useSIMD {
+	if !s.simd {
 		return
 	}
 	if s.f16 == nil {
@@ -176,7 +177,7 @@ func (s kvLayer) dots(q []float32, off, stride, n int, out []float32) {
 	out = out[:n]
 	if s.f16 == nil {
 		k := s.f32[off:end]
-		if useSIMD && hd%8 == 0 {
+		if s.simd && hd%8 == 0 {
 			attnDotsAVX2(&q[0], &k[0], stride, hd, n, &out[0])
 			return
 		}
@@ -186,7 +187,7 @@ func (s kvLayer) dots(q []float32, off, stride, n int, out []float32) {
 		return
 	}
 	k := s.f16[off:end]
-	if useSIMD && hd%8 == 0 {
+	if s.simd && hd%8 == 0 {
 		attnDotsF16AVX2(&q[0], &k[0], stride, hd, n, &out[0])
 		return
 	}
@@ -201,7 +202,7 @@ func (s kvLayer) accum(p []float32, off, stride int, out []float32) {
 	end := off + (n-1)*stride + hd
 	if s.f16 == nil {
 		v := s.f32[off:end]
-		if useSIMD && hd%8 == 0 {
+		if s.simd && hd%8 == 0 {
 			attnAccumAVX2(&p[0], &v[0], stride, hd, n, &out[0])
 			return
 		}
@@ -214,7 +215,7 @@ func (s kvLayer) accum(p []float32, off, stride int, out []float32) {
 		return
 	}
 	v := s.f16[off:end]
-	if useSIMD && hd%8 == 0 {
+	if s.simd && hd%8 == 0 {
 		attnAccumF16AVX2(&p[0], &v[0], stride, hd, n, &out[0])
 		return
 	}

@@ -22,6 +22,7 @@ type Backend struct {
 	kvMem     kvArena   // backs k and v
 	rope      *ropeTable
 	pool      *workers
+	kern      *kernels // chosen at New (Options.Kernels)
 
 	// scratch, grown to the largest step seen
 	cap                int
@@ -51,7 +52,11 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 		return nil, fmt.Errorf("cpu backend: KV cache type %v (want F16 or F32)", o.KVType)
 	}
 	c := m.Config
-	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType,
+	k, err := chooseKernels(o.Kernels)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
 		rope: newRopeTable(c, c.Context), pool: newWorkers(o.Threads)}
 	if err := b.Restore(); err != nil {
 		return nil, err
@@ -102,8 +107,8 @@ func (b *Backend) Restore() error {
 	}
 	b.kvMem = a
 	for l := range b.c.Layers {
-		b.k = append(b.k, a.layer(b.kvType, 2*l*size, slots))
-		b.v = append(b.v, a.layer(b.kvType, (2*l+1)*size, slots))
+		b.k = append(b.k, a.layer(b.kvType, 2*l*size, slots, b.kern.simd))
+		b.v = append(b.v, a.layer(b.kvType, (2*l+1)*size, slots, b.kern.simd))
 	}
 	return nil
 }
@@ -207,7 +212,7 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	b.attention(l, batch, n)
 	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
 	b.normalize(b.x, b.xb, L.FFNNorm, b.xb, n)
-	b.ffn = swigluJob{x: b.xb, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2, scratch: b.scratch}
+	b.ffn = swigluJob{x: b.xb, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2, scratch: b.scratch, k: b.kern}
 	b.pool.run(c.FFN, 16, &b.ffn)
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
 }
@@ -222,7 +227,7 @@ func (b *Backend) normalize(x, add, norm, dst []float32, n int) {
 // matmul computes out = x . W^T for every part (sharing the input x),
 // split by weight rows across the pool in one hand-off.
 func (b *Backend) matmul(x []float32, n int, parts ...mmPart) {
-	b.mm = matmulJob{x: x, n: n, scratch: b.scratch}
+	b.mm = matmulJob{x: x, n: n, scratch: b.scratch, k: b.kern}
 	rows := 0
 	for _, p := range parts {
 		b.mm.parts[b.mm.np] = p

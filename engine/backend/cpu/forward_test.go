@@ -29,7 +29,7 @@ func (r *denseRef) step(tok, pos int) []float32 {
 	}
 	row := func(w *model.Matrix, x []float32) []float32 {
 		out := make([]float32, w.Rows)
-		matmulRange(out, x, 1, w, 0, w.Rows, make([]float32, scratchLen(w.Cols)))
+		pureGo.matmulRange(out, x, 1, w, 0, w.Rows, make([]float32, scratchLen(w.Cols)))
 		return out
 	}
 	norm := func(x, w []float32) []float32 {
@@ -65,7 +65,7 @@ func (r *denseRef) step(tok, pos int) []float32 {
 			qh := q[h*c.HeadDim : (h+1)*c.HeadDim]
 			scores := make([]float32, pos+1)
 			for p := range scores {
-				scores[p] = vdot(qh, r.k[l][p][kv:kv+c.HeadDim]) * float32(1/math.Sqrt(float64(c.HeadDim)))
+				scores[p] = pureGo.vdot(qh, r.k[l][p][kv:kv+c.HeadDim]) * float32(1/math.Sqrt(float64(c.HeadDim)))
 			}
 			softmax(scores)
 			for p := range scores {

@@ -55,7 +55,9 @@ func greedy(t testing.TB, b *Backend, prompt []int, maxTokens int) []int {
 // TestGoldenGenerations: both formats reproduce the reference exactly, with
 // K and V kept as half floats (the default, as llama.cpp keeps them, and
 // llama.cpp matches these goldens) and as float32.
-func TestGoldenGenerations(t *testing.T) {
+func TestGoldenGenerations(t *testing.T) { goldenGenerations(t, "") }
+
+func goldenGenerations(t *testing.T, kernels string) {
 	goldens := testmodels.Goldens(t)
 	for _, tc := range []struct {
 		format string
@@ -63,7 +65,7 @@ func TestGoldenGenerations(t *testing.T) {
 	}{{"llama2c", quant.F16}, {"gguf", quant.F16}, {"llama2c", quant.F32}, {"gguf", quant.F32}} {
 		t.Run(tc.format+"/kv-"+tc.kv.String(), func(t *testing.T) {
 			m := loadStories(t, tc.format)
-			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: tc.kv})
+			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: tc.kv, Kernels: kernels})
 			if err != nil {
 				t.Fatal(err)
 			}

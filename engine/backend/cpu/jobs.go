@@ -22,21 +22,22 @@ type matmulJob struct {
 	parts   [3]mmPart
 	np      int
 	scratch [][]float32 // per share: dequantized weight rows
+	k       *kernels
 }
 
 func (j *matmulJob) do(share, lo, hi int) {
 	base := 0
 	for _, p := range j.parts[:j.np] {
 		if s, e := max(lo, base), min(hi, base+p.w.Rows); s < e {
-			matmulRange(p.out, j.x, j.n, p.w, s-base, e-base, j.scratch[share])
+			j.k.matmulRange(p.out, j.x, j.n, p.w, s-base, e-base, j.scratch[share])
 		}
 		base += p.w.Rows
 	}
 }
 
-func matmulRange(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
-	if useSIMD {
-		matmulRowsFast(out, x, n, w, lo, hi, scratch)
+func (kn *kernels) matmulRange(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	if kn.simd {
+		kn.matmulRowsFast(out, x, n, w, lo, hi, scratch)
 	} else {
 		matmulRows(out, x, n, w, lo, hi, scratch)
 	}
@@ -50,16 +51,17 @@ type swigluJob struct {
 	gate, up *model.Matrix
 	h, h2    []float32
 	scratch  [][]float32
+	k        *kernels
 }
 
 func (j *swigluJob) do(share, lo, hi int) {
-	matmulRange(j.h, j.x, j.n, j.gate, lo, hi, j.scratch[share])
-	matmulRange(j.h2, j.x, j.n, j.up, lo, hi, j.scratch[share])
+	j.k.matmulRange(j.h, j.x, j.n, j.gate, lo, hi, j.scratch[share])
+	j.k.matmulRange(j.h2, j.x, j.n, j.up, lo, hi, j.scratch[share])
 	f := j.gate.Rows
 	for t := range j.n {
 		h, h2 := j.h[t*f+lo:t*f+hi], j.h2[t*f+lo:t*f+hi]
 		n := 0
-		if useSIMD {
+		if j.k.simd {
 			if n = len(h) &^ 7; n > 0 {
 				swigluAVX2(&h[0], &h2[0], n, &expConsts[0][0])
 			}

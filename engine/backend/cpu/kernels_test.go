@@ -27,11 +27,14 @@ func randMatrix(t *testing.T, rng *rand.Rand, typ quant.DType, rows, cols int) *
 	return m
 }
 
-// withSIMD runs f with the assembly kernels on or off.
-func withSIMD(on bool, f func()) {
-	saved := useSIMD
-	useSIMD = on
-	defer func() { useSIMD = saved }()
+// pureGo is the kernel set without assembly, the reference the SIMD ones must match.
+var pureGo = &kernels{simd: false}
+
+// withSIMD runs f on kv with the assembly kernels on or off.
+func withSIMD(kv *kvLayer, on bool, f func()) {
+	saved := kv.simd
+	kv.simd = on
+	defer func() { kv.simd = saved }()
 	f()
 }
 
@@ -51,15 +54,16 @@ func TestSIMDMatchesPureGo(t *testing.T) {
 	if haveAVX512 {
 		families = append(families, avx512Float)
 	}
-	saved := fk
-	defer func() { fk = saved }()
 	for _, fam := range families {
-		fk = fam
-		t.Run(fam.name, testSIMDFamily)
+		k, err := chooseKernels(fam.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fam.name, func(t *testing.T) { testSIMDFamily(t, k) })
 	}
 }
 
-func testSIMDFamily(t *testing.T) {
+func testSIMDFamily(t *testing.T, k *kernels) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
 		for range 40 {
@@ -76,7 +80,7 @@ func testSIMDFamily(t *testing.T) {
 			scratch := make([]float32, scratchLen(cols))
 			want, got := make([]float32, n*rows), make([]float32, n*rows)
 			matmulRows(want, x, n, w, 0, rows, scratch)
-			matmulRowsFast(got, x, n, w, 0, rows, scratch)
+			k.matmulRowsFast(got, x, n, w, 0, rows, scratch)
 			for i := range want {
 				if e := relErr(got[i], want[i]); e > 1e-5 {
 					t.Fatalf("%s %dx%d, %d tokens: element %d = %v, want %v", typ, rows, cols, n, i, got[i], want[i])
@@ -87,8 +91,8 @@ func testSIMDFamily(t *testing.T) {
 			alone := make([]float32, rows)
 			for tok := range n {
 				mid := rng.IntN(rows + 1)
-				matmulRowsFast(alone, x[tok*cols:], 1, w, 0, mid, scratch)
-				matmulRowsFast(alone, x[tok*cols:], 1, w, mid, rows, scratch)
+				k.matmulRowsFast(alone, x[tok*cols:], 1, w, 0, mid, scratch)
+				k.matmulRowsFast(alone, x[tok*cols:], 1, w, mid, rows, scratch)
 				for r := range rows {
 					if alone[r] != got[tok*rows+r] {
 						t.Fatalf("%s %dx%d: token %d alone %v, in a batch of %d %v", typ, rows, cols, tok, alone[r], n, got[tok*rows+r])
@@ -101,8 +105,7 @@ func testSIMDFamily(t *testing.T) {
 		n := 1 + rng.IntN(200)
 		a, b := randVec(rng, n), randVec(rng, n)
 		var want, got float32
-		withSIMD(false, func() { want = vdot(a, b) })
-		withSIMD(true, func() { got = vdot(a, b) })
+		want, got = pureGo.vdot(a, b), k.vdot(a, b)
 		if relErr(got, want) > 1e-5 {
 			t.Fatalf("dot n=%d: %v, want %v", n, got, want)
 		}
@@ -123,12 +126,12 @@ func TestAttentionBlockKernels(t *testing.T) {
 			for n := 1; n <= 17; n++ {
 				stride := hd + 8*rng.IntN(3)
 				off := rng.IntN(3)
-				kv := newKVLayer(typ, off+n*stride)
-				withSIMD(rng.IntN(2) == 0, func() { kv.put(0, randVec(rng, off+n*stride)) })
+				kv := newKVLayer(typ, off+n*stride, true)
+				withSIMD(&kv, rng.IntN(2) == 0, func() { kv.put(0, randVec(rng, off+n*stride)) })
 				q := randVec(rng, hd)
 				want, got := make([]float32, n), make([]float32, n)
-				withSIMD(false, func() { kv.dots(q, off, stride, n, want) })
-				withSIMD(true, func() { kv.dots(q, off, stride, n, got) })
+				withSIMD(&kv, false, func() { kv.dots(q, off, stride, n, want) })
+				withSIMD(&kv, true, func() { kv.dots(q, off, stride, n, got) })
 				for j := range want {
 					if relErr(got[j], want[j]) > 1e-5 {
 						t.Fatalf("%v dots hd=%d n=%d [%d]: %v, want %v", typ, hd, n, j, got[j], want[j])
@@ -137,8 +140,8 @@ func TestAttentionBlockKernels(t *testing.T) {
 				p := randVec(rng, n)
 				acc1 := randVec(rng, hd)
 				acc2 := append([]float32(nil), acc1...)
-				withSIMD(false, func() { kv.accum(p, off, stride, acc1) })
-				withSIMD(true, func() { kv.accum(p, off, stride, acc2) })
+				withSIMD(&kv, false, func() { kv.accum(p, off, stride, acc1) })
+				withSIMD(&kv, true, func() { kv.accum(p, off, stride, acc2) })
 				for i := range acc1 {
 					if relErr(acc2[i], acc1[i]) > 1e-5 {
 						t.Fatalf("%v accum hd=%d n=%d [%d]: %v, want %v", typ, hd, n, i, acc2[i], acc1[i])
@@ -164,8 +167,7 @@ func TestExpSum(t *testing.T) {
 		x[0] = 90 // a large positive argument: exp(49)
 		a, b := append([]float32(nil), x...), append([]float32(nil), x...)
 		var sa, sb float32
-		withSIMD(false, func() { sa = expSum(a, 20, 0.7) })
-		withSIMD(true, func() { sb = expSum(b, 20, 0.7) })
+		sa, sb = expSum(a, 20, 0.7, false), expSum(b, 20, 0.7, true)
 		for i := range a {
 			if d := math.Abs(float64(b[i]-a[i])) / math.Max(float64(a[i]), 1e-37); d > 2e-7 && a[i] > 1e-37 {
 				t.Fatalf("n=%d exp(%g): %g, want %g", n, (x[i]-20)*0.7, b[i], a[i])
@@ -211,9 +213,9 @@ func TestF16Store(t *testing.T) {
 		src[i] *= float32(math.Pow(2, float64(rng.IntN(40)-20)))
 	}
 	src[0], src[1], src[2] = 65520, 1e-8, -6.1e-5 // overflow, underflow, subnormal
-	a, b := newKVLayer(quant.F16, len(src)), newKVLayer(quant.F16, len(src))
-	withSIMD(false, func() { a.put(0, src) })
-	withSIMD(true, func() { b.put(0, src) })
+	a, b := newKVLayer(quant.F16, len(src), false), newKVLayer(quant.F16, len(src), true)
+	a.put(0, src)
+	b.put(0, src)
 	for i := range src {
 		if a.f16[i] != b.f16[i] {
 			t.Fatalf("[%d] %g: simd %#04x, go %#04x", i, src[i], b.f16[i], a.f16[i])
@@ -224,5 +226,5 @@ func TestF16Store(t *testing.T) {
 // TestGoldensPureGo runs the goldens with the assembly kernels off, so that
 // the pure-Go path stays tested on every CI run.
 func TestGoldensPureGo(t *testing.T) {
-	withSIMD(false, func() { TestGoldenGenerations(t) })
+	goldenGenerations(t, "go")
 }

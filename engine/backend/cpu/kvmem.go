@@ -24,12 +24,12 @@ func newKVArena(bytes int) (kvArena, error) {
 }
 
 // layer returns n elements of type t at byte offset off.
-func (a kvArena) layer(t quant.DType, off, n int) kvLayer {
+func (a kvArena) layer(t quant.DType, off, n int, simd bool) kvLayer {
 	p := unsafe.Pointer(&a.mem[off])
 	if t == quant.F16 {
-		return kvLayer{f16: unsafe.Slice((*uint16)(p), n)}
+		return kvLayer{f16: unsafe.Slice((*uint16)(p), n), simd: simd}
 	}
-	return kvLayer{f32: unsafe.Slice((*float32)(p), n)}
+	return kvLayer{f32: unsafe.Slice((*float32)(p), n), simd: simd}
 }
 
 // free unmaps the arena; no kvLayer carved from it may be used afterwards.

@@ -7,10 +7,6 @@ import (
 	"github.com/batchd/batchd/engine/quant"
 )
 
-// useSIMD selects the assembly kernels; it starts as what the CPU supports
-// and tests turn it off to check the two paths against each other.
-var useSIMD = haveSIMD
-
 // floatKernels is one family of float-weight kernels: every member sums a
 // (row, token) pair in the same order, so one family must serve a process.
 type floatKernels struct {
@@ -34,50 +30,72 @@ var (
 		dot1F16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
 )
 
-// fk is the float family in use: AVX-512 where the CPU has it.
-var fk = func() floatKernels {
-	if haveAVX512 {
-		return avx512Float
-	}
-	return avx2Float
-}()
+// kernels is the kernel set one backend runs: the SIMD ones (one float
+// family, whose members sum in the same order) or the pure-Go loops. It is
+// a field of the backend, chosen at New, so backends with different
+// kernels (tests, side-by-side benchmarks) can run in one process.
+type kernels struct {
+	simd    bool
+	f       floatKernels
+	dequant func(src *byte, dst *float32, nblocks int) // Q8_0 rows, the widest family's
+}
 
-// UseFloatKernels picks the float kernel family by name ("avx2", "avx512"),
-// for side-by-side benchmarks. Call it before any backend runs.
-func UseFloatKernels(name string) error {
-	switch {
-	case name == "avx2" && haveSIMD:
-		fk = avx2Float
-	case name == "avx512" && haveAVX512:
-		fk = avx512Float
-	default:
-		return fmt.Errorf("kernel family %q is not available on this CPU", name)
+// chooseKernels picks a kernel set by name: "" the best this CPU runs,
+// "avx512", "avx2", or "go" (the pure-Go loops, also where there is no SIMD).
+func chooseKernels(name string) (*kernels, error) {
+	k := &kernels{simd: haveSIMD, f: avx2Float, dequant: dequantQ8AVX2}
+	if haveAVX512 {
+		k.f, k.dequant = avx512Float, dequantQ8AVX512
 	}
-	return nil
+	switch {
+	case name == "":
+	case name == "go":
+		k.simd = false
+	case name == "avx2" && haveSIMD:
+		k.f = avx2Float
+	case name == "avx512" && haveAVX512:
+		k.f = avx512Float
+	default:
+		return nil, fmt.Errorf("cpu backend: kernel family %q is not available on this CPU (have: %s)", name, available())
+	}
+	if !haveSIMD {
+		k.simd = false
+	}
+	return k, nil
+}
+
+func available() string {
+	switch {
+	case haveAVX512:
+		return "avx512, avx2, go"
+	case haveSIMD:
+		return "avx2, go"
+	}
+	return "go"
+}
+
+// name describes the kernels, for logs and benchmarks.
+func (kn *kernels) name() string {
+	if !kn.simd {
+		return "pure-go"
+	}
+	return kn.f.name + "-float+dequant-q8"
 }
 
 // Describe names the kernels in use, for logs (backends.Describe).
-func (b *Backend) Describe() string { return "cpu " + Kernels() }
+func (b *Backend) Describe() string { return "cpu " + b.kern.name() }
 
-// SIMD reports whether the assembly kernels are in use.
-func SIMD() bool { return useSIMD }
-
-// Kernels names the kernel families in use, for logs and benchmarks.
-func Kernels() string {
-	if !useSIMD {
-		return "pure-go"
-	}
-	return fk.name + "-float+dequant-q8"
-}
+// Kernels names the backend's kernel set.
+func (b *Backend) Kernels() string { return b.kern.name() }
 
 // tokenBlock bounds how many activation rows one pass over the weights
 // serves, so that a long prefill's activations stay in L2 while rows stream.
 const tokenBlock = 64
 
 // vdot is dotF32 on the fastest path available.
-func vdot(a, b []float32) float32 {
+func (kn *kernels) vdot(a, b []float32) float32 {
 	n := len(a) &^ 31
-	if !useSIMD || n == 0 {
+	if !kn.simd || n == 0 {
 		return dotF32(a, b)
 	}
 	b = b[:len(a)]
@@ -87,14 +105,6 @@ func vdot(a, b []float32) float32 {
 	}
 	return s
 }
-
-// dequantRows is the Q8_0 dequantizer of the CPU's widest family.
-var dequantRows = func() func(src *byte, dst *float32, nblocks int) {
-	if haveAVX512 {
-		return dequantQ8AVX512
-	}
-	return dequantQ8AVX2
-}()
 
 // scratchRows returns how many weight rows of cols columns a share
 // dequantizes at a time: a multiple of 4 that keeps them within about 128
@@ -120,19 +130,19 @@ const resLen = 16
 // into a group padded with copies of the last, rather than run a token at a
 // time. Every kernel sums a (row, token) pair in the same order, so a
 // token's output is bit-identical whatever else is in the batch.
-func matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+func (kn *kernels) matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	rb := scratchRows(cols)
 	res := scratch[len(scratch)-resLen:]
 	if w.Type == quant.Q8_0 && n < fusedQ8Below {
-		fusedQ8(out, x, n, w, lo, hi, res)
+		kn.fusedQ8(out, x, n, w, lo, hi, res)
 		return
 	}
 	ws, pad := scratch[:rb*cols], scratch[rb*cols:(rb+4)*cols]
 	for tb := 0; tb < n; tb += tokenBlock {
 		te := min(tb+tokenBlock, n)
 		tm := te
-		if w.Type != quant.F16 && fk.d44F32 != nil && cols%fk.width == 0 && te-tb > 4 && (te-tb)%4 != 0 {
+		if w.Type != quant.F16 && kn.f.d44F32 != nil && cols%kn.f.width == 0 && te-tb > 4 && (te-tb)%4 != 0 {
 			tm = te - (te-tb)%4
 			for j := range 4 {
 				src := min(tm+j, te-1)
@@ -146,16 +156,16 @@ func matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, hi int, scratc
 			case quant.Q8_0:
 				bytes := quant.Q8_0.RowBytes(cols)
 				wr = ws[:(r1-r0)*cols]
-				dequantRows(&w.Data[r0*bytes], &wr[0], (r1-r0)*cols/quant.Q8Block)
+				kn.dequant(&w.Data[r0*bytes], &wr[0], (r1-r0)*cols/quant.Q8Block)
 			case quant.F32:
 				wr = w.F32()[r0*cols : r1*cols]
 			default:
-				tileF16(out, x, w, r0, r1, tb, te, res)
+				kn.tileF16(out, x, w, r0, r1, tb, te, res)
 				continue
 			}
-			tileF32(out[tb*w.Rows:], x[tb*cols:], tm-tb, tm-tb, wr, w.Rows, cols, r0, r1, res)
+			kn.tileF32(out[tb*w.Rows:], x[tb*cols:], tm-tb, tm-tb, wr, w.Rows, cols, r0, r1, res)
 			if tm < te {
-				tileF32(out[tm*w.Rows:], pad, 4, te-tm, wr, w.Rows, cols, r0, r1, res)
+				kn.tileF32(out[tm*w.Rows:], pad, 4, te-tm, wr, w.Rows, cols, r0, r1, res)
 			}
 		}
 	}
@@ -169,8 +179,8 @@ const fusedQ8Below = 8
 // fusedQ8 is matmulRowsFast for Q8_0 weights and a small batch, four rows
 // at a time (held in cache meanwhile): each row against the groups of four
 // tokens, then the four rows against each token left over.
-func fusedQ8(out, x []float32, n int, w *model.Matrix, lo, hi int, res []float32) {
-	cols, rows, k := w.Cols, w.Rows, fk
+func (kn *kernels) fusedQ8(out, x []float32, n int, w *model.Matrix, lo, hi int, res []float32) {
+	cols, rows, k := w.Cols, w.Rows, kn.f
 	bytes, nb := quant.Q8_0.RowBytes(cols), cols/quant.Q8Block
 	full := n &^ 3
 	r := lo
@@ -203,8 +213,8 @@ func fusedQ8(out, x []float32, n int, w *model.Matrix, lo, hi int, res []float32
 // tileF32 computes tokens 0..n-1 of x against rows [r0, r1), whose weights
 // ws holds (row r at (r-r0)*cols), and stores the first keep of them in out
 // (token t, row r at out[t*rows+r]).
-func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int, res []float32) {
-	k := fk
+func (kn *kernels) tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int, res []float32) {
+	k := kn.f
 	main := cols &^ (k.width - 1)
 	one := func(r, t int) float32 {
 		row, xt := ws[(r-r0)*cols:(r-r0+1)*cols], x[t*cols:(t+1)*cols]
@@ -254,9 +264,9 @@ func tileF32(out, x []float32, n, keep int, ws []float32, rows, cols, r0, r1 int
 }
 
 // tileF16 is tileF32 for F16 weights, read in place.
-func tileF16(out, x []float32, w *model.Matrix, r0, r1, tb, te int, res []float32) {
+func (kn *kernels) tileF16(out, x []float32, w *model.Matrix, r0, r1, tb, te int, res []float32) {
 	cols, rows := w.Cols, w.Rows
-	k := fk
+	k := kn.f
 	main := cols &^ (k.width - 1)
 	one := func(r, t int) float32 {
 		row, xt := w.F16()[r*cols:(r+1)*cols], x[t*cols:(t+1)*cols]

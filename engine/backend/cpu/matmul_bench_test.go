@@ -13,6 +13,10 @@ import (
 // BenchmarkMatmul reports GMAC/s of one thread on an FFN-shaped matrix (too
 // big for L2) at decode batch sizes: go test -bench Matmul ./engine/model
 func BenchmarkMatmul(b *testing.B) {
+	best, err := chooseKernels("")
+	if err != nil {
+		b.Fatal(err)
+	}
 	const rows, cols = 4096, 1024
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []quant.DType{quant.Q8_0, quant.F16, quant.F32} {
@@ -26,7 +30,7 @@ func BenchmarkMatmul(b *testing.B) {
 			scratch := make([]float32, scratchLen(cols))
 			b.Run(fmt.Sprintf("%v/batch%d", typ, n), func(b *testing.B) {
 				for b.Loop() {
-					matmulRange(out, x, n, w, 0, rows, scratch)
+					best.matmulRange(out, x, n, w, 0, rows, scratch)
 				}
 				b.ReportMetric(float64(n*rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 			})

@@ -54,7 +54,7 @@ func run() error {
 	batches := flag.String("batches", "1,8,32,64", "decode batch sizes")
 	steps := flag.Int("steps", 16, "decode steps timed per batch size")
 	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
-	family := flag.String("kernels", "", "float kernel family: avx2 or avx512 (default: the best this CPU has)")
+	family := flag.String("kernels", "", "kernels: avx512, avx2 or go (default: the best this CPU has)")
 	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16 or f32")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -63,11 +63,6 @@ func run() error {
 		return err
 	}
 	defer stopProfile()
-	if *family != "" {
-		if err := cpu.UseFloatKernels(*family); err != nil {
-			return err
-		}
-	}
 	if *path == "" {
 		return fmt.Errorf("--model is required")
 	}
@@ -77,7 +72,7 @@ func run() error {
 	}
 	defer m.Close()
 	c := m.Config
-	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads, SIMD: cpu.SIMD(), Kernels: cpu.Kernels(),
+	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads,
 		WeightBytes: m.WeightBytes(), DecodeTokS: map[string]float64{}, DecodeContext: *ctxLen}
 	fmt.Fprintln(os.Stderr, "kernelbench: measuring memory bandwidth and FMA peak...")
 	r.MemBWGBs = cpu.MeasureReadBandwidth(1<<30, *threads)
@@ -99,10 +94,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cpu, err := cpu.New(m, backend.Options{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads, KVType: kvType})
+	cpu, err := cpu.New(m, backend.Options{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads, KVType: kvType,
+		Kernels: *family})
 	if err != nil {
 		return err
 	}
+	r.Kernels = cpu.Kernels()
+	r.SIMD = r.Kernels != "pure-go"
 	defer cpu.Close()
 	rng := rand.New(rand.NewPCG(1, 1))
 	tokens := func(n int) []int {
