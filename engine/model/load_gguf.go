@@ -10,19 +10,22 @@ import (
 	"github.com/batchd/batchd/engine/tokenizer"
 )
 
-// llamaArchs are GGUF architectures with Llama's tensor layout and normal RoPE.
-var llamaArchs = map[string]bool{"llama": true, "mistral": true}
-
 func loadGGUF(data []byte) (*Model, error) {
 	f, err := gguf.Parse(data)
 	if err != nil {
 		return nil, fromGGUF(err)
 	}
-	arch, _ := f.MetaString("general.architecture")
-	if !llamaArchs[arch] {
-		return nil, fmt.Errorf("%w: architecture %q (batchd runs llama)", ErrUnsupported, arch)
+	name, _ := f.MetaString("general.architecture")
+	arch, err := LookupArch(name)
+	if err != nil {
+		return nil, err
 	}
-	c, err := ggufConfig(f, arch)
+	// A Llama 3.1 file scales its RoPE frequencies by this tensor: loading
+	// it without the scaling would run with the wrong positions.
+	if _, ok := f.Tensor(arch.Tensors.RopeFreqs); ok {
+		return nil, fmt.Errorf("%w: %s (Llama 3.1 RoPE scaling) is not implemented yet", ErrUnsupported, arch.Tensors.RopeFreqs)
+	}
+	c, err := ggufConfig(f, name)
 	if err != nil {
 		return nil, err
 	}
@@ -43,25 +46,27 @@ func loadGGUF(data []byte) (*Model, error) {
 	}
 	m := &Model{Config: c, Tokenizer: tok}
 	ld := &ggufLoader{f: f, data: data}
-	m.Embed = ld.matrix("token_embd.weight", c.Vocab, c.Dim)
-	m.OutNorm = ld.vector("output_norm.weight", c.Dim)
-	if _, ok := f.Tensor("output.weight"); ok {
-		m.Output = ld.matrix("output.weight", c.Vocab, c.Dim)
+	m.Config.RopeNeoX = arch.RopeNeoX
+	tn := arch.Tensors
+	m.Embed = ld.matrix(tn.TokenEmbd, c.Vocab, c.Dim)
+	m.OutNorm = ld.vector(tn.OutputNorm, c.Dim)
+	if _, ok := f.Tensor(tn.Output); ok {
+		m.Output = ld.matrix(tn.Output, c.Vocab, c.Dim)
 	} else {
 		m.Output, m.Config.Tied = m.Embed, true
 	}
 	for i := range c.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
+		blk := func(pattern string) string { return fmt.Sprintf(pattern, i) }
 		m.Layers = append(m.Layers, Layer{
-			AttnNorm: ld.vector(p+"attn_norm.weight", c.Dim),
-			Wq:       ld.matrix(p+"attn_q.weight", c.QDim(), c.Dim),
-			Wk:       ld.matrix(p+"attn_k.weight", c.KVDim(), c.Dim),
-			Wv:       ld.matrix(p+"attn_v.weight", c.KVDim(), c.Dim),
-			Wo:       ld.matrix(p+"attn_output.weight", c.Dim, c.QDim()),
-			FFNNorm:  ld.vector(p+"ffn_norm.weight", c.Dim),
-			W1:       ld.matrix(p+"ffn_gate.weight", c.FFN, c.Dim),
-			W2:       ld.matrix(p+"ffn_down.weight", c.Dim, c.FFN),
-			W3:       ld.matrix(p+"ffn_up.weight", c.FFN, c.Dim),
+			AttnNorm: ld.vector(blk(tn.AttnNorm), c.Dim),
+			Wq:       ld.matrix(blk(tn.Q), c.QDim(), c.Dim),
+			Wk:       ld.matrix(blk(tn.K), c.KVDim(), c.Dim),
+			Wv:       ld.matrix(blk(tn.V), c.KVDim(), c.Dim),
+			Wo:       ld.matrix(blk(tn.O), c.Dim, c.QDim()),
+			FFNNorm:  ld.vector(blk(tn.FFNNorm), c.Dim),
+			W1:       ld.matrix(blk(tn.Gate), c.FFN, c.Dim),
+			W2:       ld.matrix(blk(tn.Down), c.Dim, c.FFN),
+			W3:       ld.matrix(blk(tn.Up), c.FFN, c.Dim),
 		})
 	}
 	if err := errors.Join(ld.errs...); err != nil {

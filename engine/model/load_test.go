@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/batchd/batchd/engine/model/gguf"
@@ -146,5 +147,43 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "absent"), LoadOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("absent file: %v", err)
+	}
+}
+
+// TestArchTable: unknown architectures and parts not implemented yet are
+// refused by name; a Llama 3.1 rope_freqs tensor is refused rather than
+// loaded with the wrong RoPE.
+func TestArchTable(t *testing.T) {
+	if _, err := LookupArch("mamba"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "llama, mistral") {
+		t.Fatalf("mamba: %v", err)
+	}
+	archTable["test-qwen"] = Arch{Name: "test-qwen", Tensors: llamaTensors, AttnBias: true}
+	defer delete(archTable, "test-qwen")
+	if _, err := LookupArch("test-qwen"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "biases") {
+		t.Fatalf("an arch with biases: %v", err)
+	}
+	path, good := writeSynth(t, tinySynth(quant.F32, 1))
+	f, err := gguf.Parse(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	for _, k := range f.SortedKeys() {
+		w.Set(k, f.Meta[k])
+	}
+	for _, tt := range f.Tensors {
+		start := f.DataOffset + tt.Offset
+		w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
+	}
+	w.AddTensor("rope_freqs.weight", gguf.Type(quant.F32), []uint64{8}, make([]byte, 32))
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path, LoadOptions{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "rope_freqs") {
+		t.Fatalf("rope_freqs: %v", err)
 	}
 }
