@@ -44,7 +44,7 @@ func dotF16(w []uint16, x []float32) float32 {
 // matmulRows computes out[t*W.Rows+r] = W[r] . x[t] for rows [lo, hi) and all
 // n tokens. Each weight row is read once and applied to every token while it
 // is in cache: this is what makes a batched decode step cost about as much as
-// a single one. Q8_0 rows are dequantized into scratch (one row) first.
+// a single one. Quantized rows are dequantized into scratch (one row) first.
 func matmulRows(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	cols := w.Cols
 	switch w.Type {
@@ -62,11 +62,11 @@ func matmulRows(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []
 				out[t*w.Rows+r] = dotF16(row, x[t*cols:(t+1)*cols])
 			}
 		}
-	case quant.Q8_0:
-		rb := quant.Q8_0.RowBytes(cols)
+	default: // any format in quant's table: exact dequantization, then float dots
+		rb, deq := w.Type.RowBytes(cols), quant.Lookup(w.Type).Dequantize
 		row := scratch[:cols]
 		for r := lo; r < hi; r++ {
-			quant.DequantizeQ8(w.Data[r*rb:(r+1)*rb], row)
+			deq(w.Data[r*rb:(r+1)*rb], row)
 			for t := range n {
 				out[t*w.Rows+r] = dotF32(row, x[t*cols:(t+1)*cols])
 			}

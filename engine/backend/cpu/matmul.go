@@ -159,9 +159,13 @@ func (kn *kernels) matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, 
 				kn.dequant(&w.Data[r0*bytes], &wr[0], (r1-r0)*cols/quant.Q8Block)
 			case quant.F32:
 				wr = w.F32()[r0*cols : r1*cols]
-			default:
+			case quant.F16:
 				kn.tileF16(out, x, w, r0, r1, tb, te, res)
 				continue
+			default: // a format without SIMD dequantization yet: the table's exact one
+				bytes := w.Type.RowBytes(cols)
+				wr = ws[:(r1-r0)*cols]
+				quant.Lookup(w.Type).Dequantize(w.Data[r0*bytes:r1*bytes], wr)
 			}
 			kn.tileF32(out[tb*w.Rows:], x[tb*cols:], tm-tb, tm-tb, wr, w.Rows, cols, r0, r1, res)
 			if tm < te {
