@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/batchd/batchd/engine/model/gguf"
@@ -69,6 +70,9 @@ func loadGGUF(data []byte) (*Model, error) {
 			W3:       ld.matrix(blk(tn.Up), c.FFN, c.Dim),
 		})
 	}
+	if err := ld.unsupportedError(); err != nil {
+		return nil, err
+	}
 	if err := errors.Join(ld.errs...); err != nil {
 		return nil, err
 	}
@@ -124,6 +128,22 @@ type ggufLoader struct {
 	f    *gguf.File
 	data []byte
 	errs []error
+	// unsupported counts tensors by a type batchd cannot compute with.
+	unsupported map[gguf.Type]int
+}
+
+// unsupportedError names the types no table entry covers, with their
+// tensor counts, in one line rather than one per tensor.
+func (l *ggufLoader) unsupportedError() error {
+	if len(l.unsupported) == 0 {
+		return nil
+	}
+	var parts []string
+	for typ, n := range l.unsupported {
+		parts = append(parts, fmt.Sprintf("%d tensors of type %s", n, typ))
+	}
+	sort.Strings(parts)
+	return fmt.Errorf("%w: %s; batchd computes with %s", ErrUnsupported, strings.Join(parts, ", "), quant.SupportedNames())
 }
 
 func (l *ggufLoader) tensor(name string) (*gguf.Tensor, []byte) {
@@ -133,7 +153,10 @@ func (l *ggufLoader) tensor(name string) (*gguf.Tensor, []byte) {
 		return nil, nil
 	}
 	if !quant.DType(t.Type).Supported() {
-		l.errs = append(l.errs, fmt.Errorf("%w: tensor %s has type %s (want %s)", ErrUnsupported, name, t.Type, quant.SupportedNames()))
+		if l.unsupported == nil {
+			l.unsupported = map[gguf.Type]int{}
+		}
+		l.unsupported[t.Type]++ // reported once, by type (loadGGUF)
 		return nil, nil
 	}
 	start := l.f.DataOffset + t.Offset

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,7 +110,7 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 		{"arch", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("general.architecture", "mamba") }), ErrUnsupported},
 		{"tokenizer", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("tokenizer.ggml.model", "gpt2") }), ErrUnsupported},
 		{"missing tensor", rewrite(dropTensor("blk.1.ffn_up.weight")), ErrMissingTensor},
-		{"tensor type", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.SetTensorType(3, 2) }), ErrUnsupported},
+		{"tensor type", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.SetTensorType(3, 9) }), ErrUnsupported},
 		{"shape", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("llama.feed_forward_length", uint32(128)) }), ErrShape},
 		{"heads", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("llama.attention.head_count_kv", uint32(3)) }), ErrShape},
 	}
@@ -185,5 +186,41 @@ func TestArchTable(t *testing.T) {
 	}
 	if _, err := Load(path, LoadOptions{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "rope_freqs") {
 		t.Fatalf("rope_freqs: %v", err)
+	}
+}
+
+// TestUnsupportedTypeIsOneLine: a file whose tensors use a type batchd has
+// no entry for gets one line naming the type and the tensor count, and what
+// is supported (it was one line per tensor).
+func TestUnsupportedTypeIsOneLine(t *testing.T) {
+	path, good := writeSynth(t, tinySynth(quant.F32, 1))
+	f, err := gguf.Parse(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	for _, k := range f.SortedKeys() {
+		w.Set(k, f.Meta[k])
+	}
+	n := 0
+	for i, tt := range f.Tensors {
+		start := f.DataOffset + tt.Offset
+		w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
+		if len(tt.Dims) == 2 {
+			w.SetTensorType(i, 9) // Q8_1
+			n++
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(path, LoadOptions{})
+	if !errors.Is(err, ErrUnsupported) || strings.Count(err.Error(), "\n") != 0 ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%d tensors of type Q8_1", n)) || !strings.Contains(err.Error(), "Q4_K") {
+		t.Fatalf("got %q", err)
 	}
 }

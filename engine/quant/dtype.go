@@ -10,9 +10,21 @@ type DType uint32
 
 // The element types batchd computes with.
 const (
-	F32  DType = 0
-	F16  DType = 1
-	Q8_0 DType = 8
+	F32    DType = 0
+	F16    DType = 1
+	Q4_0   DType = 2
+	Q4_1   DType = 3
+	Q5_0   DType = 6
+	Q5_1   DType = 7
+	Q8_0   DType = 8
+	Q2_K   DType = 10
+	Q3_K   DType = 11
+	Q4_K   DType = 12
+	Q5_K   DType = 13
+	Q6_K   DType = 14
+	IQ4_NL DType = 20
+	IQ4_XS DType = 23
+	BF16   DType = 30
 )
 
 // names are ggml's, for every type a GGUF file may hold.

@@ -45,8 +45,13 @@ func TestTable(t *testing.T) {
 			}
 		}
 	}
-	if DType(12).Supported() || DType(12).RowBytes(256) != -1 {
-		t.Fatal("Q4_K has no entry yet")
+	if DType(9).Supported() || DType(9).RowBytes(32) != -1 { // Q8_1: an activation format, no entry
+		t.Fatal("Q8_1 has an entry")
+	}
+	for _, dt := range []DType{BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS} {
+		if !dt.Supported() {
+			t.Errorf("%s has no entry", dt)
+		}
 	}
 	if p, err := Parse("q8_0"); err != nil || p != Q8_0 {
 		t.Fatal(p, err)
