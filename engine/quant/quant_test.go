@@ -1,6 +1,10 @@
 package quant
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
 
 func TestF16Conversion(t *testing.T) {
 	for _, f := range []float32{0, 1, -1, 0.5, 65504, 1e-7, 6.1e-5, -3.14159, 1e6} {
@@ -55,5 +59,45 @@ func TestTable(t *testing.T) {
 	}
 	if p, err := Parse("q8_0"); err != nil || p != Q8_0 {
 		t.Fatal(p, err)
+	}
+}
+
+// TestQuantizeRoundTrip: every format with a quantizer dequantizes its own
+// output back to within its precision (RMS error relative to the RMS of the
+// data), and zero blocks stay zero.
+func TestQuantizeRoundTrip(t *testing.T) {
+	bound := map[DType]float64{F32: 0, F16: 1e-3, BF16: 5e-3, Q8_0: 0.01, Q5_0: 0.05, Q5_1: 0.05, Q4_0: 0.1, Q4_1: 0.1}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for dt, b := range bound {
+		f := Lookup(dt)
+		if f == nil || f.Quantize == nil {
+			t.Fatalf("%s: no quantizer", dt)
+		}
+		src := make([]float32, 8*f.BlockElems*32)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64())
+		}
+		src[5] = 0
+		buf := make([]byte, dt.RowBytes(len(src)))
+		f.Quantize(src, buf)
+		got := make([]float32, len(src))
+		f.Dequantize(buf, got)
+		var se, ss float64
+		for i := range src {
+			d := float64(got[i] - src[i])
+			se, ss = se+d*d, ss+float64(src[i])*float64(src[i])
+		}
+		if rel := math.Sqrt(se / ss); rel > b {
+			t.Errorf("%s: relative RMS error %.4f > %.4f", dt, rel, b)
+		}
+		zero := make([]float32, f.BlockElems)
+		zb := make([]byte, dt.RowBytes(len(zero)))
+		f.Quantize(zero, zb)
+		f.Dequantize(zb, zero)
+		for _, v := range zero {
+			if v != 0 {
+				t.Fatalf("%s: a zero block dequantizes to %v", dt, v)
+			}
+		}
 	}
 }

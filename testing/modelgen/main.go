@@ -3,7 +3,10 @@
 // configured:
 //
 //	go run ./testing/modelgen --out FILE --dim D --layers L --heads H --kv-heads K \
-//	    --ffn F --vocab V --ctx C --dtype f32|f16|q8_0 --seed S [--tied] [--tokenizer FILE]
+//	    --ffn F --vocab V --ctx C --dtype T --seed S [--tied] [--tokenizer FILE]
+//
+// T is f32, f16, bf16, q8_0, q4_0, q4_1, q5_0 or q5_1 (the formats with a
+// quantizer); for K-quants, quantize an f32 file with llama.cpp's llama-quantize.
 package main
 
 import (
@@ -36,7 +39,7 @@ func run(args []string) error {
 	fs.IntVar(&o.FFN, "ffn", 2048, "feed-forward width")
 	fs.IntVar(&o.Vocab, "vocab", 32000, "vocabulary size")
 	fs.IntVar(&o.Context, "ctx", 1024, "context length")
-	dtype := fs.String("dtype", "f32", "matrix type: f32, f16 or q8_0")
+	dtype := fs.String("dtype", "f32", "matrix type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0 or q5_1")
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")

@@ -16,7 +16,7 @@ import (
 // Options describes a random-weight Llama to write as GGUF.
 type Options struct {
 	Dim, Layers, Heads, KVHeads, FFN, Vocab, Context int
-	DType                                            quant.DType // F32, F16 or Q8_0 for the matrices; norms stay F32
+	DType                                            quant.DType // the matrices' type (WritableNames); norms stay F32
 	Seed                                             uint64      // same seed, same bytes
 	Tied                                             bool        // no separate output matrix
 	Std                                              float64     // weight standard deviation; default 0.02
@@ -29,11 +29,12 @@ func (o *Options) check() error {
 	if o.Heads <= 0 || o.KVHeads <= 0 || o.Dim%o.Heads != 0 || o.Heads%o.KVHeads != 0 {
 		return fmt.Errorf("synth: dim %d, heads %d, kv heads %d do not divide", o.Dim, o.Heads, o.KVHeads)
 	}
-	if !o.DType.Supported() {
-		return fmt.Errorf("synth: dtype %s", o.DType)
+	f := quant.Lookup(o.DType)
+	if f == nil || f.Quantize == nil {
+		return fmt.Errorf("synth: cannot write dtype %s (writes %s)", o.DType, WritableNames())
 	}
-	if o.DType == quant.Q8_0 && (o.Dim%quant.Q8Block != 0 || o.FFN%quant.Q8Block != 0) {
-		return fmt.Errorf("synth: Q8_0 needs dim and ffn that are multiples of %d", quant.Q8Block)
+	if o.Dim%f.BlockElems != 0 || o.FFN%f.BlockElems != 0 {
+		return fmt.Errorf("synth: %s needs dim and ffn that are multiples of %d", o.DType, f.BlockElems)
 	}
 	if o.Tokenizer != nil && o.Tokenizer.VocabSize() != o.Vocab {
 		return fmt.Errorf("synth: tokenizer has %d pieces, vocab is %d", o.Tokenizer.VocabSize(), o.Vocab)
@@ -62,7 +63,9 @@ func Write(w io.Writer, o Options) error {
 	}
 	pieces, scores, types := synthVocab(o)
 	gw := gguf.NewWriter()
-	fileType := map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q8_0: 7}[o.DType]
+	// general.file_type (llama.cpp's LLAMA_FTYPE_ALL_*), for tools that read it.
+	fileType := map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q4_0: 2, quant.Q4_1: 3, quant.Q8_0: 7,
+		quant.Q5_0: 8, quant.Q5_1: 9, quant.BF16: 32}[o.DType]
 	gw.Set("general.architecture", "llama")
 	gw.Set("general.name", fmt.Sprintf("batchd-synth-d%d-l%d-%s", o.Dim, o.Layers, strings.ToLower(o.DType.String())))
 	gw.Set("general.file_type", fileType)
@@ -125,19 +128,7 @@ func RandomMatrix(rng *rand.Rand, t quant.DType, rows, cols int, std float64) []
 		for i := range row {
 			row[i] = float32(rng.NormFloat64() * std)
 		}
-		dst := out[r*rb : (r+1)*rb]
-		switch t {
-		case quant.F32:
-			for i, v := range row {
-				binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
-			}
-		case quant.F16:
-			for i, v := range row {
-				binary.LittleEndian.PutUint16(dst[2*i:], quant.F32ToF16(v))
-			}
-		case quant.Q8_0:
-			quant.QuantizeQ8(row, dst)
-		}
+		quant.Lookup(t).Quantize(row, out[r*rb:(r+1)*rb])
 	}
 	return out
 }
@@ -193,4 +184,15 @@ func synthVocab(o Options) ([]string, []float32, []int32) {
 		}
 	}
 	return pieces, scores, types
+}
+
+// WritableNames lists the types Write can produce (those with a quantizer).
+func WritableNames() string {
+	var out []string
+	for t := quant.DType(0); t < 64; t++ {
+		if f := quant.Lookup(t); f != nil && f.Quantize != nil {
+			out = append(out, t.String())
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -29,7 +29,8 @@ type Open func(m *model.Model, o backend.Options) (backend.Backend, error)
 // Run runs the whole suite against open.
 func Run(t *testing.T, open Open) {
 	t.Run("goldens", func(t *testing.T) { goldens(t, open) })
-	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
+	// Q4_0, Q5_1 and BF16 run on the exact-dequantization fallback.
+	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, quant.Q5_1, quant.BF16} {
 		t.Run("batch-invariance/"+dt.String(), func(t *testing.T) { batchInvariance(t, open, dt) })
 	}
 	t.Run("block-isolation", func(t *testing.T) { blockIsolation(t, open) })
