@@ -84,23 +84,40 @@ func scaleMinK4(j int, q []byte) (sc, m byte) {
 	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }
 
+// K4Scales writes a Q4_K or Q5_K block's eight sub-block scales (d times
+// the 6-bit scale) and mins (dmin times the 6-bit min), as ggml computes
+// them; blk starts at the block's d.
+func K4Scales(blk []byte, ds, ms *[8]float32) {
+	d, dmin := half(blk), half(blk[2:])
+	for j := range 8 {
+		sc, m := scaleMinK4(j, blk[4:16])
+		ds[j], ms[j] = d*float32(sc), dmin*float32(m)
+	}
+}
+
+// Q6KScales writes a Q6_K block's sixteen sub-block multipliers, d times
+// the int8 scale; blk starts at the block.
+func Q6KScales(blk []byte, out *[16]float32) {
+	d := half(blk[208:])
+	for j := range 16 {
+		out[j] = d * float32(int8(blk[192+j]))
+	}
+}
+
 // Q4_K: d, dmin, scales[12], qs[128].
 func dequantQ4K(src []byte, dst []float32) {
+	var ds, ms [8]float32
 	for b := range len(dst) / qkK {
 		blk, y := src[b*144:], dst[b*qkK:]
-		d, dmin := half(blk), half(blk[2:])
-		scales, q := blk[4:16], blk[16:144]
-		o := 0
-		for is := 0; is < 8; is += 2 {
-			sc1, m1 := scaleMinK4(is, scales)
-			sc2, m2 := scaleMinK4(is+1, scales)
-			d1, mm1 := d*float32(sc1), dmin*float32(m1)
-			d2, mm2 := d*float32(sc2), dmin*float32(m2)
+		K4Scales(blk, &ds, &ms)
+		q := blk[16:144]
+		for p := range 4 {
+			d1, mm1, d2, mm2 := ds[2*p], ms[2*p], ds[2*p+1], ms[2*p+1]
 			for l := range 32 {
-				y[o+l] = float32(d1*float32(q[l]&0xf)) - mm1
-				y[o+32+l] = float32(d2*float32(q[l]>>4)) - mm2
+				y[64*p+l] = float32(d1*float32(q[l]&0xf)) - mm1
+				y[64*p+32+l] = float32(d2*float32(q[l]>>4)) - mm2
 			}
-			q, o = q[32:], o+64
+			q = q[32:]
 		}
 	}
 }

@@ -162,10 +162,14 @@ func (kn *kernels) matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, 
 			case quant.F16:
 				kn.tileF16(out, x, w, r0, r1, tb, te, res)
 				continue
-			default: // a format without SIMD dequantization yet: the table's exact one
+			default: // SIMD dequantization where there is one, else the table's; both exact
 				bytes := w.Type.RowBytes(cols)
 				wr = ws[:(r1-r0)*cols]
-				quant.Lookup(w.Type).Dequantize(w.Data[r0*bytes:r1*bytes], wr)
+				deq := simdDequant(w.Type)
+				if deq == nil {
+					deq = quant.Lookup(w.Type).Dequantize
+				}
+				deq(w.Data[r0*bytes:r1*bytes], wr)
 			}
 			kn.tileF32(out[tb*w.Rows:], x[tb*cols:], tm-tb, tm-tb, wr, w.Rows, cols, r0, r1, res)
 			if tm < te {
