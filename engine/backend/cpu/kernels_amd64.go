@@ -93,3 +93,9 @@ func q4kPairAVX2(q *byte, d1, m1, d2, m2 float32, y *float32)
 
 //go:noescape
 func q6kHalfAVX2(ql, qh *byte, sc *float32, y *float32)
+
+//go:noescape
+func q5kPairAVX2(ql, qh *byte, shift int, d1, m1, d2, m2 float32, y *float32)
+
+//go:noescape
+func q40BlocksAVX2(src *byte, dst *float32, nblocks int)

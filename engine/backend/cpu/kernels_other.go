@@ -56,3 +56,6 @@ func dot4Q8F32AVX2(w *byte, x *float32, xstride, nblocks int, out *float32) {
 
 func q4kPairAVX2(q *byte, d1, m1, d2, m2 float32, y *float32) { panic("no simd") }
 func q6kHalfAVX2(ql, qh *byte, sc *float32, y *float32)       { panic("no simd") }
+
+func q5kPairAVX2(ql, qh *byte, shift int, d1, m1, d2, m2 float32, y *float32) { panic("no simd") }
+func q40BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }

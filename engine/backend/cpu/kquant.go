@@ -11,6 +11,14 @@ func simdDequant(t quant.DType) func(src []byte, dst []float32) {
 		return dequantQ4KAVX2
 	case quant.Q6_K:
 		return dequantQ6KAVX2
+	case quant.Q5_K:
+		return dequantQ5KAVX2
+	case quant.Q4_0:
+		return func(src []byte, dst []float32) {
+			if n := len(dst) / 32; n > 0 {
+				q40BlocksAVX2(&src[0], &dst[0], n)
+			}
+		}
 	}
 	return nil
 }
@@ -33,5 +41,16 @@ func dequantQ6KAVX2(src []byte, dst []float32) {
 		quant.Q6KScales(blk, &sc)
 		q6kHalfAVX2(&blk[0], &blk[128], &sc[0], &y[0])
 		q6kHalfAVX2(&blk[64], &blk[160], &sc[8], &y[128])
+	}
+}
+
+func dequantQ5KAVX2(src []byte, dst []float32) {
+	var ds, ms [8]float32
+	for b := range len(dst) / 256 {
+		blk, y := src[b*176:], dst[b*256:]
+		quant.K4Scales(blk, &ds, &ms)
+		for p := range 4 {
+			q5kPairAVX2(&blk[48+32*p], &blk[16], 2*p, ds[2*p], ms[2*p], ds[2*p+1], ms[2*p+1], &y[64*p])
+		}
 	}
 }

@@ -17,7 +17,7 @@ func TestSIMDDequantMatchesQuant(t *testing.T) {
 		t.Skip("no SIMD kernels on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range []quant.DType{quant.Q4_K, quant.Q6_K} {
+	for _, dt := range []quant.DType{quant.Q4_K, quant.Q6_K, quant.Q5_K, quant.Q4_0} {
 		f, simd := quant.Lookup(dt), simdDequant(dt)
 		const blocks = 64
 		src := make([]byte, blocks*f.BlockBytes)
@@ -28,9 +28,11 @@ func TestSIMDDequantMatchesQuant(t *testing.T) {
 			blk := src[b*f.BlockBytes:]
 			h := func() uint16 { return quant.F32ToF16(float32(rng.NormFloat64() * 0.01)) }
 			switch dt {
-			case quant.Q4_K:
+			case quant.Q4_K, quant.Q5_K:
 				binary.LittleEndian.PutUint16(blk, h())
 				binary.LittleEndian.PutUint16(blk[2:], h())
+			case quant.Q4_0:
+				binary.LittleEndian.PutUint16(blk, h())
 			case quant.Q6_K:
 				binary.LittleEndian.PutUint16(blk[208:], h())
 			}
