@@ -11,7 +11,7 @@ BATCHD_MODEL ?= $(if $(wildcard $(MODELS)/stories260K.bin),$(MODELS)/stories260K
 BATCHD_TOKENIZER ?= $(if $(filter %.bin,$(BATCHD_MODEL)),$(MODELS)/tok512.bin,)
 SOCKET ?= $(CURDIR)/build/batchd.sock
 
-.PHONY: build run test bench lint demo-model clean package package-test fuzz
+.PHONY: build run test bench bench-quant lint demo-model clean package package-test fuzz
 
 VERSION ?= 0.1.0
 ARCH ?= $(shell $(GO) env GOARCH)
@@ -64,6 +64,13 @@ build/l110-%.gguf:
 bench: build/l110-f32.gguf build/l110-q8_0.gguf
 	$(GO) run ./testing/cmd/kernelbench --model build/l110-f32.gguf --json
 	$(GO) run ./testing/cmd/kernelbench --model build/l110-q8_0.gguf --json
+
+# batchd vs llama.cpp on the same quantized L110 files (llama-quantize from the
+# modelgen F32 file), interleaved: pp512, tg128 and S_TG at 32 sequences.
+LLAMA_BIN ?= $(MODELS)/../tools/llama.cpp/bin
+bench-quant: build/l110-f32.gguf
+	$(GO) run ./testing/cmd/quantbench --f32 build/l110-f32.gguf --llama $(LLAMA_BIN) \
+		--formats $(or $(FORMATS),Q4_K_M,Q4_0,Q5_K_M,Q6_K,Q8_0) --rounds $(or $(ROUNDS),3)
 
 # Longer fuzzing than make test's (its seed corpora run as ordinary tests there).
 # Budgets are exec counts, not durations: a duration races Go's fuzz coordinator
