@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchd/batchd/testing/synthmodel"
+	"github.com/batchd/batchd/testing/synth"
 )
 
 // brokenListener fails for good once broken is closed.
@@ -28,7 +28,7 @@ func (l *brokenListener) Accept() (net.Conn, error) {
 // drains and returns an error (batchd exits 1, so Restart=on-failure acts)
 // and removes its socket file; it returned nil (exit 0) and left the file.
 func TestFatalServeErrorExitsNonZero(t *testing.T) {
-	model := synthmodel.Write(t, 256)
+	model := synth.TinyFile(t, 256)
 	sock := filepath.Join(t.TempDir(), "b.sock")
 	bl := &brokenListener{broken: make(chan struct{})}
 	d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{}),

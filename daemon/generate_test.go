@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchd/batchd/testing/synthmodel"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -120,7 +120,7 @@ func TestGenerateUsageErrors(t *testing.T) {
 // flags after it still apply (they were silently ignored, and generation ran
 // from an empty prompt to the full context); no prompt is a usage error.
 func TestGeneratePositionalPrompt(t *testing.T) {
-	m := synthmodel.Write(t, 64)
+	m := synth.TinyFile(t, 64)
 	res := generate(t, "--model", m, "hello", "--max-tokens", "3", "--json")
 	if len(res) != 1 || res[0].Prompt != "hello" || len(res[0].OutputTokens) > 3 || len(res[0].PromptTokens) < 2 {
 		t.Fatalf("positional prompt: %+v", res)

@@ -18,7 +18,7 @@ import (
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/ipc/wire"
-	"github.com/batchd/batchd/testing/synthmodel"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -58,7 +58,7 @@ func startDaemon(t *testing.T, config string) *testDaemon {
 // of behaviour that needs no real weights (they run without ../shared).
 func startSynthDaemon(t *testing.T, config string) *testDaemon {
 	t.Helper()
-	return startDaemonWith(t, config, synthmodel.Write(t, 256), "")
+	return startDaemonWith(t, config, synth.TinyFile(t, 256), "")
 }
 
 func startDaemonWith(t *testing.T, config, model, tokenizer string) *testDaemon {

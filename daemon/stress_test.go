@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/ipc/wire"
-	"github.com/batchd/batchd/testing/synthmodel"
+	"github.com/batchd/batchd/testing/synth"
 )
 
 // TestStressIdleConnectionsAndStreams: 2,000 connections that never say
@@ -29,7 +29,7 @@ func TestStressIdleConnectionsAndStreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test")
 	}
-	model := synthmodel.Write(t, 256)
+	model := synth.TinyFile(t, 256)
 	for _, tc := range []struct {
 		name           string
 		nofile         int

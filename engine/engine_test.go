@@ -15,7 +15,7 @@ import (
 	"github.com/batchd/batchd/engine/backend/cpu"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
-	"github.com/batchd/batchd/testing/synthmodel"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -32,7 +32,7 @@ func loadModel(t testing.TB, format string) *model.Model {
 	var err error
 	switch format {
 	case "synth": // random weights: for behaviour that needs no real model
-		m, err = model.Load(synthmodel.Write(t, 256), model.LoadOptions{})
+		m, err = model.Load(synth.TinyFile(t, 256), model.LoadOptions{})
 	case "gguf":
 		m, err = model.Load(testmodels.Path(t, "stories260K.gguf"), model.LoadOptions{})
 	default:

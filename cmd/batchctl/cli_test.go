@@ -14,7 +14,7 @@ import (
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/daemon"
-	"github.com/batchd/batchd/testing/synthmodel"
+	"github.com/batchd/batchd/testing/synth"
 )
 
 func ctlRun(args ...string) (stdout, stderr string, code int) {
@@ -65,7 +65,7 @@ func TestConnectionErrorsSayWhatToDo(t *testing.T) {
 // flight with their ids so that a user can cancel one; generate --verbose
 // shows the id; an error comes without a blank line or a stutter.
 func TestStatsForPeople(t *testing.T) {
-	model := synthmodel.Write(t, 4096)
+	model := synth.TinyFile(t, 4096)
 	sock := filepath.Join(t.TempDir(), "b.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

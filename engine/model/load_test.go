@@ -16,33 +16,16 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-func tinySynth(dtype quant.DType, seed uint64) synth.Options {
-	return synth.Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 64, DType: dtype, Seed: seed}
-}
-
-func writeSynth(t *testing.T, o synth.Options) (string, []byte) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := synth.Write(&buf, o); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, buf.Bytes()
-}
-
 func TestSynthesizeIsDeterministicAndLoads(t *testing.T) {
 	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
-		o := tinySynth(dt, 7)
-		path, a := writeSynth(t, o)
-		_, b := writeSynth(t, o)
+		o := synth.Tiny(dt, 64, 7)
+		path, a := synth.WriteFile(t, o)
+		_, b := synth.WriteFile(t, o)
 		if sha256.Sum256(a) != sha256.Sum256(b) {
 			t.Fatalf("%s: same seed gave different bytes", dt)
 		}
 		o.Seed = 8
-		if _, c := writeSynth(t, o); bytes.Equal(a, c) {
+		if _, c := synth.WriteFile(t, o); bytes.Equal(a, c) {
 			t.Fatalf("%s: different seeds gave the same bytes", dt)
 		}
 		m, err := Load(path, LoadOptions{})
@@ -64,7 +47,7 @@ func TestSynthesizeIsDeterministicAndLoads(t *testing.T) {
 }
 
 func TestLoadErrorsAreTyped(t *testing.T) {
-	_, good := writeSynth(t, tinySynth(quant.F32, 1))
+	_, good := synth.WriteFile(t, synth.Tiny(quant.F32, 64, 1))
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
@@ -73,29 +56,7 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 		}
 		return p
 	}
-	rewrite := func(mut func(w *gguf.Writer, f *gguf.File)) []byte {
-		f, err := gguf.Parse(good)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := gguf.NewWriter()
-		for _, k := range f.SortedKeys() {
-			switch v := f.Meta[k].(type) {
-			case uint32, string, float32, []string, []float32, []int32:
-				w.Set(k, v)
-			}
-		}
-		for _, tt := range f.Tensors {
-			start := f.DataOffset + tt.Offset
-			w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
-		}
-		mut(w, f)
-		var buf bytes.Buffer
-		if _, err := w.WriteTo(&buf); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
+	rewrite := func(mut func(w *gguf.Writer, f *gguf.File)) []byte { return rewriteGGUF(t, good, mut) }
 	dropTensor := func(name string) func(*gguf.Writer, *gguf.File) {
 		return func(w *gguf.Writer, _ *gguf.File) { w.RemoveTensor(name) }
 	}
@@ -163,25 +124,11 @@ func TestArchTable(t *testing.T) {
 	if _, err := LookupArch("test-qwen"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "biases") {
 		t.Fatalf("an arch with biases: %v", err)
 	}
-	path, good := writeSynth(t, tinySynth(quant.F32, 1))
-	f, err := gguf.Parse(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := gguf.NewWriter()
-	for _, k := range f.SortedKeys() {
-		w.Set(k, f.Meta[k])
-	}
-	for _, tt := range f.Tensors {
-		start := f.DataOffset + tt.Offset
-		w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
-	}
-	w.AddTensor("rope_freqs.weight", gguf.Type(quant.F32), []uint64{8}, make([]byte, 32))
-	var buf bytes.Buffer
-	if _, err := w.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	path, good := synth.WriteFile(t, synth.Tiny(quant.F32, 64, 1))
+	b := rewriteGGUF(t, good, func(w *gguf.Writer, _ *gguf.File) {
+		w.AddTensor("rope_freqs.weight", gguf.Type(quant.F32), []uint64{8}, make([]byte, 32))
+	})
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Load(path, LoadOptions{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "rope_freqs") {
@@ -193,34 +140,50 @@ func TestArchTable(t *testing.T) {
 // no entry for gets one line naming the type and the tensor count, and what
 // is supported (it was one line per tensor).
 func TestUnsupportedTypeIsOneLine(t *testing.T) {
-	path, good := writeSynth(t, tinySynth(quant.F32, 1))
+	path, good := synth.WriteFile(t, synth.Tiny(quant.F32, 64, 1))
+	n := 0
+	b := rewriteGGUF(t, good, func(w *gguf.Writer, f *gguf.File) {
+		for i, tt := range f.Tensors {
+			if len(tt.Dims) == 2 {
+				w.SetTensorType(i, 9) // Q8_1
+				n++
+			}
+		}
+	})
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, LoadOptions{})
+	if !errors.Is(err, ErrUnsupported) || strings.Count(err.Error(), "\n") != 0 ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%d tensors of type Q8_1", n)) || !strings.Contains(err.Error(), "Q4_K") {
+		t.Fatalf("got %q", err)
+	}
+}
+
+// rewriteGGUF copies the GGUF in good through a Writer (metadata of the
+// types the writer takes, every tensor), lets mut change it, and returns the
+// new file's bytes.
+func rewriteGGUF(t *testing.T, good []byte, mut func(w *gguf.Writer, f *gguf.File)) []byte {
+	t.Helper()
 	f, err := gguf.Parse(good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := gguf.NewWriter()
 	for _, k := range f.SortedKeys() {
-		w.Set(k, f.Meta[k])
-	}
-	n := 0
-	for i, tt := range f.Tensors {
-		start := f.DataOffset + tt.Offset
-		w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
-		if len(tt.Dims) == 2 {
-			w.SetTensorType(i, 9) // Q8_1
-			n++
+		switch v := f.Meta[k].(type) {
+		case uint32, string, float32, []string, []float32, []int32:
+			w.Set(k, v)
 		}
 	}
+	for _, tt := range f.Tensors {
+		start := f.DataOffset + tt.Offset
+		w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
+	}
+	mut(w, f)
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Load(path, LoadOptions{})
-	if !errors.Is(err, ErrUnsupported) || strings.Count(err.Error(), "\n") != 0 ||
-		!strings.Contains(err.Error(), fmt.Sprintf("%d tensors of type Q8_1", n)) || !strings.Contains(err.Error(), "Q4_K") {
-		t.Fatalf("got %q", err)
-	}
+	return buf.Bytes()
 }

@@ -7,11 +7,8 @@
 package backendtest
 
 import (
-	"bytes"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -49,15 +46,7 @@ func start(t *testing.T, open Open, m *model.Model, o backend.Options) backend.B
 
 func synthModel(t *testing.T, dt quant.DType) *model.Model {
 	t.Helper()
-	var buf bytes.Buffer
-	o := synth.Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 128, DType: dt, Seed: 11}
-	if err := synth.Write(&buf, o); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := synth.WriteFile(t, synth.Tiny(dt, 128, 11))
 	m, err := model.Load(path, model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

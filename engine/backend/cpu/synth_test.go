@@ -1,9 +1,6 @@
 package cpu
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/batchd/batchd/engine/backend"
@@ -12,28 +9,11 @@ import (
 	"github.com/batchd/batchd/testing/synth"
 )
 
-func tinySynth(dtype quant.DType, seed uint64) synth.Options {
-	return synth.Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: 64, DType: dtype, Seed: seed}
-}
-
-func writeSynth(t *testing.T, o synth.Options) (string, []byte) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := synth.Write(&buf, o); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, buf.Bytes()
-}
-
 // TestQuantizedForwardMatchesReference checks the F16 and Q8_0 paths against
 // the dense reference, which dequantizes rows on its own.
 func TestQuantizedForwardMatchesReference(t *testing.T) {
 	for _, dt := range []quant.DType{quant.F16, quant.Q8_0} {
-		path, _ := writeSynth(t, tinySynth(dt, 3))
+		path, _ := synth.WriteFile(t, synth.Tiny(dt, 64, 3))
 		m, err := model.Load(path, model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +42,7 @@ func TestQuantizedForwardMatchesReference(t *testing.T) {
 // Garbage here is paid on every step as GC work.
 func TestForwardDoesNotAllocate(t *testing.T) {
 	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
-		path, _ := writeSynth(t, tinySynth(dt, 3))
+		path, _ := synth.WriteFile(t, synth.Tiny(dt, 64, 3))
 		m, err := model.Load(path, model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,39 @@
+package synth
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/batchd/batchd/engine/quant"
+)
+
+// Tiny is the tests' model shape: dim 64, 2 layers, 4 query and 2 KV heads,
+// FFN 96 and a synthesized 300-piece vocabulary, with matrices of type dt.
+func Tiny(dt quant.DType, ctx int, seed uint64) Options {
+	return Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: ctx, DType: dt, Seed: seed}
+}
+
+// WriteFile writes the model o describes into a temp dir of tb and returns
+// its path and bytes.
+func WriteFile(tb testing.TB, o Options) (string, []byte) {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := Write(&buf, o); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "synth.gguf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path, buf.Bytes()
+}
+
+// TinyFile writes a Tiny F32 model with context ctx and returns its path:
+// for tests of behaviour that needs no real weights (they run without ../shared).
+func TinyFile(tb testing.TB, ctx int) string {
+	tb.Helper()
+	path, _ := WriteFile(tb, Tiny(quant.F32, ctx, 1))
+	return path
+}
