@@ -1,100 +1,67 @@
 package daemon
 
-import (
-	"fmt"
-	"reflect"
-)
+import "reflect"
 
 // restartField is a config field that takes effect only on restart: a
 // reload reports it in restart_needed when the file changes it, and keeps
 // its running value (the running daemon still uses that one).
 type restartField struct {
-	name string
-	ptr  func(c *Config) any // a pointer to the field
+	name  string
+	value func(c *Config) any    // for comparison (reflect.DeepEqual, so *bool compares what it points to)
+	carry func(dst, src *Config) // dst takes src's value
+}
+
+// field builds the entry of a plain field from where it lives in a Config.
+func field[T any](name string, at func(c *Config) *T) restartField {
+	return restartField{name, func(c *Config) any { return *at(c) }, func(dst, src *Config) { *at(dst) = *at(src) }}
+}
+
+// channelField builds the entry of one field of a channel; the map holds
+// values, so the entry reads and writes the whole ChannelConfig.
+func channelField[T any](ch, name string, at func(v *ChannelConfig) *T) restartField {
+	return restartField{"channels." + ch + "." + name,
+		func(c *Config) any { v := c.Channels[ch]; return *at(&v) },
+		func(dst, src *Config) {
+			if dst.Channels == nil {
+				dst.Channels = map[string]ChannelConfig{}
+			}
+			v, s := dst.Channels[ch], src.Channels[ch]
+			*at(&v) = *at(&s)
+			dst.Channels[ch] = v
+		}}
 }
 
 // restartFields is the one table of what needs a restart; everything else
 // in Config applies live on reload.
 func restartFields() []restartField {
 	fields := []restartField{
-		{"model.path", func(c *Config) any { return &c.Model.Path }},
-		{"model.tokenizer", func(c *Config) any { return &c.Model.Tokenizer }},
-		{"model.format", func(c *Config) any { return &c.Model.Format }},
-		{"server.socket", func(c *Config) any { return &c.Server.Socket }},
-		{"server.socket_mode", func(c *Config) any { return &c.Server.SocketMode }},
-		{"server.socket_group", func(c *Config) any { return &c.Server.SocketGroup }},
-		{"server.max_frame_bytes", func(c *Config) any { return &c.Server.MaxFrameBytes }},
-		{"server.max_connections", func(c *Config) any { return &c.Server.MaxConnections }},
-		{"server.hello_timeout", func(c *Config) any { return &c.Server.HelloTimeout }},
-		{"server.metrics_listen", func(c *Config) any { return &c.Server.MetricsListen }},
-		{"engine.block_size", func(c *Config) any { return &c.Engine.BlockSize }},
-		{"engine.kv_blocks", func(c *Config) any { return &c.Engine.KVBlocks }},
-		{"engine.threads", func(c *Config) any { return &c.Engine.Threads }},
-		{"engine.kv_cache_type", func(c *Config) any { return &c.Engine.KVCacheType }},
-		{"engine.prefix_caching", func(c *Config) any { return &c.Engine.PrefixCaching }},
-		{"engine.adaptive", func(c *Config) any { return &c.Engine.Adaptive }},
-		{"idle_exit_after", func(c *Config) any { return &c.IdleExitAfter }},
+		field("model.path", func(c *Config) *string { return &c.Model.Path }),
+		field("model.tokenizer", func(c *Config) *string { return &c.Model.Tokenizer }),
+		field("model.format", func(c *Config) *string { return &c.Model.Format }),
+		field("server.socket", func(c *Config) *string { return &c.Server.Socket }),
+		field("server.socket_mode", func(c *Config) *string { return &c.Server.SocketMode }),
+		field("server.socket_group", func(c *Config) *string { return &c.Server.SocketGroup }),
+		field("server.max_frame_bytes", func(c *Config) *int { return &c.Server.MaxFrameBytes }),
+		field("server.max_connections", func(c *Config) *int { return &c.Server.MaxConnections }),
+		field("server.hello_timeout", func(c *Config) *Duration { return &c.Server.HelloTimeout }),
+		field("server.metrics_listen", func(c *Config) *string { return &c.Server.MetricsListen }),
+		field("engine.block_size", func(c *Config) *int { return &c.Engine.BlockSize }),
+		field("engine.kv_blocks", func(c *Config) *int { return &c.Engine.KVBlocks }),
+		field("engine.threads", func(c *Config) *int { return &c.Engine.Threads }),
+		field("engine.kv_cache_type", func(c *Config) *string { return &c.Engine.KVCacheType }),
+		field("engine.prefix_caching", func(c *Config) **bool { return &c.Engine.PrefixCaching }),
+		field("engine.adaptive", func(c *Config) **bool { return &c.Engine.Adaptive }),
+		field("idle_exit_after", func(c *Config) *Duration { return &c.IdleExitAfter }),
 	}
 	// A channel's share, queue limit and deadline are the engine's from
 	// start; its latency targets (metrics) apply live.
 	for _, ch := range []string{"realtime", "standard", "bulk"} {
-		for _, f := range []string{"share", "queue_limit", "deadline"} {
-			fields = append(fields, restartField{"channels." + ch + "." + f, channelField(ch, f)})
-		}
+		fields = append(fields,
+			channelField(ch, "share", func(v *ChannelConfig) *float64 { return &v.Share }),
+			channelField(ch, "queue_limit", func(v *ChannelConfig) *int { return &v.QueueLimit }),
+			channelField(ch, "deadline", func(v *ChannelConfig) *Duration { return &v.Deadline }))
 	}
 	return fields
-}
-
-// channelField points into a copy-on-write channel entry: the map holds
-// values, so the pointer is to a fresh copy that carry writes back.
-func channelField(ch, f string) func(c *Config) any {
-	return func(c *Config) any {
-		return &channelRef{c: c, ch: ch, f: f}
-	}
-}
-
-// channelRef reads and writes one field of one channel of a Config.
-type channelRef struct {
-	c     *Config
-	ch, f string
-}
-
-func (r *channelRef) get() any {
-	v := r.c.Channels[r.ch]
-	switch r.f {
-	case "share":
-		return v.Share
-	case "queue_limit":
-		return v.QueueLimit
-	}
-	return v.Deadline
-}
-
-func (r *channelRef) set(x any) {
-	if r.c.Channels == nil {
-		r.c.Channels = map[string]ChannelConfig{}
-	}
-	v := r.c.Channels[r.ch]
-	switch r.f {
-	case "share":
-		v.Share = x.(float64)
-	case "queue_limit":
-		v.QueueLimit = x.(int)
-	default:
-		v.Deadline = x.(Duration)
-	}
-	r.c.Channels[r.ch] = v
-}
-
-func fieldValue(p any) any {
-	if r, ok := p.(*channelRef); ok {
-		return r.get()
-	}
-	v := reflect.ValueOf(p).Elem()
-	if v.Kind() == reflect.Pointer && !v.IsNil() { // *bool knobs: compare what they point to
-		return v.Elem().Interface()
-	}
-	return v.Interface()
 }
 
 // restartNeeded lists the restart fields whose value differs between the
@@ -102,7 +69,7 @@ func fieldValue(p any) any {
 func restartNeeded(running, next *Config) []string {
 	var out []string
 	for _, f := range restartFields() {
-		if !reflect.DeepEqual(fieldValue(f.ptr(running)), fieldValue(f.ptr(next))) {
+		if !reflect.DeepEqual(f.value(running), f.value(next)) {
 			out = append(out, f.name)
 		}
 	}
@@ -113,13 +80,6 @@ func restartNeeded(running, next *Config) []string {
 // what reload applies is exactly the live part of next.
 func carryRestartFields(next, running *Config) {
 	for _, f := range restartFields() {
-		dst, src := f.ptr(next), f.ptr(running)
-		if r, ok := dst.(*channelRef); ok {
-			r.set(src.(*channelRef).get())
-			continue
-		}
-		reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+		f.carry(next, running)
 	}
 }
-
-func (f restartField) String() string { return fmt.Sprintf("restart field %s", f.name) }
