@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -76,27 +75,8 @@ func DecodeHeader(body []byte) (Header, error) {
 	if err := checkBody(body); err != nil {
 		return h, err
 	}
-	// Only type and id: msgpack's struct decoder skips the other keys
-	// without building them (this runs on every frame, before Decode).
-	var raw struct {
-		Type any `msgpack:"type"`
-		ID   any `msgpack:"id"`
-	}
-	dec := msgpack.NewDecoder(bytes.NewReader(body))
-	dec.UseLooseInterfaceDecoding(true)
-	if err := dec.Decode(&raw); err != nil {
-		return h, Errorf(CodeInvalidArgument, "frame is not a msgpack map: %v", err)
-	}
-	fields := reflect.ValueOf(&h).Elem()
-	if raw.Type != nil {
-		if err := assign(fields.Field(0), raw.Type, "type"); err != nil {
-			return h, err
-		}
-	}
-	if raw.ID != nil {
-		if err := assign(fields.Field(1), raw.ID, "id"); err != nil {
-			return h, err
-		}
+	if err := Decode(body, &h); err != nil {
+		return h, err
 	}
 	if h.Type == "" {
 		return h, errors.New("frame has no type")
