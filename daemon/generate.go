@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/batchd/batchd/engine"
@@ -66,6 +67,7 @@ type generateArgs struct {
 	maxTokens int
 	sampling  sample.Params
 	stops     []string
+	stopIDs   []int
 	asJSON    bool
 	logLevel  string
 }
@@ -89,6 +91,14 @@ func parseGenerate(args []string, env *runEnv) (*generateArgs, error) {
 	fs.IntVar(&a.sampling.TopK, "top-k", 0, "keep the k most likely tokens (0 = off)")
 	fs.Uint64Var(&a.sampling.Seed, "seed", 0, "sampling seed")
 	fs.Var(&stops, "stop", "stop string (repeatable)")
+	fs.Func("stop-token-id", "token id that also ends generation (repeatable)", func(v string) error {
+		id, err := strconv.Atoi(v)
+		if err != nil {
+			return err
+		}
+		a.stopIDs = append(a.stopIDs, id)
+		return nil
+	})
 	fs.BoolVar(&a.asJSON, "json", false, "print one JSON object per prompt, in prompt order")
 	fs.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	for {
@@ -131,7 +141,7 @@ func runGenerate(ctx context.Context, args []string, env *runEnv) error {
 	results := make([]generateResult, len(a.prompts))
 	streams := make([]*engine.Stream, len(a.prompts))
 	for i, p := range a.prompts {
-		req := engine.Request{Prompt: p, MaxTokens: a.maxTokens, Sampling: a.sampling, Stop: a.stops}
+		req := engine.Request{Prompt: p, MaxTokens: a.maxTokens, Sampling: a.sampling, Stop: a.stops, StopTokenIDs: a.stopIDs}
 		req.Tokens = rt.Model.Tokenizer.Encode(p, true)
 		results[i] = generateResult{Prompt: p, PromptTokens: req.Tokens, OutputTokens: []int{}}
 		if streams[i], err = rt.Engine.Submit(ctx, req); err != nil {

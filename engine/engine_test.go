@@ -142,7 +142,7 @@ func TestGoldenAloneThroughEngine(t *testing.T) {
 		m := loadModel(t, format)
 		e := startEngine(t, m, engineOpts{})
 		for _, g := range testmodels.Goldens(t) {
-			r := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+			r := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()})
 			checkGolden(t, g, r)
 			if r.done.Usage.PromptTokens != len(g.PromptTokens) || r.done.Usage.CompletionTokens != len(g.OutputTokens) {
 				t.Fatalf("usage %+v", r.done.Usage)
@@ -176,7 +176,7 @@ func TestBatchingIsInvisible(t *testing.T) {
 			results := make([]result, tc.n)
 			for i := range results {
 				g := goldens[i%len(goldens)]
-				s, err := e.Submit(context.Background(), Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+				s, err := e.Submit(context.Background(), Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -236,7 +236,7 @@ func TestRequestLevelModesGiveSameTokens(t *testing.T) {
 				BatchSize: len(goldens), BatchWindow: 20 * time.Millisecond}})
 			var streams []*Stream
 			for _, g := range goldens {
-				s, err := e.Submit(context.Background(), Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+				s, err := e.Submit(context.Background(), Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -264,8 +264,8 @@ func TestPrefixCacheHitGivesSameTokens(t *testing.T) {
 	m := loadModel(t, "gguf")
 	e := startEngine(t, m, engineOpts{blocks: 256, blockSize: 4})
 	g := testmodels.Goldens(t)[2] // 13 prompt tokens: 3 full blocks of 4
-	first := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
-	second := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+	first := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()})
+	second := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()})
 	checkGolden(t, g, first)
 	checkGolden(t, g, second)
 	if first.done.Usage.CachedPromptTokens != 0 || second.done.Usage.CachedPromptTokens != 12 {
@@ -446,7 +446,7 @@ func TestSleepReleasesAndWakes(t *testing.T) {
 	m := loadModel(t, "gguf")
 	e := startEngine(t, m, engineOpts{blocks: 64, blockSize: 4})
 	g := testmodels.Goldens(t)[2]
-	checkGolden(t, g, run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()}))
+	checkGolden(t, g, run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()}))
 	e.Sleep(true)
 	for !e.Sleeping() {
 		runtime.Gosched()
@@ -455,7 +455,7 @@ func TestSleepReleasesAndWakes(t *testing.T) {
 		t.Fatalf("after sleep: %+v", s)
 	}
 	// The next request wakes the engine; the cache is gone, the tokens are not.
-	r := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens()})
+	r := run(t, e, Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()})
 	checkGolden(t, g, r)
 	if s := e.Stats(); s.Sleeping || s.Wakes != 1 || r.done.Usage.CachedPromptTokens != 0 {
 		t.Fatalf("after wake: sleeping %v wakes %d cached %d", s.Sleeping, s.Wakes, r.done.Usage.CachedPromptTokens)

@@ -9,52 +9,173 @@ import (
 )
 
 // FromGGUF builds the tokenizer a GGUF file's metadata describes (a model
-// or a vocabulary-only file).
+// or a vocabulary-only file), with llama.cpp's defaults where a key is
+// absent (src/llama-vocab.cpp, llama_vocab::impl::load).
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
-	if kind, _ := f.MetaString("tokenizer.ggml.model"); kind != "llama" {
-		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports SentencePiece \"llama\")", ErrUnsupported, kind)
+	kind, _ := f.MetaString("tokenizer.ggml.model")
+	if kind != "llama" && kind != "gpt2" {
+		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports \"llama\" (SentencePiece) and \"gpt2\" (byte-level BPE))",
+			ErrUnsupported, kind)
 	}
-	pieces, ok := f.Meta["tokenizer.ggml.tokens"].([]string)
-	if !ok {
+	raw, ok := f.Meta["tokenizer.ggml.tokens"].([]string)
+	if !ok || len(raw) == 0 {
 		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens missing or not a string array", ErrInvalid)
 	}
-	scores, ok := f.Meta["tokenizer.ggml.scores"].([]float32)
-	if !ok {
-		return nil, fmt.Errorf("%w: tokenizer.ggml.scores missing or not a float32 array", ErrInvalid)
-	}
 	types, _ := f.Meta["tokenizer.ggml.token_type"].([]int32)
-	spaced := make([]string, len(pieces))
-	for i, p := range pieces {
-		spaced[i] = strings.ReplaceAll(p, "\u2581", " ")
+	if types != nil && len(types) != len(raw) {
+		return nil, invalid("%d token types for %d tokens", len(types), len(raw))
 	}
+	types = slices.Clone(types)
+	if types == nil {
+		types = make([]int32, len(raw))
+		for i := range types {
+			types[i] = TokenNormal
+		}
+	}
+	scores, _ := f.Meta["tokenizer.ggml.scores"].([]float32)
 	id := func(key string, def int) int {
-		if v, ok := f.MetaUint(key); ok && v < uint64(len(pieces)) {
+		if v, ok := f.MetaUint(key); ok && v < uint64(len(raw)) {
 			return int(v)
 		}
 		return def
+	}
+	var t *Tokenizer
+	var err error
+	if kind == "llama" {
+		t, err = spmFromGGUF(f, raw, scores, types, id)
+	} else {
+		t, err = bpeFromGGUF(f, raw, types, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := f.Meta["tokenizer.ggml.add_bos_token"].(bool); ok {
+		t.AddBOS = v
+	}
+	if v, ok := f.Meta["tokenizer.ggml.add_eos_token"].(bool); ok {
+		t.AddEOS = v
+	}
+	if v, ok := f.Meta["tokenizer.ggml.add_space_prefix"].(bool); ok {
+		t.AddSpacePrefix = v
+	}
+	// Decoding after BOS drops the dummy prefix, as SentencePiece and
+	// run.c do (llama-server's stream keeps it).
+	t.stripAfterBOS = t.kind == SPM && t.AddSpacePrefix
+	t.eog = eogSet(f, t, raw, id)
+	t.initSpecials(raw)
+	if name, _ := f.MetaString("general.name"); containsAny(strings.ToLower(name), "phi-3", "phi3") {
+		// llama.cpp: Phi-3's special tokens eat the whitespace after them,
+		// except <unk>, <s> and <|endoftext|>.
+		t.setStrip(func(s *special) (bool, bool, bool) {
+			keep := s.text == "<unk>" || s.text == "<s>" || s.text == "<|endoftext|>"
+			return false, !keep, true
+		})
+	}
+	return t, nil
+}
+
+func spmFromGGUF(f *gguf.File, raw []string, scores []float32, types []int32, id func(string, int) int) (*Tokenizer, error) {
+	if len(scores) != len(raw) {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.scores missing or not %d float32s", ErrInvalid, len(raw))
+	}
+	spaced := make([]string, len(raw))
+	for i, p := range raw {
+		spaced[i] = strings.ReplaceAll(p, "\u2581", " ")
 	}
 	return New(spaced, scores, types, id("tokenizer.ggml.bos_token_id", 1),
 		id("tokenizer.ggml.eos_token_id", 2), id("tokenizer.ggml.unknown_token_id", 0))
 }
 
-// StopTokensGGUF lists the ids that end generation for a GGUF vocabulary:
-// EOS, the end-of-turn token if the file names one, and BOS, which starts a
-// new document (llama2.c's run.c stops on it).
-func StopTokensGGUF(f *gguf.File, tok *Tokenizer) []int {
-	stops := []int{}
-	add := func(id int) {
-		if !slices.Contains(stops, id) {
-			stops = append(stops, id)
+func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int) int) (*Tokenizer, error) {
+	merges, ok := f.Meta["tokenizer.ggml.merges"].([]string)
+	if !ok {
+		return nil, fmt.Errorf("%w: tokenizer.ggml.merges missing or not a string array", ErrInvalid)
+	}
+	pre, _ := f.MetaString("tokenizer.ggml.pre")
+	t := &Tokenizer{kind: BPE, pieces: raw, scores: make([]float32, len(raw)), types: types,
+		lookup: make(map[string]int, len(raw)), text: make([]string, len(raw)),
+		BOS: id("tokenizer.ggml.bos_token_id", 11), EOS: id("tokenizer.ggml.eos_token_id", 11),
+		Unknown: id("tokenizer.ggml.unknown_token_id", -1), maxPiece: 1}
+	for i, p := range raw {
+		t.lookup[p] = i // a later duplicate wins, as in llama.cpp's map
+		switch types[i] {
+		case TokenControl, TokenUnknown, TokenUserDefined:
+			t.text[i] = p // written as they are
+		default:
+			t.text[i] = decodeBPE(p)
+		}
+		t.maxPiece = max(t.maxPiece, len(t.text[i]))
+	}
+	var err error
+	if t.bpe, err = newBPE(t, merges, pre); err != nil {
+		return nil, err
+	}
+	switch t.bpe.pre.name {
+	case "llama-bpe":
+		t.bpe.ignoreMerges, t.AddBOS = true, true
+	}
+	return t, nil
+}
+
+// eogTexts are the tokens llama.cpp treats as end-of-generation by their
+// text; fimTexts the fill-in-the-middle pad, repo and separator tokens it
+// finds by text when no key names them, which end generation too.
+var (
+	eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"}
+	fimTexts = map[string][]string{
+		"fim_pad": {"<|fim_pad|>", "<fim-pad>", "<PAD>"},
+		"fim_rep": {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"},
+		"fim_sep": {"<|file_sep|>"},
+	}
+)
+
+// eogSet derives the end-of-generation set as llama.cpp does: the FIM pad,
+// repo and separator tokens, every token whose text says end of turn or
+// text (made a control token if it was not), and EOS, EOT and EOM.
+func eogSet(f *gguf.File, t *Tokenizer, raw []string, id func(string, int) int) []int {
+	var set []int
+	add := func(i int) {
+		if i >= 0 && !slices.Contains(set, i) {
+			set = append(set, i)
 		}
 	}
-	if tok.EOS >= 0 {
-		add(tok.EOS)
+	for _, key := range []string{"fim_pad", "fim_rep", "fim_sep"} {
+		if k := id("tokenizer.ggml."+key+"_token_id", -1); k >= 0 {
+			add(k)
+			continue
+		}
+		for _, text := range fimTexts[key] {
+			if i := slices.Index(raw, text); i >= 0 {
+				add(i)
+				t.types[i] = TokenControl
+				break
+			}
+		}
 	}
-	if v, ok := f.MetaUint("tokenizer.ggml.eot_token_id"); ok && v < uint64(tok.VocabSize()) {
-		add(int(v))
+	for i, p := range raw {
+		if slices.Contains(eogTexts, p) {
+			add(i)
+			t.types[i] = TokenControl
+		}
 	}
-	if tok.BOS >= 0 {
-		add(tok.BOS)
+	add(t.EOS)
+	add(id("tokenizer.ggml.eot_token_id", -1))
+	add(id("tokenizer.ggml.eom_token_id", -1))
+	slices.Sort(set)
+	return set
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
 	}
-	return stops
+	return false
+}
+
+// StopTokensGGUF lists the ids that end generation for a GGUF vocabulary:
+// its end-of-generation set.
+func StopTokensGGUF(_ *gguf.File, tok *Tokenizer) []int {
+	return slices.Clone(tok.eog)
 }

@@ -86,7 +86,7 @@ func TestMergeMatchesQuadraticLoop(t *testing.T) {
 			if text == "" {
 				want = ref
 			} else {
-				want = mergeQuadratic(tk, tk.symbols(ref, text), len(ref))
+				want = mergeQuadratic(tk, tk.symbols(ref, " "+text), len(ref))
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("%q (vocab %d): got %v, want %v", text, tk.VocabSize(), got, want)

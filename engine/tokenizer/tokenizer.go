@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -20,22 +21,48 @@ const (
 	TokenByte        int32 = 6
 )
 
-// Tokenizer is a SentencePiece BPE vocabulary encoded the way llama2.c's
-// run.c and llama.cpp's SPM tokenizer do it: BOS, a dummy-prefix space,
-// codepoints with byte fallback, then greedy merges of the best-scoring
-// adjacent pair (leftmost on a tie). Pieces hold spaces as ' ' (GGUF's U+2581
-// is translated at load).
+// Kind is a vocabulary's tokenizer algorithm.
+type Kind uint8
+
+const (
+	// SPM is SentencePiece BPE (tokenizer.ggml.model "llama", llama2.c):
+	// a dummy-prefix space, codepoints with byte fallback, then greedy
+	// merges of the best-scoring adjacent pair (leftmost on a tie).
+	SPM Kind = iota
+	// BPE is byte-level BPE (tokenizer.ggml.model "gpt2"): pre-tokenizer
+	// words, GPT-2's byte alphabet, merges by rank.
+	BPE
+)
+
+// Tokenizer is a vocabulary and the algorithm that encodes with it, the way
+// llama.cpp's llama_vocab does: special tokens written in the text are cut
+// out first (control ones only when asked), the rest is encoded by kind.
+// SPM pieces hold spaces as ' ' (GGUF's U+2581 is translated at load).
 type Tokenizer struct {
+	kind   Kind
 	pieces []string
 	scores []float32
 	types  []int32
 	lookup map[string]int
-	bytes  [256]int // id of the <0xNN> piece, or -1
-	byteOf []int16  // the byte a <0xNN> piece stands for, or -1
-	// maxPiece is the longest piece in bytes (a byte piece counts one).
+	bytes  [256]int // SPM: id of the <0xNN> piece, or -1
+	byteOf []int16  // SPM: the byte a <0xNN> piece stands for, or -1
+	bpe    *bpeModel
+	// text is each token's bytes when decoded (BPE).
+	text []string
+	// specials are the tokens cut out of text before encoding, longest first.
+	specials []special
+	// maxPiece is the most bytes of text one token covers.
 	maxPiece int
 	// BOS, EOS and Unknown are special ids (-1 when absent).
 	BOS, EOS, Unknown int
+	// AddBOS and AddEOS: what "add special tokens" adds; AddSpacePrefix:
+	// SPM's dummy-prefix space (before the text and after a special token).
+	AddBOS, AddEOS, AddSpacePrefix bool
+	// stripAfterBOS drops the leading space of the first piece after BOS
+	// when decoding (SPM's dummy prefix), as run.c and SentencePiece do.
+	stripAfterBOS bool
+	// eog is the end-of-generation set.
+	eog []int
 }
 
 // NewTokenizer builds a tokenizer from pieces, scores and types (types may be nil).
@@ -45,7 +72,7 @@ func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*
 			ErrInvalid, len(pieces), len(scores), len(types))
 	}
 	t := &Tokenizer{pieces: pieces, scores: scores, types: types, lookup: make(map[string]int, len(pieces)),
-		BOS: bos, EOS: eos, Unknown: unk}
+		BOS: bos, EOS: eos, Unknown: unk, AddBOS: bos >= 0, AddSpacePrefix: true}
 	if t.types == nil {
 		t.types = make([]int32, len(pieces))
 		for i, p := range pieces {
@@ -87,6 +114,7 @@ func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*
 			return nil, fmt.Errorf("%w: special token id %d outside a vocab of %d", ErrInvalid, id, len(pieces))
 		}
 	}
+	t.initSpecials(pieces)
 	return t, nil
 }
 
@@ -132,7 +160,13 @@ func readLlama2cTokenizer(r io.Reader, vocabSize int) (*Tokenizer, error) {
 		}
 		pieces[i], scores[i] = string(buf), hdr.Score
 	}
-	return New(pieces, scores, nil, 1, 2, 0)
+	t, err := New(pieces, scores, nil, 1, 2, 0)
+	if err != nil {
+		return nil, err
+	}
+	t.stripAfterBOS = true
+	t.eog = []int{t.BOS, t.EOS} // run.c stops on BOS too
+	return t, nil
 }
 
 // VocabSize returns the number of pieces.
@@ -149,36 +183,77 @@ func (t *Tokenizer) IsControl(id int) bool {
 	return id >= 0 && id < len(t.types) && (t.types[id] == TokenControl || t.types[id] == TokenUnknown)
 }
 
-// Encode tokenizes text; with bos it starts with BOS. A non-empty text gets a
-// dummy-prefix space.
+// Options say how text is tokenized.
+type Options struct {
+	// AddSpecial adds what the vocabulary asks for: BOS if AddBOS, EOS if
+	// AddEOS (llama.cpp's add_special).
+	AddSpecial bool
+	// ParseSpecial turns control tokens written in the text (<|im_start|>,
+	// <|eot_id|>, <s>) into those tokens; otherwise they are plain text.
+	// User-defined tokens are matched either way, as llama.cpp does.
+	ParseSpecial bool
+}
+
+// Encode tokenizes text; with bos it adds the vocabulary's special tokens.
+// Special-token strings in text stay plain text.
 func (t *Tokenizer) Encode(text string, bos bool) []int {
-	toks, _ := t.EncodeContext(context.Background(), text, bos)
+	toks, _ := t.Tokenize(context.Background(), text, Options{AddSpecial: bos})
 	return toks
 }
 
-// EncodeContext is Encode that gives up with ctx.Err() once ctx ends, so a
-// long prompt never holds up shutdown. Its cost is O(n log n) in len(text).
+// EncodeContext is Encode that gives up with ctx.Err() once ctx ends.
 func (t *Tokenizer) EncodeContext(ctx context.Context, text string, bos bool) ([]int, error) {
-	toks := make([]int, 0, len(text)+2)
-	if bos && t.BOS >= 0 {
+	return t.Tokenize(ctx, text, Options{AddSpecial: bos})
+}
+
+// Tokenize encodes text as llama.cpp's llama_tokenize does, giving up with
+// ctx.Err() once ctx ends, so a long prompt never holds up shutdown. Its
+// cost is O(n log n) in len(text) (plus one scan per special token).
+func (t *Tokenizer) Tokenize(ctx context.Context, text string, o Options) ([]int, error) {
+	toks := make([]int, 0, len(text)/3+2)
+	if o.AddSpecial && t.AddBOS && t.BOS >= 0 {
 		toks = append(toks, t.BOS)
 	}
-	if text == "" {
-		return toks, nil
+	prevSpecial := true // an SPM text gets its prefix space after a special token
+	var err error
+	for _, f := range t.partition(text, o.ParseSpecial) {
+		if f.id >= 0 {
+			toks = append(toks, f.id)
+			prevSpecial = true
+			continue
+		}
+		if t.kind == BPE {
+			toks, err = t.bpe.encode(ctx, t, f.text, toks)
+		} else {
+			toks, err = t.encodeSPM(ctx, f.text, t.AddSpacePrefix && prevSpecial, toks)
+		}
+		if err != nil {
+			return nil, err
+		}
+		prevSpecial = false
+	}
+	if o.AddSpecial && t.AddEOS && t.EOS >= 0 {
+		toks = append(toks, t.EOS)
+	}
+	return toks, nil
+}
+
+// encodeSPM appends the SPM tokens of one raw-text fragment.
+func (t *Tokenizer) encodeSPM(ctx context.Context, text string, prefix bool, toks []int) ([]int, error) {
+	// llama.cpp escapes spaces as U+2581 and looks pieces up that way, so
+	// a U+2581 in the text is a space too.
+	text = strings.ReplaceAll(text, "\u2581", " ")
+	if prefix {
+		text = " " + text
 	}
 	start := len(toks)
 	return t.merge(ctx, t.symbols(toks, text), start)
 }
 
-// symbols appends text's symbols before merging: the dummy-prefix space,
-// then codepoints split the way run.c does (a lead byte and up to three
-// continuation bytes); a codepoint missing from the vocab falls back to bytes.
+// symbols appends text's symbols before merging: codepoints split the way
+// run.c does (a lead byte and up to three continuation bytes); a codepoint
+// missing from the vocab falls back to bytes.
 func (t *Tokenizer) symbols(toks []int, text string) []int {
-	if id, ok := t.lookup[" "]; ok {
-		toks = append(toks, id)
-	} else {
-		text = " " + text
-	}
 	for i := 0; i < len(text); {
 		j := i + 1
 		for j < len(text) && j-i < 4 && text[j]&0xC0 == 0x80 {
@@ -211,17 +286,21 @@ func (t *Tokenizer) byteToken(b byte) int {
 }
 
 // TokenBytes returns the bytes that id contributes to text following prev:
-// control tokens give nothing, byte pieces their byte, and the first piece
-// after BOS loses its leading space (the dummy prefix).
+// control and unknown tokens give nothing, SPM byte pieces their byte, BPE
+// tokens their bytes; after BOS a llama2.c vocabulary drops the first
+// piece's leading space (the dummy prefix), as run.c prints.
 func (t *Tokenizer) TokenBytes(prev, id int) []byte {
 	if id < 0 || id >= len(t.pieces) || t.IsControl(id) {
 		return nil
+	}
+	if t.kind == BPE {
+		return []byte(t.text[id])
 	}
 	p := t.pieces[id]
 	if b := t.byteOf[id]; b >= 0 {
 		return []byte{byte(b)}
 	}
-	if prev == t.BOS && strings.HasPrefix(p, " ") {
+	if t.stripAfterBOS && prev == t.BOS && strings.HasPrefix(p, " ") {
 		p = p[1:]
 	}
 	return []byte(p)
@@ -236,3 +315,16 @@ func (t *Tokenizer) Decode(prev int, ids []int) string {
 	}
 	return string(b)
 }
+
+// Kind returns the vocabulary's algorithm.
+func (t *Tokenizer) Kind() Kind { return t.kind }
+
+// EOG returns the tokens that end generation: EOS, end-of-turn and the
+// rest of the set llama.cpp derives (shared; do not modify).
+func (t *Tokenizer) EOG() []int { return t.eog }
+
+// IsEOG reports whether id ends generation.
+func (t *Tokenizer) IsEOG(id int) bool { return slices.Contains(t.eog, id) }
+
+// Type returns id's token type (TokenNormal, TokenControl, ...).
+func (t *Tokenizer) Type(id int) int32 { return t.types[id] }

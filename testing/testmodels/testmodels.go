@@ -26,6 +26,16 @@ type Golden struct {
 // MaxTokens returns how many tokens the reference generated at most.
 func (g Golden) MaxTokens() int { return g.Steps + 1 - len(g.PromptTokens) }
 
+// StopTokenIDs is what ends a golden run besides the length: BOS, where
+// run.c stops. A GGUF model ends on its end-of-generation set only, as
+// llama.cpp does, so GGUF runs of these goldens pass it explicitly.
+func (g Golden) StopTokenIDs() []int {
+	if g.Stop == "bos" {
+		return []int{1}
+	}
+	return nil
+}
+
 // Dir returns the model directory, or skips the test with a hint when absent.
 func Dir(tb testing.TB) string {
 	tb.Helper()

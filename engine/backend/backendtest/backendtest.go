@@ -85,7 +85,8 @@ func goldens(t *testing.T, open Open) {
 		in := backend.SeqInput{Tokens: g.PromptTokens, Blocks: blocks, Logits: true}
 		for len(out) < g.MaxTokens() {
 			next := sample.Argmax(forward(t, b, in)[0])
-			if m.IsStop(next) {
+			// The goldens are run.c's, which also stops on BOS.
+			if m.IsStop(next) || next == m.Tokenizer.BOS {
 				break
 			}
 			out = append(out, next)

@@ -1,0 +1,127 @@
+package tokenizer
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+func vocabPath(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(testmodels.Dir(t), "vocab", name)
+}
+
+// randomText mixes scripts, digits, whitespace runs, contractions, emoji
+// and special-token strings, so every pre-tokenizer branch is taken.
+func randomText(rng *rand.Rand, n int) string {
+	parts := []string{"the", " ", "   ", "\n", "\r\n", "\t", "'s", "'LL", "123", "4567", "é", "Zürich", "東京", "🦙",
+		"👍🏽", "\u00a0", "\u3000", "ab", "...", "!!", "<|im_end|>", "<|eot_id|>", "x", "Ω", "٣", "ا", "\u0301"}
+	var b strings.Builder
+	for range n {
+		b.WriteString(parts[rng.IntN(len(parts))])
+	}
+	return b.String()
+}
+
+// TestBPERoundTrip: byte-level BPE spells every text exactly, so decoding
+// its tokens gives the text back, for each BPE vocabulary; and the tokens
+// of a text never depend on how it was cut (a special token's text with
+// ParseSpecial off stays text).
+func TestBPERoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, name := range []string{"ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf", "ggml-vocab-gpt-2.gguf",
+		"ggml-vocab-starcoder.gguf", "ggml-vocab-falcon.gguf", "ggml-vocab-deepseek-coder.gguf"} {
+		tok := loadVocab(t, vocabPath(t, name))
+		for range 200 {
+			text := randomText(rng, rng.IntN(30))
+			ids, err := tok.Tokenize(context.Background(), text, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tok.Decode(-1, ids); got != text {
+				t.Fatalf("%s: %q decodes to %q (ids %v)", name, text, got, ids)
+			}
+		}
+	}
+}
+
+// TestSpecialTokens: with ParseSpecial a control token's text is that one
+// token, without it plain text; the EOG sets are llama.cpp's (README of
+// models/vocab); add_bos follows the vocabulary.
+func TestSpecialTokens(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		text   string
+		tokens []int // with ParseSpecial
+		eog    []int
+		bos    bool
+	}{
+		{"ggml-vocab-llama-bpe.gguf", "<|start_header_id|>user<|end_header_id|>", []int{128006, 882, 128007}, []int{128001, 128009}, true},
+		{"ggml-vocab-qwen2.gguf", "<|im_start|>user\nhi<|im_end|>", []int{151644, 872, 198, 6023, 151645}, []int{151643, 151645, 151662, 151663, 151664}, false},
+	} {
+		tok := loadVocab(t, vocabPath(t, tc.file))
+		got, _ := tok.Tokenize(context.Background(), tc.text, Options{ParseSpecial: true})
+		if !slices.Equal(got, tc.tokens) {
+			t.Errorf("%s: %q = %v, want %v", tc.file, tc.text, got, tc.tokens)
+		}
+		plain, _ := tok.Tokenize(context.Background(), tc.text, Options{})
+		if len(plain) <= len(got) || tok.Decode(-1, plain) != tc.text {
+			t.Errorf("%s: without ParseSpecial %v", tc.file, plain)
+		}
+		if !slices.Equal(tok.EOG(), tc.eog) {
+			t.Errorf("%s: EOG %v, want %v", tc.file, tok.EOG(), tc.eog)
+		}
+		withBOS, _ := tok.Tokenize(context.Background(), "a", Options{AddSpecial: true})
+		if (withBOS[0] == tok.BOS) != tc.bos {
+			t.Errorf("%s: add_special gave %v (BOS %d)", tc.file, withBOS, tok.BOS)
+		}
+	}
+}
+
+// TestBPEScalesNLogN: one 200 KB word (no split point) and 200 KB of
+// mixed text each encode in time that grows about linearly: doubling the
+// length must not quadruple the time (run 3 times, best taken).
+func TestBPEScalesNLogN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing")
+	}
+	tok := loadVocab(t, vocabPath(t, "ggml-vocab-qwen2.gguf"))
+	best := func(text string) time.Duration {
+		b := time.Duration(1 << 62)
+		for range 3 {
+			t0 := time.Now()
+			if _, err := tok.Tokenize(context.Background(), text, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			b = min(b, time.Since(t0))
+		}
+		return b
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, gen := range []func(n int) string{
+		func(n int) string { return strings.Repeat("abcdefghij", n/10) },
+		func(n int) string { return strings.Repeat(" ", n) },
+		func(n int) string { return randomText(rng, n/4)[:0] + strings.Repeat(randomText(rng, 64), n/256) },
+	} {
+		small, large := best(gen(100<<10)), best(gen(200<<10))
+		if large > 3*small+20*time.Millisecond {
+			t.Errorf("100 KB %v, 200 KB %v: worse than n log n", small, large)
+		}
+	}
+}
+
+// TestBPEStopsWithContext: a cancelled context ends a long encode.
+func TestBPEStopsWithContext(t *testing.T) {
+	tok := loadVocab(t, vocabPath(t, "ggml-vocab-llama-bpe.gguf"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tok.Tokenize(ctx, strings.Repeat("word ", 1<<16), Options{}); err == nil {
+		t.Fatal("no error from a cancelled context")
+	}
+}
