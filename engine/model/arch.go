@@ -16,13 +16,15 @@ type Arch struct {
 	Tensors TensorNames
 	// RopeNeoX rotates pairs (i, i+d/2) instead of adjacent ones (qwen2, phi3, gemma2).
 	RopeNeoX bool
-	// Optional parts. An entry that sets one the loader or backend cannot
-	// run yet is refused by name (Unsupported), never loaded with wrong numerics.
+	// Optional parts.
 	AttnBias    bool // Q, K and V biases (qwen2)
 	QKNorm      bool // per-head RMS norms of Q and K (qwen3)
-	FusedQKV    bool // one attn_qkv matrix (phi3)
-	FusedGateUp bool // ffn_up holds gate and up (phi3)
+	FusedQKV    bool // one attn_qkv matrix, rows Q then K then V (phi3)
+	FusedGateUp bool // ffn_up holds gate rows then up rows (phi3)
 	PostNorms   bool // norms after attention and after the FFN (gemma2)
+	// Gemma is gemma2's numerics: embeddings scaled by sqrt(dim), GELU,
+	// soft-capped attention and logits, sliding window on even layers.
+	Gemma bool
 }
 
 // TensorNames are an architecture's tensor names, as llama.cpp's converter
@@ -30,6 +32,9 @@ type Arch struct {
 type TensorNames struct {
 	TokenEmbd, OutputNorm, Output                 string
 	AttnNorm, Q, K, V, O, FFNNorm, Gate, Up, Down string // fmt patterns with the block index
+	QKV                                           string // fused Q, K, V (phi3)
+	BiasQ, BiasK, BiasV, QNorm, KNorm             string
+	PostAttnNorm, PostFFNNorm                     string
 	RopeFreqs                                     string // Llama 3.1's rope scaling factors
 }
 
@@ -39,6 +44,10 @@ var llamaTensors = TensorNames{
 	AttnNorm: "blk.%d.attn_norm.weight", Q: "blk.%d.attn_q.weight", K: "blk.%d.attn_k.weight",
 	V: "blk.%d.attn_v.weight", O: "blk.%d.attn_output.weight", FFNNorm: "blk.%d.ffn_norm.weight",
 	Gate: "blk.%d.ffn_gate.weight", Up: "blk.%d.ffn_up.weight", Down: "blk.%d.ffn_down.weight",
+	QKV:   "blk.%d.attn_qkv.weight",
+	BiasQ: "blk.%d.attn_q.bias", BiasK: "blk.%d.attn_k.bias", BiasV: "blk.%d.attn_v.bias",
+	QNorm: "blk.%d.attn_q_norm.weight", KNorm: "blk.%d.attn_k_norm.weight",
+	PostAttnNorm: "blk.%d.post_attention_norm.weight", PostFFNNorm: "blk.%d.post_ffw_norm.weight",
 	RopeFreqs: "rope_freqs.weight",
 }
 
@@ -46,6 +55,10 @@ var llamaTensors = TensorNames{
 var archTable = map[string]Arch{
 	"llama":   {Name: "llama", Tensors: llamaTensors},
 	"mistral": {Name: "mistral", Tensors: llamaTensors},
+	"qwen2":   {Name: "qwen2", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true},
+	"qwen3":   {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
+	"phi3":    {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
+	"gemma2":  {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true},
 }
 
 // LookupArch returns the table entry for a GGUF architecture name.
@@ -53,10 +66,6 @@ func LookupArch(name string) (Arch, error) {
 	a, ok := archTable[name]
 	if !ok {
 		return Arch{}, fmt.Errorf("%w: architecture %q (batchd runs %s)", ErrUnsupported, name, ArchNames())
-	}
-	if parts := a.unimplemented(); len(parts) > 0 {
-		return Arch{}, fmt.Errorf("%w: architecture %q needs %s, not implemented yet", ErrUnsupported, name,
-			strings.Join(parts, ", "))
 	}
 	return a, nil
 }
@@ -71,17 +80,14 @@ func ArchNames() string {
 	return strings.Join(names, ", ")
 }
 
-// unimplemented names the optional parts the loader and backend cannot run yet.
-func (a Arch) unimplemented() []string {
-	var out []string
-	for _, p := range []struct {
-		on   bool
-		name string
-	}{{a.AttnBias, "Q/K/V biases"}, {a.QKNorm, "Q/K norms"}, {a.FusedQKV, "a fused QKV matrix"},
-		{a.FusedGateUp, "a fused gate/up matrix"}, {a.PostNorms, "post-attention/FFN norms"}} {
-		if p.on {
-			out = append(out, p.name)
-		}
+// blockTensors is how many tensors each block has at least.
+func (a Arch) blockTensors() int {
+	n := 9
+	if a.FusedQKV {
+		n -= 2
 	}
-	return out
+	if a.FusedGateUp {
+		n--
+	}
+	return n
 }

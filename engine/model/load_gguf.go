@@ -21,11 +21,6 @@ func loadGGUF(data []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A Llama 3.1 file scales its RoPE frequencies by this tensor: loading
-	// it without the scaling would run with the wrong positions.
-	if _, ok := f.Tensor(arch.Tensors.RopeFreqs); ok {
-		return nil, fmt.Errorf("%w: %s (Llama 3.1 RoPE scaling) is not implemented yet", ErrUnsupported, arch.Tensors.RopeFreqs)
-	}
 	c, err := ggufConfig(f, name)
 	if err != nil {
 		return nil, err
@@ -37,17 +32,20 @@ func loadGGUF(data []byte) (*Model, error) {
 	if c.Vocab == 0 {
 		c.Vocab = tok.VocabSize()
 	}
+	c.RopeNeoX = arch.RopeNeoX
+	if err := archConfig(f, arch, &c); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	// Each block has nine tensors: a block count the directory cannot back
-	// is malformed, and looping over it would only waste time.
-	if c.Layers > len(f.Tensors)/9 {
+	// A block count the directory cannot back is malformed, and looping
+	// over it would only waste time.
+	if c.Layers > len(f.Tensors)/arch.blockTensors() {
 		return nil, fmt.Errorf("%w: block_count %d but the file has %d tensors", ErrMissingTensor, c.Layers, len(f.Tensors))
 	}
 	m := &Model{Config: c, Tokenizer: tok}
 	ld := &ggufLoader{f: f, data: data}
-	m.Config.RopeNeoX = arch.RopeNeoX
 	tn := arch.Tensors
 	m.Embed = ld.matrix(tn.TokenEmbd, c.Vocab, c.Dim)
 	m.OutNorm = ld.vector(tn.OutputNorm, c.Dim)
@@ -56,19 +54,12 @@ func loadGGUF(data []byte) (*Model, error) {
 	} else {
 		m.Output, m.Config.Tied = m.Embed, true
 	}
+	// Llama 3.1 divides each pair's RoPE frequency by these factors.
+	if _, ok := f.Tensor(tn.RopeFreqs); ok {
+		m.RopeFactors = ld.vector(tn.RopeFreqs, c.RopeDim/2)
+	}
 	for i := range c.Layers {
-		blk := func(pattern string) string { return fmt.Sprintf(pattern, i) }
-		m.Layers = append(m.Layers, Layer{
-			AttnNorm: ld.vector(blk(tn.AttnNorm), c.Dim),
-			Wq:       ld.matrix(blk(tn.Q), c.QDim(), c.Dim),
-			Wk:       ld.matrix(blk(tn.K), c.KVDim(), c.Dim),
-			Wv:       ld.matrix(blk(tn.V), c.KVDim(), c.Dim),
-			Wo:       ld.matrix(blk(tn.O), c.Dim, c.QDim()),
-			FFNNorm:  ld.vector(blk(tn.FFNNorm), c.Dim),
-			W1:       ld.matrix(blk(tn.Gate), c.FFN, c.Dim),
-			W2:       ld.matrix(blk(tn.Down), c.Dim, c.FFN),
-			W3:       ld.matrix(blk(tn.Up), c.FFN, c.Dim),
-		})
+		m.Layers = append(m.Layers, ld.layer(arch, c, i))
 	}
 	if err := ld.unsupportedError(); err != nil {
 		return nil, err
@@ -117,9 +108,6 @@ func ggufConfig(f *gguf.File, arch string) (Config, error) {
 	}
 	if v, ok := f.MetaFloat(arch + ".rope.freq_base"); ok {
 		c.RopeTheta = float32(v)
-	}
-	if v, ok := f.Meta[arch+".rope.scaling.type"].(string); ok && v != "none" && v != "" {
-		return c, fmt.Errorf("%w: rope scaling %q", ErrUnsupported, v)
 	}
 	return c, nil
 }

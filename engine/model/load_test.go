@@ -3,10 +3,13 @@ package model
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,27 +115,38 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 	}
 }
 
-// TestArchTable: unknown architectures and parts not implemented yet are
-// refused by name; a Llama 3.1 rope_freqs tensor is refused rather than
-// loaded with the wrong RoPE.
+// TestArchTable: unknown architectures and features batchd does not run
+// (a rope scaling it lacks, Phi-3's LongRoPE factors) are refused by name;
+// a Llama 3.1 rope_freqs tensor is loaded as the RoPE factors.
 func TestArchTable(t *testing.T) {
-	if _, err := LookupArch("mamba"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "llama, mistral") {
+	if _, err := LookupArch("mamba"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "gemma2, llama, mistral, phi3, qwen2, qwen3") {
 		t.Fatalf("mamba: %v", err)
 	}
-	archTable["test-qwen"] = Arch{Name: "test-qwen", Tensors: llamaTensors, AttnBias: true}
-	defer delete(archTable, "test-qwen")
-	if _, err := LookupArch("test-qwen"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "biases") {
-		t.Fatalf("an arch with biases: %v", err)
-	}
 	path, good := synth.WriteFile(t, synth.Tiny(quant.F32, 64, 1))
-	b := rewriteGGUF(t, good, func(w *gguf.Writer, _ *gguf.File) {
-		w.AddTensor("rope_freqs.weight", gguf.Type(quant.F32), []uint64{8}, make([]byte, 32))
-	})
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
+	load := func(edit func(w *gguf.Writer, f *gguf.File)) (*Model, error) {
+		if err := os.WriteFile(path, rewriteGGUF(t, good, edit), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Load(path, LoadOptions{})
 	}
-	if _, err := Load(path, LoadOptions{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "rope_freqs") {
-		t.Fatalf("rope_freqs: %v", err)
+	factors := make([]byte, 8*4) // rope dim 16 of the tiny model: 8 pairs
+	for i := range 8 {
+		binary.LittleEndian.PutUint32(factors[4*i:], math.Float32bits(float32(i+1)))
+	}
+	m, err := load(func(w *gguf.Writer, _ *gguf.File) {
+		w.AddTensor("rope_freqs.weight", gguf.Type(quant.F32), []uint64{8}, factors)
+	})
+	if err != nil || !slices.Equal(m.RopeFactors, []float32{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Fatalf("rope_freqs: %v, factors %v", err, m)
+	}
+	m.Close()
+	if _, err := load(func(w *gguf.Writer, f *gguf.File) { w.Set("llama.rope.scaling.type", "longrope") }); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "longrope") {
+		t.Fatalf("longrope: %v", err)
+	}
+	if _, err := load(func(w *gguf.Writer, _ *gguf.File) {
+		w.AddTensor("rope_factors_long.weight", gguf.Type(quant.F32), []uint64{8}, factors)
+	}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "rope_factors_long") {
+		t.Fatalf("LongRoPE: %v", err)
 	}
 }
 

@@ -29,6 +29,33 @@ type Config struct {
 	RopeTheta float32 // RoPE frequency base
 	RopeNeoX  bool    // rotate pairs (i, i+RopeDim/2) instead of adjacent (2i, 2i+1)
 	Tied      bool    // the classifier is the token embedding
+
+	// Per-architecture numerics; the zero values are plain Llama.
+	RopeScaling   RopeScaling
+	AttnScale     float32 // multiplies q.k before the softmax; 0 means 1/sqrt(HeadDim)
+	AttnSoftcap   float32 // scores become cap*tanh(score/cap) (gemma2); 0 is off
+	FinalSoftcap  float32 // logits likewise (gemma2)
+	SlidingWindow int     // a query sees keys less than this many positions back; 0 is all
+	SlidingEven   bool    // only even-numbered layers slide (gemma2); else every layer
+	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
+	FFNGELU       bool    // the FFN is gelu(gate)*up (gemma2), not silu(gate)*up
+}
+
+// RopeScaling stretches RoPE past the trained context, as llama.cpp's
+// rope.scaling keys say: linear divides positions by Factor; yarn blends
+// interpolated and extrapolated frequencies (ggml's rope_yarn).
+type RopeScaling struct {
+	Type               string  // "", "linear" or "yarn"
+	Factor             float32 // context stretch (freq_scale = 1/Factor)
+	OrigCtx            int     // yarn: the original context length
+	ExtFactor          float32 // yarn: extrapolation mix (1 for yarn)
+	AttnFactor         float32 // yarn: magnitude scale (1 unless the file says)
+	BetaFast, BetaSlow float32 // yarn: correction range (32 and 1)
+}
+
+// Sliding reports whether layer l attends through the sliding window.
+func (c Config) Sliding(l int) bool {
+	return c.SlidingWindow > 0 && (!c.SlidingEven || l%2 == 0)
 }
 
 // KVDim returns the width of one token's K (or V) across KV heads.
@@ -65,9 +92,14 @@ func (c Config) Validate() error {
 type Layer struct {
 	AttnNorm   []float32
 	Wq, Wk, Wv *Matrix
+	Bq, Bk, Bv []float32 // Q, K, V biases (qwen2), or nil
+	QNorm      []float32 // per-head RMS norm of Q, HeadDim wide (qwen3), or nil
+	KNorm      []float32 // likewise of K
 	Wo         *Matrix
+	PostAttn   []float32 // RMS norm of the attention output (gemma2), or nil
 	FFNNorm    []float32
-	W1, W2, W3 *Matrix // gate, down, up
+	W1, W2, W3 *Matrix   // gate, down, up
+	PostFFN    []float32 // RMS norm of the FFN output (gemma2), or nil
 }
 
 // Model is a loaded Llama: config, weights and tokenizer. Weights may be
@@ -81,8 +113,11 @@ type Model struct {
 	OutNorm   []float32
 	Output    *Matrix // Vocab x Dim; the same as Embed when tied
 	Tokenizer *tokenizer.Tokenizer
-	// StopTokens end generation when sampled: EOS, and BOS, which starts a new
-	// document (llama2.c's run.c stops on it).
+	// RopeFactors divides each rotated pair's frequency (Llama 3.1's
+	// rope_freqs.weight), or is nil.
+	RopeFactors []float32
+	// StopTokens end generation when sampled: the vocabulary's
+	// end-of-generation set (llama2.c files: EOS and BOS, as run.c stops).
 	StopTokens []int
 
 	mapped []byte

@@ -79,3 +79,14 @@ func bytesAs[T float32 | uint16](b []byte) []T {
 
 // f16Table is quant's half-to-float table, indexed in the F16 loops here.
 var f16Table = quant.F16Table()
+
+// RowRange returns rows [lo, hi) as a matrix sharing m's data: the Q, K and V
+// (or gate and up) parts of a fused matrix.
+func (m *Matrix) RowRange(lo, hi int) *Matrix {
+	rb := m.Type.RowBytes(m.Cols)
+	sub, err := NewMatrix(m.Type, hi-lo, m.Cols, m.Data[lo*rb:hi*rb])
+	if err != nil {
+		panic(err) // the same type and columns as m: cannot fail
+	}
+	return sub
+}

@@ -89,3 +89,36 @@ func projectRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// ArchGolden is llama.cpp's greedy generation for one prompt on a tiny
+// models/arch model, with its top-5 log-probabilities at every step.
+type ArchGolden struct {
+	Prompt       string         `json:"prompt"`
+	PromptTokens []int          `json:"prompt_tokens"`
+	OutputTokens []int          `json:"output_tokens"`
+	Text         string         `json:"text"`
+	Stop         string         `json:"stop"` // limit, eos or none
+	Top5         [][][2]float64 `json:"top5"` // per step: [id, logprob], best first
+	Gap12        []float64      `json:"gap12"`
+}
+
+// NearTie reports whether llama.cpp's top two at step i are within 1e-4,
+// where an exact engine may pick the other.
+func (g ArchGolden) NearTie(i int) bool { return i < len(g.Gap12) && g.Gap12[i] < 1e-4 }
+
+// ArchModels lists the models in models/arch (tiny-<arch>.gguf) by arch.
+var ArchModels = []string{"llama3", "qwen2", "qwen3", "phi3", "mistral", "gemma2"}
+
+// ArchGoldens reads models/arch/tiny-<arch>.golden.json.
+func ArchGoldens(tb testing.TB, arch string) []ArchGolden {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(Dir(tb), "arch", "tiny-"+arch+".golden.json"))
+	if err != nil {
+		tb.Skipf("no arch golden for %s: %v", arch, err)
+	}
+	var g []ArchGolden
+	if err := json.Unmarshal(b, &g); err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}

@@ -39,6 +39,13 @@ func (j *attnJob) do(share, lo, hi int) {
 	hd, group, bs := c.HeadDim, c.Heads/c.KVHeads, j.b.blockSize
 	span := bs * hd // one head's slice of a block
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	if c.AttnScale != 0 {
+		scale = c.AttnScale
+	}
+	window := 0
+	if c.Sliding(j.l) {
+		window = c.SlidingWindow
+	}
 	kc, vc := b.k[j.l], b.v[j.l]
 	for i := lo; i < hi; i++ {
 		t, h := i/c.Heads, i%c.Heads
@@ -50,28 +57,41 @@ func (j *attnJob) do(share, lo, hi int) {
 		}
 		scores := j.scores[share][:pos+1]
 		at := func(bi int) int { return b.kvAt(blocks[bi], h/group, 0) }
-		for bi := range min(ahead, len(blocks)) {
+		// A sliding layer sees positions lo..pos; whole blocks before lo
+		// are skipped, the rest of lo's block gets probability 0.
+		lo, b0 := 0, 0
+		if window > 0 && pos >= window {
+			lo = pos - window + 1
+			b0 = lo / bs
+		}
+		for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
 			kc.prefetch(at(bi), span)
 		}
-		for bi, p0 := 0, 0; p0 <= pos; bi, p0 = bi+1, p0+bs {
+		for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
 			if bi+ahead < len(blocks) {
 				kc.prefetch(at(bi+ahead), span)
 			}
 			kc.dots(q, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
 		}
-		for bi := range min(ahead, len(blocks)) {
+		for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
 			vc.prefetch(at(bi), span)
 		}
-		mx := scores[0]
-		for _, s := range scores[1:] {
+		live, sc := scores[lo:], scale
+		if c.AttnSoftcap > 0 {
+			softcap(live, scale, c.AttnSoftcap)
+			sc = 1
+		}
+		mx := live[0]
+		for _, s := range live[1:] {
 			if s > mx { // not max(): its NaN handling made this loop cost half the dot products
 				mx = s
 			}
 		}
-		sum := expSum(scores, mx, scale, j.b.kern.simd) // softmax, its 1/sum applied to the output
+		sum := expSum(live, mx, sc, j.b.kern.simd) // softmax, its 1/sum applied to the output
+		clear(scores[b0*bs : lo])
 		out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 		clear(out)
-		for bi, p0 := 0, 0; p0 <= pos; bi, p0 = bi+1, p0+bs {
+		for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
 			if bi+ahead < len(blocks) {
 				vc.prefetch(at(bi+ahead), span)
 			}

@@ -57,7 +57,7 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
-		rope: newRopeTable(c, c.Context), pool: newWorkers(o.Threads)}
+		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize)), pool: newWorkers(o.Threads)}
 	if err := b.Restore(); err != nil {
 		return nil, err
 	}
@@ -186,7 +186,13 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 	for si, s := range batch.Seqs {
 		for j, tok := range s.Tokens {
 			b.tokSeq[t], b.tokPos[t] = si, s.Pos+j
-			b.m.Embed.Row(tok, b.x[t*c.Dim:(t+1)*c.Dim])
+			x := b.x[t*c.Dim : (t+1)*c.Dim]
+			b.m.Embed.Row(tok, x)
+			if c.EmbedScale != 0 {
+				for i := range x {
+					x[i] *= c.EmbedScale
+				}
+			}
 			t++
 		}
 	}
@@ -211,10 +217,16 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	b.pool.run(n, 4, &b.store)
 	b.attention(l, batch, n)
 	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
+	if L.PostAttn != nil {
+		b.normalize(b.xb, nil, L.PostAttn, b.xb, n)
+	}
 	b.normalize(b.x, b.xb, L.FFNNorm, b.xb, n)
-	b.ffn = swigluJob{x: b.xb, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2, scratch: b.scratch, k: b.kern}
+	b.ffn = swigluJob{x: b.xb, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2, scratch: b.scratch, k: b.kern, gelu: c.FFNGELU}
 	b.pool.run(c.FFN, 16, &b.ffn)
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
+	if L.PostFFN != nil {
+		b.normalize(b.xb, nil, L.PostFFN, b.xb, n)
+	}
 }
 
 // normalize adds add (if not nil) into the token rows of x, then writes
@@ -267,6 +279,9 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 	}
 	if rows > 0 {
 		b.matmul(b.logitsNorm, rows, mmPart{b.m.Output, b.logits})
+		if c.FinalSoftcap > 0 {
+			softcap(b.logits[:rows*c.Vocab], 1, c.FinalSoftcap)
+		}
 	}
 	return b.out
 }

@@ -37,6 +37,9 @@ func (r *denseRef) step(tok, pos int) []float32 {
 		rmsnorm(out, x, w, c.RMSEps)
 		return out
 	}
+	rp := newRopeParams(c, r.m.RopeFactors)
+	cos, sin := make([]float32, c.RopeDim/2), make([]float32, c.RopeDim/2)
+	rp.angles(pos, cos, sin)
 	rot := func(v []float32, heads int) {
 		for h := range heads {
 			for j := range c.RopeDim / 2 {
@@ -44,7 +47,7 @@ func (r *denseRef) step(tok, pos int) []float32 {
 				if c.RopeNeoX {
 					a, b = h*c.HeadDim+j, h*c.HeadDim+j+c.RopeDim/2
 				}
-				co, si := ropeAngle(c, pos, j)
+				co, si := cos[j], sin[j]
 				x0, x1 := v[a], v[b]
 				v[a], v[b] = x0*co-x1*si, x0*si+x1*co
 			}

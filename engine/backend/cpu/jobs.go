@@ -52,6 +52,7 @@ type swigluJob struct {
 	h, h2    []float32
 	scratch  [][]float32
 	k        *kernels
+	gelu     bool // gelu(gate)*up (gemma2)
 }
 
 func (j *swigluJob) do(share, lo, hi int) {
@@ -60,6 +61,12 @@ func (j *swigluJob) do(share, lo, hi int) {
 	f := j.gate.Rows
 	for t := range j.n {
 		h, h2 := j.h[t*f+lo:t*f+hi], j.h2[t*f+lo:t*f+hi]
+		if j.gelu {
+			for i := range h {
+				h[i] = gelu(h[i]) * h2[i]
+			}
+			continue
+		}
 		n := 0
 		if j.k.simd {
 			if n = len(h) &^ 7; n > 0 {
@@ -116,11 +123,14 @@ func (j *storeJob) do(_, lo, hi int) {
 			vc.prefetch(b.kvAt(blk, h, r), hd)
 		}
 	}
+	L := &b.m.Layers[j.l]
 	for t := lo; t < hi; t++ {
 		pos := b.tokPos[t]
 		blk, r := slot(t)
-		b.rope.rope(c, b.q[t*c.QDim():(t+1)*c.QDim()], c.Heads, pos)
-		b.rope.rope(c, b.kk[t*KV:(t+1)*KV], c.KVHeads, pos)
+		q, k := b.q[t*c.QDim():(t+1)*c.QDim()], b.kk[t*KV:(t+1)*KV]
+		qkvHooks(c, L, q, k, b.vv[t*KV:(t+1)*KV])
+		b.rope.rope(c, q, c.Heads, pos)
+		b.rope.rope(c, k, c.KVHeads, pos)
 		for h := range c.KVHeads {
 			kc.put(b.kvAt(blk, h, r), b.kk[t*KV+h*hd:t*KV+(h+1)*hd])
 			vc.put(b.kvAt(blk, h, r), b.vv[t*KV+h*hd:t*KV+(h+1)*hd])

@@ -94,40 +94,37 @@ func rmsnorm(out, x, w []float32, eps float32) {
 	}
 }
 
-// ropeTable holds cos and sin for each position and rotated pair.
+// ropeTable holds cos and sin for each position and rotated pair, up to
+// the positions the KV store can hold; later ones are computed on the fly.
 type ropeTable struct {
 	pairs    int
+	p        ropeParams
 	cos, sin []float32
 }
 
-func newRopeTable(c model.Config, positions int) *ropeTable {
+func newRopeTable(c model.Config, factors []float32, positions int) *ropeTable {
 	pairs := c.RopeDim / 2
-	t := &ropeTable{pairs: pairs, cos: make([]float32, positions*pairs), sin: make([]float32, positions*pairs)}
+	t := &ropeTable{pairs: pairs, p: newRopeParams(c, factors),
+		cos: make([]float32, positions*pairs), sin: make([]float32, positions*pairs)}
 	for p := range positions {
-		for j := range pairs {
-			t.cos[p*pairs+j], t.sin[p*pairs+j] = ropeAngle(c, p, j)
-		}
+		t.p.angles(p, t.cos[p*pairs:(p+1)*pairs], t.sin[p*pairs:(p+1)*pairs])
 	}
 	return t
 }
 
-func ropeAngle(c model.Config, pos, j int) (float32, float32) {
-	freq := 1 / math.Pow(float64(c.RopeTheta), float64(2*j)/float64(c.RopeDim))
-	s, co := math.Sincos(float64(pos) * float64(float32(freq)))
-	return float32(co), float32(s)
-}
-
 // rope rotates every head of vec (heads x headDim) for position pos.
 func (t *ropeTable) rope(c model.Config, vec []float32, heads, pos int) {
+	var cos, sin []float32
+	if pos < len(t.cos)/max(t.pairs, 1) {
+		cos, sin = t.cos[pos*t.pairs:(pos+1)*t.pairs], t.sin[pos*t.pairs:(pos+1)*t.pairs]
+	} else {
+		cos, sin = make([]float32, t.pairs), make([]float32, t.pairs)
+		t.p.angles(pos, cos, sin)
+	}
 	for h := range heads {
 		v := vec[h*c.HeadDim : (h+1)*c.HeadDim]
 		for j := range t.pairs {
-			var co, si float32
-			if idx := pos*t.pairs + j; idx < len(t.cos) {
-				co, si = t.cos[idx], t.sin[idx]
-			} else {
-				co, si = ropeAngle(c, pos, j)
-			}
+			co, si := cos[j], sin[j]
 			a, b := 2*j, 2*j+1
 			if c.RopeNeoX {
 				a, b = j, j+t.pairs
