@@ -7,6 +7,7 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/engine/tokenizer"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 )
@@ -52,7 +53,8 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 			return nil, wire.Errorf(wire.CodeInvalidArgument, "prompt of %d bytes is at least %d tokens: more than the context of %d",
 				len(s.Prompt), n+1, ctxLen)
 		}
-		if toks, err = tok.EncodeContext(ctx, s.Prompt, true); err != nil {
+		o := tokenizer.Options{AddSpecial: true, ParseSpecial: s.ParseSpecial == nil || *s.ParseSpecial}
+		if toks, err = tok.Tokenize(ctx, s.Prompt, o); err != nil {
 			return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/engine/tokenizer"
 )
 
 // stringsFlag collects a repeatable string flag.
@@ -142,7 +143,7 @@ func runGenerate(ctx context.Context, args []string, env *runEnv) error {
 	streams := make([]*engine.Stream, len(a.prompts))
 	for i, p := range a.prompts {
 		req := engine.Request{Prompt: p, MaxTokens: a.maxTokens, Sampling: a.sampling, Stop: a.stops, StopTokenIDs: a.stopIDs}
-		req.Tokens = rt.Model.Tokenizer.Encode(p, true)
+		req.Tokens, _ = rt.Model.Tokenizer.Tokenize(ctx, p, tokenizer.Options{AddSpecial: true, ParseSpecial: true})
 		results[i] = generateResult{Prompt: p, PromptTokens: req.Tokens, OutputTokens: []int{}}
 		if streams[i], err = rt.Engine.Submit(ctx, req); err != nil {
 			return fmt.Errorf("prompt %d: %w", i+1, err)

@@ -36,6 +36,7 @@ commands:
   serve      run the daemon: load the model and serve the Unix socket
   generate   run prompts through the engine in process and print the results
   profile    show the detected hardware, the profile chosen and the plan for --model
+  tokenize   print the token ids of a text (like llama.cpp's llama-tokenize)
   version    print the version
 
 Run 'batchd <command> -h' for a command's flags.
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, env *runEnv) error {
 		return runGenerate(ctx, args[1:], env)
 	case "profile":
 		return runProfile(ctx, args[1:], env)
+	case "tokenize":
+		return runTokenize(ctx, args[1:], env)
 	case "version", "--version", "-version":
 		fmt.Fprintln(env.stdout, "batchd", Version)
 		return nil

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/batchd/batchd/engine/tokenizer"
 	"log/slog"
 	"time"
 
@@ -42,15 +44,18 @@ const (
 
 // Request is one generation job.
 type Request struct {
-	Prompt       string // encoded with BOS when Tokens is nil
-	Tokens       []int  // prompt token ids, used as given (include BOS yourself)
-	MaxTokens    int    // generated tokens at most; 0 = up to the context
-	Sampling     sample.Params
-	Stop         []string // end the text before any of these; not emitted
-	StopTokenIDs []int    // end when sampled, in addition to the model's EOS/BOS
-	IgnoreEOS    bool     // do not stop on the model's EOS/BOS (benchmarks: fixed output lengths)
-	Priority     int      // higher runs first under the priority policy
-	Channel      string   // QoS channel (realtime, standard, bulk); "" is standard
+	Prompt string // encoded with the vocabulary's special tokens (BOS) when Tokens is nil
+	Tokens []int  // prompt token ids, used as given (include BOS yourself)
+	// LiteralSpecial keeps special-token text in Prompt as text; by default
+	// it becomes those tokens, as in llama.cpp's server.
+	LiteralSpecial bool
+	MaxTokens      int // generated tokens at most; 0 = up to the context
+	Sampling       sample.Params
+	Stop           []string // end the text before any of these; not emitted
+	StopTokenIDs   []int    // end when sampled, in addition to the model's EOS/BOS
+	IgnoreEOS      bool     // do not stop on the model's EOS/BOS (benchmarks: fixed output lengths)
+	Priority       int      // higher runs first under the priority policy
+	Channel        string   // QoS channel (realtime, standard, bulk); "" is standard
 	// Deadline: the first token is due within this long of arrival, or the
 	// request is rejected (ErrDeadlineExceeded); 0 takes the channel's default.
 	Deadline time.Duration
@@ -103,17 +108,26 @@ type Event struct {
 	Preemptions int // times the request was preempted and recomputed
 }
 
+// promptTokens returns a copy of r.Tokens, or Prompt encoded, once its
+// bytes cannot already exceed the context.
+func promptTokens(r Request, m *model.Model) ([]int, error) {
+	if r.Tokens != nil {
+		return append([]int(nil), r.Tokens...), nil
+	}
+	if n := m.Tokenizer.MinTokens(r.Prompt); n+1 > m.Config.Context {
+		return nil, fmt.Errorf("%w: prompt of %d bytes is at least %d tokens: more than the context of %d",
+			ErrInvalidArgument, len(r.Prompt), n+1, m.Config.Context)
+	}
+	return m.Tokenizer.Tokenize(context.Background(), r.Prompt,
+		tokenizer.Options{AddSpecial: true, ParseSpecial: !r.LiteralSpecial})
+}
+
 // prepare validates r against the model and fills defaults.
 func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, error) {
 	c := m.Config
-	if r.Tokens == nil {
-		if n := m.Tokenizer.MinTokens(r.Prompt); n+1 > c.Context {
-			return r, fmt.Errorf("%w: prompt of %d bytes is at least %d tokens: more than the context of %d",
-				ErrInvalidArgument, len(r.Prompt), n+1, c.Context)
-		}
-		r.Tokens = m.Tokenizer.Encode(r.Prompt, true)
-	} else {
-		r.Tokens = append([]int(nil), r.Tokens...)
+	var err error
+	if r.Tokens, err = promptTokens(r, m); err != nil {
+		return r, err
 	}
 	var errs []error
 	if len(r.Tokens) == 0 {

@@ -23,6 +23,9 @@ type Request struct {
 	Priority          int
 	Channel           string
 	Tags              []string // routing hints for a request without a channel
+	// LiteralSpecial keeps special-token text in Prompt as text (the
+	// daemon parses it into tokens by default, as llama.cpp's server does).
+	LiteralSpecial bool
 	// OnAccepted, when set, is called with the server-wide request id as
 	// soon as the daemon accepts the request (before any token), so that a
 	// caller can show it or cancel by it.
@@ -52,7 +55,15 @@ func (r *Request) frame(id uint64, stream bool) *wire.Submit {
 	return &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
 		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
-		Stream: stream}
+		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial)}
+}
+
+func parseSpecial(literal bool) *bool {
+	if !literal {
+		return nil
+	}
+	f := false
+	return &f
 }
 
 // Generate runs req. With fn set it streams: fn gets every delta as it

@@ -316,6 +316,22 @@ func (t *Tokenizer) Decode(prev int, ids []int) string {
 	return string(b)
 }
 
+// PieceText returns id's text for display, as llama.cpp's
+// llama-tokenize prints it: the bytes it decodes to, special tokens as
+// written (valid UTF-8 or not).
+func (t *Tokenizer) PieceText(id int) string {
+	if id < 0 || id >= len(t.pieces) {
+		return ""
+	}
+	if t.IsControl(id) {
+		if t.kind == BPE {
+			return t.text[id]
+		}
+		return t.pieces[id]
+	}
+	return string(t.TokenBytes(-1, id))
+}
+
 // Kind returns the vocabulary's algorithm.
 func (t *Tokenizer) Kind() Kind { return t.kind }
 

@@ -38,7 +38,8 @@ type Hello struct {
 	UID     uint32 `msgpack:"uid"`              // reply: the peer uid the server sees
 }
 
-// Submit asks for a generation. Either Prompt (encoded with BOS) or Tokens.
+// Submit asks for a generation. Either Prompt (encoded with the special
+// tokens the vocabulary adds, BOS for most) or Tokens.
 type Submit struct {
 	Type              string   `msgpack:"type"`
 	ID                uint64   `msgpack:"id"`
@@ -57,6 +58,9 @@ type Submit struct {
 	Channel           string   `msgpack:"channel,omitempty"`
 	Tags              []string `msgpack:"tags,omitempty"` // route a request without a channel
 	Stream            bool     `msgpack:"stream,omitempty"`
+	// ParseSpecial: special-token text in Prompt (<|im_start|>, <s>)
+	// becomes those tokens. Absent means true, as llama.cpp's server does.
+	ParseSpecial *bool `msgpack:"parse_special,omitempty"`
 }
 
 // Accepted acknowledges a submit; RequestID is the server-wide id that

@@ -61,6 +61,7 @@ def submit_message(
     priority: int = 0,
     channel: str = "",
     tags: Optional[Sequence[str]] = None,
+    parse_special: Optional[bool] = None,
 ) -> Dict[str, Any]:
     msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
     if tokens is not None:
@@ -73,6 +74,8 @@ def submit_message(
         "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []), "tags": list(tags or []),
     }
     msg.update({k: v for k, v in optional.items() if v})
+    if parse_special is not None:
+        msg["parse_special"] = bool(parse_special)
     return msg
 
 

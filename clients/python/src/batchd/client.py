@@ -127,7 +127,8 @@ class Client:
         """Run a request and return the whole result.
 
         params: max_tokens, temperature, top_k, top_p, min_p,
-        repetition_penalty, seed, stop, stop_token_ids, priority, channel.
+        repetition_penalty, seed, stop, stop_token_ids, priority, channel,
+        parse_special (False keeps special-token text as text).
         """
         return self._run(prompt, tokens, params)
 

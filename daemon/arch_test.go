@@ -1,0 +1,43 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// TestServeQwenChatPrompt: a Qwen model served over the socket reads the
+// special tokens written in a chat prompt as those tokens (llama.cpp's
+// prompt tokens and greedy output), keeps them as text when the request
+// says parse_special false, and rejects a prompt that tokenizes to nothing
+// (Qwen adds no BOS) with a typed error.
+func TestServeQwenChatPrompt(t *testing.T) {
+	g := testmodels.ArchGoldens(t, "qwen2")[2]
+	td := startDaemonWith(t, "", filepath.Join(testmodels.Dir(t), "arch", "tiny-qwen2.gguf"), "")
+	c := td.dial(t)
+	n := len(g.OutputTokens)
+	res, err := c.Generate(context.Background(), client.Request{Prompt: g.Prompt, MaxTokens: n}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.PromptTokens, g.PromptTokens) || !slices.Equal(res.Tokens, g.OutputTokens) || res.Text != g.Text {
+		t.Fatalf("prompt %v\n want %v\noutput %v %q\n  want %v %q", res.PromptTokens, g.PromptTokens, res.Tokens, res.Text, g.OutputTokens, g.Text)
+	}
+	lit, err := c.Generate(context.Background(), client.Request{Prompt: g.Prompt, MaxTokens: 1, LiteralSpecial: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(lit.PromptTokens, g.PromptTokens[0]) || len(lit.PromptTokens) <= len(g.PromptTokens) {
+		t.Fatalf("literal special: prompt tokens %v", lit.PromptTokens)
+	}
+	_, err = c.Generate(context.Background(), client.Request{Prompt: "", MaxTokens: 1}, nil)
+	if !errors.Is(err, wire.ErrInvalidArgument) {
+		t.Fatalf("empty prompt: %v, want invalid_argument", err)
+	}
+}

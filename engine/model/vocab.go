@@ -1,0 +1,26 @@
+package model
+
+import (
+	"github.com/batchd/batchd/engine/model/gguf"
+	"github.com/batchd/batchd/engine/tokenizer"
+)
+
+// LoadVocab reads only the tokenizer of a GGUF file: a model or a
+// vocabulary-only file (llama.cpp's ggml-vocab-*.gguf). The file is mapped
+// while its metadata is parsed and released after.
+func LoadVocab(path string) (*tokenizer.Tokenizer, error) {
+	data, err := mmapFile(path)
+	if err != nil {
+		return nil, &FileError{Path: path, Err: err}
+	}
+	defer munmap(data)
+	f, err := gguf.Parse(data)
+	if err != nil {
+		return nil, &FileError{Path: path, Err: fromGGUF(err)}
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	if err != nil {
+		return nil, &FileError{Path: path, Err: fromTokenizer(err)}
+	}
+	return tok, nil
+}
