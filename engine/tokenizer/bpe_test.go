@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -123,5 +124,37 @@ func TestBPEStopsWithContext(t *testing.T) {
 	cancel()
 	if _, err := tok.Tokenize(ctx, strings.Repeat("word ", 1<<16), Options{}); err == nil {
 		t.Fatal("no error from a cancelled context")
+	}
+}
+
+// TestBPEStreamKeepsUTF8Whole: byte-level tokens split characters (an emoji
+// is several tokens); streamed deltas are still whole characters and add
+// up to the text.
+func TestBPEStreamKeepsUTF8Whole(t *testing.T) {
+	tok := loadVocab(t, vocabPath(t, "ggml-vocab-qwen2.gguf"))
+	rng := rand.New(rand.NewPCG(7, 8))
+	split := 0
+	for range 200 {
+		text := randomText(rng, 1+rng.IntN(20))
+		ids, _ := tok.Tokenize(context.Background(), text, Options{})
+		d := NewDetokenizer(tok, -1)
+		var got strings.Builder
+		for _, id := range ids {
+			delta := d.Add(id)
+			if !utf8.ValidString(delta) {
+				t.Fatalf("%q: delta %q is not valid UTF-8", text, delta)
+			}
+			if !utf8.Valid(tok.TokenBytes(-1, id)) {
+				split++
+			}
+			got.WriteString(delta)
+		}
+		got.WriteString(d.Flush())
+		if got.String() != text {
+			t.Fatalf("streamed %q, want %q", got.String(), text)
+		}
+	}
+	if split == 0 {
+		t.Fatal("no token split a character: the test proves nothing")
 	}
 }

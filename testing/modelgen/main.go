@@ -42,6 +42,7 @@ func run(args []string) error {
 	dtype := fs.String("dtype", "f32", "matrix type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0 or q5_1")
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
+	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama or qwen2 (Q/K/V biases, NeoX RoPE)")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -20,6 +20,10 @@ type Options struct {
 	Seed                                             uint64      // same seed, same bytes
 	Tied                                             bool        // no separate output matrix
 	Std                                              float64     // weight standard deviation; default 0.02
+	// Arch is general.architecture: "llama" (default) or "qwen2" (adds Q, K
+	// and V biases; batchd runs it with NeoX RoPE), for benchmarks that put
+	// the two side by side.
+	Arch string
 	// Tokenizer supplies the vocabulary (its size must equal Vocab); nil
 	// synthesizes one with byte fallback.
 	Tokenizer *tokenizer.Tokenizer
@@ -66,19 +70,23 @@ func Write(w io.Writer, o Options) error {
 	// general.file_type (llama.cpp's LLAMA_FTYPE_ALL_*), for tools that read it.
 	fileType := map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q4_0: 2, quant.Q4_1: 3, quant.Q8_0: 7,
 		quant.Q5_0: 8, quant.Q5_1: 9, quant.BF16: 32}[o.DType]
-	gw.Set("general.architecture", "llama")
+	arch := o.Arch
+	if arch == "" {
+		arch = "llama"
+	}
+	gw.Set("general.architecture", arch)
 	gw.Set("general.name", fmt.Sprintf("batchd-synth-d%d-l%d-%s", o.Dim, o.Layers, strings.ToLower(o.DType.String())))
 	gw.Set("general.file_type", fileType)
-	gw.Set("llama.context_length", uint32(o.Context))
-	gw.Set("llama.embedding_length", uint32(o.Dim))
-	gw.Set("llama.block_count", uint32(o.Layers))
-	gw.Set("llama.feed_forward_length", uint32(o.FFN))
-	gw.Set("llama.attention.head_count", uint32(o.Heads))
-	gw.Set("llama.attention.head_count_kv", uint32(o.KVHeads))
-	gw.Set("llama.attention.layer_norm_rms_epsilon", float32(1e-5))
-	gw.Set("llama.rope.dimension_count", uint32(o.Dim/o.Heads))
-	gw.Set("llama.rope.freq_base", float32(10000))
-	gw.Set("llama.vocab_size", uint32(o.Vocab))
+	gw.Set(arch+".context_length", uint32(o.Context))
+	gw.Set(arch+".embedding_length", uint32(o.Dim))
+	gw.Set(arch+".block_count", uint32(o.Layers))
+	gw.Set(arch+".feed_forward_length", uint32(o.FFN))
+	gw.Set(arch+".attention.head_count", uint32(o.Heads))
+	gw.Set(arch+".attention.head_count_kv", uint32(o.KVHeads))
+	gw.Set(arch+".attention.layer_norm_rms_epsilon", float32(1e-5))
+	gw.Set(arch+".rope.dimension_count", uint32(o.Dim/o.Heads))
+	gw.Set(arch+".rope.freq_base", float32(10000))
+	gw.Set(arch+".vocab_size", uint32(o.Vocab))
 	gw.Set("tokenizer.ggml.model", "llama")
 	gw.Set("tokenizer.ggml.tokens", pieces)
 	gw.Set("tokenizer.ggml.scores", scores)
@@ -99,6 +107,9 @@ func Write(w io.Writer, o Options) error {
 		}
 		gw.AddTensor(name, gguf.Type(quant.F32), []uint64{uint64(n)}, b)
 	}
+	vec := func(name string, n int) {
+		gw.AddTensor(name, gguf.Type(quant.F32), []uint64{uint64(n)}, RandomMatrix(rng, quant.F32, 1, n, o.Std))
+	}
 	mat("token_embd.weight", o.Vocab, o.Dim)
 	ones("output_norm.weight", o.Dim)
 	if !o.Tied {
@@ -110,6 +121,11 @@ func Write(w io.Writer, o Options) error {
 		mat(p+"attn_k.weight", kv, o.Dim)
 		mat(p+"attn_v.weight", kv, o.Dim)
 		mat(p+"attn_output.weight", o.Dim, o.Dim)
+		if arch == "qwen2" {
+			vec(p+"attn_q.bias", o.Dim)
+			vec(p+"attn_k.bias", kv)
+			vec(p+"attn_v.bias", kv)
+		}
 		ones(p+"attn_norm.weight", o.Dim)
 		mat(p+"ffn_gate.weight", o.FFN, o.Dim)
 		mat(p+"ffn_down.weight", o.Dim, o.FFN)
