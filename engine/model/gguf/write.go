@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 )
 
@@ -22,6 +23,7 @@ type writerTensor struct {
 	dims []uint64
 	typ  Type
 	data []byte
+	hole uint64 // bytes left as a hole instead of data (AddTensorHole)
 }
 
 // NewWriter returns an empty writer.
@@ -39,6 +41,13 @@ func (w *Writer) Set(key string, v any) {
 // AddTensor adds a tensor with ggml-order dims (dims[0] contiguous) and raw data.
 func (w *Writer) AddTensor(name string, typ Type, dims []uint64, data []byte) {
 	w.tensors = append(w.tensors, writerTensor{name: name, dims: dims, typ: typ, data: data})
+}
+
+// AddTensorHole adds a tensor whose size bytes of data are left as a hole
+// in the file (zeros that take no disk): files with a real model's tensor
+// directory, for tests of loading. WriteTo then needs an *os.File.
+func (w *Writer) AddTensorHole(name string, typ Type, dims []uint64, size uint64) {
+	w.tensors = append(w.tensors, writerTensor{name: name, dims: dims, typ: typ, hole: size})
 }
 
 // RemoveTensor drops a tensor added before (tests write files missing one).
@@ -115,15 +124,32 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		put(t.dims)
 		put(uint32(t.typ))
 		put(off)
-		off = align32(off + uint64(len(t.data)))
+		off = align32(off + uint64(len(t.data)) + t.hole)
 	}
 	pad := func() { _, _ = cw.Write(make([]byte, align32(uint64(cw.n))-uint64(cw.n))) }
 	pad()
+	bw := cw.w.(*bufio.Writer)
 	for _, t := range w.tensors {
 		_, _ = cw.Write(t.data)
+		if t.hole > 0 {
+			f, ok := out.(*os.File)
+			if !ok {
+				return cw.n, fmt.Errorf("gguf: tensor %s is a hole: WriteTo needs an *os.File", t.name)
+			}
+			if err := bw.Flush(); err != nil {
+				return cw.n, err
+			}
+			cw.n += int64(t.hole)
+			if err := f.Truncate(cw.n); err != nil {
+				return cw.n, err
+			}
+			if _, err := f.Seek(cw.n, io.SeekStart); err != nil {
+				return cw.n, err
+			}
+		}
 		pad()
 	}
-	if err := cw.w.(*bufio.Writer).Flush(); err != nil {
+	if err := bw.Flush(); err != nil {
 		return cw.n, err
 	}
 	return cw.n, cw.err
