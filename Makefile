@@ -77,6 +77,7 @@ bench-quant: build/l110-f32.gguf
 # at the deadline and fails with no crasher (golang/go#75804, fixed in Go 1.27).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 300000x ./engine/model
+	$(GO) test -run '^$$' -fuzz FuzzTokenize -fuzztime 20000x ./engine/tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 2000000x ./ipc
 
 lint:
