@@ -77,44 +77,8 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	put(uint64(len(w.keys)))
 	for _, k := range w.keys {
 		putStr(k)
-		switch v := w.meta[k].(type) {
-		case string:
-			put(ggufString)
-			putStr(v)
-		case bool:
-			put(ggufBool)
-			put(v)
-		case uint32:
-			put(ggufU32)
-			put(v)
-		case int32:
-			put(ggufI32)
-			put(v)
-		case uint64:
-			put(ggufU64)
-			put(v)
-		case float32:
-			put(ggufF32)
-			put(math.Float32bits(v))
-		case []string:
-			put(ggufArray)
-			put(ggufString)
-			put(uint64(len(v)))
-			for _, s := range v {
-				putStr(s)
-			}
-		case []float32:
-			put(ggufArray)
-			put(ggufF32)
-			put(uint64(len(v)))
-			put(v)
-		case []int32:
-			put(ggufArray)
-			put(ggufI32)
-			put(uint64(len(v)))
-			put(v)
-		default:
-			return cw.n, fmt.Errorf("gguf: metadata %q has unsupported type %T", k, v)
+		if err := putValue(put, putStr, w.meta[k]); err != nil {
+			return cw.n, fmt.Errorf("gguf: metadata %q: %w", k, err)
 		}
 	}
 	var off uint64
@@ -153,6 +117,50 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		return cw.n, err
 	}
 	return cw.n, cw.err
+}
+
+// putValue writes one metadata value with its type tag.
+func putValue(put func(any), putStr func(string), v any) error {
+	switch v := v.(type) {
+	case string:
+		put(ggufString)
+		putStr(v)
+	case bool:
+		put(ggufBool)
+		put(v)
+	case uint32:
+		put(ggufU32)
+		put(v)
+	case int32:
+		put(ggufI32)
+		put(v)
+	case uint64:
+		put(ggufU64)
+		put(v)
+	case float32:
+		put(ggufF32)
+		put(math.Float32bits(v))
+	case []string:
+		put(ggufArray)
+		put(ggufString)
+		put(uint64(len(v)))
+		for _, s := range v {
+			putStr(s)
+		}
+	case []float32:
+		put(ggufArray)
+		put(ggufF32)
+		put(uint64(len(v)))
+		put(v)
+	case []int32:
+		put(ggufArray)
+		put(ggufI32)
+		put(uint64(len(v)))
+		put(v)
+	default:
+		return fmt.Errorf("unsupported type %T", v)
+	}
+	return nil
 }
 
 // SortedKeys returns the metadata keys in order, for tests and dumps.
