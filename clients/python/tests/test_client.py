@@ -17,24 +17,34 @@ def max_tokens(g: dict) -> int:
     return g["steps"] + 1 - len(g["prompt_tokens"])
 
 
+def golden_args(g: dict) -> dict:
+    """A golden's limits: its length and, where run.c stopped on BOS, that
+    stop too (a GGUF model ends on its end-of-generation set only, as
+    llama.cpp does)."""
+    args = {"max_tokens": max_tokens(g)}
+    if g["stop"] == "bos":
+        args["stop_token_ids"] = [1]
+    return args
+
+
 def test_goldens_sync(daemon, goldens):
     with batchd.Client(daemon) as c:
         for g in goldens:
-            r = c.generate(g["prompt"], max_tokens=max_tokens(g))
+            r = c.generate(g["prompt"], **golden_args(g))
             assert r.tokens == g["output_tokens"]
             assert r.prompt_tokens == g["prompt_tokens"]
             assert r.text == g["text"]
             assert r.finish_reason == ("stop" if g["stop"] == "bos" else "length")
-            assert "".join(c.stream(g["prompt"], max_tokens=max_tokens(g))) == g["text"]
+            assert "".join(c.stream(g["prompt"], **golden_args(g))) == g["text"]
 
 
 def test_goldens_async(daemon, goldens):
     async def main():
         async with await batchd.AsyncClient.connect(daemon) as c:
             for g in goldens:
-                r = await c.generate(g["prompt"], max_tokens=max_tokens(g))
+                r = await c.generate(g["prompt"], **golden_args(g))
                 assert r.tokens == g["output_tokens"] and r.text == g["text"]
-                parts = [t async for t in c.stream(g["prompt"], max_tokens=max_tokens(g))]
+                parts = [t async for t in c.stream(g["prompt"], **golden_args(g))]
                 assert "".join(parts) == g["text"]
 
     asyncio.run(main())
@@ -47,7 +57,7 @@ def test_concurrent_streams_from_threads(daemon, goldens):
         def work(i: int) -> None:
             g = goldens[i % len(goldens)]
             try:
-                text = "".join(c.stream(g["prompt"], max_tokens=max_tokens(g)))
+                text = "".join(c.stream(g["prompt"], **golden_args(g)))
                 assert text == g["text"], (i, text)
             except Exception as e:  # noqa: BLE001 - collected and re-raised below
                 errors.append(e)
@@ -62,7 +72,7 @@ def test_concurrent_streams_from_threads(daemon, goldens):
 
 def test_sixteen_async_streams(daemon, goldens):
     async def one(c, g):
-        return "".join([t async for t in c.stream(g["prompt"], max_tokens=max_tokens(g))])
+        return "".join([t async for t in c.stream(g["prompt"], **golden_args(g))])
 
     async def main():
         async with await batchd.AsyncClient.connect(daemon) as c:
