@@ -114,6 +114,7 @@ type EngineKnobs struct {
 	Threads             int    `toml:"threads"`                // CPU threads (restart)
 	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
 	KVCacheType         string `toml:"kv_cache_type"`          // f16 (default) or f32 (restart)
+	QuantDot            string `toml:"quant_dot"`              // float (default, exact) or int8 (restart)
 	MaxNumSeqs          int    `toml:"max_num_seqs"`           // sequences running at once
 	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // tokens per step
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
@@ -237,12 +238,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s = %d, must be >= %d", f.name, f.v, f.min))
 		}
 	}
-	if _, err := backend.ParseKVType(c.Engine.KVCacheType); err != nil {
-		errs = append(errs, fmt.Errorf("engine.kv_cache_type: %w", err))
-	}
-	if _, err := engine.ParsePolicy(c.Engine.Policy); err != nil {
-		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
-	}
+	errs = append(errs, c.Engine.validateNames()...)
 	for name, ch := range c.Channels {
 		if !channels[name] || name == "" {
 			errs = append(errs, fmt.Errorf("channels.%s: want realtime, standard or bulk", name))
@@ -276,6 +272,21 @@ func (c *Config) Validate() error {
 	}
 	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level}
 	return nil
+}
+
+// validateNames checks the engine knobs that are names.
+func (e EngineKnobs) validateNames() []error {
+	var errs []error
+	if _, err := backend.ParseQuantDot(e.QuantDot); err != nil {
+		errs = append(errs, fmt.Errorf("engine.quant_dot: %w", err))
+	}
+	if _, err := backend.ParseKVType(e.KVCacheType); err != nil {
+		errs = append(errs, fmt.Errorf("engine.kv_cache_type: %w", err))
+	}
+	if _, err := engine.ParsePolicy(e.Policy); err != nil {
+		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
+	}
+	return errs
 }
 
 // scheduler returns the live scheduler knobs.

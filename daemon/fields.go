@@ -49,6 +49,7 @@ func restartFields() []restartField {
 		field("engine.kv_blocks", func(c *Config) *int { return &c.Engine.KVBlocks }),
 		field("engine.threads", func(c *Config) *int { return &c.Engine.Threads }),
 		field("engine.kv_cache_type", func(c *Config) *string { return &c.Engine.KVCacheType }),
+		field("engine.quant_dot", func(c *Config) *string { return &c.Engine.QuantDot }),
 		field("engine.prefix_caching", func(c *Config) **bool { return &c.Engine.PrefixCaching }),
 		field("engine.adaptive", func(c *Config) **bool { return &c.Engine.Adaptive }),
 		field("idle_exit_after", func(c *Config) *Duration { return &c.IdleExitAfter }),

@@ -426,14 +426,14 @@ func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	save("[engine]\nmax_num_seqs = 3\npolicy = \"priority\"\nblock_size = 8\nkv_cache_type = \"f32\"\n")
+	save("[engine]\nmax_num_seqs = 3\npolicy = \"priority\"\nblock_size = 8\nkv_cache_type = \"f32\"\nquant_dot = \"int8\"\n")
 	s := waitFor("valid edit", func(s *wire.StatsReport) bool { return s.Config.MaxNumSeqs == 3 })
-	if s.Policy != "priority" || fmt.Sprint(s.RestartNeeded) != "[engine.block_size engine.kv_cache_type]" {
+	if s.Policy != "priority" || fmt.Sprint(s.RestartNeeded) != "[engine.block_size engine.kv_cache_type engine.quant_dot]" {
 		t.Fatalf("after reload: policy %v, restart_needed %v", s.Policy, s.RestartNeeded)
 	}
-	save("[engine]\nmax_num_seqs = -4\npolicy = \"random\"\nkv_cache_type = \"q4\"\n")
+	save("[engine]\nmax_num_seqs = -4\npolicy = \"random\"\nkv_cache_type = \"q4\"\nquant_dot = \"int4\"\n")
 	s = waitFor("invalid edit", func(s *wire.StatsReport) bool { return s.ReloadErrors == 1 })
-	if s.Config.MaxNumSeqs != 3 || !strings.Contains(s.LastReloadError, "kv_cache_type") {
+	if s.Config.MaxNumSeqs != 3 || !strings.Contains(s.LastReloadError, "kv_cache_type") || !strings.Contains(s.LastReloadError, "quant_dot") {
 		t.Fatalf("bad file changed the config: %v", s)
 	}
 	// The old config keeps serving.

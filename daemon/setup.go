@@ -27,6 +27,7 @@ type EngineConfig struct {
 	Threads       int // CPU threads
 	NoPrefixCache bool
 	KVCacheType   string // "f16" (default) or "f32"
+	QuantDot      string // "float" (default) or "int8" (backend.Options.QuantDot)
 	ProfilesDir   string // extra hardware profiles (*.toml); "" for the built-in table only
 	Backend       string // backend name (backends.Names); "" is cpu
 	Kernels       string // the backend's kernel family ("" is the best the machine has)
@@ -76,7 +77,7 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), m.Close())
 	}
 	be, err := backends.Open(cfg.Backend, m, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
-		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels})
+		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot})
 	if err != nil {
 		return nil, errors.Join(err, m.Close())
 	}

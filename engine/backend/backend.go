@@ -62,6 +62,23 @@ type Options struct {
 	// Kernels picks a SIMD kernel family by name ("avx2", "avx512"; "" is
 	// the best the machine has). Backends without families ignore it.
 	Kernels string
+	// QuantDot is how quantized weights meet activations: "float" (the
+	// default; the reference mode): weights dequantized exactly, dots in
+	// float32; "int8": each token's activations quantized to 8 bits (ggml's
+	// q8_0 blocks) and dotted in integers, as llama.cpp does, for the
+	// formats that have int8 kernels. Either way batching stays invisible.
+	QuantDot string
+}
+
+// ParseQuantDot checks a QuantDot name: "float" (also "") or "int8".
+func ParseQuantDot(s string) (string, error) {
+	switch s {
+	case "", "float":
+		return "float", nil
+	case "int8":
+		return s, nil
+	}
+	return "", fmt.Errorf("quant dot %q: want float or int8", s)
 }
 
 // ParseKVType parses a KV cache type name: "f16" (also "") or "f32".

@@ -32,6 +32,7 @@ type Backend struct {
 	tokSeq, tokPos     []int
 	logits, logitsNorm []float32
 	out                [][]float32
+	q8                 q8Acts // the current matmul input, quantized (int8 path)
 	mm                 matmulJob
 	ffn                swigluJob
 	norm               normJob
@@ -55,6 +56,13 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	k, err := chooseKernels(o.Kernels)
 	if err != nil {
 		return nil, err
+	}
+	switch o.QuantDot {
+	case "", "float":
+	case "int8":
+		k.int8 = true
+	default:
+		return nil, fmt.Errorf("cpu backend: quant dot %q (want float or int8)", o.QuantDot)
 	}
 	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
 		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize)), pool: newWorkers(o.Threads)}
@@ -221,7 +229,8 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 		b.normalize(b.xb, nil, L.PostAttn, b.xb, n)
 	}
 	b.normalize(b.x, b.xb, L.FFNNorm, b.xb, n)
-	b.ffn = swigluJob{x: b.xb, n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2, scratch: b.scratch, k: b.kern, gelu: c.FFNGELU}
+	b.ffn = swigluJob{x: b.xb, q8: b.quantized(b.xb, n, L.W1, L.W3), n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2,
+		scratch: b.scratch, k: b.kern, gelu: c.FFNGELU}
 	b.pool.run(c.FFN, 16, &b.ffn)
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
 	if L.PostFFN != nil {
@@ -242,11 +251,29 @@ func (b *Backend) matmul(x []float32, n int, parts ...mmPart) {
 	b.mm = matmulJob{x: x, n: n, scratch: b.scratch, k: b.kern}
 	rows := 0
 	for _, p := range parts {
+		if b.mm.q8 == nil {
+			b.mm.q8 = b.quantized(x, n, p.w)
+		}
 		b.mm.parts[b.mm.np] = p
 		b.mm.np++
 		rows += p.w.Rows
 	}
 	b.pool.run(rows, 16, &b.mm)
+}
+
+// quantized returns x's n rows quantized for the int8 path when one of ws
+// takes it, else nil.
+func (b *Backend) quantized(x []float32, n int, ws ...*model.Matrix) *q8Acts {
+	if !b.kern.int8 {
+		return nil
+	}
+	for _, w := range ws {
+		if int8Type(w.Type) {
+			b.q8.quantize(x, n, w.Cols)
+			return &b.q8
+		}
+	}
+	return nil
 }
 
 // classify applies the final norm and classifier to the last token of every

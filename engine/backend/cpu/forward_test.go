@@ -29,7 +29,7 @@ func (r *denseRef) step(tok, pos int) []float32 {
 	}
 	row := func(w *model.Matrix, x []float32) []float32 {
 		out := make([]float32, w.Rows)
-		pureGo.matmulRange(out, x, 1, w, 0, w.Rows, make([]float32, scratchLen(w.Cols)))
+		pureGo.matmulRange(out, x, nil, 1, w, 0, w.Rows, make([]float32, scratchLen(w.Cols)))
 		return out
 	}
 	norm := func(x, w []float32) []float32 {

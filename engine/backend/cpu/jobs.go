@@ -18,6 +18,7 @@ type mmPart struct {
 // their input), its index space the concatenation of their rows.
 type matmulJob struct {
 	x       []float32
+	q8      *q8Acts // x quantized, for the int8 path (nil when unused)
 	n       int
 	parts   [3]mmPart
 	np      int
@@ -29,13 +30,17 @@ func (j *matmulJob) do(share, lo, hi int) {
 	base := 0
 	for _, p := range j.parts[:j.np] {
 		if s, e := max(lo, base), min(hi, base+p.w.Rows); s < e {
-			j.k.matmulRange(p.out, j.x, j.n, p.w, s-base, e-base, j.scratch[share])
+			j.k.matmulRange(p.out, j.x, j.q8, j.n, p.w, s-base, e-base, j.scratch[share])
 		}
 		base += p.w.Rows
 	}
 }
 
-func (kn *kernels) matmulRange(out, x []float32, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+func (kn *kernels) matmulRange(out, x []float32, q8 *q8Acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	if kn.int8 && int8Type(w.Type) {
+		kn.matmulInt8(out, q8, n, w, lo, hi, scratch[len(scratch)-resLen:])
+		return
+	}
 	if kn.simd {
 		kn.matmulRowsFast(out, x, n, w, lo, hi, scratch)
 	} else {
@@ -47,6 +52,7 @@ func (kn *kernels) matmulRange(out, x []float32, n int, w *model.Matrix, lo, hi 
 // so the gate and up rows of a range are done by the same thread.
 type swigluJob struct {
 	x        []float32
+	q8       *q8Acts
 	n        int
 	gate, up *model.Matrix
 	h, h2    []float32
@@ -56,8 +62,8 @@ type swigluJob struct {
 }
 
 func (j *swigluJob) do(share, lo, hi int) {
-	j.k.matmulRange(j.h, j.x, j.n, j.gate, lo, hi, j.scratch[share])
-	j.k.matmulRange(j.h2, j.x, j.n, j.up, lo, hi, j.scratch[share])
+	j.k.matmulRange(j.h, j.x, j.q8, j.n, j.gate, lo, hi, j.scratch[share])
+	j.k.matmulRange(j.h2, j.x, j.q8, j.n, j.up, lo, hi, j.scratch[share])
 	f := j.gate.Rows
 	for t := range j.n {
 		h, h2 := j.h[t*f+lo:t*f+hi], j.h2[t*f+lo:t*f+hi]

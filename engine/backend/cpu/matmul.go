@@ -38,6 +38,8 @@ type kernels struct {
 	simd    bool
 	f       floatKernels
 	dequant func(src *byte, dst *float32, nblocks int) // Q8_0 rows, the widest family's
+	int8    bool                                       // QuantDot "int8": int8Type weights take the int8 path
+	vnni    bool                                       // its VNNI kernels run (else its Go loops)
 }
 
 // chooseKernels picks a kernel set by name: "" the best this CPU runs,
@@ -61,6 +63,7 @@ func chooseKernels(name string) (*kernels, error) {
 	if !haveSIMD {
 		k.simd = false
 	}
+	k.vnni = k.simd && haveVNNI && k.f.name == "avx512"
 	return k, nil
 }
 
@@ -76,10 +79,17 @@ func available() string {
 
 // name describes the kernels, for logs and benchmarks.
 func (kn *kernels) name() string {
-	if !kn.simd {
-		return "pure-go"
+	int8 := ""
+	if kn.int8 {
+		int8 = "+int8-go"
+		if kn.vnni {
+			int8 = "+int8-vnni"
+		}
 	}
-	return kn.f.name + "-float+dequant-q8"
+	if !kn.simd {
+		return "pure-go" + int8
+	}
+	return kn.f.name + "-float+dequant-q8" + int8
 }
 
 // Describe names the kernels in use, for logs (backends.Describe).

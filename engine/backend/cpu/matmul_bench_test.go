@@ -30,7 +30,7 @@ func BenchmarkMatmul(b *testing.B) {
 			scratch := make([]float32, scratchLen(cols))
 			b.Run(fmt.Sprintf("%v/batch%d", typ, n), func(b *testing.B) {
 				for b.Loop() {
-					best.matmulRange(out, x, n, w, 0, rows, scratch)
+					best.matmulRange(out, x, nil, n, w, 0, rows, scratch)
 				}
 				b.ReportMetric(float64(n*rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 			})

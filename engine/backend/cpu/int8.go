@@ -1,0 +1,119 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
+)
+
+// The int8 path (backend.Options.QuantDot "int8"): as llama.cpp computes
+// with quantized weights, each token's activations are quantized on their
+// own to 8-bit blocks of 32 with one scale (ggml's block_q8_0), and weight
+// blocks are dotted with them in integers (AVX512-VNNI VPDPBUSD). A block's
+// integer sum is exact; the float sums across blocks run in eight lanes in
+// a fixed order, which the pure-Go loops below reproduce bit for bit. A
+// token's result depends only on its own activations, so batching stays
+// invisible. It applies to every batch size of the formats it covers
+// (int8Type), so a token never changes path with its batch.
+
+// q8Block is the activation block: 32 int8 values and one scale.
+const q8Block = 32
+
+// q8Acts holds n tokens' activations quantized: token t's values at
+// qs[t*cols:], its block scales (fp16-rounded, as ggml stores them) at
+// d[t*cols/32:].
+type q8Acts struct {
+	cols int
+	qs   []int8
+	d    []float32
+}
+
+// int8Type reports whether the int8 path has kernels for t.
+func int8Type(t quant.DType) bool { return t == quant.Q4_0 }
+
+// quantize fills a with n rows of x (cols wide, a multiple of 32) as ggml's
+// quantize_row_q8_0 does: scale amax/127 rounded to fp16, values
+// round-to-nearest-even of x*127/amax.
+func (a *q8Acts) quantize(x []float32, n, cols int) {
+	a.cols = cols
+	if cap(a.qs) < n*cols {
+		a.qs = make([]int8, n*cols)
+		a.d = make([]float32, n*cols/q8Block)
+	}
+	a.qs, a.d = a.qs[:n*cols], a.d[:n*cols/q8Block]
+	for b := range n * cols / q8Block {
+		v := x[b*q8Block : (b+1)*q8Block]
+		var amax float32
+		for _, f := range v {
+			amax = max(amax, float32(math.Abs(float64(f))))
+		}
+		a.d[b] = quant.F16ToF32(quant.F32ToF16(amax / 127))
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		q := a.qs[b*q8Block : (b+1)*q8Block]
+		for i, f := range v {
+			q[i] = int8(math.RoundToEven(float64(f * id)))
+		}
+	}
+}
+
+// hsum8 adds eight lanes in the order the kernels fold them.
+func hsum8(a *[8]float32) float32 {
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+}
+
+// dotQ40Go is the Q4_0 x q8 dot of one row and one token, lane by lane as
+// the VNNI kernel sums it: lane l holds elements 4l..4l+3 of each block.
+func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
+	var acc [8]float32
+	for b := range nb {
+		blk := w[b*18 : (b+1)*18]
+		ds := quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * d[b]
+		q := qs[b*q8Block : (b+1)*q8Block]
+		for l := range 8 {
+			var p int32
+			for k := range 4 {
+				e := 4*l + k
+				nib := int32(blk[2+e%16] & 0xF)
+				if e >= 16 {
+					nib = int32(blk[2+e%16] >> 4)
+				}
+				p += (nib - 8) * int32(q[e])
+			}
+			acc[l] = acc[l] + float32(float32(p)*ds)
+		}
+	}
+	return hsum8(&acc)
+}
+
+// matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
+// the quantized activations: four tokens per pass over a row where the
+// kernels allow, then one at a time.
+func (kn *kernels) matmulInt8(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int, res []float32) {
+	cols, rows := w.Cols, w.Rows
+	nb, rb := cols/q8Block, w.Type.RowBytes(cols)
+	full := 0
+	if kn.simd && kn.vnni {
+		full = n &^ 3
+	}
+	for r := lo; r < hi; r++ {
+		row := w.Data[r*rb : (r+1)*rb]
+		for t := 0; t < full; t += 4 {
+			dot4Q40VNNI(&row[0], &a.qs[t*cols], &a.d[t*nb], cols, nb, nb, &res[0])
+			for j := range 4 {
+				out[(t+j)*rows+r] = res[j]
+			}
+		}
+		for t := full; t < n; t++ {
+			qs, d := a.qs[t*cols:(t+1)*cols], a.d[t*nb:(t+1)*nb]
+			if kn.simd && kn.vnni {
+				out[t*rows+r] = dotQ40VNNI(&row[0], &qs[0], &d[0], nb)
+			} else {
+				out[t*rows+r] = dotQ40Go(row, qs, d, nb)
+			}
+		}
+	}
+}

@@ -1,0 +1,15 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// haveVNNI reports whether the int8 kernels run: AVX512-VNNI with AVX512VL
+// (VPDPBUSD on 256-bit vectors).
+var haveVNNI = haveAVX512 && cpu.X86.HasAVX512VNNI
+
+//go:noescape
+func dotQ40VNNI(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dot4Q40VNNI(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
