@@ -84,6 +84,15 @@ func scaleMinK4(j int, q []byte) (sc, m byte) {
 	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }
 
+// K4ScaleMins returns a Q4_K or Q5_K block's eight 6-bit sub-block scales
+// and mins as integers (for integer dot products); blk starts at the block.
+func K4ScaleMins(blk []byte) (sc, m [8]uint8) {
+	for j := range 8 {
+		sc[j], m[j] = scaleMinK4(j, blk[4:16])
+	}
+	return sc, m
+}
+
 // K4Scales writes a Q4_K or Q5_K block's eight sub-block scales (d times
 // the 6-bit scale) and mins (dmin times the 6-bit min), as ggml computes
 // them; blk starts at the block's d.

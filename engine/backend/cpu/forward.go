@@ -32,7 +32,7 @@ type Backend struct {
 	tokSeq, tokPos     []int
 	logits, logitsNorm []float32
 	out                [][]float32
-	q8                 q8Acts // the current matmul input, quantized (int8 path)
+	q8                 acts // the current matmul input, quantized (int8 path)
 	mm                 matmulJob
 	ffn                swigluJob
 	norm               normJob
@@ -249,11 +249,15 @@ func (b *Backend) normalize(x, add, norm, dst []float32, n int) {
 // split by weight rows across the pool in one hand-off.
 func (b *Backend) matmul(x []float32, n int, parts ...mmPart) {
 	b.mm = matmulJob{x: x, n: n, scratch: b.scratch, k: b.kern}
+	if b.kern.int8 {
+		b.q8.has = [3]bool{}
+		for _, p := range parts {
+			b.q8.need(x, n, p.w)
+		}
+		b.mm.q8 = &b.q8
+	}
 	rows := 0
 	for _, p := range parts {
-		if b.mm.q8 == nil {
-			b.mm.q8 = b.quantized(x, n, p.w)
-		}
 		b.mm.parts[b.mm.np] = p
 		b.mm.np++
 		rows += p.w.Rows
@@ -261,19 +265,16 @@ func (b *Backend) matmul(x []float32, n int, parts ...mmPart) {
 	b.pool.run(rows, 16, &b.mm)
 }
 
-// quantized returns x's n rows quantized for the int8 path when one of ws
-// takes it, else nil.
-func (b *Backend) quantized(x []float32, n int, ws ...*model.Matrix) *q8Acts {
+// quantized returns x's n rows quantized for the int8 path in the forms
+// gate and up take (nil without the int8 path).
+func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
 	if !b.kern.int8 {
 		return nil
 	}
-	for _, w := range ws {
-		if int8Type(w.Type) {
-			b.q8.quantize(x, n, w.Cols)
-			return &b.q8
-		}
-	}
-	return nil
+	b.q8.has = [3]bool{}
+	b.q8.need(x, n, gate)
+	b.q8.need(x, n, up)
+	return &b.q8
 }
 
 // classify applies the final norm and classifier to the last token of every

@@ -29,8 +29,45 @@ type q8Acts struct {
 	d    []float32
 }
 
-// int8Type reports whether the int8 path has kernels for t.
-func int8Type(t quant.DType) bool { return t == quant.Q4_0 }
+// actKind is the activation form a weight format's int8 kernels take.
+type actKind uint8
+
+const (
+	actNone actKind = iota // no int8 kernels: the float path
+	actQ8_0                // blocks of 32, fp16 scale (Q4_0)
+	actQ8_K                // blocks of 256, float32 scale, 16-sums (K-quants)
+)
+
+// int8Kind says which activations the int8 path's kernels for t take.
+func int8Kind(t quant.DType) actKind {
+	switch t {
+	case quant.Q4_0:
+		return actQ8_0
+	case quant.Q4_K, quant.Q6_K:
+		return actQ8_K
+	}
+	return actNone
+}
+
+// acts is one matmul input quantized in the forms its weights need.
+type acts struct {
+	q8  q8Acts
+	q8k q8KActs
+	has [3]bool
+}
+
+// need quantizes x (n rows of cols) in the form w takes, once per input.
+func (a *acts) need(x []float32, n int, w *model.Matrix) {
+	switch k := int8Kind(w.Type); {
+	case k == actNone || a.has[k]:
+	case k == actQ8_0:
+		a.q8.quantize(x, n, w.Cols)
+		a.has[k] = true
+	case k == actQ8_K:
+		a.q8k.quantize(x, n, w.Cols)
+		a.has[k] = true
+	}
+}
 
 // quantize fills a with n rows of x (cols wide, a multiple of 32) as ggml's
 // quantize_row_q8_0 does: scale amax/127 rounded to fp16, values
@@ -90,9 +127,21 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 }
 
 // matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
-// the quantized activations: four tokens per pass over a row where the
-// kernels allow, then one at a time.
-func (kn *kernels) matmulInt8(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int, res []float32) {
+// the quantized activations, by the weights' format.
+func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, res []float32) {
+	switch w.Type {
+	case quant.Q4_0:
+		kn.matmulQ40(out, &a.q8, n, w, lo, hi, res)
+	case quant.Q4_K:
+		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ4KAVX2, dotQ4KGo)
+	case quant.Q6_K:
+		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo)
+	}
+}
+
+// matmulQ40 is matmulInt8 for Q4_0: four tokens per pass over a row where
+// the kernels allow, then one at a time.
+func (kn *kernels) matmulQ40(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int, res []float32) {
 	cols, rows := w.Cols, w.Rows
 	nb, rb := cols/q8Block, w.Type.RowBytes(cols)
 	full := 0

@@ -8,3 +8,7 @@ func dotQ40VNNI(w *byte, qs *int8, d *float32, nb int) float32 { panic("no simd"
 func dot4Q40VNNI(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
 	panic("no simd")
 }
+
+func dotQ4KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32 { panic("no simd") }
+
+func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32 { panic("no simd") }

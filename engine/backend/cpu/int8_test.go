@@ -51,8 +51,8 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
-	var a q8Acts
-	a.quantize(x, n, cols)
+	var a acts
+	a.need(x, n, w)
 	simd, _ := chooseKernels("")
 	gok, _ := chooseKernels("go")
 	simd.int8, gok.int8 = true, true
@@ -70,10 +70,110 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		w.Row(r, row)
 		var bound float64
 		for j, v := range row {
-			bound += math.Abs(float64(v)) * float64(a.d[tok*cols/32+j/32]) / 2
+			bound += math.Abs(float64(v)) * float64(a.q8.d[tok*cols/32+j/32]) / 2
 		}
 		if d := math.Abs(float64(got[i] - ref[i])); d > bound*1.01+1e-5 {
 			t.Fatalf("out %d: int8 %v, float %v: off by %.3g, bound %.3g", i, got[i], ref[i], d, bound)
+		}
+	}
+}
+
+// TestQ4KInt8KernelMatchesGo: the AVX2 Q4_K x q8_K kernel gives exactly
+// the Go loop's sums, which differ from the float path's by no more than
+// the activations' rounding allows.
+func TestQ4KInt8KernelMatchesGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, cols, n = 6, 512, 5
+	wb := make([]byte, rows*quant.Q4_K.RowBytes(cols))
+	for i := range wb {
+		wb[i] = byte(rng.Uint32())
+	}
+	for r := range rows * cols / 256 { // sane fp16 scales: d and dmin in [0, 0.01)
+		blk := wb[r*144:]
+		d, dm := quant.F32ToF16(rng.Float32()*0.01), quant.F32ToF16(rng.Float32()*0.01)
+		blk[0], blk[1], blk[2], blk[3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
+	}
+	w, err := model.NewMatrix(quant.Q4_K, rows, cols, wb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	var a q8KActs
+	a.quantize(x, n, cols)
+	rb, nsb := quant.Q4_K.RowBytes(cols), cols/256
+	row := make([]float32, cols)
+	for r := range rows {
+		wr := wb[r*rb : (r+1)*rb]
+		w.Row(r, row)
+		for tk := range n {
+			qs, d, bs := a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:]
+			want := dotQ4KGo(wr, qs, d, bs, nsb)
+			if got := dotQ4KAVX2(&wr[0], &qs[0], &d[0], &bs[0], nsb); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
+			}
+			ref, bound := float64(0), float64(0)
+			for j, v := range row {
+				ref += float64(v) * float64(x[tk*cols+j])
+				bound += math.Abs(float64(v)) * math.Abs(float64(d[j/256])) / 2
+			}
+			if diff := math.Abs(float64(want) - ref); diff > bound*1.01+1e-4 {
+				t.Fatalf("row %d token %d: int8 %v, float %v: off by %.3g, bound %.3g", r, tk, want, ref, diff, bound)
+			}
+		}
+	}
+}
+
+// TestQ6KInt8KernelMatchesGo: likewise for Q6_K.
+func TestQ6KInt8KernelMatchesGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, cols, n = 6, 512, 5
+	rb := quant.Q6_K.RowBytes(cols)
+	wb := make([]byte, rows*rb)
+	for i := range wb {
+		wb[i] = byte(rng.Uint32())
+	}
+	for r := range rows * cols / 256 {
+		d := quant.F32ToF16(rng.Float32() * 0.001)
+		wb[r*210+208], wb[r*210+209] = byte(d), byte(d>>8)
+	}
+	w, err := model.NewMatrix(quant.Q6_K, rows, cols, wb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	var a q8KActs
+	a.quantize(x, n, cols)
+	nsb := cols / 256
+	row := make([]float32, cols)
+	for r := range rows {
+		wr := wb[r*rb : (r+1)*rb]
+		w.Row(r, row)
+		for tk := range n {
+			qs, d, bs := a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:]
+			want := dotQ6KGo(wr, qs, d, bs, nsb)
+			if got := dotQ6KAVX2(&wr[0], &qs[0], &d[0], &bs[0], nsb); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
+			}
+			ref, bound := float64(0), float64(0)
+			for j, v := range row {
+				ref += float64(v) * float64(x[tk*cols+j])
+				bound += math.Abs(float64(v)) * math.Abs(float64(d[j/256])) / 2
+			}
+			if diff := math.Abs(float64(want) - ref); diff > bound*1.01+1e-4 {
+				t.Fatalf("row %d token %d: int8 %v, float %v: off by %.3g, bound %.3g", r, tk, want, ref, diff, bound)
+			}
 		}
 	}
 }

@@ -18,7 +18,7 @@ type mmPart struct {
 // their input), its index space the concatenation of their rows.
 type matmulJob struct {
 	x       []float32
-	q8      *q8Acts // x quantized, for the int8 path (nil when unused)
+	q8      *acts // x quantized, for the int8 path (nil when unused)
 	n       int
 	parts   [3]mmPart
 	np      int
@@ -36,8 +36,8 @@ func (j *matmulJob) do(share, lo, hi int) {
 	}
 }
 
-func (kn *kernels) matmulRange(out, x []float32, q8 *q8Acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
-	if kn.int8 && int8Type(w.Type) {
+func (kn *kernels) matmulRange(out, x []float32, q8 *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	if kn.int8 && int8Kind(w.Type) != actNone {
 		kn.matmulInt8(out, q8, n, w, lo, hi, scratch[len(scratch)-resLen:])
 		return
 	}
@@ -52,7 +52,7 @@ func (kn *kernels) matmulRange(out, x []float32, q8 *q8Acts, n int, w *model.Mat
 // so the gate and up rows of a range are done by the same thread.
 type swigluJob struct {
 	x        []float32
-	q8       *q8Acts
+	q8       *acts
 	n        int
 	gate, up *model.Matrix
 	h, h2    []float32

@@ -1,0 +1,288 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q4_K x q8_K (int8k.go) on AVX2: per super-block the scaled sub-block
+// dots and the min correction are exact integers (VPMADDUBSW, VPMADDWD),
+// then acc += (dx*d)*S and acc -= (dx*dmin)*M in scalar float, in that
+// order, as dotQ4KGo.
+
+// q4kshuf<>: 32-byte VPSHUFB masks broadcasting int16 word j (j = 0..7)
+// of each 128-bit lane.
+DATA q4kshuf<>+0(SB)/8, $0x0100010001000100
+DATA q4kshuf<>+8(SB)/8, $0x0100010001000100
+DATA q4kshuf<>+16(SB)/8, $0x0100010001000100
+DATA q4kshuf<>+24(SB)/8, $0x0100010001000100
+DATA q4kshuf<>+32(SB)/8, $0x0302030203020302
+DATA q4kshuf<>+40(SB)/8, $0x0302030203020302
+DATA q4kshuf<>+48(SB)/8, $0x0302030203020302
+DATA q4kshuf<>+56(SB)/8, $0x0302030203020302
+DATA q4kshuf<>+64(SB)/8, $0x0504050405040504
+DATA q4kshuf<>+72(SB)/8, $0x0504050405040504
+DATA q4kshuf<>+80(SB)/8, $0x0504050405040504
+DATA q4kshuf<>+88(SB)/8, $0x0504050405040504
+DATA q4kshuf<>+96(SB)/8, $0x0706070607060706
+DATA q4kshuf<>+104(SB)/8, $0x0706070607060706
+DATA q4kshuf<>+112(SB)/8, $0x0706070607060706
+DATA q4kshuf<>+120(SB)/8, $0x0706070607060706
+DATA q4kshuf<>+128(SB)/8, $0x0908090809080908
+DATA q4kshuf<>+136(SB)/8, $0x0908090809080908
+DATA q4kshuf<>+144(SB)/8, $0x0908090809080908
+DATA q4kshuf<>+152(SB)/8, $0x0908090809080908
+DATA q4kshuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kshuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kshuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kshuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q4kshuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kshuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kshuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kshuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q4kshuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q4kshuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q4kshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q4kshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q4kshuf<>(SB), RODATA|NOPTR, $256
+
+// K4SCALES unpacks the 12 scale bytes at blk+4 (ggml's utmp trick) into
+// ysc: the eight 6-bit scales as int16 in both 128-bit lanes, and xm: the
+// eight mins as int16. Uses R8-R14 and xt.
+#define K4SCALES(blk, ysc, xsc, xm, xt) \
+	MOVL  4(blk), R8             \
+	MOVL  8(blk), R9             \
+	MOVL  12(blk), R10           \
+	MOVL  R10, R11               \
+	SHRL  $4, R11                \
+	ANDL  $0x0f0f0f0f, R11       \
+	MOVL  R9, R12                \
+	SHRL  $6, R12                \
+	ANDL  $0x03030303, R12       \
+	SHLL  $4, R12                \
+	ORL   R12, R11               \
+	MOVL  R9, R13                \
+	ANDL  $0x3f3f3f3f, R13       \
+	MOVL  R10, R12               \
+	ANDL  $0x0f0f0f0f, R12       \
+	MOVL  R8, R14                \
+	SHRL  $6, R14                \
+	ANDL  $0x03030303, R14       \
+	SHLL  $4, R14                \
+	ORL   R14, R12               \
+	ANDL  $0x3f3f3f3f, R8        \
+	VMOVD R8, xsc                \
+	VPINSRD $1, R12, xsc, xsc    \
+	VPMOVZXBW xsc, xsc           \
+	VINSERTI128 $1, xsc, ysc, ysc \
+	VMOVD R13, xm                \
+	VPINSRD $1, R11, xm, xm      \
+	VPMOVZXBW xm, xm
+
+// CHUNK adds chunk p's two sub-blocks (scales 2p, 2p+1) into acc: 32
+// bytes of nibbles at qs, 64 activations at x.
+#define CHUNK(qs, x, x32, mlo, mhi, ysc, mask, acc, t1, t2, t3) \
+	VMOVDQU    qs, t1          \
+	VPSRLW     $4, t1, t2      \
+	VPAND      mask, t1, t1    \
+	VPAND      mask, t2, t2    \
+	VPMADDUBSW x, t1, t1       \
+	VPMADDUBSW x32, t2, t2     \
+	VPSHUFB    mlo, ysc, t3    \
+	VPMADDWD   t3, t1, t1      \
+	VPADDD     t1, acc, acc    \
+	VPSHUFB    mhi, ysc, t3    \
+	VPMADDWD   t3, t2, t2      \
+	VPADDD     t2, acc, acc
+
+// HSUMD folds the eight int32 lanes of y (low half x) into a GPR.
+#define HSUMD(y, x, t, r) \
+	VEXTRACTI128 $1, y, t  \
+	VPADDD       t, x, x   \
+	VPSHUFD      $0x4e, x, t \
+	VPADDD       t, x, x   \
+	VPSHUFD      $0xb1, x, t \
+	VPADDD       t, x, x   \
+	VMOVD        x, r
+
+// func dotQ4KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
+TEXT ·dotQ4KAVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bs+24(FP), BX
+	MOVQ nsb+32(FP), CX
+	VXORPS X0, X0, X0
+	MOVL  $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	LEAQ  q4kshuf<>(SB), R15
+	TESTQ CX, CX
+	JZ    q4k_done
+
+q4k_loop:
+	// Rows stream from memory: ask for the lines a few blocks ahead.
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	K4SCALES(SI, Y9, X9, X10, X11)
+	VPXOR Y8, Y8, Y8
+	CHUNK(16(SI), (DI), 32(DI), (R15), 32(R15), Y9, Y15, Y8, Y1, Y2, Y3)
+	CHUNK(48(SI), 64(DI), 96(DI), 64(R15), 96(R15), Y9, Y15, Y8, Y1, Y2, Y3)
+	CHUNK(80(SI), 128(DI), 160(DI), 128(R15), 160(R15), Y9, Y15, Y8, Y1, Y2, Y3)
+	CHUNK(112(SI), 192(DI), 224(DI), 192(R15), 224(R15), Y9, Y15, Y8, Y1, Y2, Y3)
+	HSUMD(Y8, X8, X1, AX)
+	// mins: pairs of 16-sums times the mins
+	VMOVDQU      (BX), Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPHADDW      X5, X4, X4
+	VPMADDWD     X10, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPADDD       X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPADDD       X5, X4, X4
+	VMOVD        X4, R8
+	// acc += (dx*d)*S; acc -= (dx*dmin)*M
+	MOVWLZX      (SI), R9
+	VMOVD        R9, X6
+	VCVTPH2PS    X6, X6
+	MOVWLZX      2(SI), R9
+	VMOVD        R9, X7
+	VCVTPH2PS    X7, X7
+	VMOVSS       (DX), X12
+	VMULSS       X6, X12, X6
+	VMULSS       X7, X12, X7
+	VCVTSI2SSL    AX, X13, X13
+	VMULSS       X13, X6, X6
+	VADDSS       X6, X0, X0
+	VCVTSI2SSL    R8, X13, X13
+	VMULSS       X13, X7, X7
+	VSUBSS       X7, X0, X0
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q4k_loop
+
+q4k_done:
+	VMOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// q6kshuf<>: VPSHUFB masks for Q6_K group g (g = 0..3) of a half: the low
+// 128-bit lane broadcasts int16 word 2g, the high lane word 2g+1.
+DATA q6kshuf<>+0(SB)/8, $0x0100010001000100
+DATA q6kshuf<>+8(SB)/8, $0x0100010001000100
+DATA q6kshuf<>+16(SB)/8, $0x0302030203020302
+DATA q6kshuf<>+24(SB)/8, $0x0302030203020302
+DATA q6kshuf<>+32(SB)/8, $0x0504050405040504
+DATA q6kshuf<>+40(SB)/8, $0x0504050405040504
+DATA q6kshuf<>+48(SB)/8, $0x0706070607060706
+DATA q6kshuf<>+56(SB)/8, $0x0706070607060706
+DATA q6kshuf<>+64(SB)/8, $0x0908090809080908
+DATA q6kshuf<>+72(SB)/8, $0x0908090809080908
+DATA q6kshuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6kshuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6kshuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6kshuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6kshuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6kshuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
+
+// Q6GROUP adds group g of a half into acc: u (32 unsigned 6-bit values)
+// times 32 activations at x, each 16 scaled by its sub-block's int8 scale
+// (ysc: the half's eight scales as int16 in both lanes).
+#define Q6GROUP(u, x, ysc, mask, acc, t) \
+	VPMADDUBSW x, u, u     \
+	VPSHUFB    mask, ysc, t \
+	VPMADDWD   t, u, u     \
+	VPADDD     u, acc, acc
+
+// Q6HALF adds half h of a Q6_K block (ql at qlo(SI), qh at qho(SI), 128
+// activations at xo(DI)) into acc; m0F, m03 hold 0x0F, 0x03 bytes.
+#define Q6HALF(qlo, qho, xo, ysc, acc, m0F, m03) \
+	VMOVDQU   qlo(SI), Y1        \
+	VMOVDQU   32+qlo(SI), Y2     \
+	VMOVDQU   qho(SI), Y3        \
+	VPAND     m0F, Y1, Y4        \
+	VPAND     m03, Y3, Y5        \
+	VPSLLW    $4, Y5, Y5         \
+	VPOR      Y5, Y4, Y4         \
+	Q6GROUP(Y4, xo(DI), ysc, (R14), acc, Y6) \
+	VPAND     m0F, Y2, Y4        \
+	VPSRLW    $2, Y3, Y5         \
+	VPAND     m03, Y5, Y5        \
+	VPSLLW    $4, Y5, Y5         \
+	VPOR      Y5, Y4, Y4         \
+	Q6GROUP(Y4, 32+xo(DI), ysc, 32(R14), acc, Y6) \
+	VPSRLW    $4, Y1, Y4         \
+	VPAND     m0F, Y4, Y4        \
+	VPSRLW    $4, Y3, Y5         \
+	VPAND     m03, Y5, Y5        \
+	VPSLLW    $4, Y5, Y5         \
+	VPOR      Y5, Y4, Y4         \
+	Q6GROUP(Y4, 64+xo(DI), ysc, 64(R14), acc, Y6) \
+	VPSRLW    $4, Y2, Y4         \
+	VPAND     m0F, Y4, Y4        \
+	VPSRLW    $6, Y3, Y5         \
+	VPAND     m03, Y5, Y5        \
+	VPSLLW    $4, Y5, Y5         \
+	VPOR      Y5, Y4, Y4         \
+	Q6GROUP(Y4, 96+xo(DI), ysc, 96(R14), acc, Y6)
+
+// func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
+TEXT ·dotQ6KAVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bs+24(FP), BX
+	MOVQ nsb+32(FP), CX
+	VXORPS X0, X0, X0
+	MOVL  $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL  $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	LEAQ  q6kshuf<>(SB), R14
+	TESTQ CX, CX
+	JZ    q6k_done
+
+q6k_loop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	// the sixteen scales as int16: Y9 = half 0's eight in both lanes,
+	// Y10 = half 1's; Y11 all sixteen for the offset correction
+	VPMOVSXBW    192(SI), Y11
+	VINSERTI128  $1, X11, Y11, Y9
+	VEXTRACTI128 $1, Y11, X10
+	VINSERTI128  $1, X10, Y10, Y10
+	VPXOR Y8, Y8, Y8
+	Q6HALF(0, 128, 0, Y9, Y8, Y15, Y14)
+	Q6HALF(64, 160, 128, Y10, Y8, Y15, Y14)
+	HSUMD(Y8, X8, X1, AX)
+	// offset: 32 * sum_j scale_j * 16-sum_j
+	VMOVDQU  (BX), Y4
+	VPMADDWD Y11, Y4, Y4
+	HSUMD(Y4, X4, X1, R8)
+	SHLL     $5, R8
+	SUBL     R8, AX
+	MOVWLZX    208(SI), R9
+	VMOVD      R9, X6
+	VCVTPH2PS  X6, X6
+	VMOVSS     (DX), X12
+	VMULSS     X6, X12, X6
+	VCVTSI2SSL AX, X13, X13
+	VMULSS     X13, X6, X6
+	VADDSS     X6, X0, X0
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q6k_loop
+
+q6k_done:
+	VMOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
