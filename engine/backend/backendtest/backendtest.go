@@ -101,8 +101,11 @@ func goldens(t *testing.T, open Open) {
 // batchInvariance: a sequence's logits at every step are bit-identical
 // whether it runs alone in one prefill, or chunked beside other sequences
 // (a batch of 8 or more takes the tiled matmul path).
-func batchInvariance(t *testing.T, open Open, dt quant.DType) {
-	m := synthModel(t, dt)
+func batchInvariance(t *testing.T, open Open, dt quant.DType) { BatchInvariance(t, open, synthModel(t, dt)) }
+
+// BatchInvariance checks batchInvariance's property on model m (for a
+// backend's tests on real quantized files).
+func BatchInvariance(t *testing.T, open Open, m *model.Model) {
 	prompt := []int{1, 17, 42, 280, 5, 99, 33, 7, 250, 3}
 	alone := start(t, open, m, backend.Options{NumBlocks: 64, BlockSize: 4, KVType: quant.F16})
 	want := forward(t, alone, backend.SeqInput{Tokens: prompt, Blocks: []int{0, 1, 2}, Logits: true})[0]

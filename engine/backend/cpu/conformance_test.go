@@ -1,11 +1,13 @@
 package cpu
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/backend/backendtest"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/testing/testmodels"
 )
 
 // TestConformance holds the CPU backend to the contract every backend keeps.
@@ -24,5 +26,22 @@ func TestConformanceInt8(t *testing.T) {
 				return New(m, o)
 			})
 		})
+	}
+}
+
+// TestInt8BatchInvariantOnKQuants: the int8 path keeps batching invisible
+// on llama.cpp's Q4_K_M mix (Q4_K, Q6_K and float-path formats in one
+// file), with the SIMD kernels and the Go loops.
+func TestInt8BatchInvariantOnKQuants(t *testing.T) {
+	m, err := model.Load(filepath.Join(testmodels.Dir(t), "quant", "tiny-quant-Q4_K_M-mix.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Skip(err)
+	}
+	defer m.Close()
+	for _, k := range []string{"", "go"} {
+		backendtest.BatchInvariance(t, func(m *model.Model, o backend.Options) (backend.Backend, error) {
+			o.QuantDot, o.Kernels = "int8", k
+			return New(m, o)
+		}, m)
 	}
 }

@@ -1,9 +1,15 @@
 package cpu
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/testing/testmodels"
 
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
@@ -174,6 +180,54 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 			if diff := math.Abs(float64(want) - ref); diff > bound*1.01+1e-4 {
 				t.Fatalf("row %d token %d: int8 %v, float %v: off by %.3g, bound %.3g", r, tk, want, ref, diff, bound)
 			}
+		}
+	}
+}
+
+// TestInt8StaysNearTheReference: on llama.cpp's quantized files whose
+// formats the int8 path covers, its log-probabilities, with llama.cpp's
+// tokens fed back (teacher forcing), stay within 0.05 of llama.cpp's on the
+// dequantized twin: the rounding of 8-bit activations, nothing worse.
+func TestInt8StaysNearTheReference(t *testing.T) {
+	dir := filepath.Join(testmodels.Dir(t), "quant")
+	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q6_K"} {
+		b, err := os.ReadFile(filepath.Join(dir, "tiny-quant-"+name+".dequant-f32.golden.json"))
+		if err != nil {
+			t.Skip("no models/quant goldens")
+		}
+		var goldens []testmodels.ArchGolden
+		if err := json.Unmarshal(b, &goldens); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(filepath.Join(dir, "tiny-quant-"+name+".gguf"), model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32, QuantDot: "int8"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+		worst := 0.0
+		for _, g := range goldens {
+			in := backend.SeqInput{Tokens: g.PromptTokens, Blocks: blocks, Logits: true}
+			for i := range min(len(g.Top5), len(g.OutputTokens)) {
+				logits, err := be.Forward(&backend.Batch{Seqs: []backend.SeqInput{in}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lp := logSoftmax(logits[0])
+				for _, e := range g.Top5[i] {
+					worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
+				}
+				in = backend.SeqInput{Tokens: []int{g.OutputTokens[i]}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
+			}
+		}
+		be.Close()
+		m.Close()
+		t.Logf("%s: largest top-5 log-probability difference from the float reference %.3g", name, worst)
+		if worst > 0.05 {
+			t.Errorf("%s: int8 drifts %.3g from the reference", name, worst)
 		}
 	}
 }
