@@ -45,6 +45,7 @@ func run() error {
 	rounds := flag.Int("rounds", 3, "interleaved rounds per format")
 	threads := flag.Int("threads", 2, "threads for both engines")
 	out := flag.String("dir", "build/quantbench", "where the quantized files go")
+	quantDots := flag.String("quant-dot", "float", "batchd's quantized matmul modes to measure, comma-separated: float, int8")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -53,7 +54,8 @@ func run() error {
 	if err := sh("go", "build", "-o", kb, "./testing/cmd/kernelbench"); err != nil {
 		return err
 	}
-	fmt.Printf("| format | measure | llama.cpp | batchd | batchd/llama.cpp (each round) | median |\n|---|---|---|---|---|---|\n")
+	modes := strings.Split(*quantDots, ",")
+	fmt.Printf("| format | measure | batchd mode | llama.cpp | batchd | batchd/llama.cpp (each round) | median |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range strings.Split(*formats, ",") {
 		file := filepath.Join(*out, "l110-"+strings.ToLower(f)+".gguf")
 		if _, err := os.Stat(file); err != nil {
@@ -61,25 +63,41 @@ func run() error {
 				return fmt.Errorf("quantize %s: %w", f, err)
 			}
 		}
-		ms := []*measure{{name: "pp512 tok/s"}, {name: "tg128 (b1) tok/s"}, {name: "S_TG at 32 tok/s"}}
+		byMode := make([][]*measure, len(modes))
+		for i := range modes {
+			byMode[i] = []*measure{{name: "pp512 tok/s"}, {name: "tg128 (b1) tok/s"}, {name: "S_TG at 32 tok/s"}}
+		}
 		for range *rounds {
+			var llcp [3][]float64
+			ms := []*measure{{}, {}, {}}
 			if err := llamaCpp(*llama, file, *threads, ms); err != nil {
 				return err
 			}
-			if err := batchd(kb, file, *threads, ms); err != nil {
-				return err
+			for i := range ms {
+				llcp[i] = ms[i].llcp
+			}
+			for mi, mode := range modes {
+				for i, m := range byMode[mi] {
+					m.llcp = append(m.llcp, llcp[i]...)
+				}
+				if err := batchd(kb, file, mode, *threads, byMode[mi]); err != nil {
+					return err
+				}
 			}
 		}
-		for _, m := range ms {
-			var ratios []string
-			var rs []float64
-			for i := range m.batchd {
-				r := m.batchd[i] / m.llcp[i]
-				rs = append(rs, r)
-				ratios = append(ratios, fmt.Sprintf("x%.2f", r))
+		for i := range 3 {
+			for mi, mode := range modes {
+				m := byMode[mi][i]
+				var ratios []string
+				var rs []float64
+				for j := range m.batchd {
+					r := m.batchd[j] / m.llcp[j]
+					rs = append(rs, r)
+					ratios = append(ratios, fmt.Sprintf("x%.2f", r))
+				}
+				fmt.Printf("| %s | %s | %s | %.0f | %.0f | %s | x%.2f |\n", f, m.name, mode, median(m.llcp), median(m.batchd),
+					strings.Join(ratios, " "), median(rs))
 			}
-			fmt.Printf("| %s | %s | %.0f | %.0f | %s | x%.2f |\n", f, m.name, median(m.llcp), median(m.batchd),
-				strings.Join(ratios, " "), median(rs))
 		}
 	}
 	return nil
@@ -131,8 +149,8 @@ func llamaCpp(bin, file string, threads int, ms []*measure) error {
 }
 
 // batchd runs kernelbench: prefill of 512 and decode at batch 1 and 32 (KV of 128 tokens).
-func batchd(kb, file string, threads int, ms []*measure) error {
-	b, err := output(kb, "--model", file, "--threads", strconv.Itoa(threads), "--batches", "1,32", "--json")
+func batchd(kb, file, mode string, threads int, ms []*measure) error {
+	b, err := output(kb, "--model", file, "--threads", strconv.Itoa(threads), "--batches", "1,32", "--quant-dot", mode, "--json")
 	if err != nil {
 		return err
 	}
