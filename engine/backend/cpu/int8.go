@@ -128,12 +128,12 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 
 // matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
 // the quantized activations, by the weights' format.
-func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, res []float32) {
+func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	switch w.Type {
 	case quant.Q4_0:
-		kn.matmulQ40(out, &a.q8, n, w, lo, hi, res)
+		kn.matmulQ40(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:])
 	case quant.Q4_K:
-		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ4KAVX2, dotQ4KGo)
+		kn.matmulQ4KLanes(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo)
 	}

@@ -15,7 +15,7 @@ func dotQ40VNNI(w *byte, qs *int8, d *float32, nb int) float32
 func dot4Q40VNNI(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
 
 //go:noescape
-func dotQ4KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
+func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
 
 //go:noescape
-func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
+func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)

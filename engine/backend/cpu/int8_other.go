@@ -9,6 +9,8 @@ func dot4Q40VNNI(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *f
 	panic("no simd")
 }
 
-func dotQ4KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32 { panic("no simd") }
-
 func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32 { panic("no simd") }
+
+func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32) {
+	panic("no simd")
+}

@@ -63,8 +63,8 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 	gok, _ := chooseKernels("go")
 	simd.int8, gok.int8 = true, true
 	got, want := make([]float32, n*rows), make([]float32, n*rows)
-	simd.matmulInt8(got, &a, n, w, 0, rows, make([]float32, resLen))
-	gok.matmulInt8(want, &a, n, w, 0, rows, make([]float32, resLen))
+	simd.matmulInt8(got, &a, n, w, 0, rows, make([]float32, scratchLen(cols)))
+	gok.matmulInt8(want, &a, n, w, 0, rows, make([]float32, scratchLen(cols)))
 	ref := make([]float32, n*rows)
 	matmulRows(ref, x, n, w, 0, rows, make([]float32, scratchLen(cols)))
 	for i := range got {
@@ -80,57 +80,6 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		}
 		if d := math.Abs(float64(got[i] - ref[i])); d > bound*1.01+1e-5 {
 			t.Fatalf("out %d: int8 %v, float %v: off by %.3g, bound %.3g", i, got[i], ref[i], d, bound)
-		}
-	}
-}
-
-// TestQ4KInt8KernelMatchesGo: the AVX2 Q4_K x q8_K kernel gives exactly
-// the Go loop's sums, which differ from the float path's by no more than
-// the activations' rounding allows.
-func TestQ4KInt8KernelMatchesGo(t *testing.T) {
-	if !haveSIMD {
-		t.Skip("no AVX2")
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	const rows, cols, n = 6, 512, 5
-	wb := make([]byte, rows*quant.Q4_K.RowBytes(cols))
-	for i := range wb {
-		wb[i] = byte(rng.Uint32())
-	}
-	for r := range rows * cols / 256 { // sane fp16 scales: d and dmin in [0, 0.01)
-		blk := wb[r*144:]
-		d, dm := quant.F32ToF16(rng.Float32()*0.01), quant.F32ToF16(rng.Float32()*0.01)
-		blk[0], blk[1], blk[2], blk[3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
-	}
-	w, err := model.NewMatrix(quant.Q4_K, rows, cols, wb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := make([]float32, n*cols)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	var a q8KActs
-	a.quantize(x, n, cols)
-	rb, nsb := quant.Q4_K.RowBytes(cols), cols/256
-	row := make([]float32, cols)
-	for r := range rows {
-		wr := wb[r*rb : (r+1)*rb]
-		w.Row(r, row)
-		for tk := range n {
-			qs, d, bs := a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:]
-			want := dotQ4KGo(wr, qs, d, bs, nsb)
-			if got := dotQ4KAVX2(&wr[0], &qs[0], &d[0], &bs[0], nsb); math.Float32bits(got) != math.Float32bits(want) {
-				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
-			}
-			ref, bound := float64(0), float64(0)
-			for j, v := range row {
-				ref += float64(v) * float64(x[tk*cols+j])
-				bound += math.Abs(float64(v)) * math.Abs(float64(d[j/256])) / 2
-			}
-			if diff := math.Abs(float64(want) - ref); diff > bound*1.01+1e-4 {
-				t.Fatalf("row %d token %d: int8 %v, float %v: off by %.3g, bound %.3g", r, tk, want, ref, diff, bound)
-			}
 		}
 	}
 }
@@ -228,6 +177,67 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 		t.Logf("%s: largest top-5 log-probability difference from the float reference %.3g", name, worst)
 		if worst > 0.05 {
 			t.Errorf("%s: int8 drifts %.3g from the reference", name, worst)
+		}
+	}
+}
+
+// TestQ4KLanesMatchGo: the AVX-512 lane kernel, over one to eight tokens
+// a pass, leaves exactly the Go loop's lanes, and the folded results stay
+// within the activations' rounding of the float path.
+func TestQ4KLanesMatchGo(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("no AVX-512 VNNI/BW")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const cols, n = 768, 8
+	wb := make([]byte, quant.Q4_K.RowBytes(cols))
+	for i := range wb {
+		wb[i] = byte(rng.Uint32())
+	}
+	for b := range cols / 256 {
+		d, dm := quant.F32ToF16(rng.Float32()*0.01), quant.F32ToF16(rng.Float32()*0.01)
+		wb[b*144], wb[b*144+1], wb[b*144+2], wb[b*144+3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
+	}
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	var a q8KActs
+	a.quantize(x, n, cols)
+	nsb := cols / 256
+	for nt := 1; nt <= n; nt++ {
+		got, want := make([]float32, nt*laneAcc), make([]float32, nt*laneAcc)
+		res := make([]float32, nt)
+		for i := range got {
+			got[i] = float32(i) // the kernel zeroes them
+		}
+		q4kLanesAVX512(&wb[0], &a.qs[0], &a.d[0], &a.bs[0], cols, nsb, cols/16, nsb, nt, &got[0], &res[0])
+		for tk := range nt {
+			q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, want[tk*laneAcc:(tk+1)*laneAcc])
+			if f := foldLanes(want[tk*laneAcc : (tk+1)*laneAcc]); math.Float32bits(res[tk]) != math.Float32bits(f) {
+				t.Fatalf("%d tokens, token %d: folded %v, Go %v", nt, tk, res[tk], f)
+			}
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d tokens, lane %d: AVX-512 %v, Go %v", nt, i, got[i], want[i])
+			}
+		}
+	}
+	w, _ := model.NewMatrix(quant.Q4_K, 1, cols, wb)
+	row := make([]float32, cols)
+	w.Row(0, row)
+	acc := make([]float32, laneAcc)
+	for tk := range n {
+		clear(acc)
+		q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, acc)
+		var ref, bound float64
+		for j, v := range row {
+			ref += float64(v) * float64(x[tk*cols+j])
+			bound += math.Abs(float64(v)) * math.Abs(float64(a.d[tk*nsb+j/256])) / 2
+		}
+		if diff := math.Abs(float64(foldLanes(acc)) - ref); diff > bound*1.01+1e-4 {
+			t.Fatalf("token %d: lanes %v, float %v: off by %.3g, bound %.3g", tk, foldLanes(acc), ref, diff, bound)
 		}
 	}
 }

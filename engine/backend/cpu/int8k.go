@@ -63,33 +63,6 @@ func (a *q8KActs) quantize(x []float32, n, cols int) {
 	}
 }
 
-// dotQ4KGo is the Q4_K x q8_K dot of one row and one token.
-func dotQ4KGo(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32 {
-	var acc float32
-	for b := range nsb {
-		blk, x := w[b*144:(b+1)*144], qs[b*qkK:(b+1)*qkK]
-		sc, m := quant.K4ScaleMins(blk)
-		q := blk[16:]
-		var s, mins int32
-		for p := range 4 {
-			var lo, hi int32
-			for l := range 32 {
-				lo += int32(q[32*p+l]&0xF) * int32(x[64*p+l])
-				hi += int32(q[32*p+l]>>4) * int32(x[64*p+32+l])
-			}
-			s += int32(sc[2*p])*lo + int32(sc[2*p+1])*hi
-		}
-		for j := range 8 {
-			mins += int32(m[j]) * (int32(bs[b*16+2*j]) + int32(bs[b*16+2*j+1]))
-		}
-		dd := d[b] * quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8)
-		dm := d[b] * quant.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
-		acc = acc + float32(dd*float32(s))
-		acc = acc - float32(dm*float32(mins))
-	}
-	return acc
-}
-
 // kDot and kDotGo are a K-quant format's int8 kernel and its Go loop.
 type (
 	kDot   func(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32

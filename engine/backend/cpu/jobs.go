@@ -38,7 +38,7 @@ func (j *matmulJob) do(share, lo, hi int) {
 
 func (kn *kernels) matmulRange(out, x []float32, q8 *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	if kn.int8 && int8Kind(w.Type) != actNone {
-		kn.matmulInt8(out, q8, n, w, lo, hi, scratch[len(scratch)-resLen:])
+		kn.matmulInt8(out, q8, n, w, lo, hi, scratch)
 		return
 	}
 	if kn.simd {

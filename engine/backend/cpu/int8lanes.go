@@ -1,0 +1,91 @@
+package cpu
+
+import (
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
+)
+
+// The lane form of the Q4_K int8 kernel (AVX-512, several tokens per pass
+// over a row). Per super-block, lane d (0..15) of a token holds the exact
+// integer sum over the four 64-value chunks p of sc[2p + d/8] times the
+// products of values 64p+4d .. 64p+4d+3, and lane e (0..7) of the min part
+// m[e] times the activations' sum over sub-block e. Each lane is then
+// scaled by the super-block's float factor and added into its own float
+// lane; only after the last super-block are the lanes folded, in a fixed
+// order. The Go loops below define the arithmetic; the assembly matches
+// them bit for bit.
+
+// laneAcc is one token's float lanes: 16 for the scaled sums, 8 for mins.
+const laneAcc = 24
+
+// q4kLanesGo adds super-blocks [0, nsb) of one row into acc for one token.
+func q4kLanesGo(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32) {
+	for b := range nsb {
+		blk, x := w[b*144:(b+1)*144], qs[b*qkK:(b+1)*qkK]
+		sc, m := quant.K4ScaleMins(blk)
+		q := blk[16:]
+		var s [16]int32
+		for p := range 4 {
+			for l := range 16 {
+				for k := range 4 {
+					by := 4*l + k // byte of the 64-byte chunk vector
+					var nib int32
+					if by < 32 {
+						nib = int32(q[32*p+by] & 0xF)
+					} else {
+						nib = int32(q[32*p+by-32] >> 4)
+					}
+					s[l] += int32(sc[2*p+l/8]) * nib * int32(x[64*p+by])
+				}
+			}
+		}
+		dd := d[b] * quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8)
+		dm := d[b] * quant.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
+		for l, v := range s {
+			acc[l] = acc[l] + float32(dd*float32(v))
+		}
+		for e := range 8 {
+			mv := int32(m[e]) * (int32(bs[b*16+2*e]) + int32(bs[b*16+2*e+1]))
+			acc[16+e] = acc[16+e] + float32(dm*float32(mv))
+		}
+	}
+}
+
+// foldLanes is a token's result from its lanes: the sixteen folded to
+// eight (l + l+8), those by hsum8, less the mins' eight by hsum8.
+func foldLanes(acc []float32) float32 {
+	var a, m [8]float32
+	for i := range 8 {
+		a[i] = acc[i] + acc[i+8]
+		m[i] = acc[16+i]
+	}
+	return hsum8(&a) - hsum8(&m)
+}
+
+// matmulQ4KLanes is matmulInt8 for Q4_K in the lane form: each row
+// against up to eight tokens per pass (scratch holds their lanes).
+func (kn *kernels) matmulQ4KLanes(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	cols, rows := w.Cols, w.Rows
+	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
+	const group = 8
+	acc, res := scratch[:group*laneAcc], scratch[group*laneAcc:group*laneAcc+group]
+	for r := lo; r < hi; r++ {
+		row := w.Data[r*rb : (r+1)*rb]
+		for t0 := 0; t0 < n; t0 += group {
+			nt := min(group, n-t0)
+			if kn.simd && kn.vnni {
+				q4kLanesAVX512(&row[0], &a.qs[t0*cols], &a.d[t0*nsb], &a.bs[t0*cols/16], cols, nsb, cols/16, nsb, nt, &acc[0], &res[0])
+			} else {
+				for t := range nt {
+					tt, lanes := t0+t, acc[t*laneAcc:(t+1)*laneAcc]
+					clear(lanes)
+					q4kLanesGo(row, a.qs[tt*cols:(tt+1)*cols], a.d[tt*nsb:(tt+1)*nsb], a.bs[tt*cols/16:(tt+1)*cols/16], nsb, lanes)
+					res[t] = foldLanes(lanes)
+				}
+			}
+			for t := range nt {
+				out[(t0+t)*rows+r] = res[t]
+			}
+		}
+	}
+}
