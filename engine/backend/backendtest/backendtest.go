@@ -101,7 +101,9 @@ func goldens(t *testing.T, open Open) {
 // batchInvariance: a sequence's logits at every step are bit-identical
 // whether it runs alone in one prefill, or chunked beside other sequences
 // (a batch of 8 or more takes the tiled matmul path).
-func batchInvariance(t *testing.T, open Open, dt quant.DType) { BatchInvariance(t, open, synthModel(t, dt)) }
+func batchInvariance(t *testing.T, open Open, dt quant.DType) {
+	BatchInvariance(t, open, synthModel(t, dt))
+}
 
 // BatchInvariance checks batchInvariance's property on model m (for a
 // backend's tests on real quantized files).
