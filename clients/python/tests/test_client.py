@@ -184,3 +184,14 @@ def test_permission_denied(batchd_bin):
         proc.terminate()
         proc.wait(timeout=30)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_parse_special(daemon):
+    """Special-token text becomes the token by default (as llama.cpp's
+    server); parse_special=False keeps it as text."""
+    with batchd.Client(daemon) as c:
+        parsed = c.generate("<s>Once", max_tokens=1)
+        literal = c.generate("<s>Once", max_tokens=1, parse_special=False)
+    assert parsed.prompt_tokens[:2] == [1, 1]
+    assert literal.prompt_tokens[0] == 1 and literal.prompt_tokens[1] != 1
+    assert len(literal.prompt_tokens) > len(parsed.prompt_tokens)
