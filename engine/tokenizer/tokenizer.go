@@ -65,7 +65,7 @@ type Tokenizer struct {
 	eog []int
 }
 
-// NewTokenizer builds a tokenizer from pieces, scores and types (types may be nil).
+// New builds an SPM tokenizer from pieces, scores and types (types may be nil).
 func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*Tokenizer, error) {
 	if len(pieces) == 0 || len(scores) != len(pieces) || (types != nil && len(types) != len(pieces)) {
 		return nil, fmt.Errorf("%w: tokenizer has %d pieces, %d scores, %d types",
@@ -118,7 +118,7 @@ func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*
 	return t, nil
 }
 
-// LoadLlama2cTokenizer reads a llama2.c tokenizer.bin with vocabSize pieces.
+// LoadLlama2c reads a llama2.c tokenizer.bin with vocabSize pieces.
 // Ids 0, 1, 2 are <unk>, BOS and EOS, as in llama2.c.
 func LoadLlama2c(path string, vocabSize int) (*Tokenizer, error) {
 	f, err := os.Open(path)

@@ -15,7 +15,7 @@ import (
 // a fixed order, which the pure-Go loops below reproduce bit for bit. A
 // token's result depends only on its own activations, so batching stays
 // invisible. It applies to every batch size of the formats it covers
-// (int8Type), so a token never changes path with its batch.
+// (int8Kind), so a token never changes path with its batch.
 
 // q8Block is the activation block: 32 int8 values and one scale.
 const q8Block = 32

@@ -38,7 +38,7 @@ type kernels struct {
 	simd    bool
 	f       floatKernels
 	dequant func(src *byte, dst *float32, nblocks int) // Q8_0 rows, the widest family's
-	int8    bool                                       // QuantDot "int8": int8Type weights take the int8 path
+	int8    bool                                       // QuantDot "int8": formats with int8 kernels (int8Kind) take the int8 path
 	vnni    bool                                       // its VNNI kernels run (else its Go loops)
 }
 
