@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "reduce_amd64.h"
 
 // The int8 path's kernels (int8.go): Q4_0 weight blocks against activation
 // blocks quantized to int8, VPDPBUSD on 256-bit vectors (AVX512-VNNI with
@@ -30,16 +31,6 @@
 	VMULPS       dw, t3, t3     \
 	VMULPS       t3, t1, t1     \
 	VADDPS       t1, acc, acc
-
-// HSUM8 folds the eight lanes of y (low half x) into x's lane 0:
-// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), as hsum8.
-#define HSUM8(y, x, t) \
-	VEXTRACTF128 $1, y, t  \
-	VADDPS       t, x, x   \
-	VMOVHLPS     x, x, t   \
-	VADDPS       t, x, x   \
-	VMOVSHDUP    x, t      \
-	VADDSS       t, x, x
 
 // func dotQ40VNNI(w *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotQ40VNNI(SB), NOSPLIT, $0-36

@@ -65,8 +65,6 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 	got, want := make([]float32, n*rows), make([]float32, n*rows)
 	simd.matmulInt8(got, &a, n, w, 0, rows, make([]float32, scratchLen(cols)))
 	gok.matmulInt8(want, &a, n, w, 0, rows, make([]float32, scratchLen(cols)))
-	ref := make([]float32, n*rows)
-	matmulRows(ref, x, n, w, 0, rows, make([]float32, scratchLen(cols)))
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 			t.Fatalf("out %d: VNNI %v, Go %v", i, got[i], want[i])
@@ -74,13 +72,22 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		tok, r := i/rows, i%rows
 		row := make([]float32, cols)
 		w.Row(r, row)
-		var bound float64
-		for j, v := range row {
-			bound += math.Abs(float64(v)) * float64(a.q8.d[tok*cols/32+j/32]) / 2
-		}
-		if d := math.Abs(float64(got[i] - ref[i])); d > bound*1.01+1e-5 {
-			t.Fatalf("out %d: int8 %v, float %v: off by %.3g, bound %.3g", i, got[i], ref[i], d, bound)
-		}
+		checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
+	}
+}
+
+// checkRounding fails unless got, an int8-path dot of row and x, is within
+// half an activation step per element (step: the block scales d, one per
+// block values) of the float64 dot.
+func checkRounding(t *testing.T, got float32, row, x, d []float32, block int) {
+	t.Helper()
+	var ref, bound float64
+	for j, v := range row {
+		ref += float64(v) * float64(x[j])
+		bound += math.Abs(float64(v)) * math.Abs(float64(d[j/block])) / 2
+	}
+	if diff := math.Abs(float64(got) - ref); diff > bound*1.01+1e-4 {
+		t.Fatalf("int8 %v, float %v: off by %.3g, bound %.3g", got, ref, diff, bound)
 	}
 }
 
@@ -121,14 +128,7 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 			if got := dotQ6KAVX2(&wr[0], &qs[0], &d[0], &bs[0], nsb); math.Float32bits(got) != math.Float32bits(want) {
 				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
 			}
-			ref, bound := float64(0), float64(0)
-			for j, v := range row {
-				ref += float64(v) * float64(x[tk*cols+j])
-				bound += math.Abs(float64(v)) * math.Abs(float64(d[j/256])) / 2
-			}
-			if diff := math.Abs(float64(want) - ref); diff > bound*1.01+1e-4 {
-				t.Fatalf("row %d token %d: int8 %v, float %v: off by %.3g, bound %.3g", r, tk, want, ref, diff, bound)
-			}
+			checkRounding(t, want, row, x[tk*cols:(tk+1)*cols], d, 256)
 		}
 	}
 }
@@ -231,13 +231,6 @@ func TestQ4KLanesMatchGo(t *testing.T) {
 	for tk := range n {
 		clear(acc)
 		q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, acc)
-		var ref, bound float64
-		for j, v := range row {
-			ref += float64(v) * float64(x[tk*cols+j])
-			bound += math.Abs(float64(v)) * math.Abs(float64(a.d[tk*nsb+j/256])) / 2
-		}
-		if diff := math.Abs(float64(foldLanes(acc)) - ref); diff > bound*1.01+1e-4 {
-			t.Fatalf("token %d: lanes %v, float %v: off by %.3g, bound %.3g", tk, foldLanes(acc), ref, diff, bound)
-		}
+		checkRounding(t, foldLanes(acc), row, x[tk*cols:(tk+1)*cols], a.d[tk*nsb:], 256)
 	}
 }

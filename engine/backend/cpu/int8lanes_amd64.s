@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "reduce_amd64.h"
 
 // The lane form of the Q4_K int8 kernel (int8lanes.go), AVX-512BW: each
 // super-block of a row is unpacked once and dotted with every token of
@@ -42,16 +43,6 @@ DATA q4klanes<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA q4klanes<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA q4klanes<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL q4klanes<>(SB), RODATA|NOPTR, $256
-
-// HSUM8 folds the eight lanes of y (low half x) into x's lane 0:
-// ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), as hsum8.
-#define HSUM8(y, x, t) \
-	VEXTRACTF128 $1, y, t  \
-	VADDPS       t, x, x   \
-	VMOVHLPS     x, x, t   \
-	VADDPS       t, x, x   \
-	VMOVSHDUP    x, t      \
-	VADDSS       t, x, x
 
 // func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
 // acc: ntok*24 floats of lanes (zeroed here); res[t]: token t's folded result.

@@ -16,3 +16,13 @@
 #define FOLDZ(z, y, tmp) \
 	VEXTRACTF64X4 $1, z, tmp; \
 	VADDPS tmp, y, y
+
+// HSUM8 folds the eight lanes of y (low half x) into x's lane 0 in the
+// order hsum8 (int8.go) adds them: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+#define HSUM8(y, x, t) \
+	VEXTRACTF128 $1, y, t; \
+	VADDPS       t, x, x; \
+	VMOVHLPS     x, x, t; \
+	VADDPS       t, x, x; \
+	VMOVSHDUP    x, t; \
+	VADDSS       t, x, x
