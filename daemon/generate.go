@@ -144,7 +144,9 @@ func runGenerate(ctx context.Context, args []string, env *runEnv) error {
 	streams := make([]*engine.Stream, len(a.prompts))
 	for i, p := range a.prompts {
 		req := engine.Request{Prompt: p, MaxTokens: a.maxTokens, Sampling: a.sampling, Stop: a.stops, StopTokenIDs: a.stopIDs}
-		req.Tokens, _ = rt.Model.Tokenizer.Tokenize(ctx, p, tokenizer.Options{AddSpecial: true, ParseSpecial: true})
+		if req.Tokens, err = rt.Model.Tokenizer.Tokenize(ctx, p, tokenizer.Options{AddSpecial: true, ParseSpecial: true}); err != nil {
+			return err
+		}
 		results[i] = generateResult{Prompt: p, PromptTokens: req.Tokens, OutputTokens: []int{}}
 		if streams[i], err = rt.Engine.Submit(ctx, req); err != nil {
 			return fmt.Errorf("prompt %d: %w", i+1, err)

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -70,7 +71,7 @@ func loadGGUF(data []byte) (*Model, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	m.StopTokens = tokenizer.StopTokensGGUF(f, tok)
+	m.StopTokens = slices.Clone(tok.EOG())
 	return m, nil
 }
 

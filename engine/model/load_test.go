@@ -183,17 +183,7 @@ func rewriteGGUF(t *testing.T, good []byte, mut func(w *gguf.Writer, f *gguf.Fil
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := gguf.NewWriter()
-	for _, k := range f.SortedKeys() {
-		switch v := f.Meta[k].(type) {
-		case uint32, string, float32, []string, []float32, []int32:
-			w.Set(k, v)
-		}
-	}
-	for _, tt := range f.Tensors {
-		start := f.DataOffset + tt.Offset
-		w.AddTensor(tt.Name, tt.Type, tt.Dims, good[start:start+tt.Size])
-	}
+	w := gguf.NewWriterFrom(f, good)
 	mut(w, f)
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {

@@ -173,9 +173,3 @@ func containsAny(s string, subs ...string) bool {
 	}
 	return false
 }
-
-// StopTokensGGUF lists the ids that end generation for a GGUF vocabulary:
-// its end-of-generation set.
-func StopTokensGGUF(_ *gguf.File, tok *Tokenizer) []int {
-	return slices.Clone(tok.eog)
-}

@@ -116,20 +116,9 @@ func Rewrite(tb testing.TB, src, dst string, set map[string]any) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := gguf.NewWriter()
-	for _, k := range f.SortedKeys() {
-		if v, ok := set[k]; ok {
-			w.Set(k, v)
-			continue
-		}
-		w.Set(k, f.Meta[k])
-	}
+	w := gguf.NewWriterFrom(f, b)
 	for k, v := range set {
 		w.Set(k, v)
-	}
-	for _, t := range f.Tensors {
-		start := f.DataOffset + t.Offset
-		w.AddTensor(t.Name, t.Type, t.Dims, b[start:start+t.Size])
 	}
 	out, err := os.Create(dst)
 	if err != nil {

@@ -29,6 +29,24 @@ type writerTensor struct {
 // NewWriter returns an empty writer.
 func NewWriter() *Writer { return &Writer{meta: map[string]any{}} }
 
+// NewWriterFrom returns a writer holding f's metadata (the keys whose
+// types Set takes) and its tensors, data shared with the file's bytes: a
+// file to edit and write again.
+func NewWriterFrom(f *File, data []byte) *Writer {
+	w := NewWriter()
+	for _, k := range f.SortedKeys() {
+		switch v := f.Meta[k].(type) {
+		case string, bool, uint32, int32, uint64, float32, []string, []float32, []int32:
+			w.Set(k, v)
+		}
+	}
+	for _, t := range f.Tensors {
+		start := f.DataOffset + t.Offset
+		w.AddTensor(t.Name, t.Type, t.Dims, data[start:start+t.Size])
+	}
+	return w
+}
+
 // Set adds a metadata key. Values may be string, bool, uint32, int32, uint64,
 // float32, []string, []float32 or []int32.
 func (w *Writer) Set(key string, v any) {
