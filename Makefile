@@ -1,6 +1,9 @@
 # batchd build, run and test entry points. See README.md.
 SHELL := /bin/bash
 GO ?= go
+# go.mod needs Go 1.27 (github.com/ardanlabs/jinja); the go command fetches it
+# through the module proxy when the machine's own Go is older.
+export GOTOOLCHAIN ?= go1.27.3
 # go-nvml's cgo wrappers call functions NVML marks deprecated; their warnings are noise.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 BIN := bin

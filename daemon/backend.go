@@ -34,8 +34,8 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	if !channels[s.Channel] {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "channel %q: want realtime, standard or bulk", s.Channel)
 	}
-	if s.Prompt != "" && s.Tokens != nil {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "give prompt or tokens, not both")
+	if n := btoi(s.Prompt != "") + btoi(s.Tokens != nil) + btoi(s.Messages != nil); n > 1 {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "give one of prompt, tokens and messages")
 	}
 	if len(s.Tags) > maxTags {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%d tags: at most %d", len(s.Tags), maxTags)
@@ -46,7 +46,12 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 		}
 	}
 	toks := s.Tokens
-	if toks == nil {
+	if s.Messages != nil {
+		r := chatRequest{Messages: s.Messages, Tools: s.Tools, AddGenerationPrompt: s.AddGenerationPrompt == nil || *s.AddGenerationPrompt}
+		if toks, err = chatPrompt(ctx, rt, r); err != nil {
+			return nil, err
+		}
+	} else if toks == nil {
 		// Reject what cannot fit before paying for tokenization.
 		tok, ctxLen := rt.Model.Tokenizer, rt.Model.Config.Context
 		if n := tok.MinTokens(s.Prompt); n+1 > ctxLen {
@@ -100,6 +105,13 @@ func (b ipcBackend) Health() wire.Health {
 			Layers: c.Layers, Vocab: c.Vocab, Context: c.Context}
 	}
 	return h
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // stream adapts an engine stream to the ipc one.

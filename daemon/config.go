@@ -66,6 +66,9 @@ type ModelConfig struct {
 	Path      string `toml:"path"`      // GGUF or llama2.c file
 	Tokenizer string `toml:"tokenizer"` // llama2.c tokenizer file
 	Format    string `toml:"format"`    // "", "gguf" or "llama2c"
+	// ChatTemplate renders chat requests: a built-in name (chatml, llama3,
+	// gemma, phi3, mistral) or a Jinja file; "" uses the model's own.
+	ChatTemplate string `toml:"chat_template"`
 }
 
 // ServerConfig is the socket and who may use it.

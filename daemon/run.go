@@ -37,6 +37,7 @@ commands:
   generate   run prompts through the engine in process and print the results
   profile    show the detected hardware, the profile chosen and the plan for --model
   tokenize   print the token ids of a text (like llama.cpp's llama-tokenize)
+  template   print the text the chat template makes of a conversation
   version    print the version
 
 Run 'batchd <command> -h' for a command's flags.
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, env *runEnv) error {
 		return runProfile(ctx, args[1:], env)
 	case "tokenize":
 		return runTokenize(ctx, args[1:], env)
+	case "template":
+		return runTemplate(ctx, args[1:], env)
 	case "version", "--version", "-version":
 		fmt.Fprintln(env.stdout, "batchd", Version)
 		return nil

@@ -52,7 +52,7 @@ func (s State) String() string {
 // ServeFlags are the command-line overrides of `batchd serve`; Config is
 // also the file that reload watches.
 type ServeFlags struct {
-	Config, Model, Tokenizer, Socket, LogLevel, Metrics string
+	Config, Model, Tokenizer, ChatTemplate, Socket, LogLevel, Metrics string
 }
 
 // Daemon is a running batchd: socket server, engine and config.
@@ -111,6 +111,7 @@ func (d *Daemon) configFrom(c Config) (Config, error) {
 		dst *string
 		v   string
 	}{{&c.Model.Path, d.flags.Model}, {&c.Model.Tokenizer, d.flags.Tokenizer},
+		{&c.Model.ChatTemplate, d.flags.ChatTemplate},
 		{&c.Server.Socket, d.flags.Socket}, {&c.LogLevel, d.flags.LogLevel}, {&c.Server.MetricsListen, d.flags.Metrics}} {
 		if f.v != "" {
 			*f.dst = f.v
@@ -206,6 +207,7 @@ func runServe(ctx context.Context, args []string, env *runEnv) error {
 	fs.StringVar(&f.Config, "config", "", "TOML config file (watched and reloaded on change and on SIGHUP)")
 	fs.StringVar(&f.Model, "model", "", "model file (overrides model.path)")
 	fs.StringVar(&f.Tokenizer, "tokenizer", "", "llama2.c tokenizer file (overrides model.tokenizer)")
+	fs.StringVar(&f.ChatTemplate, "chat-template", "", "chat template: a built-in name or a Jinja file (overrides model.chat_template)")
 	fs.StringVar(&f.Socket, "socket", "", "socket path (overrides server.socket)")
 	fs.StringVar(&f.LogLevel, "log-level", "", "log level (overrides log_level)")
 	fs.StringVar(&f.Metrics, "metrics-listen", "", "serve Prometheus metrics on a loopback host:port or unix:PATH (overrides server.metrics_listen)")
@@ -497,8 +499,9 @@ func engineConfig(c Config, configPath string) EngineConfig {
 		dir = filepath.Join(filepath.Dir(configPath), "profiles.d")
 	}
 	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format, ProfilesDir: dir,
-		Channels:  c.channelPolicies(),
-		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
+		ChatTemplate: c.Model.ChatTemplate,
+		Channels:     c.channelPolicies(),
+		BlockSize:    c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
 		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.scheduler(),
 		MaxQueue: c.Engine.MaxQueue}
 }

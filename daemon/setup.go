@@ -10,6 +10,7 @@ import (
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/backend/backends"
+	"github.com/batchd/batchd/engine/chat"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/hwprofile"
@@ -20,6 +21,8 @@ type EngineConfig struct {
 	Model     string // model file (GGUF or llama2.c)
 	Tokenizer string // llama2.c tokenizer file, for llama2.c checkpoints
 	Format    string // "", "gguf" or "llama2c"
+	// ChatTemplate: a built-in template name or a Jinja file; "" is the model's.
+	ChatTemplate string
 
 	// Zero values below are planned from the hardware profile (hwprofile).
 	BlockSize     int // tokens per KV block
@@ -48,8 +51,12 @@ type Runtime struct {
 	Engine    *engine.Engine
 	Plan      hwprofile.Plan
 	Detection hwprofile.Detection
-	backend   backend.Backend
-	cancel    context.CancelFunc
+	// Chat renders chat requests; nil when the model has no usable
+	// template, and ChatErr says why.
+	Chat    *chat.Template
+	ChatErr error
+	backend backend.Backend
+	cancel  context.CancelFunc
 }
 
 // OpenEngine loads the model, sizes the KV pool, and starts the engine loop.
@@ -61,6 +68,13 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	m, err := model.Load(cfg.Model, model.LoadOptions{Format: cfg.Format, Tokenizer: cfg.Tokenizer, Logger: log})
 	if err != nil {
 		return nil, err
+	}
+	tmpl, chatErr, err := chatTemplate(cfg.ChatTemplate, m)
+	if err != nil {
+		return nil, errors.Join(err, m.Close())
+	}
+	if chatErr != nil && m.ChatTemplate != "" {
+		log.Warn("chat requests will be refused", "err", chatErr)
 	}
 	det, plan, err := PlanFor(m, cfg)
 	if err != nil {
@@ -100,7 +114,7 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		"block_size", plan.BlockSize, "kv_bytes", int64(plan.KVTokens)*int64(plan.KVBytesPerToken),
 		"max_context", plan.MaxContext, "full_context_seqs", plan.FullContextSeqs, "max_num_seqs", plan.MaxNumSeqs,
 		"max_num_batched_tokens", plan.MaxNumBatchedTokens, "threads", plan.Threads, "fallbacks", det.Fallbacks)
-	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, backend: be, cancel: cancel}, nil
+	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: chatErr, backend: be, cancel: cancel}, nil
 }
 
 // PlanFor detects the machine and plans the engine for model m, honouring

@@ -72,6 +72,9 @@ func loadGGUF(data []byte) (*Model, error) {
 		return nil, err
 	}
 	m.StopTokens = slices.Clone(tok.EOG())
+	if ct, ok := f.MetaString("tokenizer.chat_template"); ok {
+		m.ChatTemplate = strings.Clone(ct)
+	}
 	return m, nil
 }
 

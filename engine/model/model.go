@@ -119,6 +119,8 @@ type Model struct {
 	// StopTokens end generation when sampled: the vocabulary's
 	// end-of-generation set (llama2.c files: EOS and BOS, as run.c stops).
 	StopTokens []int
+	// ChatTemplate is the file's tokenizer.chat_template (Jinja), or "".
+	ChatTemplate string
 
 	mapped []byte
 }

@@ -33,7 +33,24 @@ func Decode(body []byte, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("ipc.Decode: want a pointer to a struct, got %T", v)
 	}
-	return assignStruct(rv.Elem(), m, "")
+	if err := assignStruct(rv.Elem(), m, ""); err != nil {
+		return err
+	}
+	if hasJSONFields(rv.Elem().Type()) {
+		return decodeJSONFields(rv.Elem(), body)
+	}
+	return nil
+}
+
+// hasJSONFields reports whether a struct has fields of type JSON, which a
+// second pass fills in their map order.
+func hasJSONFields(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if t.Field(i).Type == jsonType {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldIndex maps a struct type's msgpack names to field indexes.
@@ -63,7 +80,7 @@ func assignStruct(dst reflect.Value, m map[string]any, prefix string) error {
 	fields := fieldsOf(dst.Type())
 	for k, val := range m {
 		i, ok := fields[k]
-		if !ok || val == nil {
+		if !ok || val == nil || dst.Field(i).Type() == jsonType {
 			continue
 		}
 		if err := assign(dst.Field(i), val, prefix+k); err != nil {

@@ -61,6 +61,14 @@ type Submit struct {
 	// ParseSpecial: special-token text in Prompt (<|im_start|>, <s>)
 	// becomes those tokens. Absent means true, as llama.cpp's server does.
 	ParseSpecial *bool `msgpack:"parse_special,omitempty"`
+	// Messages: a conversation (an OpenAI-style messages array) that the
+	// model's chat template renders into the prompt; instead of Prompt and Tokens.
+	Messages JSON `msgpack:"messages,omitempty"`
+	// Tools: an OpenAI-style tools array for templates that use them.
+	Tools JSON `msgpack:"tools,omitempty"`
+	// AddGenerationPrompt ends the rendered text with the assistant's turn
+	// opening. Absent means true.
+	AddGenerationPrompt *bool `msgpack:"add_generation_prompt,omitempty"`
 }
 
 // Accepted acknowledges a submit; RequestID is the server-wide id that

@@ -53,6 +53,7 @@ func TestImportRules(t *testing.T) {
 		{"engine/model/gguf", nil},
 		{"engine/tokenizer", []string{"engine/model/gguf"}}, // a vocabulary, no weights
 		{"engine/sample", nil},
+		{"engine/chat", nil},
 		{"engine/model", []string{"engine/model/gguf", "engine/quant", "engine/tokenizer"}},
 		{"engine/backend", []string{"engine/quant"}},
 		{"engine", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer", "engine/sample", "kvcache"}},

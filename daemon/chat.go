@@ -1,0 +1,115 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/batchd/batchd/engine/chat"
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/ipc/wire"
+)
+
+// maxTemplateBytes bounds a chat template file; real ones are under 20 KB.
+const maxTemplateBytes = 1 << 20
+
+// chatTemplate resolves the chat template: the setting (a built-in name or
+// a file) or else the model's own. A setting that fails is err (the daemon
+// does not start); a model without a usable template is chatErr, which chat
+// requests get while prompts still work.
+func chatTemplate(setting string, m *model.Model) (t *chat.Template, chatErr, err error) {
+	if setting != "" {
+		if t, ok, err := chat.Builtin(setting); ok {
+			return t, nil, err
+		}
+		src, err := readTemplate(setting)
+		if err != nil {
+			return nil, nil, fmt.Errorf("chat_template: %w (built-in names: %s)", err, strings.Join(chat.BuiltinNames(), ", "))
+		}
+		t, err := chat.Compile(setting, src)
+		return t, nil, err
+	}
+	if m.ChatTemplate == "" {
+		return nil, chat.ErrNoTemplate, nil
+	}
+	t, err = chat.Compile("from the model file", m.ChatTemplate)
+	return t, err, nil
+}
+
+func readTemplate(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTemplateBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxTemplateBytes {
+		return "", fmt.Errorf("%s: larger than %d bytes", path, maxTemplateBytes)
+	}
+	return string(b), nil
+}
+
+// chatRequest is a conversation to render.
+type chatRequest struct {
+	Messages, Tools     []byte
+	AddGenerationPrompt bool
+}
+
+// renderChat renders a conversation with the template and the vocabulary's
+// BOS and EOS texts.
+func renderChat(t *chat.Template, tok *tokenizer.Tokenizer, r chatRequest) (string, error) {
+	in := chat.Input{Messages: r.Messages, Tools: r.Tools, AddGenerationPrompt: r.AddGenerationPrompt}
+	if tok.BOS >= 0 {
+		in.BOS = tok.PieceText(tok.BOS)
+	}
+	if tok.EOS >= 0 {
+		in.EOS = tok.PieceText(tok.EOS)
+	}
+	return t.Render(in)
+}
+
+// tokenizeChat tokenizes rendered chat text with special tokens parsed. The
+// vocabulary's BOS is added only when the template did not write it (as
+// llama.cpp and Hugging Face avoid a second BOS); EOS never is.
+func tokenizeChat(ctx context.Context, tok *tokenizer.Tokenizer, text string) ([]int, error) {
+	toks, err := tok.Tokenize(ctx, text, tokenizer.Options{ParseSpecial: true})
+	if err != nil {
+		return nil, err
+	}
+	if tok.AddBOS && tok.BOS >= 0 && (len(toks) == 0 || toks[0] != tok.BOS) {
+		toks = append([]int{tok.BOS}, toks...)
+	}
+	return toks, nil
+}
+
+// chatPrompt renders and tokenizes a chat request for the runtime, with the
+// errors a client gets on the wire.
+func chatPrompt(ctx context.Context, rt *Runtime, r chatRequest) ([]int, error) {
+	if rt.Chat == nil {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "chat: %v", rt.ChatErr)
+	}
+	text, err := renderChat(rt.Chat, rt.Model.Tokenizer, r)
+	var te *chat.TemplateError
+	switch {
+	case errors.As(err, &te) || errors.Is(err, chat.ErrInvalidMessages):
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+	case err != nil:
+		return nil, wire.Errorf(wire.CodeInternal, "chat: %v", err)
+	}
+	if n := rt.Model.Tokenizer.MinTokens(text); n+1 > rt.Model.Config.Context {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "conversation of %d bytes is at least %d tokens: more than the context of %d",
+			len(text), n+1, rt.Model.Config.Context)
+	}
+	toks, err := tokenizeChat(ctx, rt.Model.Tokenizer, text)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
+	}
+	return toks, nil
+}
