@@ -82,6 +82,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 300000x ./engine/model
 	$(GO) test -run '^$$' -fuzz FuzzTokenize -fuzztime 20000x ./engine/tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 2000000x ./ipc
+	$(GO) test -run '^$$' -fuzz FuzzRequestBody -fuzztime 100000x ./httpapi
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

@@ -69,7 +69,8 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	}
 	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs,
 		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
-			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: s.Seed}}
+			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: s.Seed,
+			FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty}}
 	st, err := rt.Engine.Submit(ctx, req)
 	if err != nil {
 		return nil, wireError(err)

@@ -47,6 +47,7 @@ type resolvedConfig struct {
 	policy       ipc.Policy
 	userChannels map[uint32]string
 	level        slog.Level
+	apiKeys      map[string]uint32 // bearer key -> uid
 }
 
 // settings returns the resolved fields, validating first if needed (a
@@ -91,6 +92,16 @@ type ServerConfig struct {
 	// MetricsListen serves Prometheus metrics at /metrics on a loopback
 	// host:port or unix:PATH; "" (default) serves none (restart).
 	MetricsListen string `toml:"metrics_listen"`
+	// HTTPSocket serves the OpenAI-compatible HTTP API on this Unix
+	// socket, with socket_mode, socket_group and the same access rules;
+	// "" (default) serves none (restart).
+	HTTPSocket string `toml:"http_socket"`
+	// HTTPListen also serves it on TCP (host:port; a bare :port is
+	// loopback), where clients need a key from APIKeys; "" is off (restart).
+	HTTPListen string `toml:"http_listen"`
+	// APIKeys maps user names or uids to the bearer key that admits them
+	// over TCP; their requests run as that user (quotas, channels).
+	APIKeys map[string]string `toml:"api_keys"`
 }
 
 // ChannelConfig is one QoS channel's objectives and limits.
@@ -197,6 +208,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Model.Path, "BATCHD_MODEL")
 	set(&c.Model.Tokenizer, "BATCHD_TOKENIZER")
 	set(&c.Server.Socket, "BATCHD_SOCKET")
+	set(&c.Server.HTTPSocket, "BATCHD_HTTP_SOCKET")
 	set(&c.LogLevel, "BATCHD_LOG_LEVEL")
 }
 
@@ -273,7 +285,11 @@ func (c *Config) Validate() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level}
+	keys, err := resolveAPIKeys(c.Server)
+	if err != nil {
+		return err
+	}
+	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level, apiKeys: keys}
 	return nil
 }
 

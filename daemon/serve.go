@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 )
@@ -53,6 +54,7 @@ func (s State) String() string {
 // also the file that reload watches.
 type ServeFlags struct {
 	Config, Model, Tokenizer, ChatTemplate, Socket, LogLevel, Metrics string
+	HTTPSocket, HTTPListen                                            string
 }
 
 // Daemon is a running batchd: socket server, engine and config.
@@ -75,6 +77,9 @@ type Daemon struct {
 	restart    []string
 	// userChannels is routing.users resolved to uids.
 	userChannels map[uint32]string
+	// activatedHTTP: HTTP API sockets systemd passed.
+	activatedHTTP []net.Listener
+	httpSrv       *httpapi.Server
 	// wrapListener, when set (tests), wraps the socket's listener.
 	wrapListener func(net.Listener) net.Listener
 	// started lists the components in start order; shutdown closes them
@@ -112,7 +117,8 @@ func (d *Daemon) configFrom(c Config) (Config, error) {
 		v   string
 	}{{&c.Model.Path, d.flags.Model}, {&c.Model.Tokenizer, d.flags.Tokenizer},
 		{&c.Model.ChatTemplate, d.flags.ChatTemplate},
-		{&c.Server.Socket, d.flags.Socket}, {&c.LogLevel, d.flags.LogLevel}, {&c.Server.MetricsListen, d.flags.Metrics}} {
+		{&c.Server.Socket, d.flags.Socket}, {&c.LogLevel, d.flags.LogLevel}, {&c.Server.MetricsListen, d.flags.Metrics},
+		{&c.Server.HTTPSocket, d.flags.HTTPSocket}, {&c.Server.HTTPListen, d.flags.HTTPListen}} {
 		if f.v != "" {
 			*f.dst = f.v
 		}
@@ -210,6 +216,8 @@ func runServe(ctx context.Context, args []string, env *runEnv) error {
 	fs.StringVar(&f.ChatTemplate, "chat-template", "", "chat template: a built-in name or a Jinja file (overrides model.chat_template)")
 	fs.StringVar(&f.Socket, "socket", "", "socket path (overrides server.socket)")
 	fs.StringVar(&f.LogLevel, "log-level", "", "log level (overrides log_level)")
+	fs.StringVar(&f.HTTPSocket, "http-socket", "", "serve the OpenAI-compatible HTTP API on this Unix socket (overrides server.http_socket)")
+	fs.StringVar(&f.HTTPListen, "http-listen", "", "also serve it on TCP host:port, API keys required (overrides server.http_listen)")
 	fs.StringVar(&f.Metrics, "metrics-listen", "", "serve Prometheus metrics on a loopback host:port or unix:PATH (overrides server.metrics_listen)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -258,6 +266,10 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	go func() { served <- d.srv.Serve(sl) }()
 	d.onStop("server", d.srv.Shutdown) // stop accepting, drain the connections, close
 	d.log.Info("listening", "socket", cfg.Server.Socket, "state", "loading")
+	if err := d.serveHTTP(cfg, rs.apiKeys); err != nil {
+		d.closeAll()
+		return fmt.Errorf("http: %w", err)
+	}
 	stopWatch := d.watch(ctx)
 	d.onStop("config watcher", func(context.Context) error { stopWatch(); return nil })
 
@@ -314,10 +326,11 @@ func (d *Daemon) closeAll() {
 
 // listen takes the socket systemd passed, or creates the configured one.
 func (d *Daemon) listen(cfg Config) (net.Listener, error) {
-	ln, err := activatedListener()
+	ln, httpLns, err := activatedListeners()
 	if err != nil {
 		return nil, fmt.Errorf("socket activation: %w", err)
 	}
+	d.activatedHTTP = httpLns
 	if ln != nil {
 		d.log.Info("using the socket systemd passed", "addr", ln.Addr().String())
 		return ln, nil
@@ -476,6 +489,9 @@ func (d *Daemon) reload(why string, b []byte) {
 	carryRestartFields(&next, &d.cfg) // what applies now is the live part of next
 	rs := next.settings()
 	d.srv.SetPolicy(rs.policy)
+	if d.httpSrv != nil {
+		d.httpSrv.SetAPIKeys(rs.apiKeys)
+	}
 	if d.rt != nil {
 		d.rt.Engine.SetScheduler(d.liveScheduler(next))
 		d.rt.Engine.SetMaxQueue(next.Engine.MaxQueue)

@@ -63,10 +63,21 @@ func startSynthDaemon(t *testing.T, config string) *testDaemon {
 
 func startDaemonWith(t *testing.T, config, model, tokenizer string) *testDaemon {
 	t.Helper()
+	return startDaemonFlags(t, config, ServeFlags{Model: model, Tokenizer: tokenizer})
+}
+
+// startDaemonFlags starts a daemon with these flags, its sockets (msgpack,
+// and HTTP when f.HTTPSocket is "http") in a temp dir.
+func startDaemonFlags(t *testing.T, config string, f ServeFlags) *testDaemon {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "batchd.sock")
 	d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{})}
-	d.flags = ServeFlags{Model: model, Tokenizer: tokenizer, Socket: sock, LogLevel: "debug"}
+	d.flags = f
+	d.flags.Socket, d.flags.LogLevel = sock, "debug"
+	if f.HTTPSocket != "" {
+		d.flags.HTTPSocket = filepath.Join(dir, "http.sock")
+	}
 	if config != "" {
 		d.flags.Config = filepath.Join(dir, "batchd.toml")
 		if err := os.WriteFile(d.flags.Config, []byte(config), 0o644); err != nil {

@@ -74,21 +74,33 @@ func (d *Daemon) superviseSystemd(ctx context.Context, heartbeat func() time.Tim
 	}
 }
 
-// activatedListener returns the socket systemd passed (LISTEN_FDS), if any.
-func activatedListener() (net.Listener, error) {
-	lns, err := activation.Listeners()
+// activatedListeners returns the sockets systemd passed (LISTEN_FDS): the
+// msgpack one, and those named "http" (FileDescriptorName=http in
+// batchd-http.socket) for the HTTP API.
+func activatedListeners() (msgpack net.Listener, http []net.Listener, err error) {
+	named, err := activation.ListenersWithNames()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, ln := range lns {
-		if ln != nil {
+	for name, lns := range named {
+		for _, ln := range lns {
+			if ln == nil {
+				continue
+			}
 			if ul, ok := ln.(*net.UnixListener); ok {
 				ul.SetUnlinkOnClose(false) // the socket is systemd's
 			}
-			return ln, nil
+			switch {
+			case name == "http":
+				http = append(http, ln)
+			case msgpack == nil:
+				msgpack = ln
+			default:
+				_ = ln.Close()
+			}
 		}
 	}
-	return nil, nil
+	return msgpack, http, nil
 }
 
 // idleExit returns a channel closed once the daemon has had no connection

@@ -185,6 +185,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	}
 	rs := &reqState{req: r, sampler: sample.New(r.Sampling), stop: stopMatcher{stops: r.Stop}, stopIDs: stops,
 		detok: tokenizer.NewDetokenizer(e.m.Tokenizer, r.Tokens[len(r.Tokens)-1])}
+	rs.sampler.PromptLen = len(r.Tokens)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

@@ -168,15 +168,10 @@ func (c *conn) submit(m *wire.Submit) {
 		c.sendErr(m.ID, wire.Errorf(wire.CodeInvalidArgument, "id %d is already in flight on this connection", m.ID))
 		return
 	}
-	s.mu.Lock()
-	if pol.MaxRequestsPerUser > 0 && s.inflight[c.peer.UID] >= pol.MaxRequestsPerUser {
-		s.mu.Unlock()
-		c.sendErr(m.ID, wire.Errorf(wire.CodeResourceExhausted, "uid %d has %d requests in flight (limit %d)",
-			c.peer.UID, pol.MaxRequestsPerUser, pol.MaxRequestsPerUser))
+	if err := s.AcquireUser(c.peer); err != nil {
+		c.sendErr(m.ID, err)
 		return
 	}
-	s.inflight[c.peer.UID]++
-	s.mu.Unlock()
 	st, err := s.backend.Submit(c.ctx, c.peer, m)
 	if err != nil {
 		c.release()
@@ -191,15 +186,36 @@ func (c *conn) submit(m *wire.Submit) {
 	go c.pump(m.ID, m.Stream, st)
 }
 
-func (c *conn) release() {
-	c.s.mu.Lock()
-	c.s.inflight[c.peer.UID]--
-	if c.s.inflight[c.peer.UID] <= 0 {
-		delete(c.s.inflight, c.peer.UID)
+func (c *conn) release() { c.s.ReleaseUser(c.peer) }
+
+// AcquireUser counts a request of p's uid in flight, or refuses it with
+// resource_exhausted at the policy's per-user cap. Other front ends (the
+// HTTP API) call it too, so that the cap holds across them.
+func (s *Server) AcquireUser(p Peer) error {
+	pol := s.policy.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pol.MaxRequestsPerUser > 0 && s.inflight[p.UID] >= pol.MaxRequestsPerUser {
+		return wire.Errorf(wire.CodeResourceExhausted, "uid %d has %d requests in flight (limit %d)",
+			p.UID, pol.MaxRequestsPerUser, pol.MaxRequestsPerUser)
 	}
-	c.s.lastBusy = time.Now()
-	c.s.mu.Unlock()
+	s.inflight[p.UID]++
+	return nil
 }
+
+// ReleaseUser ends what AcquireUser counted.
+func (s *Server) ReleaseUser(p Peer) {
+	s.mu.Lock()
+	s.inflight[p.UID]--
+	if s.inflight[p.UID] <= 0 {
+		delete(s.inflight, p.UID)
+	}
+	s.lastBusy = time.Now()
+	s.mu.Unlock()
+}
+
+// Policy returns the access policy in force.
+func (s *Server) Policy() *Policy { return s.policy.Load() }
 
 // pump writes one request's events. It reads to the terminal event even if
 // the connection is gone: the engine ends the request, and nothing leaks.

@@ -105,6 +105,10 @@ type Peer struct {
 	Groups []uint32
 }
 
+// PeerCred reads the peer's credentials of a Unix connection: uid, gid,
+// pid and the process's own supplementary groups.
+func PeerCred(c net.Conn) (Peer, error) { return peerCred(c) }
+
 // peerCred reads the peer's credentials of a Unix connection.
 func peerCred(c net.Conn) (Peer, error) {
 	uc, ok := c.(*net.UnixConn)

@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"iter"
+	"sort"
 
 	"github.com/batchd/batchd/ipc/wire"
 )
@@ -17,6 +20,8 @@ type Request struct {
 	TopP              float32
 	MinP              float32
 	RepetitionPenalty float32
+	FrequencyPenalty  float32 // OpenAI's, over the generated tokens; [-2, 2]
+	PresencePenalty   float32
 	Seed              uint64
 	Stop              []string
 	StopTokenIDs      []int
@@ -26,6 +31,13 @@ type Request struct {
 	// LiteralSpecial keeps special-token text in Prompt as text (the
 	// daemon parses it into tokens by default, as llama.cpp's server does).
 	LiteralSpecial bool
+	// Messages makes a chat request instead of Prompt or Tokens: the
+	// model's chat template renders them. Tools are passed to templates
+	// that use them (an OpenAI-style tools array, as JSON).
+	Messages []Message
+	Tools    json.RawMessage
+	// NoGenerationPrompt leaves out the assistant's turn opening.
+	NoGenerationPrompt bool
 	// OnAccepted, when set, is called with the server-wide request id as
 	// soon as the daemon accepts the request (before any token), so that a
 	// caller can show it or cancel by it.
@@ -51,11 +63,114 @@ type Result struct {
 	Preemptions  int
 }
 
-func (r *Request) frame(id uint64, stream bool) *wire.Submit {
-	return &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
+// Message is one turn of a conversation. Content is the text; Parts, when
+// set, is content as a list of text parts instead. Other OpenAI fields
+// (tool calls, names) go in Extra and reach the template as they are.
+type Message struct {
+	Role    string
+	Content string
+	Parts   []string
+	Extra   map[string]any
+}
+
+// MarshalJSON writes the OpenAI shape: role and content first, in that order.
+func (m Message) MarshalJSON() ([]byte, error) {
+	var content any = m.Content
+	if m.Parts != nil {
+		parts := make([]map[string]string, len(m.Parts))
+		for i, p := range m.Parts {
+			parts[i] = map[string]string{"type": "text", "text": p}
+		}
+		content = parts
+	}
+	role, err := json.Marshal(m.Role)
+	if err != nil {
+		return nil, err
+	}
+	c, err := json.Marshal(content)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(`{"role":`), role...)
+	out = append(append(out, `,"content":`...), c...)
+	keys := make([]string, 0, len(m.Extra))
+	for k := range m.Extra {
+		if k != "role" && k != "content" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(m.Extra[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(append(append(out, ','), kb...), ':'), vb...)
+	}
+	return append(out, '}'), nil
+}
+
+// UnmarshalJSON reads the OpenAI shape: content as a string, an array of
+// text parts, or null; other fields into Extra.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = Message{}
+	if err := json.Unmarshal(raw["role"], &m.Role); err != nil {
+		return fmt.Errorf("role: %w", err)
+	}
+	if c, ok := raw["content"]; ok && string(c) != "null" {
+		if json.Unmarshal(c, &m.Content) != nil {
+			var parts []struct{ Type, Text string }
+			if err := json.Unmarshal(c, &parts); err != nil {
+				return fmt.Errorf("content: want a string or text parts: %w", err)
+			}
+			m.Parts = []string{}
+			for _, p := range parts {
+				m.Parts = append(m.Parts, p.Text)
+			}
+		}
+	}
+	for k, v := range raw {
+		if k == "role" || k == "content" {
+			continue
+		}
+		if m.Extra == nil {
+			m.Extra = map[string]any{}
+		}
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return err
+		}
+		m.Extra[k] = x
+	}
+	return nil
+}
+
+func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
+	s := &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
+		FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
 		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
 		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial)}
+	if r.Messages != nil {
+		b, err := json.Marshal(r.Messages)
+		if err != nil {
+			return nil, fmt.Errorf("messages: %w", err)
+		}
+		s.Messages = wire.JSON(b)
+		if len(r.Tools) > 0 {
+			s.Tools = wire.JSON(r.Tools)
+		}
+		if r.NoGenerationPrompt {
+			f := false
+			s.AddGenerationPrompt = &f
+		}
+	}
+	return s, nil
 }
 
 func parseSpecial(literal bool) *bool {
@@ -72,7 +187,11 @@ func parseSpecial(literal bool) *bool {
 func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error) (*Result, error) {
 	id, mb := c.open()
 	defer c.closeCall(id)
-	if err := c.write(req.frame(id, fn != nil)); err != nil {
+	f, err := req.frame(id, fn != nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.write(f); err != nil {
 		return nil, err
 	}
 	body, err := c.recv(ctx, mb)

@@ -17,6 +17,11 @@ type Params struct {
 	MinP              float32 // drop tokens below MinP x the top probability; 0 = off
 	RepetitionPenalty float32 // >1 discourages tokens already seen (CTRL-style); 0 or 1 = off
 	Seed              uint64  // RNG seed; same seed, prompt and model give the same tokens
+	// FrequencyPenalty and PresencePenalty lower the logit of each token
+	// the request has generated so far, by count x FrequencyPenalty plus
+	// PresencePenalty once (OpenAI's definition; the prompt does not count,
+	// as in vLLM). Range [-2, 2]; 0 = off.
+	FrequencyPenalty, PresencePenalty float32
 }
 
 // Bounds of the sampling values. Outside them the arithmetic gives garbage
@@ -30,6 +35,7 @@ const (
 	MaxTopK              = 1 << 20
 	MinRepetitionPenalty = 0.01 // smallest non-zero penalty; 0 is off
 	MaxRepetitionPenalty = 10
+	MaxPenalty           = 2 // |frequency_penalty| and |presence_penalty|, as OpenAI
 )
 
 // Validate reports parameters outside their ranges, each by its wire name.
@@ -52,6 +58,14 @@ func (p Params) Validate() error {
 		errs = append(errs, fmt.Errorf("repetition_penalty %v: want 0 (off) or a value in [%v, %v]", r,
 			MinRepetitionPenalty, MaxRepetitionPenalty))
 	}
+	for _, f := range []struct {
+		name string
+		v    float32
+	}{{"frequency_penalty", p.FrequencyPenalty}, {"presence_penalty", p.PresencePenalty}} {
+		if !finite(f.v) || f.v < -MaxPenalty || f.v > MaxPenalty {
+			errs = append(errs, fmt.Errorf("%s %v: want a value in [-%d, %d]", f.name, f.v, MaxPenalty, MaxPenalty))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -64,6 +78,10 @@ type Sampler struct {
 	// seen marks the tokens penalized in this call: seen[id] == stamp.
 	seen  []uint32
 	stamp uint32
+	// PromptLen is where the generated tokens start in history, for the
+	// frequency and presence penalties.
+	PromptLen int
+	counts    []int32 // per token, of the generated ones; reset after each call
 }
 
 type candidate struct {
@@ -81,6 +99,9 @@ func New(p Params) *Sampler {
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	if rp := s.p.RepetitionPenalty; rp > 0 && rp != 1 {
 		s.penalize(logits, history, rp)
+	}
+	if s.p.FrequencyPenalty != 0 || s.p.PresencePenalty != 0 {
+		s.penalizeOutput(logits, history[min(s.PromptLen, len(history)):])
 	}
 	if s.p.Temperature == 0 {
 		return Argmax(logits)
@@ -162,6 +183,25 @@ func (s *Sampler) penalize(logits []float32, history []int, rp float32) {
 			} else {
 				logits[id] *= rp
 			}
+		}
+	}
+}
+
+// penalizeOutput applies the frequency and presence penalties over the
+// generated tokens: counted once, then each distinct token adjusted once.
+func (s *Sampler) penalizeOutput(logits []float32, out []int) {
+	if len(s.counts) != len(logits) {
+		s.counts = make([]int32, len(logits))
+	}
+	for _, id := range out {
+		if id >= 0 && id < len(logits) {
+			s.counts[id]++
+		}
+	}
+	for _, id := range out {
+		if id >= 0 && id < len(logits) && s.counts[id] > 0 {
+			logits[id] -= float32(s.counts[id])*s.p.FrequencyPenalty + s.p.PresencePenalty
+			s.counts[id] = 0
 		}
 	}
 }

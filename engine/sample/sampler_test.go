@@ -139,3 +139,30 @@ func TestSamplingParamsValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestFrequencyAndPresencePenalties: OpenAI's definition over the generated
+// tokens only: logit - count*frequency - presence, once per distinct token.
+func TestFrequencyAndPresencePenalties(t *testing.T) {
+	s := New(Params{FrequencyPenalty: 0.5, PresencePenalty: 0.25})
+	s.PromptLen = 2
+	logits := []float32{1, 1, 1, 1}
+	// Prompt [0, 1] does not count; generated: 2 twice, 1 once.
+	s.Sample(logits, []int{0, 1, 2, 2, 1})
+	want := []float32{1, 1 - 0.5 - 0.25, 1 - 1 - 0.25, 1}
+	for i := range want {
+		if logits[i] != want[i] {
+			t.Fatalf("logits %v, want %v", logits, want)
+		}
+	}
+	// A second call starts from fresh counts.
+	logits = []float32{1, 1, 1, 1}
+	s.Sample(logits, []int{0, 1, 3})
+	if logits[3] != 0.25 || logits[2] != 1 {
+		t.Errorf("second call: %v", logits)
+	}
+	for _, p := range []Params{{FrequencyPenalty: 2.5}, {PresencePenalty: -3}} {
+		if p.Validate() == nil {
+			t.Errorf("%+v accepted", p)
+		}
+	}
+}

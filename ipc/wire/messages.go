@@ -52,6 +52,8 @@ type Submit struct {
 	MinP              float32  `msgpack:"min_p,omitempty"`
 	RepetitionPenalty float32  `msgpack:"repetition_penalty,omitempty"`
 	Seed              uint64   `msgpack:"seed,omitempty"`
+	FrequencyPenalty  float32  `msgpack:"frequency_penalty,omitempty"` // OpenAI's, over the generated tokens
+	PresencePenalty   float32  `msgpack:"presence_penalty,omitempty"`
 	Stop              []string `msgpack:"stop,omitempty"`
 	StopTokenIDs      []int    `msgpack:"stop_token_ids,omitempty"`
 	Priority          int      `msgpack:"priority,omitempty"`

@@ -60,6 +60,7 @@ func TestImportRules(t *testing.T) {
 		{"engine/backend/cpu", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer"}},
 		{"ipc/wire", nil},
 		{"clients/go", []string{"ipc/wire"}},
+		{"httpapi", []string{"ipc"}}, // ipc and ipc/wire: the same backend, policy and wire errors
 	} {
 		for _, d := range deps(t, r.pkg) {
 			ok := false

@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/batchd/batchd/httpapi"
+	"github.com/batchd/batchd/ipc"
+)
+
+// serveHTTP starts the OpenAI-compatible API on the sockets systemd
+// passed, or on server.http_socket and server.http_listen; none is no API.
+func (d *Daemon) serveHTTP(cfg Config, keys map[string]uint32) error {
+	lns := d.activatedHTTP
+	if len(lns) == 0 && cfg.Server.HTTPSocket != "" {
+		mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
+		ul, err := ipc.Listen(ipc.ListenOptions{Path: cfg.Server.HTTPSocket, Mode: fs.FileMode(mode), Group: cfg.Server.SocketGroup})
+		if err != nil {
+			return err
+		}
+		lns = append(lns, ul)
+	}
+	if cfg.Server.HTTPListen != "" && !hasTCP(lns) {
+		tl, err := net.Listen("tcp", httpListenAddr(cfg.Server.HTTPListen))
+		if err != nil {
+			closeListeners(lns)
+			return err
+		}
+		lns = append(lns, tl)
+	}
+	if len(lns) == 0 {
+		return nil
+	}
+	d.httpSrv = httpapi.New(httpapi.Options{Backend: ipcBackend{d}, Users: d.srv, Logger: d.log,
+		Model: modelID(cfg.Model.Path), MaxConnections: cfg.Server.MaxConnections})
+	d.httpSrv.SetAPIKeys(keys)
+	for _, ln := range lns {
+		go func() {
+			if err := d.httpSrv.Serve(ln); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
+				d.log.Error("http server stopped", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+		d.log.Info("serving the HTTP API", "addr", ln.Addr().String())
+	}
+	d.onStop("http server", func(ctx context.Context) error {
+		if err := d.httpSrv.Shutdown(ctx); err != nil {
+			return errors.Join(err, d.httpSrv.Close())
+		}
+		return nil
+	})
+	return nil
+}
+
+func hasTCP(lns []net.Listener) bool {
+	for _, ln := range lns {
+		if _, ok := ln.(*net.TCPListener); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func closeListeners(lns []net.Listener) {
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+}
+
+// modelID names the model in the API: the file name without .gguf or .bin,
+// as Ollama and llama.cpp's server show it.
+func modelID(path string) string {
+	base := filepath.Base(path)
+	for _, ext := range []string{".gguf", ".bin"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
+}

@@ -1,0 +1,288 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// health answers like llama.cpp's server: 200 {"status":"ok"} when it can
+// serve (a sleeping daemon wakes on the next request), else 503.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	h := s.o.Backend.Health()
+	switch h.State {
+	case "ready", "sleeping":
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "state": h.State})
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": h.State,
+			"error": apiError{Message: "batchd is " + h.State, Type: "unavailable_error"}})
+	}
+}
+
+func (s *Server) modelObject() modelObject {
+	return modelObject{ID: s.o.Model, Object: "model", Created: s.created, OwnedBy: "batchd"}
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelObject{s.modelObject()}})
+}
+
+func (s *Server) model(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
+	if herr := s.checkModel(r.PathValue("id")); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelObject())
+}
+
+// checkModel accepts the served model's id, or no model named.
+func (s *Server) checkModel(name string) *httpError {
+	if name == "" || name == s.o.Model {
+		return nil
+	}
+	return &httpError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
+		msg: fmt.Sprintf("the model %q does not exist; this server serves %q (GET /v1/models)", name, s.o.Model)}
+}
+
+// decode reads a bounded JSON body into v.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *httpError {
+	// Any Content-Type is read as JSON, as llama.cpp's server does: curl -d
+	// sends application/x-www-form-urlencoded unless told otherwise.
+	body := http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
+				msg: fmt.Sprintf("request body over %d bytes", mbe.Limit)}
+		}
+		return errInvalid("", "request body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errInvalid("", "request body: text after the JSON object")
+	}
+	return nil
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
+	var req chatRequest
+	if herr := s.decode(w, r, &req); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if herr := s.checkModel(req.Model); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	sub, herr := chatSubmit(&req, r)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	s.serve(w, r, p, sub, &req.samplingFields, true)
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
+	var req completionRequest
+	if herr := s.decode(w, r, &req); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if herr := s.checkModel(req.Model); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	sub, herr := completionSubmit(&req, r)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	s.serve(w, r, p, sub, &req.samplingFields, false)
+}
+
+// serve runs one request: it counts it against the user's cap, submits it,
+// and answers (streamed or whole), always reading the stream to its end.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *wire.Submit, f *samplingFields, chat bool) {
+	if err := s.o.Users.AcquireUser(p); err != nil {
+		writeError(w, fromWire(err))
+		return
+	}
+	defer s.o.Users.ReleaseUser(p)
+	st, err := s.o.Backend.Submit(r.Context(), p, sub)
+	if err != nil {
+		writeError(w, fromWire(err))
+		return
+	}
+	out := &answer{s: s, w: w, rc: http.NewResponseController(w), chat: chat, created: time.Now().Unix(),
+		id: fmt.Sprintf("%s-%d", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], st.RequestID())}
+	w.Header().Set("X-Request-Id", fmt.Sprint(st.RequestID()))
+	if f.Stream {
+		out.stream(st, f.StreamOptions != nil && f.StreamOptions.IncludeUsage, func() {
+			_ = s.o.Backend.Cancel(p, st.RequestID(), true)
+		})
+		return
+	}
+	var text strings.Builder
+	for {
+		ev, err := st.Next(context.Background())
+		if err != nil {
+			writeError(w, &httpError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()})
+			return
+		}
+		text.WriteString(ev.Text)
+		if ev.Done != nil {
+			out.whole(text.String(), ev.Done)
+			return
+		}
+	}
+}
+
+// answer writes one request's response.
+type answer struct {
+	s       *Server
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	chat    bool
+	id      string
+	created int64
+	failed  bool // a write failed: the client is gone or too slow
+}
+
+func (a *answer) envelope(object string, choices any) response {
+	return response{ID: a.id, Object: object, Created: a.created, Model: a.s.o.Model, SystemFingerprint: "batchd",
+		Choices: choices}
+}
+
+func usageOf(d *wire.Done) *usage {
+	u := &usage{PromptTokens: d.Usage.PromptTokens, CompletionTokens: d.Usage.CompletionTokens,
+		TotalTokens: d.Usage.PromptTokens + d.Usage.CompletionTokens}
+	u.PromptTokensDetails = &promptTokensDetails{CachedTokens: d.Usage.CachedPromptTokens}
+	return u
+}
+
+// terminalError is the error of a request the server ended (a drain, an
+// engine failure), or nil for one that finished.
+func terminalError(d *wire.Done) *httpError {
+	if d.FinishReason == "stop" || d.FinishReason == "length" {
+		return nil
+	}
+	if d.Code == "" {
+		d.Code, d.Message = wire.CodeUnavailable, "the request was "+d.FinishReason
+	}
+	return fromWire(&wire.Error{Code: d.Code, Message: d.Message})
+}
+
+func (a *answer) whole(text string, d *wire.Done) {
+	if herr := terminalError(d); herr != nil {
+		writeError(a.w, herr)
+		return
+	}
+	finish := d.FinishReason
+	var resp response
+	if a.chat {
+		resp = a.envelope("chat.completion", []chatChoice{{Message: &chatMessage{Role: "assistant", Content: text}, FinishReason: &finish}})
+	} else {
+		resp = a.envelope("text_completion", []completionChoice{{Text: text, FinishReason: &finish}})
+	}
+	resp.Usage = usageOf(d)
+	_ = a.rc.SetWriteDeadline(time.Now().Add(a.s.o.WriteTimeout))
+	writeJSON(a.w, http.StatusOK, resp)
+}
+
+// event writes one server-sent event and flushes it, within the write timeout.
+func (a *answer) event(v any) {
+	if a.failed {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"error":{"message":"encoding failed","type":"server_error"}}`)
+	}
+	_ = a.rc.SetWriteDeadline(time.Now().Add(a.s.o.WriteTimeout))
+	if _, err := fmt.Fprintf(a.w, "data: %s\n\n", b); err != nil {
+		a.failed = true
+		return
+	}
+	if err := a.rc.Flush(); err != nil {
+		a.failed = true
+	}
+}
+
+func (a *answer) chunk(text *string, role string, finish *string) response {
+	if a.chat {
+		return a.envelope("chat.completion.chunk", []chatChoice{{Delta: &chatDelta{Role: role, Content: text}, FinishReason: finish}})
+	}
+	t := ""
+	if text != nil {
+		t = *text
+	}
+	return a.envelope("text_completion", []completionChoice{{Text: t, FinishReason: finish}})
+}
+
+// stream answers with server-sent events: a role chunk (chat), a chunk per
+// delta, a final chunk with finish_reason, a usage chunk if asked, then
+// [DONE]. A client that stops reading gets its request cancelled.
+func (a *answer) stream(st ipc.RequestStream, includeUsage bool, cancel func()) {
+	h := a.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	a.w.WriteHeader(http.StatusOK)
+	if a.chat {
+		empty := ""
+		a.event(a.chunk(&empty, "assistant", nil))
+	} else {
+		_ = a.rc.Flush()
+	}
+	cancelled := false
+	for {
+		ev, err := st.Next(context.Background())
+		if err != nil {
+			a.event(map[string]apiError{"error": {Message: err.Error(), Type: "server_error"}})
+			break
+		}
+		if a.failed && !cancelled {
+			cancel()
+			cancelled = true
+		}
+		if ev.Text != "" {
+			text := ev.Text
+			a.event(a.chunk(&text, "", nil))
+		}
+		if ev.Done == nil {
+			continue
+		}
+		if herr := terminalError(ev.Done); herr != nil {
+			a.event(herr.body())
+		} else {
+			finish := ev.Done.FinishReason
+			a.event(a.chunk(nil, "", &finish))
+			if includeUsage {
+				r := a.envelope(map[bool]string{true: "chat.completion.chunk", false: "text_completion"}[a.chat], []chatChoice{})
+				r.Usage = usageOf(ev.Done)
+				a.event(r)
+			}
+		}
+		break
+	}
+	if !a.failed {
+		_ = a.rc.SetWriteDeadline(time.Now().Add(a.s.o.WriteTimeout))
+		if _, err := io.WriteString(a.w, "data: [DONE]\n\n"); err == nil {
+			_ = a.rc.Flush()
+		}
+	}
+}

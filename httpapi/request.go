@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+
+	"github.com/batchd/batchd/ipc/wire"
+)
+
+// errInvalid is a 400 with OpenAI's invalid_request_error naming param.
+func errInvalid(param, format string, args ...any) *httpError {
+	return &httpError{status: http.StatusBadRequest, typ: "invalid_request_error", param: param,
+		msg: fmt.Sprintf(format, args...)}
+}
+
+// submitFrom maps the shared fields to a submit; the caller sets the prompt.
+func submitFrom(f *samplingFields, r *http.Request) (*wire.Submit, *httpError) {
+	s := &wire.Submit{Type: wire.TypeSubmit, Stream: true, Temperature: 1, Seed: rand.Uint64()}
+	if f.N != nil && *f.N != 1 {
+		return nil, errInvalid("n", "n = %d: batchd serves one choice per request (n = 1)", *f.N)
+	}
+	if f.wantsLogprobs() || (f.TopLogprobs != nil && *f.TopLogprobs > 0) {
+		return nil, errInvalid("logprobs", "logprobs are not supported")
+	}
+	if len(f.LogitBias) > 0 {
+		return nil, errInvalid("logit_bias", "logit_bias is not supported")
+	}
+	max := f.MaxTokens
+	if f.MaxCompletionTokens != nil {
+		max = f.MaxCompletionTokens
+	}
+	if max != nil {
+		if *max < 1 || *max > math.MaxInt32 {
+			return nil, errInvalid("max_tokens", "max_tokens %d: want at least 1", *max)
+		}
+		s.MaxTokens = int(*max)
+	}
+	for _, v := range []struct {
+		name string
+		src  *float64
+		dst  *float32
+	}{{"temperature", f.Temperature, &s.Temperature}, {"top_p", f.TopP, &s.TopP}, {"min_p", f.MinP, &s.MinP},
+		{"frequency_penalty", f.FrequencyPenalty, &s.FrequencyPenalty}, {"presence_penalty", f.PresencePenalty, &s.PresencePenalty},
+		{"repetition_penalty", f.RepetitionPenalty, &s.RepetitionPenalty}} {
+		if v.src == nil {
+			continue
+		}
+		if math.Abs(*v.src) > math.MaxFloat32 {
+			return nil, errInvalid(v.name, "%s %v: out of range", v.name, *v.src)
+		}
+		*v.dst = float32(*v.src)
+	}
+	if f.TopK != nil {
+		s.TopK = *f.TopK
+	}
+	if f.Seed != nil {
+		s.Seed = uint64(*f.Seed)
+	}
+	stops, err := f.stops()
+	if err != nil {
+		return nil, errInvalid("stop", "%v", err)
+	}
+	s.Stop = stops
+	s.Channel = f.Channel
+	if h := r.Header.Get("X-Batchd-Channel"); h != "" {
+		s.Channel = h
+	}
+	if f.Priority != nil {
+		s.Priority = *f.Priority
+	}
+	if h := r.Header.Get("X-Batchd-Priority"); h != "" {
+		p, err := strconv.Atoi(h)
+		if err != nil {
+			return nil, errInvalid("priority", "X-Batchd-Priority %q: want an integer", h)
+		}
+		s.Priority = p
+	}
+	return s, nil
+}
+
+// chatSubmit validates a chat request and maps it to a submit.
+func chatSubmit(req *chatRequest, r *http.Request) (*wire.Submit, *httpError) {
+	if len(req.Messages) == 0 || string(req.Messages) == "null" {
+		return nil, errInvalid("messages", "messages: required")
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
+		return nil, errInvalid("response_format", "response_format %q is not supported (only text)", rf.Type)
+	}
+	s, herr := submitFrom(&req.samplingFields, r)
+	if herr != nil {
+		return nil, herr
+	}
+	s.Messages = wire.JSON(req.Messages)
+	if len(req.Tools) > 0 && string(req.Tools) != "null" {
+		s.Tools = wire.JSON(req.Tools)
+	}
+	return s, nil
+}
+
+// completionSubmit validates a completion request and maps it to a submit.
+// prompt is a string, an array of one string, an array of token ids, or an
+// array of one such array.
+func completionSubmit(req *completionRequest, r *http.Request) (*wire.Submit, *httpError) {
+	if req.Echo {
+		return nil, errInvalid("echo", "echo is not supported")
+	}
+	if req.Suffix != nil && *req.Suffix != "" {
+		return nil, errInvalid("suffix", "suffix is not supported")
+	}
+	if req.BestOf != nil && *req.BestOf != 1 {
+		return nil, errInvalid("best_of", "best_of = %d: only 1 is served", *req.BestOf)
+	}
+	s, herr := submitFrom(&req.samplingFields, r)
+	if herr != nil {
+		return nil, herr
+	}
+	var text string
+	var texts []string
+	var ids []int
+	var idss [][]int
+	switch p := req.Prompt; {
+	case len(p) == 0 || string(p) == "null":
+		return nil, errInvalid("prompt", "prompt: required")
+	case json.Unmarshal(p, &text) == nil:
+		s.Prompt = text
+	case json.Unmarshal(p, &texts) == nil && len(texts) == 1:
+		s.Prompt = texts[0]
+	case json.Unmarshal(p, &ids) == nil && len(ids) > 0:
+		s.Tokens = ids
+	case json.Unmarshal(p, &idss) == nil && len(idss) == 1 && len(idss[0]) > 0:
+		s.Tokens = idss[0]
+	case len(texts) > 1 || len(idss) > 1:
+		return nil, errInvalid("prompt", "prompt: batchd serves one prompt per request")
+	default:
+		return nil, errInvalid("prompt", "prompt: want a string or an array of token ids")
+	}
+	if s.Prompt == "" && s.Tokens == nil {
+		return nil, errInvalid("prompt", "prompt: empty")
+	}
+	return s, nil
+}

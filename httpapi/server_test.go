@@ -1,0 +1,318 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
+)
+
+// fakeBackend streams "tok0 tok1 ..." for MaxTokens deltas, one per
+// `delay`, or fails Submit with err.
+type fakeBackend struct {
+	err       error
+	delay     time.Duration
+	mu        sync.Mutex
+	submits   []*wire.Submit
+	peers     []ipc.Peer
+	cancelled atomic.Int32
+	ended     atomic.Int32
+	nextID    atomic.Uint64
+}
+
+func (b *fakeBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc.RequestStream, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	b.mu.Lock()
+	b.submits, b.peers = append(b.submits, s), append(b.peers, p)
+	b.mu.Unlock()
+	n := s.MaxTokens
+	if n == 0 {
+		n = 3
+	}
+	return &fakeStream{b: b, id: b.nextID.Add(1), n: n, ctx: ctx}, nil
+}
+
+func (b *fakeBackend) Cancel(p ipc.Peer, id uint64, admin bool) error { b.cancelled.Add(1); return nil }
+func (b *fakeBackend) Stats() *wire.StatsReport                      { return nil }
+func (b *fakeBackend) Health() wire.Health                           { return wire.Health{State: "ready"} }
+
+type fakeStream struct {
+	b   *fakeBackend
+	id  uint64
+	n   int
+	i   int
+	ctx context.Context
+}
+
+func (s *fakeStream) RequestID() uint64   { return s.id }
+func (s *fakeStream) PromptTokens() []int { return []int{1, 2} }
+func (s *fakeStream) Next(context.Context) (ipc.Event, error) {
+	if s.i == s.n || s.ctx.Err() != nil || s.b.cancelled.Load() > 0 {
+		s.b.ended.Add(1)
+		reason := "length"
+		if s.i < s.n {
+			reason = "cancelled"
+		}
+		return ipc.Event{Done: &wire.Done{FinishReason: reason, Usage: wire.Usage{PromptTokens: 2, CompletionTokens: s.i}}}, nil
+	}
+	time.Sleep(s.b.delay)
+	s.i++
+	return ipc.Event{Text: fmt.Sprintf("tok%d ", s.i-1), Tokens: []int{s.i}}, nil
+}
+
+type fakeUsers struct {
+	mu    sync.Mutex
+	n     map[uint32]int
+	limit int
+}
+
+func (u *fakeUsers) AcquireUser(p ipc.Peer) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.n == nil {
+		u.n = map[uint32]int{}
+	}
+	if u.limit > 0 && u.n[p.UID] >= u.limit {
+		return wire.Errorf(wire.CodeResourceExhausted, "uid %d: limit", p.UID)
+	}
+	u.n[p.UID]++
+	return nil
+}
+func (u *fakeUsers) ReleaseUser(p ipc.Peer) { u.mu.Lock(); u.n[p.UID]--; u.mu.Unlock() }
+func (u *fakeUsers) Policy() *ipc.Policy    { return &ipc.Policy{} }
+func (u *fakeUsers) inflight() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t := 0
+	for _, n := range u.n {
+		t += n
+	}
+	return t
+}
+
+const testKey = "0123456789abcdef-test"
+
+// startTCP serves on a loopback TCP listener, as http_listen does.
+func startTCP(t *testing.T, b *fakeBackend, u *fakeUsers, o Options) (*Server, string) {
+	t.Helper()
+	o.Backend, o.Users, o.Model = b, u, "m"
+	s := New(o)
+	s.SetAPIKeys(map[string]uint32{testKey: 4242})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() { _ = s.Close() })
+	return s, "http://" + ln.Addr().String()
+}
+
+func post(t *testing.T, url, key, body string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp, m
+}
+
+func TestAPIKeysAndStatusCodes(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{})
+	chat := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name, path, key, body string
+		status                int
+		errType               string
+	}{
+		{"no key", "/v1/chat/completions", "", chat, 401, "invalid_request_error"},
+		{"wrong key", "/v1/chat/completions", "0123456789abcdef-nope", chat, 401, "invalid_request_error"},
+		{"ok", "/v1/chat/completions", testKey, chat, 200, ""},
+		{"bad json", "/v1/chat/completions", testKey, `{"messages":`, 400, "invalid_request_error"},
+		{"two values", "/v1/chat/completions", testKey, chat + chat, 400, "invalid_request_error"},
+		{"wrong model", "/v1/chat/completions", testKey, `{"model":"x","messages":[]}`, 404, "invalid_request_error"},
+		{"no messages", "/v1/chat/completions", testKey, `{"model":"m"}`, 400, "invalid_request_error"},
+		{"n=3", "/v1/completions", testKey, `{"prompt":"a","n":3}`, 400, "invalid_request_error"},
+		{"logprobs", "/v1/completions", testKey, `{"prompt":"a","logprobs":2}`, 400, "invalid_request_error"},
+		{"max_tokens 0", "/v1/completions", testKey, `{"prompt":"a","max_tokens":0}`, 400, "invalid_request_error"},
+		{"two prompts", "/v1/completions", testKey, `{"prompt":["a","b"]}`, 400, "invalid_request_error"},
+		{"stop type", "/v1/completions", testKey, `{"prompt":"a","stop":5}`, 400, "invalid_request_error"},
+		{"no route", "/v1/embeddings", testKey, `{}`, 404, "invalid_request_error"},
+	} {
+		resp, m := post(t, base+tc.path, tc.key, tc.body)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: status %d, want %d (%v)", tc.name, resp.StatusCode, tc.status, m)
+			continue
+		}
+		if tc.errType != "" {
+			e, _ := m["error"].(map[string]any)
+			if e == nil || e["type"] != tc.errType || e["message"] == "" {
+				t.Errorf("%s: body %v", tc.name, m)
+			}
+		}
+	}
+	if len(b.peers) != 1 || b.peers[0].UID != 4242 {
+		t.Errorf("the key's user did not reach the backend: %+v", b.peers)
+	}
+	for code, status := range map[string]int{wire.CodeQueueFull: 429, wire.CodeUnavailable: 503,
+		wire.CodeInvalidArgument: 400, wire.CodePermissionDenied: 403, wire.CodeInternal: 500} {
+		b.err = wire.Errorf(code, "x")
+		if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != status {
+			t.Errorf("%s: status %d, want %d", code, resp.StatusCode, status)
+		}
+	}
+	if u.inflight() != 0 {
+		t.Errorf("%d requests still counted in flight", u.inflight())
+	}
+}
+
+func TestMappingToSubmit(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{})
+	resp, _ := post(t, base+"/v1/chat/completions", testKey, `{"messages":[{"role":"user","content":"hi","x":1}],
+		"max_tokens":9,"max_completion_tokens":7,"temperature":0.5,"top_p":0.9,"seed":-1,"stop":"END",
+		"frequency_penalty":0.5,"presence_penalty":-0.5,"top_k":4,"channel":"bulk","tools":[{"type":"function"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	s := b.submits[0]
+	if s.MaxTokens != 7 || s.Temperature != 0.5 || s.TopP != 0.9 || s.Seed != ^uint64(0) || len(s.Stop) != 1 ||
+		s.FrequencyPenalty != 0.5 || s.PresencePenalty != -0.5 || s.TopK != 4 || s.Channel != "bulk" ||
+		string(s.Messages) != `[{"role":"user","content":"hi","x":1}]` || string(s.Tools) != `[{"type":"function"}]` {
+		t.Errorf("submit: %+v", s)
+	}
+	post(t, base+"/v1/completions", testKey, `{"prompt":[5,6,7]}`)
+	if s := b.submits[1]; len(s.Tokens) != 3 || s.Temperature != 1 {
+		t.Errorf("token prompt, default temperature 1: %+v", s)
+	}
+}
+
+// TestStreamShape: role chunk, content chunks, finish chunk, usage chunk,
+// then [DONE], each a "data:" event.
+func TestStreamShape(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{})
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	var events []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" {
+			events = append(events, line)
+		}
+	}
+	want := []string{`"delta":{"role":"assistant","content":""}`, `"delta":{"content":"tok0 "}`, `"delta":{"content":"tok1 "}`,
+		`"finish_reason":"length"`, `"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":2,"total_tokens":4`, `[DONE]`}
+	if len(events) != len(want) {
+		t.Fatalf("events %q", events)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(events[i], "data: ") || !strings.Contains(events[i], w) {
+			t.Errorf("event %d: %s, want %s", i, events[i], w)
+		}
+	}
+}
+
+// TestHangUpCancels: a client that disconnects mid-stream has its request
+// cancelled and read to its end; its per-user count is released.
+func TestHangUpCancels(t *testing.T) {
+	b, u := &fakeBackend{delay: 5 * time.Millisecond}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/completions", strings.NewReader(`{"prompt":"a","max_tokens":100000,"stream":true}`))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = bufio.NewReader(resp.Body).ReadString('\n')
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.ended.Load() == 0 || u.inflight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("request not ended: ended %d, in flight %d", b.ended.Load(), u.inflight())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestBoundsAndUserCap(t *testing.T) {
+	b, u := &fakeBackend{delay: 20 * time.Millisecond}, &fakeUsers{limit: 1}
+	_, base := startTCP(t, b, u, Options{MaxBodyBytes: 1024})
+	if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"`+strings.Repeat("x", 2000)+`"}`); resp.StatusCode != 413 {
+		t.Errorf("big body: %d, want 413", resp.StatusCode)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		post(t, base+"/v1/completions", testKey, `{"prompt":"a","max_tokens":20}`)
+	}()
+	for u.inflight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != 429 {
+		t.Errorf("second request over the per-user cap: %d, want 429", resp.StatusCode)
+	}
+	<-done
+}
+
+// FuzzRequestBody: no body makes a handler panic or answer outside the
+// statuses the API documents.
+func FuzzRequestBody(f *testing.F) {
+	for _, s := range []string{`{"messages":[{"role":"user","content":"hi"}]}`, `{"prompt":[1,2]}`, `{"prompt":[[1]],"stop":["a"]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"stream":true}`, `{"max_tokens":1e99}`, `[]`, `null`} {
+		f.Add(s)
+	}
+	b, u := &fakeBackend{}, &fakeUsers{}
+	s := New(Options{Backend: b, Users: u, Model: "m"})
+	s.SetAPIKeys(map[string]uint32{testKey: 1})
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, path := range []string{"/v1/chat/completions", "/v1/completions"} {
+			req := httptest.NewRequest("POST", path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+testKey)
+			w := httptest.NewRecorder()
+			s.http.Handler.ServeHTTP(w, req)
+			switch w.Code {
+			case 200, 400, 404, 413:
+			default:
+				t.Fatalf("%s %q: status %d", path, body, w.Code)
+			}
+			if w.Code != 200 {
+				var e struct{ Error apiError }
+				if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" {
+					t.Fatalf("%s %q: error body %q", path, body, w.Body.String())
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// chatRequest is the body of POST /v1/chat/completions. Pointers tell an
+// absent field from a zero one. Unknown fields are ignored, as llama.cpp's
+// server and vLLM ignore them.
+type chatRequest struct {
+	Model    string          `json:"model"`
+	Messages json.RawMessage `json:"messages"`
+	Tools    json.RawMessage `json:"tools"`
+	samplingFields
+	// ResponseFormat: only {"type": "text"} is served.
+	ResponseFormat *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+}
+
+// completionRequest is the body of POST /v1/completions.
+type completionRequest struct {
+	Model  string          `json:"model"`
+	Prompt json.RawMessage `json:"prompt"`
+	Echo   bool            `json:"echo"`
+	Suffix *string         `json:"suffix"`
+	BestOf *int            `json:"best_of"`
+	samplingFields
+}
+
+// samplingFields are the fields both endpoints share.
+type samplingFields struct {
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	Stop                json.RawMessage `json:"stop"`
+	Seed                *int64          `json:"seed"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty"`
+	PresencePenalty     *float64        `json:"presence_penalty"`
+	Logprobs            json.RawMessage `json:"logprobs"` // bool (chat) or int (completions)
+	TopLogprobs         *int            `json:"top_logprobs"`
+	LogitBias           map[string]any  `json:"logit_bias"`
+	User                string          `json:"user"`
+	// Extensions that llama.cpp's server and vLLM also take.
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	// batchd's own: the QoS channel and priority (also the
+	// X-Batchd-Channel and X-Batchd-Priority headers).
+	Channel  string `json:"channel"`
+	Priority *int   `json:"priority"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// stops reads "stop": a string or an array of strings.
+func (f *samplingFields) stops() ([]string, error) {
+	if len(f.Stop) == 0 || string(f.Stop) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(f.Stop, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(f.Stop, &many); err != nil {
+		return nil, fmt.Errorf("stop: want a string or an array of strings")
+	}
+	return many, nil
+}
+
+// wantsLogprobs reports whether logprobs were asked for (true, or a count > 0).
+func (f *samplingFields) wantsLogprobs() bool {
+	switch s := string(f.Logprobs); s {
+	case "", "null", "false", "0":
+		return false
+	}
+	return true
+}
+
+// usage is OpenAI's usage object.
+type usage struct {
+	PromptTokens        int                  `json:"prompt_tokens"`
+	CompletionTokens    int                  `json:"completion_tokens"`
+	TotalTokens         int                  `json:"total_tokens"`
+	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int          `json:"index"`
+	Message      *chatMessage `json:"message,omitempty"`
+	Delta        *chatDelta   `json:"delta,omitempty"`
+	Logprobs     any          `json:"logprobs"`
+	FinishReason *string      `json:"finish_reason"`
+}
+
+type completionChoice struct {
+	Index        int     `json:"index"`
+	Text         string  `json:"text"`
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// response is a completion, or a chunk of a streamed one.
+type response struct {
+	ID                string `json:"id"`
+	Object            string `json:"object"`
+	Created           int64  `json:"created"`
+	Model             string `json:"model"`
+	SystemFingerprint string `json:"system_fingerprint"`
+	Choices           any    `json:"choices"`
+	Usage             *usage `json:"usage,omitempty"`
+}
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// apiError is OpenAI's error object.
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
