@@ -46,8 +46,8 @@ func (b *fakeBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (i
 }
 
 func (b *fakeBackend) Cancel(p ipc.Peer, id uint64, admin bool) error { b.cancelled.Add(1); return nil }
-func (b *fakeBackend) Stats() *wire.StatsReport                      { return nil }
-func (b *fakeBackend) Health() wire.Health                           { return wire.Health{State: "ready"} }
+func (b *fakeBackend) Stats() *wire.StatsReport                       { return nil }
+func (b *fakeBackend) Health() wire.Health                            { return wire.Health{State: "ready"} }
 
 type fakeStream struct {
 	b   *fakeBackend
