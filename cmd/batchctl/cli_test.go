@@ -27,7 +27,7 @@ func ctlRun(args ...string) (stdout, stderr string, code int) {
 // and exited 2; cancel --help printed a strconv error.
 func TestHelpExitsZeroAndPrintsOnce(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"generate", "--help"}, {"cancel", "--help"},
-		{"stats", "-h"}, {"health", "--help"}, {"version", "--help"}, {"generate", "hi", "--help"}} {
+		{"stats", "-h"}, {"health", "--help"}, {"version", "--help"}, {"generate", "hi", "--help"}, {"chat", "--help"}} {
 		out, errs, code := ctlRun(args...)
 		if code != 0 || strings.Count(out, "usage:") != 1 || errs != "" || strings.Contains(out, "help requested") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)

@@ -1,6 +1,7 @@
 // Command batchctl talks to a running batchd over its Unix socket:
 //
 //	batchctl generate [flags] PROMPT
+//	batchctl chat [--system TEXT] [--message TEXT] [flags]
 //	batchctl cancel ID
 //	batchctl stats [--json]
 //	batchctl health [--json]
@@ -31,6 +32,7 @@ const usage = `usage: batchctl <command> [flags]
 
 commands:
   generate PROMPT   generate text, streaming it as it arrives
+  chat              talk with the model through its chat template (--message for one turn)
   cancel ID         cancel a request by its id (batchctl stats lists them)
   stats             show the engine's figures and the requests in flight
   health            show the daemon's state (exit status 0 only when ready)
@@ -68,6 +70,7 @@ type command struct {
 
 var commands = []command{
 	{"generate", "[flags] PROMPT", "Generate text for PROMPT, streaming it as it arrives.", generateCmd},
+	{"chat", "[--system TEXT] [--message TEXT] [flags]", "Chat with the model: type messages, replies stream; the model's chat template renders the conversation.", chatCmd},
 	{"cancel", "ID", "Cancel request ID: your own, or anyone's for an admin.", cancelCmd},
 	{"stats", "[--json]", "Show the engine's figures and the requests in flight.", statsCmd},
 	{"health", "[--json]", "Show the daemon's state; exit status 0 only when it is ready.", healthCmd},

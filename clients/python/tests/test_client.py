@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import os
 import shutil
 import tempfile
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import batchd
-from conftest import start, wait_idle
+from conftest import models_dir, start, wait_idle
 
 
 def max_tokens(g: dict) -> int:
@@ -195,3 +197,48 @@ def test_parse_special(daemon):
     assert parsed.prompt_tokens[:2] == [1, 1]
     assert literal.prompt_tokens[0] == 1 and literal.prompt_tokens[1] != 1
     assert len(literal.prompt_tokens) > len(parsed.prompt_tokens)
+
+
+@pytest.fixture(scope="module")
+def qwen_daemon(batchd_bin, tmp_path_factory):
+    model = models_dir() / "arch" / "tiny-qwen2.gguf"
+    if not model.exists():
+        pytest.skip(f"model files not found in {models_dir()}; set BATCHD_TEST_MODELS")
+    proc = start(batchd_bin, tmp_path_factory.mktemp("qwen"), model=model)
+    yield proc.socket, str(model)
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_chat(qwen_daemon, batchd_bin, tmp_path):
+    """chat renders the model's template: its prompt is the tokens of the
+    text `batchd template` prints, with special tokens parsed; a streamed
+    chat gives the same greedy text; a bad conversation is a typed error."""
+    sock, model = qwen_daemon
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps(msgs))
+    text = subprocess.run([batchd_bin, "template", "--model", model, "--messages", str(conv)],
+                          check=True, capture_output=True, text=True).stdout
+    assert text.startswith("<|im_start|>system\nBe brief.<|im_end|>") and text.endswith("<|im_start|>assistant\n")
+    with batchd.Client(sock) as c:
+        chat = c.chat(msgs, max_tokens=8)
+        plain = c.generate(text, max_tokens=8)
+        streamed = "".join(c.stream_chat(msgs, max_tokens=8))
+        with pytest.raises(batchd.InvalidRequest):
+            c.chat([{"content": "no role"}])
+    assert chat.prompt_tokens == plain.prompt_tokens
+    assert chat.text == plain.text == streamed
+
+
+def test_chat_async(qwen_daemon):
+    sock, _ = qwen_daemon
+
+    async def run():
+        async with await batchd.AsyncClient.connect(sock) as c:
+            r = await c.chat([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}], max_tokens=4)
+            parts = [d async for d in c.stream_chat([{"role": "user", "content": "Hi"}], max_tokens=4)]
+        return r, parts
+
+    r, parts = asyncio.run(run())
+    assert r.usage["completion_tokens"] == 4 and "".join(parts) == r.text

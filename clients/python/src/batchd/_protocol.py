@@ -62,15 +62,30 @@ def submit_message(
     channel: str = "",
     tags: Optional[Sequence[str]] = None,
     parse_special: Optional[bool] = None,
+    messages: Optional[Sequence[Dict[str, Any]]] = None,
+    tools: Optional[Sequence[Dict[str, Any]]] = None,
+    add_generation_prompt: Optional[bool] = None,
+    frequency_penalty: float = 0.0,
+    presence_penalty: float = 0.0,
 ) -> Dict[str, Any]:
     msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
-    if tokens is not None:
+    if messages is not None:
+        if prompt is not None or tokens is not None:
+            raise ValueError("give one of prompt, tokens and messages")
+        # Dicts keep their key order on the wire: templates print tools as written.
+        msg["messages"] = list(messages)
+        if tools:
+            msg["tools"] = list(tools)
+        if add_generation_prompt is not None:
+            msg["add_generation_prompt"] = bool(add_generation_prompt)
+    elif tokens is not None:
         msg["tokens"] = list(tokens)
     else:
         msg["prompt"] = prompt or ""
     optional = {
         "max_tokens": max_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
-        "repetition_penalty": repetition_penalty, "seed": seed, "priority": priority, "channel": channel,
+        "repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
+        "presence_penalty": presence_penalty, "seed": seed, "priority": priority, "channel": channel,
         "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []), "tags": list(tags or []),
     }
     msg.update({k: v for k, v in optional.items() if v})

@@ -122,6 +122,14 @@ class AsyncClient:
                 self._abandon(req_id)
             self._queues.pop(req_id, None)
 
+    async def chat(self, messages: Sequence[Dict[str, Any]], **params: Any) -> p.Result:
+        """Run a chat (OpenAI-style messages through the model's template)."""
+        return await self.generate(None, messages=messages, **params)
+
+    def stream_chat(self, messages: Sequence[Dict[str, Any]], **params: Any) -> AsyncIterator[str]:
+        """Stream a chat's text deltas."""
+        return self.stream(None, messages=messages, **params)
+
     async def stream(self, prompt: Optional[str] = None, *, tokens: Optional[Sequence[int]] = None, **params: Any) -> AsyncIterator[str]:
         """Yield text deltas as they arrive. Leaving the loop early or
         cancelling the task cancels the request on the daemon."""

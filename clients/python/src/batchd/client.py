@@ -127,10 +127,22 @@ class Client:
         """Run a request and return the whole result.
 
         params: max_tokens, temperature, top_k, top_p, min_p,
-        repetition_penalty, seed, stop, stop_token_ids, priority, channel,
-        parse_special (False keeps special-token text as text).
+        repetition_penalty, frequency_penalty, presence_penalty, seed, stop,
+        stop_token_ids, priority, channel, parse_special (False keeps
+        special-token text as text); messages, tools and
+        add_generation_prompt for a chat (see chat).
         """
         return self._run(prompt, tokens, params)
+
+    def chat(self, messages: Sequence[Dict[str, Any]], **params: Any) -> p.Result:
+        """Run a chat: messages (OpenAI-style dicts, role and content) are
+        rendered with the model's chat template. params as for generate,
+        with tools and add_generation_prompt (default True)."""
+        return self._run(None, None, dict(params, messages=messages))
+
+    def stream_chat(self, messages: Sequence[Dict[str, Any]], **params: Any) -> "Stream":
+        """Stream a chat's text deltas, as stream does for a prompt."""
+        return Stream(self._deltas(None, None, dict(params, messages=messages)))
 
     def stream(self, prompt: Optional[str] = None, *, tokens: Optional[Sequence[int]] = None, **params: Any) -> "Stream":
         """Return an iterator of text deltas, yielded as they arrive. Leaving

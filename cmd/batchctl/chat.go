@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	client "github.com/batchd/batchd/clients/go"
+)
+
+// maxChatLine bounds one typed message.
+const maxChatLine = 1 << 20
+
+// chatCmd is `batchctl chat`: a conversation through the model's chat
+// template, like `ollama run`: type a message, the reply streams, the
+// history goes with the next one. /clear forgets it; /bye or end of input
+// ends the chat. --message sends one turn and prints the reply.
+func chatCmd(fs *flag.FlagSet) runFunc {
+	var r client.Request
+	var stops stringsFlag
+	system := fs.String("system", "", "a system message to open the conversation")
+	message := fs.String("message", "", "send this one message, print the reply and exit")
+	fs.IntVar(&r.MaxTokens, "max-tokens", 0, "generated tokens per reply at most (default: up to the context)")
+	temp := fs.Float64("temperature", 0.7, "sampling temperature (0 = greedy)")
+	topP := fs.Float64("top-p", 0.95, "nucleus sampling mass (0 = off)")
+	seed := fs.Uint64("seed", 0, "sampling seed (default: a new one per reply)")
+	fs.Var(&stops, "stop", "stop string (repeatable)")
+	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")
+	return func(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error {
+		if len(args) != 0 {
+			return usageErr{fmt.Errorf("chat takes no arguments (use --message TEXT for one turn), got %q", args)}
+		}
+		r.Temperature, r.TopP, r.Stop = float32(*temp), float32(*topP), stops
+		c, err := dial(ctx, socket)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		var history []client.Message
+		if *system != "" {
+			history = append(history, client.Message{Role: "system", Content: *system})
+		}
+		turn := func(text string) error {
+			r.Messages = append(history, client.Message{Role: "user", Content: text})
+			r.Seed = *seed
+			if r.Seed == 0 {
+				r.Seed = rand.Uint64()
+			}
+			var reply strings.Builder
+			res, err := c.Generate(ctx, r, func(d client.Delta) error {
+				reply.WriteString(d.Text)
+				_, err := io.WriteString(stdout, d.Text)
+				return err
+			})
+			fmt.Fprintln(stdout)
+			if err != nil {
+				return err
+			}
+			if res.FinishReason != "stop" && res.FinishReason != "length" {
+				return fmt.Errorf("request %d ended: %s", res.RequestID, res.FinishReason)
+			}
+			history = append(r.Messages, client.Message{Role: "assistant", Content: reply.String()})
+			return nil
+		}
+		if *message != "" {
+			return turn(*message)
+		}
+		return chatLoop(ctx, os.Stdin, stdout, stderr, turn, func() { history = history[:min(len(history), btoi(*system != ""))] })
+	}
+}
+
+// chatLoop reads messages line by line until /bye or the end of input.
+func chatLoop(ctx context.Context, in io.Reader, stdout, stderr io.Writer, turn func(string) error, clear func()) error {
+	interactive := isTerminal(in)
+	if interactive {
+		fmt.Fprintln(stderr, "Type a message (/clear forgets the conversation, /bye or Ctrl-D ends it).")
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), maxChatLine)
+	for {
+		if interactive {
+			fmt.Fprint(stdout, ">>> ")
+		}
+		if !sc.Scan() {
+			if interactive {
+				fmt.Fprintln(stdout)
+			}
+			return sc.Err()
+		}
+		line := strings.TrimSpace(sc.Text())
+		switch line {
+		case "":
+			continue
+		case "/bye", "/exit", "/quit":
+			return nil
+		case "/clear":
+			clear()
+			fmt.Fprintln(stderr, "(conversation cleared)")
+			continue
+		}
+		if err := turn(line); err != nil {
+			if ctx.Err() != nil || !errors.Is(err, client.ErrInvalidArgument) {
+				return err
+			}
+			fmt.Fprintf(stderr, "batchctl: %v\n", err) // a template refusing a turn need not end the chat
+		}
+	}
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
