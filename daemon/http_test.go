@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -176,5 +178,20 @@ func TestGreedyChatSameOnEveryPath(t *testing.T) {
 				t.Fatal("no tokens generated")
 			}
 		})
+	}
+}
+
+// TestCurlScript runs testdata/curl_http_api.sh: the API as curl
+// --unix-socket sees it (health, models, chat, streaming, completions and
+// errors), on a tiny random model with a built-in template.
+func TestCurlScript(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not found")
+	}
+	td := startDaemonFlags(t, "", ServeFlags{Model: synth.TinyFile(t, 512), HTTPSocket: "http", ChatTemplate: "chatml"})
+	out, err := exec.Command("bash", "testdata/curl_http_api.sh", td.d.cfg.Server.HTTPSocket, modelID(td.d.cfg.Model.Path)).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -20,7 +20,7 @@ check() { # description, command...
 dpkg -P batchd >/dev/null 2>&1 || true
 
 files=(/usr/bin/batchd /usr/bin/batchctl /usr/lib/systemd/system/batchd.service /usr/lib/systemd/system/batchd.socket
-    /usr/lib/sysusers.d/batchd.conf /usr/lib/tmpfiles.d/batchd.conf /etc/batchd/batchd.toml
+    /usr/lib/systemd/system/batchd-http.socket /usr/lib/sysusers.d/batchd.conf /usr/lib/tmpfiles.d/batchd.conf /etc/batchd/batchd.toml
     /usr/share/doc/batchd/README.md /usr/share/doc/batchd/PROTOCOL.md)
 
 check "dpkg installs the .deb" dpkg -i "$deb"
@@ -30,7 +30,7 @@ check "batchd user and group" bash -c 'getent passwd batchd && getent group batc
 check "state directory owned by batchd" bash -c '[ "$(stat -c %U:%G /var/lib/batchd)" = batchd:batchd ]'
 check "config readable by the batchd group only" bash -c '[ "$(stat -c %a:%G /etc/batchd/batchd.toml)" = 640:batchd ]'
 check "batchd runs" /usr/bin/batchd version
-check "systemd-analyze verify" systemd-analyze verify /usr/lib/systemd/system/batchd.service /usr/lib/systemd/system/batchd.socket
+check "systemd-analyze verify" systemd-analyze verify /usr/lib/systemd/system/batchd.service /usr/lib/systemd/system/batchd.socket /usr/lib/systemd/system/batchd-http.socket
 exposure=$(systemd-analyze security --offline=true /usr/lib/systemd/system/batchd.service 2>&1 |
     awk '/Overall exposure level/ { print $(NF-2) }')
 echo "     exposure: ${exposure:-unknown}"
@@ -69,10 +69,17 @@ serve_check() {
         echo "$out"
         [[ "$out" == *'"finish_reason"'* ]] || ok=1
         [ "$(stat -c %U:%G:%a /run/batchd/batchd.sock)" = batchd:batchd:660 ] || { echo "socket $(stat -c %U:%G:%a /run/batchd/batchd.sock)"; ok=1; }
+        # The HTTP API on the packaged http_socket.
+        out=$(curl -sS --unix-socket /run/batchd/http.sock http://batchd/v1/completions \
+            -d '{"prompt": "Once upon a time", "max_tokens": 4}') || ok=1
+        echo "$out"
+        [[ "$out" == *'"finish_reason":"length"'* ]] || ok=1
+        [ "$(stat -c %U:%G:%a /run/batchd/http.sock)" = batchd:batchd:660 ] || { echo "http socket $(stat -c %U:%G:%a /run/batchd/http.sock)"; ok=1; }
     fi
     kill -TERM $pid 2>/dev/null
     wait $pid || { echo "batchd exited $?"; ok=1; }
     [ -e /run/batchd/batchd.sock ] && { echo "socket left behind"; ok=1; }
+    [ -e /run/batchd/http.sock ] && { echo "http socket left behind"; ok=1; }
     [ $ok = 0 ] || cat /tmp/batchd-pkgtest.log
     rm -f /var/lib/batchd/models/model.gguf
     return $ok

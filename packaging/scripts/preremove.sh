@@ -4,8 +4,8 @@ set -e
 case "$1" in
     remove|purge|0)
         if [ -d /run/systemd/system ]; then
-            systemctl stop batchd.service batchd.socket >/dev/null 2>&1 || true
-            systemctl --no-reload disable batchd.service batchd.socket >/dev/null 2>&1 || true
+            systemctl stop batchd.service batchd.socket batchd-http.socket >/dev/null 2>&1 || true
+            systemctl --no-reload disable batchd.service batchd.socket batchd-http.socket >/dev/null 2>&1 || true
         fi
         ;;
 esac
