@@ -13,6 +13,7 @@ MODELS ?= ../shared/models
 BATCHD_MODEL ?= $(if $(wildcard $(MODELS)/stories260K.bin),$(MODELS)/stories260K.bin,build/demo.gguf)
 BATCHD_TOKENIZER ?= $(if $(filter %.bin,$(BATCHD_MODEL)),$(MODELS)/tok512.bin,)
 SOCKET ?= $(CURDIR)/build/batchd.sock
+HTTP_SOCKET ?= $(CURDIR)/build/http.sock
 
 .PHONY: build run test bench bench-quant lint demo-model clean package package-test fuzz
 
@@ -36,8 +37,9 @@ run: build $(if $(filter build/demo.gguf,$(BATCHD_MODEL)),build/demo.gguf)
 	@echo "  bin/batchctl --socket $(SOCKET) generate 'Once upon a time' --max-tokens 100"
 	@echo "  bin/batchctl --socket $(SOCKET) stats"
 	@echo "  bin/batchctl --socket $(SOCKET) health"
+	@echo "  curl --unix-socket $(HTTP_SOCKET) http://batchd/v1/completions -d '{\"prompt\": \"Once upon a time\", \"max_tokens\": 50}'"
 	$(BIN)/batchd serve --model $(BATCHD_MODEL) $(if $(BATCHD_TOKENIZER),--tokenizer $(BATCHD_TOKENIZER)) \
-		--socket $(SOCKET)
+		--socket $(SOCKET) --http-socket $(HTTP_SOCKET)
 
 PYTHON ?= /usr/bin/python3
 

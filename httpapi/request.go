@@ -54,6 +54,7 @@ func submitFrom(f *samplingFields, r *http.Request) (*wire.Submit, *httpError) {
 		}
 		*v.dst = float32(*v.src)
 	}
+	s.IgnoreEOS = f.IgnoreEOS
 	if f.TopK != nil {
 		s.TopK = *f.TopK
 	}

@@ -50,6 +50,7 @@ type samplingFields struct {
 	TopK              *int     `json:"top_k"`
 	MinP              *float64 `json:"min_p"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	IgnoreEOS         bool     `json:"ignore_eos"`
 	// batchd's own: the QoS channel and priority (also the
 	// X-Batchd-Channel and X-Batchd-Priority headers).
 	Channel  string `json:"channel"`

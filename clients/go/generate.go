@@ -25,6 +25,7 @@ type Request struct {
 	Seed              uint64
 	Stop              []string
 	StopTokenIDs      []int
+	IgnoreEOS         bool // run to MaxTokens past the end-of-generation tokens (benchmarks)
 	Priority          int
 	Channel           string
 	Tags              []string // routing hints for a request without a channel
@@ -154,7 +155,7 @@ func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
 	s := &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
 		FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
-		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
+		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
 		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial)}
 	if r.Messages != nil {
 		b, err := json.Marshal(r.Messages)

@@ -56,6 +56,7 @@ type Submit struct {
 	PresencePenalty   float32  `msgpack:"presence_penalty,omitempty"`
 	Stop              []string `msgpack:"stop,omitempty"`
 	StopTokenIDs      []int    `msgpack:"stop_token_ids,omitempty"`
+	IgnoreEOS         bool     `msgpack:"ignore_eos,omitempty"` // run to max_tokens (benchmarks; vLLM's and llama.cpp's ignore_eos)
 	Priority          int      `msgpack:"priority,omitempty"`
 	Channel           string   `msgpack:"channel,omitempty"`
 	Tags              []string `msgpack:"tags,omitempty"` // route a request without a channel
