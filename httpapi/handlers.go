@@ -117,6 +117,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request, p ipc.Peer)
 // serve runs one request: it counts it against the user's cap, submits it,
 // and answers (streamed or whole), always reading the stream to its end.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *wire.Submit, f *samplingFields, chat bool) {
+	// While the model loads the msgpack socket holds a submit until it is
+	// ready; HTTP clients get llama.cpp's 503 and retry.
+	if st := s.o.Backend.Health().State; st == "loading" || st == "draining" {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, &httpError{status: http.StatusServiceUnavailable, typ: "unavailable_error", code: wire.CodeUnavailable,
+			msg: "batchd is " + st + "; retry shortly"})
+		return
+	}
 	if err := s.o.Users.AcquireUser(p); err != nil {
 		writeError(w, fromWire(err))
 		return

@@ -22,6 +22,7 @@ import (
 // `delay`, or fails Submit with err.
 type fakeBackend struct {
 	err       error
+	state     string // Health's; "" is ready
 	delay     time.Duration
 	mu        sync.Mutex
 	submits   []*wire.Submit
@@ -47,7 +48,12 @@ func (b *fakeBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (i
 
 func (b *fakeBackend) Cancel(p ipc.Peer, id uint64, admin bool) error { b.cancelled.Add(1); return nil }
 func (b *fakeBackend) Stats() *wire.StatsReport                       { return nil }
-func (b *fakeBackend) Health() wire.Health                            { return wire.Health{State: "ready"} }
+func (b *fakeBackend) Health() wire.Health {
+	if b.state != "" {
+		return wire.Health{State: b.state}
+	}
+	return wire.Health{State: "ready"}
+}
 
 type fakeStream struct {
 	b   *fakeBackend
@@ -180,6 +186,15 @@ func TestAPIKeysAndStatusCodes(t *testing.T) {
 		if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != status {
 			t.Errorf("%s: status %d, want %d", code, resp.StatusCode, status)
 		}
+	}
+	b.err = nil
+	b.state = "loading"
+	resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("loading: status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if h, _ := http.Get(base + "/health"); h == nil || h.StatusCode != 503 {
+		t.Errorf("health while loading: %v", h)
 	}
 	if u.inflight() != 0 {
 		t.Errorf("%d requests still counted in flight", u.inflight())

@@ -67,6 +67,7 @@ def submit_message(
     add_generation_prompt: Optional[bool] = None,
     frequency_penalty: float = 0.0,
     presence_penalty: float = 0.0,
+    ignore_eos: bool = False,
 ) -> Dict[str, Any]:
     msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
     if messages is not None:
@@ -85,7 +86,7 @@ def submit_message(
     optional = {
         "max_tokens": max_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
         "repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
-        "presence_penalty": presence_penalty, "seed": seed, "priority": priority, "channel": channel,
+        "presence_penalty": presence_penalty, "ignore_eos": ignore_eos, "seed": seed, "priority": priority, "channel": channel,
         "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []), "tags": list(tags or []),
     }
     msg.update({k: v for k, v in optional.items() if v})
