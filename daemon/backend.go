@@ -68,6 +68,7 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 		channel = b.d.route(p.UID, s.Tags, len(toks))
 	}
 	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
+		Logprobs: s.Logprobs || s.TopLogprobs > 0, TopLogprobs: s.TopLogprobs,
 		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: s.Seed,
 			FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty}}
@@ -75,7 +76,7 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	if err != nil {
 		return nil, wireError(err)
 	}
-	return &stream{st: st, prompt: toks}, nil
+	return &stream{st: st, prompt: toks, tok: rt.Model.Tokenizer}, nil
 }
 
 func (b ipcBackend) Cancel(p ipc.Peer, id uint64, admin bool) error {
@@ -119,6 +120,7 @@ func btoi(b bool) int {
 type stream struct {
 	st     *engine.Stream
 	prompt []int
+	tok    *tokenizer.Tokenizer
 }
 
 func (s *stream) RequestID() uint64   { return s.st.ID() }
@@ -133,7 +135,7 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 		return ipc.Event{}, errors.New("stream ended without a terminal event")
 	}
 	if !ev.Done {
-		return ipc.Event{Text: ev.Text, Tokens: ev.Tokens}, nil
+		return ipc.Event{Text: ev.Text, Tokens: ev.Tokens, Logprobs: s.logprobs(ev.Logprobs)}, nil
 	}
 	d := &wire.Done{FinishReason: string(ev.Finish), Preemptions: ev.Preemptions,
 		Usage: wire.Usage{PromptTokens: ev.Usage.PromptTokens, CompletionTokens: ev.Usage.CompletionTokens,
@@ -145,6 +147,30 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 		d.Code, d.Message = e.Code, e.Message
 	}
 	return ipc.Event{Text: ev.Text, Tokens: ev.Tokens, Done: d}, nil
+}
+
+// logprobs gives each token its text and bytes for the wire.
+func (s *stream) logprobs(lps []sample.Logprob) []wire.Logprob {
+	if lps == nil {
+		return nil
+	}
+	out := make([]wire.Logprob, len(lps))
+	for i, lp := range lps {
+		t := s.tokenLogprob(lp.Alt)
+		out[i] = wire.Logprob{Token: t.Token, Logprob: t.Logprob, Text: t.Text, Bytes: t.Bytes}
+		if lp.Top != nil {
+			out[i].Top = make([]wire.TokenLogprob, len(lp.Top))
+			for j, a := range lp.Top {
+				out[i].Top[j] = s.tokenLogprob(a)
+			}
+		}
+	}
+	return out
+}
+
+func (s *stream) tokenLogprob(a sample.Alt) wire.TokenLogprob {
+	b := []byte(s.tok.PieceText(a.Token)) // special tokens as written, as llama.cpp shows them
+	return wire.TokenLogprob{Token: a.Token, Logprob: a.Logprob, Text: strings.ToValidUTF8(string(b), "\uFFFD"), Bytes: b}
 }
 
 // wireError maps an engine error category to its wire code. err must not be nil.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -77,6 +80,18 @@ func TestOpenAISDK(t *testing.T) {
 	}
 	if text.String() != whole || finish != resp.Choices[0].FinishReason || usage.CompletionTokens != resp.Usage.CompletionTokens {
 		t.Fatalf("streamed %q (%s, %+v), whole %q (%s, %+v)", text.String(), finish, usage, whole, resp.Choices[0].FinishReason, resp.Usage)
+	}
+
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+	params.Logprobs, params.TopLogprobs = openai.Bool(true), openai.Int(3)
+	lpResp, err := c.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := lpResp.Choices[0].Logprobs.Content
+	if int64(len(content)) != lpResp.Usage.CompletionTokens || len(content[0].TopLogprobs) != 3 ||
+		content[0].Logprob != content[0].TopLogprobs[0].Logprob || content[0].Logprob > 0 {
+		t.Fatalf("logprobs: %+v", lpResp.Choices[0].Logprobs)
 	}
 
 	comp, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: "tiny-llama3",
@@ -194,4 +209,102 @@ func TestCurlScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLogprobsMatchLlamaCpp: the log-probabilities a request gets (the
+// chosen token's and the top 5) are llama.cpp's for every models/arch
+// model, within 1e-3, over msgpack; the HTTP API reports the same values.
+func TestLogprobsMatchLlamaCpp(t *testing.T) {
+	dir := filepath.Join(testmodels.Dir(t), "arch")
+	for _, arch := range testmodels.ArchModels {
+		t.Run(arch, func(t *testing.T) {
+			var g testmodels.ArchGolden
+			for _, g = range testmodels.ArchGoldens(t, arch) {
+				if len(g.PromptTokens) > 0 {
+					break
+				}
+			}
+			td := startDaemonFlags(t, "", ServeFlags{Model: filepath.Join(dir, "tiny-"+arch+".gguf"), HTTPSocket: "http"})
+			n := len(g.Top5)
+			res, err := td.dial(t).Generate(context.Background(), client.Request{Tokens: g.PromptTokens, MaxTokens: n,
+				Logprobs: true, TopLogprobs: 5}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Logprobs) != len(res.Tokens) || len(res.Tokens) == 0 {
+				t.Fatalf("%d logprobs for %d tokens", len(res.Logprobs), len(res.Tokens))
+			}
+			for i, lp := range res.Logprobs {
+				if i >= len(g.Top5) {
+					break
+				}
+				compareTop5(t, i, lp, g.Top5[i])
+				if i < len(g.OutputTokens) && lp.Token != g.OutputTokens[i] {
+					if !g.NearTie(i) {
+						t.Fatalf("step %d: token %d, llama.cpp %d", i, lp.Token, g.OutputTokens[i])
+					}
+					break // a near tie: the rest of the path differs
+				}
+			}
+			// The HTTP API reports the same log-probabilities.
+			body := fmt.Sprintf(`{"prompt": %s, "max_tokens": %d, "temperature": 0, "logprobs": 5}`, toJSON(g.PromptTokens), len(res.Tokens))
+			resp, err := unixHTTPClient(td.d.cfg.Server.HTTPSocket).Post("http://batchd/v1/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var out struct {
+				Choices []struct {
+					Logprobs struct {
+						Tokens        []string             `json:"tokens"`
+						TokenLogprobs []float64            `json:"token_logprobs"`
+						TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+					} `json:"logprobs"`
+				} `json:"choices"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Choices) != 1 {
+				t.Fatalf("decode: %v", err)
+			}
+			got := out.Choices[0].Logprobs
+			if len(got.TokenLogprobs) != len(res.Logprobs) || len(got.TopLogprobs) != len(res.Logprobs) {
+				t.Fatalf("HTTP: %d logprobs, msgpack %d", len(got.TokenLogprobs), len(res.Logprobs))
+			}
+			for i, lp := range res.Logprobs {
+				if math.Abs(got.TokenLogprobs[i]-float64(lp.Logprob)) > 1e-6 || got.Tokens[i] != lp.Text {
+					t.Fatalf("step %d: HTTP %q %v, msgpack %q %v", i, got.Tokens[i], got.TokenLogprobs[i], lp.Text, lp.Logprob)
+				}
+			}
+		})
+	}
+}
+
+// compareTop5: each of llama.cpp's top 5 is in ours with its log-probability
+// within 1e-3, unless it sits at the edge of the list in a tie with our 5th.
+func compareTop5(t *testing.T, step int, lp wire.Logprob, ref [][2]float64) {
+	t.Helper()
+	if len(lp.Top) != 5 {
+		t.Fatalf("step %d: %d alternatives, want 5", step, len(lp.Top))
+	}
+	ours := map[int]float64{}
+	for _, a := range lp.Top {
+		ours[a.Token] = float64(a.Logprob)
+	}
+	if math.Abs(float64(lp.Logprob)-ours[lp.Token]) > 1e-6 && lp.Token == lp.Top[0].Token {
+		t.Fatalf("step %d: chosen token's logprob %v differs from its top entry %v", step, lp.Logprob, ours[lp.Token])
+	}
+	edge := float64(lp.Top[4].Logprob)
+	for _, e := range ref {
+		got, ok := ours[int(e[0])]
+		switch {
+		case ok && math.Abs(got-e[1]) > 1e-3:
+			t.Fatalf("step %d: token %d log-prob %.6f, llama.cpp %.6f", step, int(e[0]), got, e[1])
+		case !ok && math.Abs(e[1]-edge) > 1e-3:
+			t.Fatalf("step %d: llama.cpp's token %d (%.6f) is not in our top 5 (5th %.6f)", step, int(e[0]), e[1], edge)
+		}
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -109,6 +109,7 @@ type reqState struct {
 	detok      *tokenizer.Detokenizer
 	stop       stopMatcher
 	stopIDs    []int
+	raw        []float32 // the logits row before sampling, for logprobs
 	scheduled  bool
 	firstToken time.Time
 	lastToken  time.Time

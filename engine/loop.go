@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/kvcache"
 )
 
@@ -97,7 +98,15 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		}
 		if sc.Logits && !sc.Seq.Padding {
 			generated++
-			e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), now)
+			if !rs.req.Logprobs {
+				e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), nil, now)
+				continue
+			}
+			// The sampler edits the row (penalties): keep the model's own.
+			rs.raw = append(rs.raw[:0], logits[i]...)
+			tok := rs.sampler.Sample(logits[i], sc.Seq.Tokens)
+			lp := sample.LogProbs(rs.raw, tok, rs.req.TopLogprobs)
+			e.onToken(rs, tok, &lp, now)
 		}
 	}
 	e.mu.Lock()
@@ -151,7 +160,7 @@ func (e *Engine) notePreempted(step *Step) {
 }
 
 // onToken handles one sampled token: stop checks, text delta, limits.
-func (e *Engine) onToken(rs *reqState, tok int, now time.Time) {
+func (e *Engine) onToken(rs *reqState, tok int, lp *sample.Logprob, now time.Time) {
 	seq := rs.seq
 	if slices.Contains(rs.stopIDs, tok) {
 		e.finish(rs, FinishStop, nil, now)
@@ -184,7 +193,11 @@ func (e *Engine) onToken(rs *reqState, tok int, now time.Time) {
 	}
 	rs.lastToken = now
 	text, stopped := rs.stop.feed(rs.detok.Add(tok))
-	rs.stream.push(Event{Text: text, Tokens: []int{tok}})
+	ev := Event{Text: text, Tokens: []int{tok}}
+	if lp != nil {
+		ev.Logprobs = []sample.Logprob{*lp}
+	}
+	rs.stream.push(ev)
 	switch {
 	case stopped:
 		rs.detok.Flush()

@@ -54,6 +54,10 @@ type Request struct {
 	Stop           []string // end the text before any of these; not emitted
 	StopTokenIDs   []int    // end when sampled, in addition to the model's EOS/BOS
 	IgnoreEOS      bool     // do not stop on the model's EOS/BOS (benchmarks: fixed output lengths)
+	// Logprobs reports each generated token's log-probability, with the
+	// TopLogprobs (at most sample.MaxTopLogprobs) most likely alternatives.
+	Logprobs    bool
+	TopLogprobs int
 	Priority       int      // higher runs first under the priority policy
 	Channel        string   // QoS channel (realtime, standard, bulk); "" is standard
 	// Deadline: the first token is due within this long of arrival, or the
@@ -99,6 +103,8 @@ type Timings struct {
 type Event struct {
 	Text   string // text delta; never splits a UTF-8 character
 	Tokens []int  // token ids this delta covers
+	// Logprobs, when the request asked, has one entry per token in Tokens.
+	Logprobs []sample.Logprob
 
 	Done        bool
 	Finish      FinishReason
@@ -160,6 +166,9 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 			errs = append(errs, fmt.Errorf("stop string of %d bytes: at most %d", len(s), MaxStopBytes))
 			break
 		}
+	}
+	if r.TopLogprobs < 0 || r.TopLogprobs > sample.MaxTopLogprobs || (r.TopLogprobs > 0 && !r.Logprobs) {
+		errs = append(errs, fmt.Errorf("top_logprobs %d: want 0 to %d, with logprobs", r.TopLogprobs, sample.MaxTopLogprobs))
 	}
 	if err := r.Sampling.Validate(); err != nil {
 		errs = append(errs, err)

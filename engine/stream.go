@@ -35,6 +35,7 @@ func (s *Stream) push(ev Event) {
 		last := &s.events[n-1]
 		last.Text += ev.Text
 		last.Tokens = append(last.Tokens, ev.Tokens...)
+		last.Logprobs = append(last.Logprobs, ev.Logprobs...)
 	} else {
 		s.events = append(s.events, ev)
 	}

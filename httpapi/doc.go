@@ -1,8 +1,8 @@
 // Package httpapi serves an OpenAI-compatible HTTP API over the same
 // backend as the msgpack socket (ipc.Backend): POST /v1/chat/completions,
 // POST /v1/completions, GET /v1/models and GET /health, with OpenAI's
-// request and response shapes, server-sent-event streaming and OpenAI's
-// error shape.
+// request and response shapes (logprobs included), server-sent-event
+// streaming and OpenAI's error shape.
 //
 // It listens on a Unix socket, where the peer's own credentials decide
 // access under the same ipc.Policy as the msgpack socket, and optionally on

@@ -135,7 +135,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 		writeError(w, fromWire(err))
 		return
 	}
-	out := &answer{s: s, w: w, rc: http.NewResponseController(w), chat: chat, created: time.Now().Unix(),
+	out := &answer{s: s, w: w, rc: http.NewResponseController(w), chat: chat, created: time.Now().Unix(), logprobs: sub.Logprobs,
 		id: fmt.Sprintf("%s-%d", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], st.RequestID())}
 	w.Header().Set("X-Request-Id", fmt.Sprint(st.RequestID()))
 	if f.Stream {
@@ -145,6 +145,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 		return
 	}
 	var text strings.Builder
+	var lps []wire.Logprob
 	for {
 		ev, err := st.Next(context.Background())
 		if err != nil {
@@ -152,8 +153,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 			return
 		}
 		text.WriteString(ev.Text)
+		lps = append(lps, ev.Logprobs...)
 		if ev.Done != nil {
-			out.whole(text.String(), ev.Done)
+			out.whole(text.String(), lps, ev.Done)
 			return
 		}
 	}
@@ -168,6 +170,25 @@ type answer struct {
 	id      string
 	created int64
 	failed  bool // a write failed: the client is gone or too slow
+	// logprobs: the request asked for them; offset is the completion's
+	// text length so far (the legacy shape's text_offset).
+	logprobs bool
+	offset   int
+}
+
+// logprobsOf is a choice's logprobs field: nil unless asked.
+func (a *answer) logprobsOf(lps []wire.Logprob) any {
+	if !a.logprobs {
+		return nil
+	}
+	if a.chat {
+		return chatLogprobsOf(lps)
+	}
+	lp := completionLogprobsOf(lps, a.offset)
+	for _, l := range lps {
+		a.offset += len(l.Text)
+	}
+	return lp
 }
 
 func (a *answer) envelope(object string, choices any) response {
@@ -194,7 +215,7 @@ func terminalError(d *wire.Done) *httpError {
 	return fromWire(&wire.Error{Code: d.Code, Message: d.Message})
 }
 
-func (a *answer) whole(text string, d *wire.Done) {
+func (a *answer) whole(text string, lps []wire.Logprob, d *wire.Done) {
 	if herr := terminalError(d); herr != nil {
 		writeError(a.w, herr)
 		return
@@ -202,9 +223,10 @@ func (a *answer) whole(text string, d *wire.Done) {
 	finish := d.FinishReason
 	var resp response
 	if a.chat {
-		resp = a.envelope("chat.completion", []chatChoice{{Message: &chatMessage{Role: "assistant", Content: text}, FinishReason: &finish}})
+		resp = a.envelope("chat.completion", []chatChoice{{Message: &chatMessage{Role: "assistant", Content: text},
+			Logprobs: a.logprobsOf(lps), FinishReason: &finish}})
 	} else {
-		resp = a.envelope("text_completion", []completionChoice{{Text: text, FinishReason: &finish}})
+		resp = a.envelope("text_completion", []completionChoice{{Text: text, Logprobs: a.logprobsOf(lps), FinishReason: &finish}})
 	}
 	resp.Usage = usageOf(d)
 	_ = a.rc.SetWriteDeadline(time.Now().Add(a.s.o.WriteTimeout))
@@ -230,15 +252,19 @@ func (a *answer) event(v any) {
 	}
 }
 
-func (a *answer) chunk(text *string, role string, finish *string) response {
+func (a *answer) chunk(text *string, role string, finish *string, lps []wire.Logprob) response {
+	var lp any
+	if lps != nil {
+		lp = a.logprobsOf(lps)
+	}
 	if a.chat {
-		return a.envelope("chat.completion.chunk", []chatChoice{{Delta: &chatDelta{Role: role, Content: text}, FinishReason: finish}})
+		return a.envelope("chat.completion.chunk", []chatChoice{{Delta: &chatDelta{Role: role, Content: text}, Logprobs: lp, FinishReason: finish}})
 	}
 	t := ""
 	if text != nil {
 		t = *text
 	}
-	return a.envelope("text_completion", []completionChoice{{Text: t, FinishReason: finish}})
+	return a.envelope("text_completion", []completionChoice{{Text: t, Logprobs: lp, FinishReason: finish}})
 }
 
 // stream answers with server-sent events: a role chunk (chat), a chunk per
@@ -252,7 +278,7 @@ func (a *answer) stream(st ipc.RequestStream, includeUsage bool, cancel func()) 
 	a.w.WriteHeader(http.StatusOK)
 	if a.chat {
 		empty := ""
-		a.event(a.chunk(&empty, "assistant", nil))
+		a.event(a.chunk(&empty, "assistant", nil, nil))
 	} else {
 		_ = a.rc.Flush()
 	}
@@ -267,9 +293,9 @@ func (a *answer) stream(st ipc.RequestStream, includeUsage bool, cancel func()) 
 			cancel()
 			cancelled = true
 		}
-		if ev.Text != "" {
+		if ev.Text != "" || len(ev.Logprobs) > 0 {
 			text := ev.Text
-			a.event(a.chunk(&text, "", nil))
+			a.event(a.chunk(&text, "", nil, ev.Logprobs))
 		}
 		if ev.Done == nil {
 			continue
@@ -278,7 +304,7 @@ func (a *answer) stream(st ipc.RequestStream, includeUsage bool, cancel func()) 
 			a.event(herr.body())
 		} else {
 			finish := ev.Done.FinishReason
-			a.event(a.chunk(nil, "", &finish))
+			a.event(a.chunk(nil, "", &finish, nil))
 			if includeUsage {
 				r := a.envelope(map[bool]string{true: "chat.completion.chunk", false: "text_completion"}[a.chat], []chatChoice{})
 				r.Usage = usageOf(ev.Done)

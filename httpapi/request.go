@@ -18,13 +18,13 @@ func errInvalid(param, format string, args ...any) *httpError {
 }
 
 // submitFrom maps the shared fields to a submit; the caller sets the prompt.
-func submitFrom(f *samplingFields, r *http.Request) (*wire.Submit, *httpError) {
+func submitFrom(f *samplingFields, r *http.Request, chat bool) (*wire.Submit, *httpError) {
 	s := &wire.Submit{Type: wire.TypeSubmit, Stream: true, Temperature: 1, Seed: rand.Uint64()}
 	if f.N != nil && *f.N != 1 {
 		return nil, errInvalid("n", "n = %d: batchd serves one choice per request (n = 1)", *f.N)
 	}
-	if f.wantsLogprobs() || (f.TopLogprobs != nil && *f.TopLogprobs > 0) {
-		return nil, errInvalid("logprobs", "logprobs are not supported")
+	if herr := logprobsRequest(f, s, chat); herr != nil {
+		return nil, herr
 	}
 	if len(f.LogitBias) > 0 {
 		return nil, errInvalid("logit_bias", "logit_bias is not supported")
@@ -91,7 +91,7 @@ func chatSubmit(req *chatRequest, r *http.Request) (*wire.Submit, *httpError) {
 	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
 		return nil, errInvalid("response_format", "response_format %q is not supported (only text)", rf.Type)
 	}
-	s, herr := submitFrom(&req.samplingFields, r)
+	s, herr := submitFrom(&req.samplingFields, r, true)
 	if herr != nil {
 		return nil, herr
 	}
@@ -115,7 +115,7 @@ func completionSubmit(req *completionRequest, r *http.Request) (*wire.Submit, *h
 	if req.BestOf != nil && *req.BestOf != 1 {
 		return nil, errInvalid("best_of", "best_of = %d: only 1 is served", *req.BestOf)
 	}
-	s, herr := submitFrom(&req.samplingFields, r)
+	s, herr := submitFrom(&req.samplingFields, r, false)
 	if herr != nil {
 		return nil, herr
 	}

@@ -77,15 +77,6 @@ func (f *samplingFields) stops() ([]string, error) {
 	return many, nil
 }
 
-// wantsLogprobs reports whether logprobs were asked for (true, or a count > 0).
-func (f *samplingFields) wantsLogprobs() bool {
-	switch s := string(f.Logprobs); s {
-	case "", "null", "false", "0":
-		return false
-	}
-	return true
-}
-
 // usage is OpenAI's usage object.
 type usage struct {
 	PromptTokens        int                  `json:"prompt_tokens"`

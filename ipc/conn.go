@@ -224,6 +224,7 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 	defer c.release()
 	var text strings.Builder
 	var toks []int
+	var lps []wire.Logprob
 	for {
 		ev, err := st.Next(context.Background())
 		if err != nil {
@@ -232,10 +233,11 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 		}
 		if ev.Done == nil {
 			if stream {
-				c.send(&wire.Token{Type: wire.TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens})
+				c.send(&wire.Token{Type: wire.TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens, Logprobs: ev.Logprobs})
 			} else {
 				text.WriteString(ev.Text)
 				toks = append(toks, ev.Tokens...)
+				lps = append(lps, ev.Logprobs...)
 			}
 			continue
 		}
@@ -245,7 +247,7 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 		d := ev.Done
 		d.Type, d.ID = wire.TypeDone, id
 		if !stream {
-			d.Text, d.Tokens, d.PromptTokens = text.String(), toks, st.PromptTokens()
+			d.Text, d.Tokens, d.PromptTokens, d.Logprobs = text.String(), toks, st.PromptTokens(), lps
 		}
 		c.send(d)
 		return

@@ -39,9 +39,10 @@ type RequestStream interface {
 
 // Event is a text delta, or the terminal wire.Done.
 type Event struct {
-	Text   string
-	Tokens []int
-	Done   *wire.Done
+	Text     string
+	Tokens   []int
+	Logprobs []wire.Logprob
+	Done     *wire.Done
 }
 
 // Options configure a Server.

@@ -26,6 +26,10 @@ type Request struct {
 	Stop              []string
 	StopTokenIDs      []int
 	IgnoreEOS         bool // run to MaxTokens past the end-of-generation tokens (benchmarks)
+	// Logprobs reports each generated token's log-probability, with
+	// TopLogprobs (0 to 20) alternatives.
+	Logprobs    bool
+	TopLogprobs int
 	Priority          int
 	Channel           string
 	Tags              []string // routing hints for a request without a channel
@@ -50,6 +54,7 @@ type Delta struct {
 	RequestID uint64
 	Text      string
 	Tokens    []int
+	Logprobs  []wire.Logprob // one per token, when the request asked
 }
 
 // Result is a finished request.
@@ -62,6 +67,7 @@ type Result struct {
 	Usage        wire.Usage
 	Timings      wire.Timings
 	Preemptions  int
+	Logprobs     []wire.Logprob // one per token in Tokens, when the request asked
 }
 
 // Message is one turn of a conversation. Content is the text; Parts, when
@@ -155,7 +161,7 @@ func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
 	s := &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
 		FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
-		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
+		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
 		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial)}
 	if r.Messages != nil {
 		b, err := json.Marshal(r.Messages)
@@ -223,8 +229,9 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 			}
 			res.Text += t.Text
 			res.Tokens = append(res.Tokens, t.Tokens...)
+			res.Logprobs = append(res.Logprobs, t.Logprobs...)
 			if fn != nil {
-				if err := fn(Delta{RequestID: acc.RequestID, Text: t.Text, Tokens: t.Tokens}); err != nil {
+				if err := fn(Delta{RequestID: acc.RequestID, Text: t.Text, Tokens: t.Tokens, Logprobs: t.Logprobs}); err != nil {
 					c.abandon(id)
 					return res, err
 				}
@@ -235,7 +242,7 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 				return res, err
 			}
 			if fn == nil {
-				res.Text, res.Tokens, res.PromptTokens = d.Text, d.Tokens, d.PromptTokens
+				res.Text, res.Tokens, res.PromptTokens, res.Logprobs = d.Text, d.Tokens, d.PromptTokens, d.Logprobs
 			}
 			res.FinishReason, res.Usage, res.Timings, res.Preemptions = d.FinishReason, d.Usage, d.Timings, d.Preemptions
 			if d.FinishReason == "error" {

@@ -166,3 +166,22 @@ func TestFrequencyAndPresencePenalties(t *testing.T) {
 		}
 	}
 }
+
+func TestLogProbs(t *testing.T) {
+	logits := []float32{1, 3, 2, 3, -1}
+	lse := math.Log(math.Exp(1) + 2*math.Exp(3) + math.Exp(2) + math.Exp(-1))
+	got := LogProbs(logits, 2, 3)
+	near := func(a float32, b float64) bool { return math.Abs(float64(a)-b) < 1e-6 }
+	if got.Token != 2 || !near(got.Logprob, 2-lse) || len(got.Top) != 3 {
+		t.Fatalf("%+v", got)
+	}
+	// Ties keep the lower id first.
+	for i, want := range []int{1, 3, 2} {
+		if got.Top[i].Token != want || !near(got.Top[i].Logprob, float64(logits[want])-lse) {
+			t.Errorf("top[%d] = %+v, want token %d", i, got.Top[i], want)
+		}
+	}
+	if lp := LogProbs(logits, 0, 0); lp.Top != nil || !near(lp.Logprob, 1-lse) {
+		t.Errorf("k = 0: %+v", lp)
+	}
+}

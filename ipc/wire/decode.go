@@ -115,6 +115,16 @@ func assign(dst reflect.Value, val any, name string) error {
 	case reflect.Float32, reflect.Float64:
 		return assignFloat(dst, val, bad)
 	case reflect.Slice:
+		if dst.Type().Elem().Kind() == reflect.Uint8 { // bytes: msgpack bin (or str)
+			switch b := val.(type) {
+			case []byte:
+				dst.SetBytes(append([]byte(nil), b...))
+				return nil
+			case string:
+				dst.SetBytes([]byte(b))
+				return nil
+			}
+		}
 		list, ok := val.([]any)
 		if !ok {
 			return bad("an array")

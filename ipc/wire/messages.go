@@ -57,6 +57,8 @@ type Submit struct {
 	Stop              []string `msgpack:"stop,omitempty"`
 	StopTokenIDs      []int    `msgpack:"stop_token_ids,omitempty"`
 	IgnoreEOS         bool     `msgpack:"ignore_eos,omitempty"` // run to max_tokens (benchmarks; vLLM's and llama.cpp's ignore_eos)
+	Logprobs          bool     `msgpack:"logprobs,omitempty"`     // report each token's log-probability
+	TopLogprobs       int      `msgpack:"top_logprobs,omitempty"` // and this many alternatives (0 to 20)
 	Priority          int      `msgpack:"priority,omitempty"`
 	Channel           string   `msgpack:"channel,omitempty"`
 	Tags              []string `msgpack:"tags,omitempty"` // route a request without a channel
@@ -85,10 +87,30 @@ type Accepted struct {
 // Token carries a text delta of a streaming request; it never splits a
 // UTF-8 character. Deltas of a slow reader are merged, never dropped.
 type Token struct {
-	Type   string `msgpack:"type"`
-	ID     uint64 `msgpack:"id"`
-	Text   string `msgpack:"text"`
-	Tokens []int  `msgpack:"tokens"`
+	Type     string    `msgpack:"type"`
+	ID       uint64    `msgpack:"id"`
+	Text     string    `msgpack:"text"`
+	Tokens   []int     `msgpack:"tokens"`
+	Logprobs []Logprob `msgpack:"logprobs,omitempty"` // one per token, when asked
+}
+
+// TokenLogprob is a token with its log-probability under the model's
+// distribution (softmax of the raw logits). Text is the token's own text
+// (valid UTF-8, U+FFFD for a partial character); Bytes its exact bytes.
+type TokenLogprob struct {
+	Token   int     `msgpack:"token"`
+	Logprob float32 `msgpack:"logprob"`
+	Text    string  `msgpack:"text"`
+	Bytes   []byte  `msgpack:"bytes"`
+}
+
+// Logprob is a generated token's log-probability and its top alternatives.
+type Logprob struct {
+	Token   int            `msgpack:"token"`
+	Logprob float32        `msgpack:"logprob"`
+	Text    string         `msgpack:"text"`
+	Bytes   []byte         `msgpack:"bytes"`
+	Top     []TokenLogprob `msgpack:"top,omitempty"`
 }
 
 // Usage counts a request's tokens.
@@ -114,6 +136,8 @@ type Done struct {
 	Text         string  `msgpack:"text,omitempty"`
 	Tokens       []int   `msgpack:"tokens,omitempty"`
 	PromptTokens []int   `msgpack:"prompt_tokens,omitempty"`
+	// Logprobs of a request without stream that asked for them.
+	Logprobs []Logprob `msgpack:"logprobs,omitempty"`
 	Usage        Usage   `msgpack:"usage"`
 	Timings      Timings `msgpack:"timings"`
 	Preemptions  int     `msgpack:"preemptions"`

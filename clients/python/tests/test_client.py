@@ -242,3 +242,17 @@ def test_chat_async(qwen_daemon):
 
     r, parts = asyncio.run(run())
     assert r.usage["completion_tokens"] == 4 and "".join(parts) == r.text
+
+
+def test_logprobs(qwen_daemon):
+    """logprobs: one entry per generated token, the greedy token at the top
+    of its alternatives; the same whether streamed or not."""
+    sock, _ = qwen_daemon
+    with batchd.Client(sock) as c:
+        r = c.generate("Hello", max_tokens=4, logprobs=True, top_logprobs=3)
+        s = c.stream("Hello", max_tokens=4, logprobs=True, top_logprobs=3)
+        list(s)
+    assert len(r.logprobs) == len(r.tokens) == 4
+    for tok, lp in zip(r.tokens, r.logprobs):
+        assert lp["token"] == tok == lp["top"][0]["token"] and lp["logprob"] <= 0 and len(lp["top"]) == 3
+    assert [lp["logprob"] for lp in s.result.logprobs] == [lp["logprob"] for lp in r.logprobs]

@@ -68,6 +68,8 @@ def submit_message(
     frequency_penalty: float = 0.0,
     presence_penalty: float = 0.0,
     ignore_eos: bool = False,
+    logprobs: bool = False,
+    top_logprobs: int = 0,
 ) -> Dict[str, Any]:
     msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
     if messages is not None:
@@ -86,7 +88,7 @@ def submit_message(
     optional = {
         "max_tokens": max_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
         "repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
-        "presence_penalty": presence_penalty, "ignore_eos": ignore_eos, "seed": seed, "priority": priority, "channel": channel,
+        "presence_penalty": presence_penalty, "ignore_eos": ignore_eos, "logprobs": logprobs, "top_logprobs": top_logprobs, "seed": seed, "priority": priority, "channel": channel,
         "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []), "tags": list(tags or []),
     }
     msg.update({k: v for k, v in optional.items() if v})
@@ -107,6 +109,8 @@ class Result:
     usage: Dict[str, int] = field(default_factory=dict)
     timings: Dict[str, float] = field(default_factory=dict)
     preemptions: int = 0
+    # With logprobs=True: per token {token, logprob, text, bytes, top: [...]}.
+    logprobs: List[Dict[str, Any]] = field(default_factory=list)
 
 
 def finish(result: Result, done: Dict[str, Any], streamed: bool) -> Result:
@@ -114,6 +118,7 @@ def finish(result: Result, done: Dict[str, Any], streamed: bool) -> Result:
         result.text = done.get("text", "")
         result.tokens = list(done.get("tokens") or [])
         result.prompt_tokens = list(done.get("prompt_tokens") or [])
+        result.logprobs = list(done.get("logprobs") or [])
     result.finish_reason = done.get("finish_reason", "")
     result.usage = dict(done.get("usage") or {})
     result.timings = dict(done.get("timings") or {})

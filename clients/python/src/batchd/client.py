@@ -164,6 +164,7 @@ class Client:
                 if msg["type"] == "token":
                     result.text += msg.get("text", "")
                     result.tokens.extend(msg.get("tokens") or [])
+                    result.logprobs.extend(msg.get("logprobs") or [])
                     yield msg.get("text", "")
                 elif msg["type"] == "done":
                     done = True
