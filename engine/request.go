@@ -58,8 +58,8 @@ type Request struct {
 	// TopLogprobs (at most sample.MaxTopLogprobs) most likely alternatives.
 	Logprobs    bool
 	TopLogprobs int
-	Priority       int      // higher runs first under the priority policy
-	Channel        string   // QoS channel (realtime, standard, bulk); "" is standard
+	Priority    int    // higher runs first under the priority policy
+	Channel     string // QoS channel (realtime, standard, bulk); "" is standard
 	// Deadline: the first token is due within this long of arrival, or the
 	// request is rejected (ErrDeadlineExceeded); 0 takes the channel's default.
 	Deadline time.Duration

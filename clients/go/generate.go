@@ -30,9 +30,9 @@ type Request struct {
 	// TopLogprobs (0 to 20) alternatives.
 	Logprobs    bool
 	TopLogprobs int
-	Priority          int
-	Channel           string
-	Tags              []string // routing hints for a request without a channel
+	Priority    int
+	Channel     string
+	Tags        []string // routing hints for a request without a channel
 	// LiteralSpecial keeps special-token text in Prompt as text (the
 	// daemon parses it into tokens by default, as llama.cpp's server does).
 	LiteralSpecial bool

@@ -56,7 +56,7 @@ type Submit struct {
 	PresencePenalty   float32  `msgpack:"presence_penalty,omitempty"`
 	Stop              []string `msgpack:"stop,omitempty"`
 	StopTokenIDs      []int    `msgpack:"stop_token_ids,omitempty"`
-	IgnoreEOS         bool     `msgpack:"ignore_eos,omitempty"` // run to max_tokens (benchmarks; vLLM's and llama.cpp's ignore_eos)
+	IgnoreEOS         bool     `msgpack:"ignore_eos,omitempty"`   // run to max_tokens (benchmarks; vLLM's and llama.cpp's ignore_eos)
 	Logprobs          bool     `msgpack:"logprobs,omitempty"`     // report each token's log-probability
 	TopLogprobs       int      `msgpack:"top_logprobs,omitempty"` // and this many alternatives (0 to 20)
 	Priority          int      `msgpack:"priority,omitempty"`
@@ -130,19 +130,19 @@ type Timings struct {
 // Done is the one terminal frame of every accepted request. For a request
 // without stream, Text and Tokens hold the whole output.
 type Done struct {
-	Type         string  `msgpack:"type"`
-	ID           uint64  `msgpack:"id"`
-	FinishReason string  `msgpack:"finish_reason"` // stop, length, cancelled, error
-	Text         string  `msgpack:"text,omitempty"`
-	Tokens       []int   `msgpack:"tokens,omitempty"`
-	PromptTokens []int   `msgpack:"prompt_tokens,omitempty"`
+	Type         string `msgpack:"type"`
+	ID           uint64 `msgpack:"id"`
+	FinishReason string `msgpack:"finish_reason"` // stop, length, cancelled, error
+	Text         string `msgpack:"text,omitempty"`
+	Tokens       []int  `msgpack:"tokens,omitempty"`
+	PromptTokens []int  `msgpack:"prompt_tokens,omitempty"`
 	// Logprobs of a request without stream that asked for them.
-	Logprobs []Logprob `msgpack:"logprobs,omitempty"`
-	Usage        Usage   `msgpack:"usage"`
-	Timings      Timings `msgpack:"timings"`
-	Preemptions  int     `msgpack:"preemptions"`
-	Code         string  `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)
-	Message      string  `msgpack:"message,omitempty"`
+	Logprobs    []Logprob `msgpack:"logprobs,omitempty"`
+	Usage       Usage     `msgpack:"usage"`
+	Timings     Timings   `msgpack:"timings"`
+	Preemptions int       `msgpack:"preemptions"`
+	Code        string    `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)
+	Message     string    `msgpack:"message,omitempty"`
 }
 
 // Cancel ends a request: by the ID it was submitted with on this connection,
