@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/batchd/batchd/engine/chat"
 	"github.com/batchd/batchd/engine/model"
@@ -19,7 +20,7 @@ func runTemplate(ctx context.Context, args []string, env *runEnv) error {
 	fs := flag.NewFlagSet("template", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	modelPath := fs.String("model", "", "GGUF model or vocabulary file")
-	tmplSetting := fs.String("chat-template", "", "a Jinja file or a built-in name ("+joinNames()+"); default: the model's own")
+	tmplSetting := fs.String("chat-template", "", "a Jinja file or a built-in name ("+strings.Join(chat.BuiltinNames(), ", ")+"); default: the model's own")
 	msgsFile := fs.String("messages", "", "JSON file (- for standard input): a messages array, or {\"messages\": [...], \"tools\": [...]}")
 	noGen := fs.Bool("no-generation-prompt", false, "do not end with the assistant's turn opening")
 	if err := fs.Parse(args); err != nil {
@@ -74,15 +75,4 @@ func parseConversationFile(b []byte) (chatRequest, error) {
 		return chatRequest{}, errors.New(`no "messages"`)
 	}
 	return chatRequest{Messages: obj.Messages, Tools: obj.Tools}, nil
-}
-
-func joinNames() string {
-	s := ""
-	for i, n := range chat.BuiltinNames() {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }

@@ -80,38 +80,43 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *httpErro
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 	var req chatRequest
-	if herr := s.decode(w, r, &req); herr != nil {
-		writeError(w, herr)
-		return
-	}
-	if herr := s.checkModel(req.Model); herr != nil {
-		writeError(w, herr)
-		return
-	}
-	sub, herr := chatSubmit(&req, r)
-	if herr != nil {
-		writeError(w, herr)
-		return
-	}
-	s.serve(w, r, p, sub, &req.samplingFields, true)
+	s.endpoint(w, r, p, &req, func() (*wire.Submit, *httpError) { return chatSubmit(&req, r) }, true)
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 	var req completionRequest
-	if herr := s.decode(w, r, &req); herr != nil {
+	s.endpoint(w, r, p, &req, func() (*wire.Submit, *httpError) { return completionSubmit(&req, r) }, false)
+}
+
+// apiRequest is a decoded request body of either endpoint.
+type apiRequest interface {
+	model() string
+	fields() *samplingFields
+}
+
+func (c *chatRequest) model() string                 { return c.Model }
+func (c *chatRequest) fields() *samplingFields       { return &c.samplingFields }
+func (c *completionRequest) model() string           { return c.Model }
+func (c *completionRequest) fields() *samplingFields { return &c.samplingFields }
+
+// endpoint decodes a body into req, checks its model and serves the
+// submit that build makes of it.
+func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, p ipc.Peer, req apiRequest,
+	build func() (*wire.Submit, *httpError), chat bool) {
+	if herr := s.decode(w, r, req); herr != nil {
 		writeError(w, herr)
 		return
 	}
-	if herr := s.checkModel(req.Model); herr != nil {
+	if herr := s.checkModel(req.model()); herr != nil {
 		writeError(w, herr)
 		return
 	}
-	sub, herr := completionSubmit(&req, r)
+	sub, herr := build()
 	if herr != nil {
 		writeError(w, herr)
 		return
 	}
-	s.serve(w, r, p, sub, &req.samplingFields, false)
+	s.serve(w, r, p, sub, req.fields(), chat)
 }
 
 // serve runs one request: it counts it against the user's cap, submits it,

@@ -64,26 +64,28 @@ func TestConnectionErrorsSayWhatToDo(t *testing.T) {
 // TestStatsForPeople: grouped figures with units, and the requests in
 // flight with their ids so that a user can cancel one; generate --verbose
 // shows the id; an error comes without a blank line or a stutter.
-func TestStatsForPeople(t *testing.T) {
+// serveSynth runs batchd serve on a tiny random model (with extra flags)
+// until the test ends, and returns its socket and a connected client.
+func serveSynth(t *testing.T, extra ...string) (string, *client.Client) {
+	t.Helper()
 	model := synth.TinyFile(t, 4096)
 	sock := filepath.Join(t.TempDir(), "b.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, []string{"serve", "--model", model, "--socket", sock, "--log-level", "error"})
+		done <- daemon.Run(ctx, append([]string{"serve", "--model", model, "--socket", sock, "--log-level", "error"}, extra...))
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
-	var c *client.Client
+	})
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		var err error
-		if c, err = client.Dial(context.Background(), sock); err == nil {
+		if c, err := client.Dial(context.Background(), sock); err == nil {
 			if h, err := c.Health(context.Background()); err == nil && h.State == "ready" {
-				break
+				t.Cleanup(func() { c.Close() })
+				return sock, c
 			}
 			c.Close()
 		}
@@ -92,7 +94,10 @@ func TestStatsForPeople(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	defer c.Close()
+}
+
+func TestStatsForPeople(t *testing.T) {
+	sock, c := serveSynth(t)
 	// A long request to list (its id comes from OnAccepted). The tiny model
 	// is fast and may sample EOS early, so try a few prompts.
 	var out, errs string
