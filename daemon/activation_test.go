@@ -110,3 +110,77 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestSocketActivationBothSockets: systemd passes the msgpack socket and
+// the HTTP one (FileDescriptorName=http, as batchd-http.socket names it);
+// an HTTP request starts the daemon, both serve, and it still idles out.
+func TestSocketActivationBothSockets(t *testing.T) {
+	activate, err := exec.LookPath("systemd-socket-activate")
+	if err != nil {
+		t.Skip("systemd-socket-activate not installed")
+	}
+	dir := t.TempDir()
+	sock, httpSock := filepath.Join(dir, "batchd.sock"), filepath.Join(dir, "http.sock")
+	cfg := filepath.Join(dir, "batchd.toml")
+	if err := os.WriteFile(cfg, []byte("idle_exit_after = \"1s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	cmd := exec.Command(activate, "-l", sock, "-l", httpSock, "--fdname=msgpack:http", "-E", "BATCHD_TEST_AS_DAEMON=1",
+		self, "serve", "--config", cfg, "--model", testmodels.Path(t, "stories260K.bin"), "--tokenizer", testmodels.Path(t, "tok512.bin"))
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(httpSock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sockets never appeared\n%s", logs.String())
+		}
+	}
+	hc := unixHTTPClient(httpSock)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := hc.Post("http://batchd/v1/completions", "application/json", strings.NewReader(`{"prompt": "Once", "max_tokens": 3}`))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HTTP never served: %v\n%s", err, logs.String())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Generate(ctx, client.Request{Prompt: "Lily", MaxTokens: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	hc.CloseIdleConnections()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("daemon exited with %v\n%s", err, logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("daemon did not exit after idling\n%s", logs.String())
+	}
+	if !containsAll(logs.String(), "serving the HTTP API") {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
+}
