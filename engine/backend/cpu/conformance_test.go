@@ -31,17 +31,19 @@ func TestConformanceInt8(t *testing.T) {
 
 // TestInt8BatchInvariantOnKQuants: the int8 path keeps batching invisible
 // on llama.cpp's Q4_K_M mix (Q4_K, Q6_K and float-path formats in one
-// file), with the SIMD kernels and the Go loops.
+// file) and its Q5_K_M, with the SIMD kernels and the Go loops.
 func TestInt8BatchInvariantOnKQuants(t *testing.T) {
-	m, err := model.Load(filepath.Join(testmodels.Dir(t), "quant", "tiny-quant-Q4_K_M-mix.gguf"), model.LoadOptions{})
-	if err != nil {
-		t.Skip(err)
-	}
-	defer m.Close()
-	for _, k := range []string{"", "go"} {
-		backendtest.BatchInvariance(t, func(m *model.Model, o backend.Options) (backend.Backend, error) {
-			o.QuantDot, o.Kernels = "int8", k
-			return New(m, o)
-		}, m)
+	for _, name := range []string{"Q4_K_M-mix", "Q5_K_M"} {
+		m, err := model.Load(filepath.Join(testmodels.Dir(t), "quant", "tiny-quant-"+name+".gguf"), model.LoadOptions{})
+		if err != nil {
+			t.Skip(err)
+		}
+		for _, k := range []string{"", "go"} {
+			backendtest.BatchInvariance(t, func(m *model.Model, o backend.Options) (backend.Backend, error) {
+				o.QuantDot, o.Kernels = "int8", k
+				return New(m, o)
+			}, m)
+		}
+		m.Close()
 	}
 }

@@ -43,7 +43,7 @@ func int8Kind(t quant.DType) actKind {
 	switch t {
 	case quant.Q4_0:
 		return actQ8_0
-	case quant.Q4_K, quant.Q6_K:
+	case quant.Q4_K, quant.Q5_K, quant.Q6_K:
 		return actQ8_K
 	}
 	return actNone
@@ -133,7 +133,9 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q4_0:
 		kn.matmulQ40(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:])
 	case quant.Q4_K:
-		kn.matmulQ4KLanes(out, &a.q8k, n, w, lo, hi, scratch)
+		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
+	case quant.Q5_K:
+		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo)
 	}

@@ -19,3 +19,6 @@ func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
 
 //go:noescape
 func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
+
+//go:noescape
+func q5kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)

@@ -14,3 +14,7 @@ func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32 { pan
 func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32) {
 	panic("no simd")
 }
+
+func q5kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32) {
+	panic("no simd")
+}

@@ -139,7 +139,7 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 // dequantized twin: the rounding of 8-bit activations, nothing worse.
 func TestInt8StaysNearTheReference(t *testing.T) {
 	dir := filepath.Join(testmodels.Dir(t), "quant")
-	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q6_K"} {
+	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K"} {
 		b, err := os.ReadFile(filepath.Join(dir, "tiny-quant-"+name+".dequant-f32.golden.json"))
 		if err != nil {
 			t.Skip("no models/quant goldens")
@@ -181,22 +181,32 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 	}
 }
 
-// TestQ4KLanesMatchGo: the AVX-512 lane kernel, over one to eight tokens
-// a pass, leaves exactly the Go loop's lanes, and the folded results stay
-// within the activations' rounding of the float path.
-func TestQ4KLanesMatchGo(t *testing.T) {
+// TestKLanesMatchGo: the AVX-512 lane kernels (Q4_K, Q5_K), over one to
+// eight tokens a pass, leave exactly the Go loops' lanes, and the folded
+// results stay within the activations' rounding of the float path.
+func TestKLanesMatchGo(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("no AVX-512 VNNI/BW")
 	}
+	for _, dt := range []quant.DType{quant.Q4_K, quant.Q5_K} {
+		t.Run(dt.String(), func(t *testing.T) { testKLanes(t, dt) })
+	}
+}
+
+func testKLanes(t *testing.T, dt quant.DType) {
+	k, size := q4kLanes, 144
+	if dt == quant.Q5_K {
+		k, size = q5kLanes, 176
+	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	const cols, n = 768, 8
-	wb := make([]byte, quant.Q4_K.RowBytes(cols))
+	wb := make([]byte, dt.RowBytes(cols))
 	for i := range wb {
 		wb[i] = byte(rng.Uint32())
 	}
 	for b := range cols / 256 {
 		d, dm := quant.F32ToF16(rng.Float32()*0.01), quant.F32ToF16(rng.Float32()*0.01)
-		wb[b*144], wb[b*144+1], wb[b*144+2], wb[b*144+3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
+		wb[b*size], wb[b*size+1], wb[b*size+2], wb[b*size+3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
 	}
 	x := make([]float32, n*cols)
 	for i := range x {
@@ -211,9 +221,9 @@ func TestQ4KLanesMatchGo(t *testing.T) {
 		for i := range got {
 			got[i] = float32(i) // the kernel zeroes them
 		}
-		q4kLanesAVX512(&wb[0], &a.qs[0], &a.d[0], &a.bs[0], cols, nsb, cols/16, nsb, nt, &got[0], &res[0])
+		k.asm(&wb[0], &a.qs[0], &a.d[0], &a.bs[0], cols, nsb, cols/16, nsb, nt, &got[0], &res[0])
 		for tk := range nt {
-			q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, want[tk*laneAcc:(tk+1)*laneAcc])
+			k.goLoop(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, want[tk*laneAcc:(tk+1)*laneAcc])
 			if f := foldLanes(want[tk*laneAcc : (tk+1)*laneAcc]); math.Float32bits(res[tk]) != math.Float32bits(f) {
 				t.Fatalf("%d tokens, token %d: folded %v, Go %v", nt, tk, res[tk], f)
 			}
@@ -224,13 +234,13 @@ func TestQ4KLanesMatchGo(t *testing.T) {
 			}
 		}
 	}
-	w, _ := model.NewMatrix(quant.Q4_K, 1, cols, wb)
+	w, _ := model.NewMatrix(dt, 1, cols, wb)
 	row := make([]float32, cols)
 	w.Row(0, row)
 	acc := make([]float32, laneAcc)
 	for tk := range n {
 		clear(acc)
-		q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, acc)
+		k.goLoop(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, acc)
 		checkRounding(t, foldLanes(acc), row, x[tk*cols:(tk+1)*cols], a.d[tk*nsb:], 256)
 	}
 }

@@ -20,20 +20,37 @@ const laneAcc = 24
 
 // q4kLanesGo adds super-blocks [0, nsb) of one row into acc for one token.
 func q4kLanesGo(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32) {
+	kLanesGo(w, 144, 16, -1, qs, d, bs, nsb, acc)
+}
+
+// q5kLanesGo is q4kLanesGo for Q5_K: each value's fifth bit comes from
+// qh (bit 2p of qh[i] for the low nibbles of chunk p, bit 2p+1 for the high).
+func q5kLanesGo(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32) {
+	kLanesGo(w, 176, 48, 16, qs, d, bs, nsb, acc)
+}
+
+// kLanesGo is the lane arithmetic of Q4_K (qhOff < 0) and Q5_K blocks of
+// size bytes, their nibbles at qOff and high bits at qhOff.
+func kLanesGo(w []byte, size, qOff, qhOff int, qs []int8, d []float32, bs []int16, nsb int, acc []float32) {
 	for b := range nsb {
-		blk, x := w[b*144:(b+1)*144], qs[b*qkK:(b+1)*qkK]
+		blk, x := w[b*size:(b+1)*size], qs[b*qkK:(b+1)*qkK]
 		sc, m := quant.K4ScaleMins(blk)
-		q := blk[16:]
+		q := blk[qOff:]
 		var s [16]int32
 		for p := range 4 {
 			for l := range 16 {
 				for k := range 4 {
 					by := 4*l + k // byte of the 64-byte chunk vector
 					var nib int32
+					i, bit := by, 2*p
 					if by < 32 {
 						nib = int32(q[32*p+by] & 0xF)
 					} else {
 						nib = int32(q[32*p+by-32] >> 4)
+						i, bit = by-32, 2*p+1
+					}
+					if qhOff >= 0 && blk[qhOff+i]>>bit&1 != 0 {
+						nib += 16
 					}
 					s[l] += int32(sc[2*p+l/8]) * nib * int32(x[64*p+by])
 				}
@@ -62,9 +79,21 @@ func foldLanes(acc []float32) float32 {
 	return hsum8(&a) - hsum8(&m)
 }
 
-// matmulQ4KLanes is matmulInt8 for Q4_K in the lane form: each row
+// laneKernels are a format's lane-form kernels: the assembly (up to eight
+// tokens per call) and the Go loop it matches.
+type laneKernels struct {
+	asm func(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
+	goLoop func(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32)
+}
+
+var (
+	q4kLanes = laneKernels{q4kLanesAVX512, q4kLanesGo}
+	q5kLanes = laneKernels{q5kLanesAVX512, q5kLanesGo}
+)
+
+// matmulKLanes is matmulInt8 for Q4_K and Q5_K in the lane form: each row
 // against up to eight tokens per pass (scratch holds their lanes).
-func (kn *kernels) matmulQ4KLanes(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+func (kn *kernels) matmulKLanes(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32, k laneKernels) {
 	cols, rows := w.Cols, w.Rows
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
 	const group = 8
@@ -74,12 +103,12 @@ func (kn *kernels) matmulQ4KLanes(out []float32, a *q8KActs, n int, w *model.Mat
 		for t0 := 0; t0 < n; t0 += group {
 			nt := min(group, n-t0)
 			if kn.simd && kn.vnni {
-				q4kLanesAVX512(&row[0], &a.qs[t0*cols], &a.d[t0*nsb], &a.bs[t0*cols/16], cols, nsb, cols/16, nsb, nt, &acc[0], &res[0])
+				k.asm(&row[0], &a.qs[t0*cols], &a.d[t0*nsb], &a.bs[t0*cols/16], cols, nsb, cols/16, nsb, nt, &acc[0], &res[0])
 			} else {
 				for t := range nt {
 					tt, lanes := t0+t, acc[t*laneAcc:(t+1)*laneAcc]
 					clear(lanes)
-					q4kLanesGo(row, a.qs[tt*cols:(tt+1)*cols], a.d[tt*nsb:(tt+1)*nsb], a.bs[tt*cols/16:(tt+1)*cols/16], nsb, lanes)
+					k.goLoop(row, a.qs[tt*cols:(tt+1)*cols], a.d[tt*nsb:(tt+1)*nsb], a.bs[tt*cols/16:(tt+1)*cols/16], nsb, lanes)
 					res[t] = foldLanes(lanes)
 				}
 			}
