@@ -82,7 +82,7 @@ func foldLanes(acc []float32) float32 {
 // laneKernels are a format's lane-form kernels: the assembly (up to eight
 // tokens per call) and the Go loop it matches.
 type laneKernels struct {
-	asm func(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
+	asm    func(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
 	goLoop func(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32)
 }
 
