@@ -75,7 +75,8 @@ bench: build/l110-f32.gguf build/l110-q8_0.gguf
 LLAMA_BIN ?= $(MODELS)/../tools/llama.cpp/bin
 bench-quant: build/l110-f32.gguf
 	$(GO) run ./testing/cmd/quantbench --f32 build/l110-f32.gguf --llama $(LLAMA_BIN) \
-		--formats $(or $(FORMATS),Q4_K_M,Q4_0,Q5_K_M,Q6_K,Q8_0) --rounds $(or $(ROUNDS),3)
+		--formats $(or $(FORMATS),Q4_K_M,Q4_0,Q5_K_M,Q6_K,Q8_0) --rounds $(or $(ROUNDS),3) \
+		--quant-dot $(or $(QUANT_DOT),auto,float)
 
 # Longer fuzzing than make test's (its seed corpora run as ordinary tests there).
 # Budgets are exec counts, not durations: a duration races Go's fuzz coordinator

@@ -128,7 +128,7 @@ type EngineKnobs struct {
 	Threads             int    `toml:"threads"`                // CPU threads (restart)
 	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
 	KVCacheType         string `toml:"kv_cache_type"`          // f16 (default) or f32 (restart)
-	QuantDot            string `toml:"quant_dot"`              // float (default, exact) or int8 (restart)
+	QuantDot            string `toml:"quant_dot"`              // auto (default: prompts float, generated tokens int8), float (exact) or int8 (restart)
 	MaxNumSeqs          int    `toml:"max_num_seqs"`           // sequences running at once
 	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // tokens per step
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
@@ -159,7 +159,7 @@ func Default() Config {
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
 			MaxFrameBytes: 1 << 20, MaxConnections: ipc.DefaultMaxConnections, HelloTimeout: Duration{ipc.DefaultHelloTimeout}},
-		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t},
+		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t, QuantDot: "auto"},
 		Channels: map[string]ChannelConfig{
 			"realtime": {TTFTTarget: Duration{500 * time.Millisecond}, ITLTarget: Duration{100 * time.Millisecond},
 				Share: 0.5, Deadline: Duration{10 * time.Second}},

@@ -51,6 +51,7 @@ type Engine struct {
 	backend backend.Backend
 	pool    *kvcache.Pool
 	sched   *Scheduler
+	byRole  bool // the backend is backend.RoleAware: prompt chunks go first
 	log     *slog.Logger
 	now     func() time.Time
 	obs     Observer
@@ -154,6 +155,9 @@ func New(o Options) (*Engine, error) {
 		live: map[uint64]*reqState{}, states: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
 	}
 	e.sched.SetConfig(e.withShares(o.Scheduler))
+	if ra, ok := o.Backend.(backend.RoleAware); ok && ra.ByRole() {
+		e.sched.promptOnly, e.byRole = true, true
+	}
 	if o.Adaptive != nil {
 		sc := e.sched.Config()
 		e.ctrl = NewController(*o.Adaptive, sc.MaxNumSeqs, sc.MaxNumBatchedTokens)

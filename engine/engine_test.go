@@ -24,6 +24,7 @@ type engineOpts struct {
 	sched             SchedulerConfig
 	maxQueue          int
 	noStart           bool
+	quantDot          string // backend.Options.QuantDot
 }
 
 func loadModel(t testing.TB, format string) *model.Model {
@@ -55,7 +56,7 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	if o.blockSize == 0 {
 		o.blockSize = 16
 	}
-	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2})
+	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2, QuantDot: o.quantDot})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,11 +56,14 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		if e.byRole {
+			promptFirst(step.Seqs)
+		}
 		batch.Seqs = batch.Seqs[:0]
 		for _, sc := range step.Seqs {
 			batch.Seqs = append(batch.Seqs, backend.SeqInput{
 				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
-				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits})
+				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, PromptLen: sc.Seq.PromptLen})
 		}
 		fwdStart := e.now()
 		logits, err := e.backend.Forward(batch)
@@ -76,6 +79,22 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.afterForward(step, logits, now, fwd)
 	}
+}
+
+// promptFirst orders a step's chunks, stably, with those that are all
+// prompt ahead of the rest, so that a role-aware backend sees each role
+// as one run of tokens (one pass over the weights each).
+func promptFirst(seqs []Scheduled) {
+	slices.SortStableFunc(seqs, func(a, b Scheduled) int {
+		pa, pb := a.Start+a.N <= a.Seq.PromptLen, b.Start+b.N <= b.Seq.PromptLen
+		switch {
+		case pa == pb:
+			return 0
+		case pa:
+			return -1
+		}
+		return 1
+	})
 }
 
 // afterForward advances every sequence of a finished step, samples the

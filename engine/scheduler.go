@@ -193,6 +193,11 @@ type Scheduler struct {
 	gapEWMA     time.Duration // dynamic mode: smoothed gap between arrivals
 	pol         policy        // from cfg.Policy
 	bat         batching      // from cfg.Mode
+	// promptOnly: the backend computes prompt and generated tokens
+	// differently (backend.RoleAware), so only prompt blocks are shared:
+	// a block a request generated would differ from the same tokens
+	// computed as another request's prompt.
+	promptOnly bool
 }
 
 // NewScheduler returns a scheduler over pool.
@@ -408,7 +413,7 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 			i++
 			continue
 		}
-		blocks, cached := s.pool.Lookup(seq.Tokens[:len(seq.Tokens)-1])
+		blocks, cached := s.pool.Lookup(seq.Tokens[:s.cacheable(seq, len(seq.Tokens)-1)])
 		rest := len(seq.Tokens) - cached
 		n := min(rest, *budget)
 		if n < rest {
@@ -465,8 +470,17 @@ func (s *Scheduler) Advance(sc Scheduled) {
 	seq := sc.Seq
 	seq.Computed = sc.Start + sc.N
 	if !seq.Padding { // pad tokens are not worth a prefix-cache entry
-		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:seq.Computed])
+		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:s.cacheable(seq, seq.Computed)])
 	}
+}
+
+// cacheable bounds the first n tokens of seq to those the prefix cache may
+// share: all of them, or only the prompt's under promptOnly.
+func (s *Scheduler) cacheable(seq *Sequence, n int) int {
+	if s.promptOnly {
+		return min(n, seq.PromptLen)
+	}
+	return n
 }
 
 // NextWake returns when a step could next have work without new input: the

@@ -44,6 +44,18 @@ type SeqInput struct {
 	Pos    int
 	Blocks []int
 	Logits bool // return logits for the last token
+	// PromptLen: positions below it hold the request's prompt, the rest
+	// tokens it generated. A backend that computes the two alike ignores
+	// it; one that does not (RoleAware) must decide by position alone.
+	PromptLen int
+}
+
+// RoleAware is a backend whose numerics for a token depend on whether it
+// is a prompt or a generated token (SeqInput.PromptLen), never on its
+// batch. The engine then shares cached KV blocks only within prompts and
+// puts prompt chunks first in a step, so that each role is one run of tokens.
+type RoleAware interface {
+	ByRole() bool
 }
 
 // Batch is one forward step over any mix of prefill chunks and decode tokens.
@@ -66,7 +78,9 @@ type Options struct {
 	// default; the reference mode): weights dequantized exactly, dots in
 	// float32; "int8": each token's activations quantized to 8 bits (ggml's
 	// q8_0 blocks) and dotted in integers, as llama.cpp does, for the
-	// formats that have int8 kernels. Either way batching stays invisible.
+	// formats that have int8 kernels; "auto": prompt tokens as "float"
+	// (fast prefill), generated tokens as "int8" (fast decode). Either way
+	// batching stays invisible.
 	QuantDot string
 }
 
@@ -75,10 +89,10 @@ func ParseQuantDot(s string) (string, error) {
 	switch s {
 	case "", "float":
 		return "float", nil
-	case "int8":
+	case "int8", "auto":
 		return s, nil
 	}
-	return "", fmt.Errorf("quant dot %q: want float or int8", s)
+	return "", fmt.Errorf("quant dot %q: want float, int8 or auto", s)
 }
 
 // ParseKVType parses a KV cache type name: "f16" (also "") or "f32".

@@ -112,9 +112,16 @@ var ArchModels = []string{"llama3", "qwen2", "qwen3", "phi3", "mistral", "gemma2
 // ArchGoldens reads models/arch/tiny-<arch>.golden.json.
 func ArchGoldens(tb testing.TB, arch string) []ArchGolden {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(Dir(tb), "arch", "tiny-"+arch+".golden.json"))
+	return ArchGoldensFile(tb, filepath.Join("arch", "tiny-"+arch+".golden.json"))
+}
+
+// ArchGoldensFile reads goldens in the ArchGolden form from a file of the
+// model directory (models/quant has them for each format's twin).
+func ArchGoldensFile(tb testing.TB, name string) []ArchGolden {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(Dir(tb), name))
 	if err != nil {
-		tb.Skipf("no arch golden for %s: %v", arch, err)
+		tb.Skipf("no goldens %s: %v", name, err)
 	}
 	var g []ArchGolden
 	if err := json.Unmarshal(b, &g); err != nil {

@@ -30,6 +30,7 @@ type Backend struct {
 	att, hb, hb2       []float32
 	scratch            [][]float32 // per pool share: dequantized weight rows
 	tokSeq, tokPos     []int
+	gen, genRows       []bool // QuantDot "auto": per token, per logits row: a generated token
 	logits, logitsNorm []float32
 	out                [][]float32
 	q8                 acts // the current matmul input, quantized (int8 path)
@@ -61,8 +62,10 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	case "", "float":
 	case "int8":
 		k.int8 = true
+	case "auto":
+		k.int8, k.auto = true, true
 	default:
-		return nil, fmt.Errorf("cpu backend: quant dot %q (want float or int8)", o.QuantDot)
+		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}
 	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
 		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize)), pool: newWorkers(o.Threads)}
@@ -150,6 +153,7 @@ func (b *Backend) grow(n int) {
 	}
 	b.tokSeq = make([]int, n)
 	b.tokPos = make([]int, n)
+	b.gen = make([]bool, n)
 }
 
 func (b *Backend) check(batch *backend.Batch) (int, error) {
@@ -194,6 +198,7 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 	for si, s := range batch.Seqs {
 		for j, tok := range s.Tokens {
 			b.tokSeq[t], b.tokPos[t] = si, s.Pos+j
+			b.gen[t] = s.Pos+j >= s.PromptLen
 			x := b.x[t*c.Dim : (t+1)*c.Dim]
 			b.m.Embed.Row(tok, x)
 			if c.EmbedScale != 0 {
@@ -229,9 +234,18 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 		b.normalize(b.xb, nil, L.PostAttn, b.xb, n)
 	}
 	b.normalize(b.x, b.xb, L.FFNNorm, b.xb, n)
-	b.ffn = swigluJob{x: b.xb, q8: b.quantized(b.xb, n, L.W1, L.W3), n: n, gate: L.W1, up: L.W3, h: b.hb, h2: b.hb2,
-		scratch: b.scratch, k: b.kern, gelu: c.FFNGELU}
-	b.pool.run(c.FFN, 16, &b.ffn)
+	for s := 0; s < n; {
+		e, int8 := b.nextRun(b.gen, s, n)
+		x := b.xb[s*c.Dim:]
+		var q8 *acts
+		if int8 {
+			q8 = b.quantized(x, e-s, L.W1, L.W3)
+		}
+		b.ffn = swigluJob{x: x, q8: q8, n: e - s, gate: L.W1, up: L.W3, h: b.hb[s*c.FFN:], h2: b.hb2[s*c.FFN:],
+			scratch: b.scratch, k: b.kern, gelu: c.FFNGELU}
+		b.pool.run(c.FFN, 16, &b.ffn)
+		s = e
+	}
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
 	if L.PostFFN != nil {
 		b.normalize(b.xb, nil, L.PostFFN, b.xb, n)
@@ -246,23 +260,51 @@ func (b *Backend) normalize(x, add, norm, dst []float32, n int) {
 }
 
 // matmul computes out = x . W^T for every part (sharing the input x),
-// split by weight rows across the pool in one hand-off.
+// split by weight rows across the pool in one hand-off per run of tokens
+// of one role (one run but under QuantDot "auto").
 func (b *Backend) matmul(x []float32, n int, parts ...mmPart) {
-	b.mm = matmulJob{x: x, n: n, scratch: b.scratch, k: b.kern}
-	if b.kern.int8 {
-		b.q8.has = [3]bool{}
-		for _, p := range parts {
-			b.q8.need(x, n, p.w)
+	b.matmulRoles(x, n, b.gen, parts...)
+}
+
+func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
+	cols := parts[0].w.Cols
+	for s := 0; s < n; {
+		e, int8 := b.nextRun(gen, s, n)
+		xs := x[s*cols:]
+		b.mm = matmulJob{x: xs, n: e - s, scratch: b.scratch, k: b.kern}
+		if int8 {
+			b.q8.has = [3]bool{}
+			for _, p := range parts {
+				b.q8.need(xs, e-s, p.w)
+			}
+			b.mm.q8 = &b.q8
 		}
-		b.mm.q8 = &b.q8
+		rows := 0
+		for _, p := range parts {
+			b.mm.parts[b.mm.np] = mmPart{w: p.w, out: p.out[s*p.w.Rows:]}
+			b.mm.np++
+			rows += p.w.Rows
+		}
+		b.pool.run(rows, 16, &b.mm)
+		s = e
 	}
-	rows := 0
-	for _, p := range parts {
-		b.mm.parts[b.mm.np] = p
-		b.mm.np++
-		rows += p.w.Rows
+}
+
+// nextRun returns the end of the run of tokens from s that share a path,
+// and whether it is the int8 one: all n tokens, but under QuantDot "auto",
+// where generated tokens (gen) take int8 and prompt tokens float.
+func (b *Backend) nextRun(gen []bool, s, n int) (int, bool) {
+	switch {
+	case !b.kern.int8:
+		return n, false
+	case !b.kern.auto:
+		return n, true
 	}
-	b.pool.run(rows, 16, &b.mm)
+	e := s + 1
+	for e < n && gen[e] == gen[s] {
+		e++
+	}
+	return e, gen[s]
 }
 
 // quantized returns x's n rows quantized for the int8 path in the forms
@@ -292,6 +334,7 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		b.logitsNorm = make([]float32, rows*c.Dim)
 	}
 	b.out = b.out[:0]
+	b.genRows = b.genRows[:0]
 	t, r := 0, 0
 	for _, s := range batch.Seqs {
 		t += len(s.Tokens)
@@ -299,6 +342,7 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 			b.out = append(b.out, nil)
 			continue
 		}
+		b.genRows = append(b.genRows, b.gen[t-1])
 		x := b.x[(t-1)*c.Dim : t*c.Dim]
 		addTo(x, b.xb[(t-1)*c.Dim:t*c.Dim]) // the last layer's pending residual
 		rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
@@ -306,7 +350,7 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		r++
 	}
 	if rows > 0 {
-		b.matmul(b.logitsNorm, rows, mmPart{b.m.Output, b.logits})
+		b.matmulRoles(b.logitsNorm, rows, b.genRows, mmPart{b.m.Output, b.logits})
 		if c.FinalSoftcap > 0 {
 			softcap(b.logits[:rows*c.Vocab], 1, c.FinalSoftcap)
 		}

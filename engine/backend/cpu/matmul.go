@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 )
@@ -38,7 +39,8 @@ type kernels struct {
 	simd    bool
 	f       floatKernels
 	dequant func(src *byte, dst *float32, nblocks int) // Q8_0 rows, the widest family's
-	int8    bool                                       // QuantDot "int8": formats with int8 kernels (int8Kind) take the int8 path
+	int8    bool                                       // QuantDot "int8" or "auto": formats with int8 kernels (int8Kind) take the int8 path
+	auto    bool                                       // QuantDot "auto": only generated tokens take it
 	vnni    bool                                       // its VNNI kernels run (else its Go loops)
 }
 
@@ -85,6 +87,9 @@ func (kn *kernels) name() string {
 		if kn.vnni {
 			int8 = "+int8-vnni"
 		}
+		if kn.auto {
+			int8 += "-decode"
+		}
 	}
 	if !kn.simd {
 		return "pure-go" + int8
@@ -97,6 +102,12 @@ func (b *Backend) Describe() string { return "cpu " + b.kern.name() }
 
 // Kernels names the backend's kernel set.
 func (b *Backend) Kernels() string { return b.kern.name() }
+
+var _ backend.RoleAware = (*Backend)(nil)
+
+// ByRole reports whether prompt and generated tokens take different paths
+// (QuantDot "auto").
+func (b *Backend) ByRole() bool { return b.kern.auto }
 
 // tokenBlock bounds how many activation rows one pass over the weights
 // serves, so that a long prefill's activations stay in L2 while rows stream.

@@ -56,7 +56,7 @@ func run() error {
 	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
 	family := flag.String("kernels", "", "kernels: avx512, avx2 or go (default: the best this CPU has)")
 	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16 or f32")
-	quantDot := flag.String("quant-dot", "float", "quantized weights: float (exact dequantization) or int8 (quantized activations)")
+	quantDot := flag.String("quant-dot", "float", "quantized weights: float (exact dequantization), int8 (quantized activations) or auto (prompts float, generated tokens int8)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	stopProfile, err := cpuprof.Start(*cpuProfile)
@@ -129,7 +129,7 @@ func run() error {
 		for pos := 0; pos < n; pos += 512 {
 			end := min(pos+512, n)
 			if _, err := cpu.Forward(&backend.Batch{Seqs: []backend.SeqInput{{Tokens: prompt[pos:end], Pos: pos,
-				Blocks: table(0), Logits: end == n}}}); err != nil {
+				Blocks: table(0), Logits: end == n, PromptLen: n}}}); err != nil {
 				return err
 			}
 		}
@@ -143,7 +143,7 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "kernelbench: decode batch %d...\n", b)
 		batch := &backend.Batch{}
 		for s := range b {
-			batch.Seqs = append(batch.Seqs, backend.SeqInput{Tokens: tokens(ctx), Pos: 0, Blocks: table(s)})
+			batch.Seqs = append(batch.Seqs, backend.SeqInput{Tokens: tokens(ctx), Pos: 0, Blocks: table(s), PromptLen: ctx})
 		}
 		for s := 0; s < b; s += 8 { // fill the KV a few sequences at a time
 			sub := &backend.Batch{Seqs: batch.Seqs[s:min(s+8, b)]}
@@ -152,7 +152,7 @@ func run() error {
 			}
 		}
 		for i := range batch.Seqs {
-			batch.Seqs[i] = backend.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true}
+			batch.Seqs[i] = backend.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true, PromptLen: ctx}
 		}
 		start := time.Now()
 		for step := range *steps {

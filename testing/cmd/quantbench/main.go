@@ -45,7 +45,7 @@ func run() error {
 	rounds := flag.Int("rounds", 3, "interleaved rounds per format")
 	threads := flag.Int("threads", 2, "threads for both engines")
 	out := flag.String("dir", "build/quantbench", "where the quantized files go")
-	quantDots := flag.String("quant-dot", "float", "batchd's quantized matmul modes to measure, comma-separated: float, int8")
+	quantDots := flag.String("quant-dot", "float", "batchd's quantized matmul modes to measure, comma-separated: float, int8, auto")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
