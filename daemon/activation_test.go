@@ -56,18 +56,7 @@ func TestSocketActivation(t *testing.T) {
 	self, _ := os.Executable()
 	cmd := exec.Command(activate, "-l", sock, "-E", "BATCHD_TEST_AS_DAEMON=1", self, "serve", "--config", cfg,
 		"--model", testmodels.Path(t, "stories260K.bin"), "--tokenizer", testmodels.Path(t, "tok512.bin"))
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	}()
+	logs, exited := startChild(t, cmd)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if _, err := os.Stat(sock); err == nil {
 			break
@@ -102,6 +91,28 @@ func TestSocketActivation(t *testing.T) {
 	}
 }
 
+// startChild starts cmd with its output in logs; exited gets its Wait
+// result. A child still running when the test ends is killed.
+func startChild(t *testing.T, cmd *exec.Cmd) (*syncBuffer, <-chan error) {
+	t.Helper()
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited, done := make(chan error, 1), make(chan struct{})
+	go func() { exited <- cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return logs, exited
+}
+
 func containsAll(s string, subs ...string) bool {
 	for _, sub := range subs {
 		if !strings.Contains(s, sub) {
@@ -128,18 +139,7 @@ func TestSocketActivationBothSockets(t *testing.T) {
 	self, _ := os.Executable()
 	cmd := exec.Command(activate, "-l", sock, "-l", httpSock, "--fdname=msgpack:http", "-E", "BATCHD_TEST_AS_DAEMON=1",
 		self, "serve", "--config", cfg, "--model", testmodels.Path(t, "stories260K.bin"), "--tokenizer", testmodels.Path(t, "tok512.bin"))
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	}()
+	logs, exited := startChild(t, cmd)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(httpSock); err == nil {
 			break

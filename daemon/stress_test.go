@@ -53,19 +53,7 @@ func stress(t *testing.T, model string, nofile, maxConns int) {
 	self, _ := os.Executable()
 	cmd := exec.Command(self, "serve", "--config", cfg, "--model", model, "--socket", sock)
 	cmd.Env = append(os.Environ(), "BATCHD_TEST_AS_DAEMON=1", fmt.Sprintf("BATCHD_TEST_NOFILE=%d", nofile))
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil { // not waited for yet
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	logs, exited := startChild(t, cmd)
 	waitServing(t, sock, exited, logs)
 
 	var idle []net.Conn
@@ -150,7 +138,7 @@ func stress(t *testing.T, model string, nofile, maxConns int) {
 	}
 }
 
-func waitServing(t *testing.T, sock string, exited chan error, logs *syncBuffer) {
+func waitServing(t *testing.T, sock string, exited <-chan error, logs *syncBuffer) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		c, err := net.Dial("unix", sock)

@@ -42,10 +42,11 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer c.Close()
-		var history []client.Message
+		var opening []client.Message // what /clear goes back to
 		if *system != "" {
-			history = append(history, client.Message{Role: "system", Content: *system})
+			opening = []client.Message{{Role: "system", Content: *system}}
 		}
+		history := opening
 		turn := func(text string) error {
 			r.Messages = append(history, client.Message{Role: "user", Content: text})
 			r.Seed = *seed
@@ -71,7 +72,7 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 		if *message != "" {
 			return turn(*message)
 		}
-		return chatLoop(ctx, os.Stdin, stdout, stderr, turn, func() { history = history[:min(len(history), btoi(*system != ""))] })
+		return chatLoop(ctx, os.Stdin, stdout, stderr, turn, func() { history = opening })
 	}
 }
 
@@ -120,11 +121,4 @@ func isTerminal(r io.Reader) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
