@@ -76,3 +76,60 @@ func parse(t *testing.T, path string) (*gguf.File, []byte) {
 	}
 	return f, b
 }
+
+// TestQuantizersMatchLlamaCpp: every tensor llama-quantize wrote in
+// models/quant (from tiny-quant-base-f32, no importance matrix) is what
+// batchd's quantizer writes from the same float32 values, byte for byte.
+func TestQuantizersMatchLlamaCpp(t *testing.T) {
+	dir := filepath.Join(testmodels.Dir(t), "quant")
+	base := filepath.Join(dir, "tiny-quant-base-f32.gguf")
+	if _, err := os.Stat(base); err != nil {
+		t.Skip("no models/quant/tiny-quant-base-f32.gguf")
+	}
+	bf, bb := parse(t, base)
+	files, _ := filepath.Glob(filepath.Join(dir, "tiny-quant-*.gguf"))
+	covered := map[DType]int{}
+	for _, p := range files {
+		if p == base {
+			continue
+		}
+		q, qb := parse(t, p)
+		for _, qt := range q.Tensors {
+			dt := DType(qt.Type)
+			f := Lookup(dt)
+			st, ok := bf.Tensor(qt.Name)
+			if f == nil || f.Quantize == nil || !ok || DType(st.Type) != F32 || dt == F32 {
+				continue
+			}
+			raw := bb[bf.DataOffset+st.Offset:][:st.Size]
+			src := make([]float32, len(raw)/4)
+			for i := range src {
+				src[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
+			}
+			got := make([]byte, qt.Size)
+			f.Quantize(src, got)
+			want := qb[q.DataOffset+qt.Offset:][:qt.Size]
+			if i := firstDiff(got, want); i >= 0 {
+				blk := i / f.BlockBytes
+				t.Errorf("%s: %s (%s): byte %d (block %d) is %#x, llama.cpp's %#x", filepath.Base(p), qt.Name, dt, i, blk, got[i], want[i])
+				continue
+			}
+			covered[dt]++
+		}
+	}
+	for dt, f := range formats {
+		if f.Quantize != nil && dt != F32 && covered[dt] == 0 {
+			t.Logf("%s: no tensor of this type in models/quant to compare with", dt)
+		}
+	}
+	t.Logf("tensors byte-identical to llama-quantize, by type: %v", covered)
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}

@@ -5,8 +5,11 @@
 //	go run ./testing/modelgen --out FILE --dim D --layers L --heads H --kv-heads K \
 //	    --ffn F --vocab V --ctx C --dtype T --seed S [--tied] [--tokenizer FILE]
 //
-// T is f32, f16, bf16, q8_0, q4_0, q4_1, q5_0 or q5_1 (the formats with a
-// quantizer); for K-quants, quantize an f32 file with llama.cpp's llama-quantize.
+// T is any type batchd computes with (f32, f16, bf16, q8_0, q4_0, q4_1,
+// q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs), written by
+// quantizers that give llama-quantize's bytes (no importance matrix), or
+// the mix q4_k_m or q5_k_m (llama-quantize's choice of Q6_K tensors).
+// K-quants and IQ4_XS need dim and ffn that are multiples of 256.
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/engine/tokenizer"
@@ -39,7 +43,7 @@ func run(args []string) error {
 	fs.IntVar(&o.FFN, "ffn", 2048, "feed-forward width")
 	fs.IntVar(&o.Vocab, "vocab", 32000, "vocabulary size")
 	fs.IntVar(&o.Context, "ctx", 1024, "context length")
-	dtype := fs.String("dtype", "f32", "matrix type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0 or q5_1")
+	dtype := fs.String("dtype", "f32", "matrix type ("+strings.ToLower(synth.WritableNames())+") or mix (q4_k_m, q5_k_m)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
 	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama or qwen2 (Q/K/V biases, NeoX RoPE)")
@@ -54,8 +58,13 @@ func run(args []string) error {
 		o.KVHeads = o.Heads
 	}
 	var err error
-	if o.DType, err = quant.Parse(*dtype); err != nil {
-		return err
+	switch mix := strings.ToLower(*dtype); mix {
+	case "q4_k_m", "q5_k_m":
+		o.Mix, o.DType = mix, map[string]quant.DType{"q4_k_m": quant.Q4_K, "q5_k_m": quant.Q5_K}[mix]
+	default:
+		if o.DType, err = quant.Parse(*dtype); err != nil {
+			return err
+		}
 	}
 	if *tokPath != "" {
 		if o.Tokenizer, err = tokenizer.LoadLlama2c(*tokPath, o.Vocab); err != nil {

@@ -11,8 +11,14 @@ import (
 
 // Tiny is the tests' model shape: dim 64, 2 layers, 4 query and 2 KV heads,
 // FFN 96 and a synthesized 300-piece vocabulary, with matrices of type dt.
+// Formats with 256-value blocks (the K-quants, IQ4_XS) get dim 256 and FFN
+// 512, the smallest shape their rows fit.
 func Tiny(dt quant.DType, ctx int, seed uint64) Options {
-	return Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: ctx, DType: dt, Seed: seed}
+	o := Options{Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300, Context: ctx, DType: dt, Seed: seed}
+	if f := quant.Lookup(dt); f != nil && f.BlockElems > 32 {
+		o.Dim, o.FFN = f.BlockElems, 2*f.BlockElems
+	}
+	return o
 }
 
 // WriteFile writes the model o describes into a temp dir of tb and returns

@@ -24,6 +24,10 @@ type Options struct {
 	// and V biases; batchd runs it with NeoX RoPE), for benchmarks that put
 	// the two side by side.
 	Arch string
+	// Mix, if "q4_k_m" or "q5_k_m", writes llama.cpp's mix of that name:
+	// DType (Q4_K or Q5_K) for most matrices, Q6_K for the classifier and
+	// for attn_v and ffn_down in the layers llama-quantize gives more bits.
+	Mix string
 	// Tokenizer supplies the vocabulary (its size must equal Vocab); nil
 	// synthesizes one with byte fallback.
 	Tokenizer *tokenizer.Tokenizer
@@ -39,6 +43,9 @@ func (o *Options) check() error {
 	}
 	if o.Dim%f.BlockElems != 0 || o.FFN%f.BlockElems != 0 {
 		return fmt.Errorf("synth: %s needs dim and ffn that are multiples of %d", o.DType, f.BlockElems)
+	}
+	if want := map[string]quant.DType{"q4_k_m": quant.Q4_K, "q5_k_m": quant.Q5_K}[o.Mix]; o.Mix != "" && want != o.DType {
+		return fmt.Errorf("synth: mix %q is not one of q4_k_m (Q4_K) or q5_k_m (Q5_K) with its dtype", o.Mix)
 	}
 	if o.Tokenizer != nil && o.Tokenizer.VocabSize() != o.Vocab {
 		return fmt.Errorf("synth: tokenizer has %d pieces, vocab is %d", o.Tokenizer.VocabSize(), o.Vocab)
@@ -68,8 +75,13 @@ func Write(w io.Writer, o Options) error {
 	pieces, scores, types := synthVocab(o)
 	gw := gguf.NewWriter()
 	// general.file_type (llama.cpp's LLAMA_FTYPE_ALL_*), for tools that read it.
-	fileType := map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q4_0: 2, quant.Q4_1: 3, quant.Q8_0: 7,
-		quant.Q5_0: 8, quant.Q5_1: 9, quant.BF16: 32}[o.DType]
+	// A single-type K-quant file is named as its _S mix.
+	fileType := map[string]uint32{"q4_k_m": 15, "q5_k_m": 17}[o.Mix]
+	if o.Mix == "" {
+		fileType = map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q4_0: 2, quant.Q4_1: 3, quant.Q8_0: 7,
+		quant.Q5_0: 8, quant.Q5_1: 9, quant.Q2_K: 10, quant.Q3_K: 11, quant.Q4_K: 14, quant.Q5_K: 16, quant.Q6_K: 18,
+		quant.IQ4_NL: 25, quant.IQ4_XS: 30, quant.BF16: 32}[o.DType]
+	}
 	arch := o.Arch
 	if arch == "" {
 		arch = "llama"
@@ -98,7 +110,8 @@ func Write(w io.Writer, o Options) error {
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6261746368640a))
 	kv := o.Dim / o.Heads * o.KVHeads
 	mat := func(name string, rows, cols int) {
-		gw.AddTensor(name, gguf.Type(o.DType), []uint64{uint64(cols), uint64(rows)}, RandomMatrix(rng, o.DType, rows, cols, o.Std))
+		dt := o.tensorType(name)
+		gw.AddTensor(name, gguf.Type(dt), []uint64{uint64(cols), uint64(rows)}, RandomMatrix(rng, dt, rows, cols, o.Std))
 	}
 	ones := func(name string, n int) {
 		b := make([]byte, 4*n)
@@ -200,6 +213,30 @@ func synthVocab(o Options) ([]string, []float32, []int32) {
 		}
 	}
 	return pieces, scores, types
+}
+
+// tensorType is a matrix's type: DType, or under Mix llama-quantize's
+// choice (llama_tensor_get_type for Q4_K_M and Q5_K_M).
+func (o Options) tensorType(name string) quant.DType {
+	if o.Mix == "" {
+		return o.DType
+	}
+	if name == "output.weight" || o.Tied && name == "token_embd.weight" {
+		return quant.Q6_K
+	}
+	var layer int
+	var role string
+	if _, err := fmt.Sscanf(name, "blk.%d.%s", &layer, &role); err != nil {
+		return o.DType
+	}
+	// use_more_bits: the first and last eighth of the layers, and every
+	// third one between.
+	n := o.Layers
+	more := layer < n/8 || layer >= 7*n/8 || (layer-n/8)%3 == 2
+	if more && (role == "attn_v.weight" || role == "ffn_down.weight") {
+		return quant.Q6_K
+	}
+	return o.DType
 }
 
 // WritableNames lists the types Write can produce (those with a quantizer).

@@ -26,8 +26,9 @@ type Open func(m *model.Model, o backend.Options) (backend.Backend, error)
 // Run runs the whole suite against open.
 func Run(t *testing.T, open Open) {
 	t.Run("goldens", func(t *testing.T) { goldens(t, open) })
-	// Q4_0, Q5_1 and BF16 run on the exact-dequantization fallback.
-	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, quant.Q5_1, quant.BF16} {
+	// Every format modelgen writes, each in its own synthesized model.
+	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0,
+		quant.Q5_1, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS} {
 		t.Run("batch-invariance/"+dt.String(), func(t *testing.T) { batchInvariance(t, open, dt) })
 	}
 	t.Run("block-isolation", func(t *testing.T) { blockIsolation(t, open) })
