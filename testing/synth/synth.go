@@ -79,8 +79,8 @@ func Write(w io.Writer, o Options) error {
 	fileType := map[string]uint32{"q4_k_m": 15, "q5_k_m": 17}[o.Mix]
 	if o.Mix == "" {
 		fileType = map[quant.DType]uint32{quant.F32: 0, quant.F16: 1, quant.Q4_0: 2, quant.Q4_1: 3, quant.Q8_0: 7,
-		quant.Q5_0: 8, quant.Q5_1: 9, quant.Q2_K: 10, quant.Q3_K: 11, quant.Q4_K: 14, quant.Q5_K: 16, quant.Q6_K: 18,
-		quant.IQ4_NL: 25, quant.IQ4_XS: 30, quant.BF16: 32}[o.DType]
+			quant.Q5_0: 8, quant.Q5_1: 9, quant.Q2_K: 10, quant.Q3_K: 11, quant.Q4_K: 14, quant.Q5_K: 16, quant.Q6_K: 18,
+			quant.IQ4_NL: 25, quant.IQ4_XS: 30, quant.BF16: 32}[o.DType]
 	}
 	arch := o.Arch
 	if arch == "" {
