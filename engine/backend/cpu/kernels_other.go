@@ -26,6 +26,9 @@ func dot2x4F16AVX2(w *uint16, wstride int, x *float32, xstride, n int, out *floa
 	panic("no simd")
 }
 func dot1F16AVX2(w *uint16, x *float32, n int) float32 { panic("no simd") }
+func dot4x6F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32) {
+	panic("no simd")
+}
 func dot4x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32) {
 	panic("no simd")
 }

@@ -74,7 +74,7 @@ func testSIMDFamily(t *testing.T, k *kernels) {
 			if typ == quant.Q8_0 {
 				cols = quant.Q8Block * (1 + rng.IntN(12))
 			}
-			rows, n := 1+rng.IntN(40), 1+rng.IntN(13)
+			rows, n := 1+rng.IntN(40), 1+rng.IntN(30)
 			w := randMatrix(t, rng, typ, rows, cols)
 			x := randVec(rng, n*cols)
 			scratch := make([]float32, scratchLen(cols))
@@ -97,6 +97,20 @@ func testSIMDFamily(t *testing.T, k *kernels) {
 					if alone[r] != got[tok*rows+r] {
 						t.Fatalf("%s %dx%d: token %d alone %v, in a batch of %d %v", typ, rows, cols, tok, alone[r], n, got[tok*rows+r])
 					}
+				}
+			}
+		}
+	}
+	// Each tile kernel's pairs are dot1's, bit for bit.
+	if f := k.f; f.d46F32 != nil {
+		cols := 16 * (1 + rng.IntN(40))
+		w, x := randVec(rng, 4*cols), randVec(rng, 6*cols)
+		res := make([]float32, 24)
+		f.d46F32(&w[0], cols, &x[0], cols, cols, &res[0])
+		for tk := range 6 {
+			for r := range 4 {
+				if want := f.d1F32(&w[r*cols], &x[tk*cols], cols); math.Float32bits(res[4*tk+r]) != math.Float32bits(want) {
+					t.Fatalf("d46 row %d token %d: %v, dot1 %v", r, tk, res[4*tk+r], want)
 				}
 			}
 		}

@@ -13,6 +13,7 @@ import (
 type floatKernels struct {
 	name   string
 	width  int                                                                     // the chunk the kernels consume; columns past the last chunk are summed in Go
+	d46F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32) // four rows, six tokens; nil: none
 	d44F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32) // nil: tiles of 2x4
 	d24F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32)
 	d1F32  func(w, x *float32, n int) float32
@@ -25,9 +26,9 @@ type floatKernels struct {
 }
 
 var (
-	avx2Float = floatKernels{"avx2", 8, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2,
+	avx2Float = floatKernels{"avx2", 8, nil, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2,
 		dot1Q8F32AVX2, dot4Q8F32AVX2, nil}
-	avx512Float = floatKernels{"avx512", 16, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
+	avx512Float = floatKernels{"avx512", 16, dot4x6F32AVX512, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
 		dot1F16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
 )
 
@@ -143,13 +144,13 @@ func scratchLen(cols int) int { return (scratchRows(cols)+4)*cols + resLen }
 // resLen floats at the end of a share's scratch take a kernel's results: a
 // local array would escape to the heap (the kernels are called through
 // function values) and allocate on every call.
-const resLen = 16
+const resLen = 24
 
 // matmulRowsFast is matmulRows on the SIMD kernels, over blocks of
 // tokenBlock tokens and scratchRows rows: float weights in tiles of four (or
 // two) rows by four tokens. Q8_0 rows are dequantized into scratch first
 // (exactly: an int8 times an fp16 scale fits a float32) and then run as
-// float32 rows. The 1-3 tokens left after the groups of four are copied
+// float32 rows, in groups of six tokens (then four). The 1-3 tokens left after the groups are copied
 // into a group padded with copies of the last, rather than run a token at a
 // time. Every kernel sums a (row, token) pair in the same order, so a
 // token's output is bit-identical whatever else is in the batch.
@@ -259,6 +260,32 @@ func (kn *kernels) tileF32(out, x []float32, n, keep int, ws []float32, rows, co
 		return s
 	}
 	t := 0
+	if k.d46F32 != nil && main == cols && r1-r0 >= 4 {
+		// Groups of six tokens: each row vector loaded feeds six FMAs, not
+		// four. As many as leave a multiple of four when n is one, so that
+		// no token falls to the one-pair path.
+		six := n / 6
+		if six > 0 && n%4 == 0 && (n-6*six)%4 != 0 {
+			six--
+		}
+		for ; t < 6*six; t += 6 {
+			m := min(6, keep-t)
+			r := r0
+			for ; r+4 <= r1; r += 4 {
+				k.d46F32(&ws[(r-r0)*cols], cols, &x[t*cols], cols, main, &res[0])
+				for j := range m {
+					for i := range 4 {
+						out[(t+j)*rows+r+i] = res[4*j+i]
+					}
+				}
+			}
+			for ; r < r1; r++ {
+				for j := range m {
+					out[(t+j)*rows+r] = one(r, t+j)
+				}
+			}
+		}
+	}
 	for ; t+4 <= n && main > 0 && main == cols; t += 4 {
 		m := min(4, keep-t)
 		r := r0
