@@ -11,23 +11,45 @@ import (
 // ahead is how many KV blocks attention prefetches ahead of the one it reads.
 const ahead = 2
 
-// attnJob is one layer's attention split by (token, head) across the pool.
+// attnJob is one layer's attention split by (query group, head) across the
+// pool.
 type attnJob struct {
-	b      *Backend
-	l      int
-	batch  *backend.Batch
-	scores [][]float32 // per share, grown to the longest sequence
+	b       *Backend
+	l       int
+	batch   *backend.Batch
+	scores  [][]float32 // per share, grown to the longest sequence
+	scores4 [][]float32 // per share, four queries' scores
+	// groups[g] is the first token of query group g (groups[g+1] ends it):
+	// four consecutive positions of one sequence, or a single token.
+	groups []int32
 }
 
 // attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
-// over positions 0..pos of the token's own sequence, read through its block table.
+// over positions 0..pos of the token's own sequence, read through its block
+// table. Runs of four consecutive prompt tokens go through the four-query
+// kernels, which give each query the bits the one-query path gives it.
 func (b *Backend) attention(l int, batch *backend.Batch, n int) {
-	b.attn.b, b.attn.l, b.attn.batch = b, l, batch
-	for len(b.attn.scores) < b.pool.n {
-		b.attn.scores = append(b.attn.scores, nil)
+	j := &b.attn
+	j.b, j.l, j.batch = b, l, batch
+	for len(j.scores) < b.pool.n {
+		j.scores, j.scores4 = append(j.scores, nil), append(j.scores4, nil)
 	}
-	b.pool.runChunked(n*b.c.Heads, max(1, b.c.Heads/2), &b.attn)
-	b.attn.batch = nil
+	quad := b.kern.attn4 && b.k[l].f16 != nil && b.c.HeadDim%64 == 0 && !b.c.Sliding(l)
+	j.groups = j.groups[:0]
+	for t := 0; t < n; {
+		j.groups = append(j.groups, int32(t))
+		g := 1
+		for quad && g < 4 && t+g < n && b.tokSeq[t+g] == b.tokSeq[t] && b.tokPos[t+g] == b.tokPos[t]+g {
+			g++
+		}
+		if g < 4 {
+			g = 1
+		}
+		t += g
+	}
+	j.groups = append(j.groups, int32(n))
+	b.pool.runChunked((len(j.groups)-1)*b.c.Heads, max(1, b.c.Heads/2), j)
+	j.batch = nil
 }
 
 // do walks the sequence's KV a block at a time. A block stores each KV head's
@@ -35,69 +57,155 @@ func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 // the block after next is prefetched meanwhile: blocks are scattered, and
 // without it the loads wait on memory one block at a time.
 func (j *attnJob) do(share, lo, hi int) {
+	heads := j.b.c.Heads
+	for i := lo; i < hi; i++ {
+		g, h := i/heads, i%heads
+		t0, t1 := int(j.groups[g]), int(j.groups[g+1])
+		if t1-t0 == 4 {
+			j.four(share, t0, h)
+			continue
+		}
+		for t := t0; t < t1; t++ {
+			j.one(share, t, h)
+		}
+	}
+}
+
+// attnScale is the scores' scale: 1/sqrt(head size) unless the model sets one.
+func (b *Backend) attnScale() float32 {
+	if b.c.AttnScale != 0 {
+		return b.c.AttnScale
+	}
+	return float32(1 / math.Sqrt(float64(b.c.HeadDim)))
+}
+
+// one is token t's attention for query head h.
+func (j *attnJob) one(share, t, h int) {
 	b, c := j.b, j.b.c
 	hd, group, bs := c.HeadDim, c.Heads/c.KVHeads, j.b.blockSize
 	span := bs * hd // one head's slice of a block
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	if c.AttnScale != 0 {
-		scale = c.AttnScale
-	}
+	scale := b.attnScale()
 	window := 0
 	if c.Sliding(j.l) {
 		window = c.SlidingWindow
 	}
 	kc, vc := b.k[j.l], b.v[j.l]
-	for i := lo; i < hi; i++ {
-		t, h := i/c.Heads, i%c.Heads
-		pos := b.tokPos[t]
-		blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
-		q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
-		if cap(j.scores[share]) < pos+1 {
-			j.scores[share] = make([]float32, pos+1, c.Context)
+	pos := b.tokPos[t]
+	blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
+	q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+	if cap(j.scores[share]) < pos+1 {
+		j.scores[share] = make([]float32, pos+1, c.Context)
+	}
+	scores := j.scores[share][:pos+1]
+	at := func(bi int) int { return b.kvAt(blocks[bi], h/group, 0) }
+	// A sliding layer sees positions lo..pos; whole blocks before lo
+	// are skipped, the rest of lo's block gets probability 0.
+	lo, b0 := 0, 0
+	if window > 0 && pos >= window {
+		lo = pos - window + 1
+		b0 = lo / bs
+	}
+	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+		kc.prefetch(at(bi), span)
+	}
+	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
+		if bi+ahead < len(blocks) {
+			kc.prefetch(at(bi+ahead), span)
 		}
-		scores := j.scores[share][:pos+1]
-		at := func(bi int) int { return b.kvAt(blocks[bi], h/group, 0) }
-		// A sliding layer sees positions lo..pos; whole blocks before lo
-		// are skipped, the rest of lo's block gets probability 0.
-		lo, b0 := 0, 0
-		if window > 0 && pos >= window {
-			lo = pos - window + 1
-			b0 = lo / bs
+		kc.dots(q, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
+	}
+	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+		vc.prefetch(at(bi), span)
+	}
+	sum := j.softmax(scores[lo:], scale) // its 1/sum is applied to the output
+	clear(scores[b0*bs : lo])
+	out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+	clear(out)
+	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
+		if bi+ahead < len(blocks) {
+			vc.prefetch(at(bi+ahead), span)
 		}
-		for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
-			kc.prefetch(at(bi), span)
+		vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out)
+	}
+	inv := 1 / sum
+	for k := range out {
+		out[k] *= inv
+	}
+}
+
+// softmax sets live to the exponentials of its scaled scores less their
+// max, and returns their sum.
+func (j *attnJob) softmax(live []float32, scale float32) float32 {
+	if c := j.b.c; c.AttnSoftcap > 0 {
+		softcap(live, scale, c.AttnSoftcap)
+		scale = 1
+	}
+	mx := live[0]
+	for _, s := range live[1:] {
+		if s > mx { // not max(): its NaN handling made this loop cost half the dot products
+			mx = s
 		}
-		for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
-			if bi+ahead < len(blocks) {
-				kc.prefetch(at(bi+ahead), span)
-			}
-			kc.dots(q, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
+	}
+	return expSum(live, mx, scale, j.b.kern.simd)
+}
+
+// four is attention for query head h of tokens t0..t0+3, at positions
+// p0..p0+3 of one sequence (F16 KV, no sliding window). The positions all
+// four see go through the four-query kernels; each query's last 0-3 go
+// through the one-query kernels. Either way a pair's score and an output's
+// terms are computed, in order, as one() computes them.
+func (j *attnJob) four(share, t0, h int) {
+	b, c := j.b, j.b.c
+	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
+	span := bs * hd
+	p0 := b.tokPos[t0]
+	blocks := j.batch.Seqs[b.tokSeq[t0]].Blocks[:(p0+3)/bs+1]
+	stride := p0 + 4
+	if cap(j.scores4[share]) < 4*stride {
+		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, c.Context+4))
+	}
+	buf := j.scores4[share][:4*stride]
+	kc, vc := b.k[j.l], b.v[j.l]
+	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
+	row := func(p int) int { return at(p/bs) + p%bs*hd } // position p's K or V row
+	q := b.q[t0*qd+h*hd:]
+	for bi := 0; bi < min(ahead, len(blocks)); bi++ {
+		kc.prefetch(at(bi), span)
+	}
+	for bi, pb := 0, 0; pb <= p0; bi, pb = bi+1, pb+bs {
+		if bi+ahead < len(blocks) {
+			kc.prefetch(at(bi+ahead), span)
 		}
-		for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
-			vc.prefetch(at(bi), span)
+		attnDots4F16AVX512(&q[0], qd, &kc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &buf[pb], stride)
+	}
+	for i := 1; i < 4; i++ {
+		for p := p0 + 1; p <= p0+i; p++ {
+			kc.dots(q[i*qd:i*qd+hd], row(p), hd, 1, buf[i*stride+p:])
 		}
-		live, sc := scores[lo:], scale
-		if c.AttnSoftcap > 0 {
-			softcap(live, scale, c.AttnSoftcap)
-			sc = 1
+	}
+	for bi := 0; bi < min(ahead, len(blocks)); bi++ {
+		vc.prefetch(at(bi), span)
+	}
+	var sums [4]float32
+	for i := range 4 {
+		sums[i] = j.softmax(buf[i*stride:i*stride+p0+i+1], b.attnScale())
+	}
+	att := b.att[t0*qd+h*hd:]
+	for i := range 4 {
+		clear(att[i*qd : i*qd+hd])
+	}
+	for bi, pb := 0, 0; pb <= p0; bi, pb = bi+1, pb+bs {
+		if bi+ahead < len(blocks) {
+			vc.prefetch(at(bi+ahead), span)
 		}
-		mx := live[0]
-		for _, s := range live[1:] {
-			if s > mx { // not max(): its NaN handling made this loop cost half the dot products
-				mx = s
-			}
+		attnAccum4F16AVX512(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &att[0], qd)
+	}
+	for i := range 4 {
+		out := att[i*qd : i*qd+hd]
+		for p := p0 + 1; p <= p0+i; p++ {
+			vc.accum(buf[i*stride+p:i*stride+p+1], row(p), hd, out)
 		}
-		sum := expSum(live, mx, sc, j.b.kern.simd) // softmax, its 1/sum applied to the output
-		clear(scores[b0*bs : lo])
-		out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
-		clear(out)
-		for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
-			if bi+ahead < len(blocks) {
-				vc.prefetch(at(bi+ahead), span)
-			}
-			vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out)
-		}
-		inv := 1 / sum
+		inv := 1 / sums[i]
 		for k := range out {
 			out[k] *= inv
 		}

@@ -59,6 +59,12 @@ func attnAccumAVX2(p, v *float32, vstride, hd, n int, out *float32)
 func attnDotsF16AVX2(q *float32, k *uint16, kstride, hd, n int, out *float32)
 
 //go:noescape
+func attnDots4F16AVX512(q *float32, qstride int, k *uint16, kstride, hd, n int, out *float32, ostride int)
+
+//go:noescape
+func attnAccum4F16AVX512(p *float32, pstride int, v *uint16, vstride, hd, n int, out *float32, ostride int)
+
+//go:noescape
 func attnAccumF16AVX2(p *float32, v *uint16, vstride, hd, n int, out *float32)
 
 //go:noescape

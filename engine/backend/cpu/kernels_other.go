@@ -40,10 +40,16 @@ func attnAccumAVX2(p, v *float32, vstride, hd, n int, out *float32) { panic("no 
 
 func attnDotsF16AVX2(q *float32, k *uint16, kstride, hd, n int, out *float32)  { panic("no simd") }
 func attnAccumF16AVX2(p *float32, v *uint16, vstride, hd, n int, out *float32) { panic("no simd") }
-func toF16AVX2(src *float32, dst *uint16, n int)                               { panic("no simd") }
-func prefetchT0(p *byte, n int)                                                {}
-func dequantQ8AVX512(src *byte, dst *float32, nblocks int)                     { panic("no simd") }
-func dot1Q8F32AVX512(w *byte, x *float32, nblocks int) float32                 { panic("no simd") }
+func attnDots4F16AVX512(q *float32, qstride int, k *uint16, kstride, hd, n int, out *float32, ostride int) {
+	panic("no simd")
+}
+func attnAccum4F16AVX512(p *float32, pstride int, v *uint16, vstride, hd, n int, out *float32, ostride int) {
+	panic("no simd")
+}
+func toF16AVX2(src *float32, dst *uint16, n int)               { panic("no simd") }
+func prefetchT0(p *byte, n int)                                {}
+func dequantQ8AVX512(src *byte, dst *float32, nblocks int)     { panic("no simd") }
+func dot1Q8F32AVX512(w *byte, x *float32, nblocks int) float32 { panic("no simd") }
 func dot4Q8F32AVX512(w *byte, x *float32, xstride, nblocks int, out *float32) {
 	panic("no simd")
 }

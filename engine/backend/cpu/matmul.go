@@ -43,6 +43,7 @@ type kernels struct {
 	int8    bool                                       // QuantDot "int8" or "auto": formats with int8 kernels (int8Kind) take the int8 path
 	auto    bool                                       // QuantDot "auto": only generated tokens take it
 	vnni    bool                                       // its VNNI kernels run (else its Go loops)
+	attn4   bool                                       // the four-query attention kernels run (AVX-512)
 }
 
 // chooseKernels picks a kernel set by name: "" the best this CPU runs,
@@ -67,6 +68,7 @@ func chooseKernels(name string) (*kernels, error) {
 		k.simd = false
 	}
 	k.vnni = k.simd && haveVNNI && k.f.name == "avx512"
+	k.attn4 = k.simd && k.f.name == "avx512"
 	return k, nil
 }
 
