@@ -48,31 +48,38 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		t.Skip("no AVX512-VNNI")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	const rows, cols, n = 8, 256, 7
-	w, err := model.NewMatrix(quant.Q4_0, rows, cols, synth.RandomMatrix(rng, quant.Q4_0, rows, cols, 0.5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := make([]float32, n*cols)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	var a acts
-	a.need(x, n, w)
-	simd, _ := chooseKernels("")
-	gok, _ := chooseKernels("go")
-	simd.int8, gok.int8 = true, true
-	got, want := make([]float32, n*rows), make([]float32, n*rows)
-	simd.matmulInt8(got, &a, n, w, 0, rows, make([]float32, scratchLen(cols)))
-	gok.matmulInt8(want, &a, n, w, 0, rows, make([]float32, scratchLen(cols)))
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("out %d: VNNI %v, Go %v", i, got[i], want[i])
+	// Rows in fours and not, batch 1 (four-row kernel only) and leftovers
+	// after groups of four tokens, and a split of the rows between shares.
+	for _, sh := range []struct{ rows, n, mid int }{{8, 7, 8}, {11, 1, 3}, {11, 6, 5}, {13, 1, 13}} {
+		const cols = 256
+		rows, n := sh.rows, sh.n
+		w, err := model.NewMatrix(quant.Q4_0, rows, cols, synth.RandomMatrix(rng, quant.Q4_0, rows, cols, 0.5))
+		if err != nil {
+			t.Fatal(err)
 		}
-		tok, r := i/rows, i%rows
-		row := make([]float32, cols)
-		w.Row(r, row)
-		checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
+		x := make([]float32, n*cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		var a acts
+		a.need(x, n, w)
+		simd, _ := chooseKernels("")
+		gok, _ := chooseKernels("go")
+		simd.int8, gok.int8 = true, true
+		got, want := make([]float32, n*rows), make([]float32, n*rows)
+		scratch := make([]float32, scratchLen(cols))
+		simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
+		simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
+		gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d rows, %d tokens: out %d: VNNI %v, Go %v", rows, n, i, got[i], want[i])
+			}
+			tok, r := i/rows, i%rows
+			row := make([]float32, cols)
+			w.Row(r, row)
+			checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
+		}
 	}
 }
 
