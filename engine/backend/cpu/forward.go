@@ -63,7 +63,9 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	case "int8":
 		k.int8 = true
 	case "auto":
-		k.int8, k.auto = true, true
+		// Without AVX512-VNNI the lane kernels would run as Go loops, far
+		// slower than the float path: auto is then float for every token.
+		k.int8, k.auto = k.vnni, k.vnni
 	default:
 		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}

@@ -251,3 +251,28 @@ func testKLanes(t *testing.T, dt quant.DType) {
 		checkRounding(t, foldLanes(acc), row, x[tk*cols:(tk+1)*cols], a.d[tk*nsb:], 256)
 	}
 }
+
+// TestAutoWithoutVNNIIsFloat: under QuantDot "auto", kernels without the
+// VNNI int8 kernels (the Go loops here; an AVX2-only CPU) run every token
+// on the float path instead of running the int8 lanes as Go loops.
+func TestAutoWithoutVNNIIsFloat(t *testing.T) {
+	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, k := range []string{"go", "avx2", ""} {
+		if _, err := chooseKernels(k); err != nil {
+			continue
+		}
+		b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 16, KVType: quant.F16, QuantDot: "auto", Kernels: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := b.kern.vnni; b.ByRole() != want || b.kern.int8 != want {
+			t.Errorf("kernels %q (vnni %v): by role %v, int8 %v", k, b.kern.vnni, b.ByRole(), b.kern.int8)
+		}
+		b.Close()
+	}
+}
