@@ -108,3 +108,24 @@ func q5kPairAVX2(ql, qh *byte, shift int, d1, m1, d2, m2 float32, y *float32)
 
 //go:noescape
 func q40BlocksAVX2(src *byte, dst *float32, nblocks int)
+
+//go:noescape
+func q41BlocksAVX2(src *byte, dst *float32, nblocks int)
+
+//go:noescape
+func q50BlocksAVX2(src *byte, dst *float32, nblocks int)
+
+//go:noescape
+func q51BlocksAVX2(src *byte, dst *float32, nblocks int)
+
+//go:noescape
+func iq4RunAVX2(q *byte, qstride int, scales *float32, n int, y *float32)
+
+//go:noescape
+func bf16RunAVX2(src *byte, dst *float32, n int)
+
+//go:noescape
+func q2kAVX2(qs *byte, dl, ml *float32, y *float32)
+
+//go:noescape
+func q3kAVX2(qs, hm *byte, dl *float32, y *float32)

@@ -68,3 +68,10 @@ func q6kHalfAVX2(ql, qh *byte, sc *float32, y *float32)       { panic("no simd")
 
 func q5kPairAVX2(ql, qh *byte, shift int, d1, m1, d2, m2 float32, y *float32) { panic("no simd") }
 func q40BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }
+func q41BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }
+func q50BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }
+func q51BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }
+func iq4RunAVX2(q *byte, qstride int, scales *float32, n int, y *float32)     { panic("no simd") }
+func bf16RunAVX2(src *byte, dst *float32, n int)                              { panic("no simd") }
+func q2kAVX2(qs *byte, dl, ml *float32, y *float32)                           { panic("no simd") }
+func q3kAVX2(qs, hm *byte, dl *float32, y *float32)                           { panic("no simd") }

@@ -14,11 +14,23 @@ func simdDequant(t quant.DType) func(src []byte, dst []float32) {
 	case quant.Q5_K:
 		return dequantQ5KAVX2
 	case quant.Q4_0:
-		return func(src []byte, dst []float32) {
-			if n := len(dst) / 32; n > 0 {
-				q40BlocksAVX2(&src[0], &dst[0], n)
-			}
-		}
+		return blocks32(q40BlocksAVX2)
+	case quant.Q4_1:
+		return blocks32(q41BlocksAVX2)
+	case quant.Q5_0:
+		return blocks32(q50BlocksAVX2)
+	case quant.Q5_1:
+		return blocks32(q51BlocksAVX2)
+	case quant.IQ4_NL:
+		return dequantIQ4NLAVX2
+	case quant.IQ4_XS:
+		return dequantIQ4XSAVX2
+	case quant.Q2_K:
+		return dequantQ2KAVX2
+	case quant.Q3_K:
+		return dequantQ3KAVX2
+	case quant.BF16:
+		return dequantBF16AVX2
 	}
 	return nil
 }
