@@ -43,7 +43,7 @@ func int8Kind(t quant.DType) actKind {
 	switch t {
 	case quant.Q4_0:
 		return actQ8_0
-	case quant.Q4_K, quant.Q5_K, quant.Q6_K:
+	case quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q3_K, quant.Q2_K:
 		return actQ8_K
 	}
 	return actNone
@@ -138,6 +138,12 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo)
+	case quant.IQ4_XS:
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, iq4xsInt8)
+	case quant.Q3_K:
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, q3kInt8)
+	case quant.Q2_K:
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, q2kInt8)
 	}
 }
 

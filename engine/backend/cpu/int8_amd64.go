@@ -22,3 +22,12 @@ func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, 
 
 //go:noescape
 func q5kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
+
+//go:noescape
+func iq4xsDotAVX2(w *byte, qs *int8, d *float32, sc *int16, nsb int, acc float32) float32
+
+//go:noescape
+func q3kDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int, acc float32) float32
+
+//go:noescape
+func q2kDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int, acc float32) float32

@@ -146,7 +146,7 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 // dequantized twin: the rounding of 8-bit activations, nothing worse.
 func TestInt8StaysNearTheReference(t *testing.T) {
 	dir := filepath.Join(testmodels.Dir(t), "quant")
-	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K"} {
+	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K"} {
 		b, err := os.ReadFile(filepath.Join(dir, "tiny-quant-"+name+".dequant-f32.golden.json"))
 		if err != nil {
 			t.Skip("no models/quant goldens")
@@ -274,5 +274,61 @@ func TestAutoWithoutVNNIIsFloat(t *testing.T) {
 			t.Errorf("kernels %q (vnni %v): by role %v, int8 %v", k, b.kern.vnni, b.ByRole(), b.kern.int8)
 		}
 		b.Close()
+	}
+}
+
+// TestSuperScaledKernelsMatchGo: the AVX2 int8 kernels for IQ4_XS, Q3_K
+// and Q2_K give exactly the Go loops' sums, on random bytes (every level,
+// scale and high bit) and on quantized rows, one token or several, rows
+// longer than a scale chunk included; and stay within the activations'
+// rounding of the float path.
+func TestSuperScaledKernelsMatchGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	halves := map[quant.DType][]int{quant.IQ4_XS: {0}, quant.Q3_K: {108}, quant.Q2_K: {80, 82}}
+	for dt, offs := range halves {
+		for _, cols := range []int{256, 768, 256 * (sbChunk + 3)} {
+			for _, random := range []bool{true, false} {
+				const rows, n = 3, 3
+				rb := dt.RowBytes(cols)
+				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
+				if random {
+					for i := range wb {
+						wb[i] = byte(rng.Uint32())
+					}
+					size := quant.Lookup(dt).BlockBytes
+					for b := range rows * cols / 256 {
+						for _, o := range offs {
+							h := quant.F32ToF16(rng.Float32() * 0.01)
+							wb[b*size+o], wb[b*size+o+1] = byte(h), byte(h>>8)
+						}
+					}
+				}
+				w, err := model.NewMatrix(dt, rows, cols, wb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := randVec(rng, n*cols)
+				var a acts
+				a.need(x, n, w)
+				simd, _ := chooseKernels("")
+				gok, _ := chooseKernels("go")
+				got, want := make([]float32, n*rows), make([]float32, n*rows)
+				simd.matmulInt8(got, &a, n, w, 0, rows, nil)
+				gok.matmulInt8(want, &a, n, w, 0, rows, nil)
+				row := make([]float32, cols)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s cols %d random %v: out %d: AVX2 %v, Go %v", dt, cols, random, i, got[i], want[i])
+					}
+					tok, r := i/rows, i%rows
+					w.Row(r, row)
+					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8k.d[tok*cols/256:], 256)
+				}
+				_ = rb
+			}
+		}
 	}
 }
