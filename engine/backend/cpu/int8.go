@@ -139,11 +139,11 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo)
 	case quant.IQ4_XS:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, iq4xsInt8)
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4xsInt8)
 	case quant.Q3_K:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, q3kInt8)
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch[len(scratch)-resLen:], q3kInt8)
 	case quant.Q2_K:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, q2kInt8)
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch[len(scratch)-resLen:], q2kInt8)
 	}
 }
 

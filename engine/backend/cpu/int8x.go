@@ -11,55 +11,51 @@ import (
 // mins go through the activations' 16-sums), and the float work is
 // acc = acc + (dx*d)*S (Q2_K: then - (dx*dmin)*C), super-block by
 // super-block. The Go loops define it; the AVX2 kernels (int8x_amd64.s)
-// match them bit for bit, on the sub-block scales unpacked here per row.
+// match them bit for bit.
 
-// sbChunk is how many super-blocks' scales a row unpacks at a time.
-const sbChunk = 64
-
-// superScaled is one such format: its kernel, its Go loop, and how a
-// super-block's int16 scales are unpacked for the kernel (per sb: per words).
+// superScaled is one such format: its kernels for one token and for four
+// (sc: scratch for a block's unpacked scales, 64 words) and its Go loop.
 type superScaled struct {
-	size, per int
-	unpack    func(blk []byte, sc []int16)
-	asm       func(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int, acc float32) float32
-	goLoop    func(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32
+	asm    func(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32
+	asm4   func(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride, bstride int, sc *int16, out *float32)
+	goLoop func(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32
 }
 
 var (
-	iq4xsInt8 = superScaled{136, 8, iq4xsScales, func(w *byte, qs *int8, d *float32, _ *int16, sc *int16, nsb int, acc float32) float32 {
-		return iq4xsDotAVX2(w, qs, d, sc, nsb, acc)
-	}, dotIQ4XSGo}
-	q3kInt8 = superScaled{110, 16, q3kScales, q3kDotAVX2, dotQ3KGo}
-	q2kInt8 = superScaled{84, 32, q2kScales, q2kDotAVX2, dotQ2KGo}
+	iq4xsInt8 = superScaled{
+		func(w *byte, qs *int8, d *float32, _ *int16, _ *int16, nsb int) float32 { return iq4xsDotAVX2(w, qs, d, nsb) },
+		func(w *byte, qs *int8, d *float32, _ *int16, nsb, qstride, dstride, _ int, sc *int16, out *float32) {
+			iq4xsDot4AVX2(w, qs, d, nsb, qstride, dstride, sc, out)
+		}, dotIQ4XSGo}
+	q3kInt8 = superScaled{q3kDotAVX2, q3kDot4AVX2, dotQ3KGo}
+	q2kInt8 = superScaled{q2kDotAVX2, q2kDot4AVX2, dotQ2KGo}
 )
 
-// matmulSuper is matmulInt8 for a superScaled format: a row's scales
-// unpacked once, then the row against each token.
-func (kn *kernels) matmulSuper(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, f superScaled) {
+// matmulSuper is matmulInt8 for a superScaled format: a row against four
+// tokens at a time (its blocks unpacked once for the four), then one by one.
+func (kn *kernels) matmulSuper(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, res []float32, f superScaled) {
 	cols, rows := w.Cols, w.Rows
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
-	var sc [sbChunk * 32]int16
+	var sc [64]int16
+	full := 0
+	if kn.simd {
+		full = n &^ 3
+	}
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*rb : (r+1)*rb]
-		if !kn.simd {
-			for t := range n {
-				out[t*rows+r] = f.goLoop(row, a.qs[t*cols:(t+1)*cols], a.d[t*nsb:(t+1)*nsb], a.bs[t*cols/16:(t+1)*cols/16], nsb)
+		for t := 0; t < full; t += 4 {
+			f.asm4(&row[0], &a.qs[t*cols], &a.d[t*nsb], &a.bs[t*cols/16], nsb, cols, 4*nsb, cols/8, &sc[0], &res[0])
+			for j := range 4 {
+				out[(t+j)*rows+r] = res[j]
 			}
-			continue
 		}
-		for t := range n {
-			var acc float32
-			for b0 := 0; b0 < nsb; b0 += sbChunk {
-				k := min(sbChunk, nsb-b0)
-				if t == 0 || nsb > sbChunk {
-					for b := range k {
-						f.unpack(row[(b0+b)*f.size:], sc[b*f.per:(b+1)*f.per])
-					}
-				}
-				e := t*cols + b0*qkK
-				acc = f.asm(&row[b0*f.size], &a.qs[e], &a.d[t*nsb+b0], &a.bs[e/16], &sc[0], k, acc)
+		for t := full; t < n; t++ {
+			qs, d, bs := a.qs[t*cols:(t+1)*cols], a.d[t*nsb:(t+1)*nsb], a.bs[t*cols/16:(t+1)*cols/16]
+			if kn.simd {
+				out[t*rows+r] = f.asm(&row[0], &qs[0], &d[0], &bs[0], &sc[0], nsb)
+			} else {
+				out[t*rows+r] = f.goLoop(row, qs, d, bs, nsb)
 			}
-			out[t*rows+r] = acc
 		}
 	}
 }
@@ -69,30 +65,12 @@ func iq4xsScale(blk []byte, ib int) int32 {
 	return int32(blk[4+ib/2]>>(4*uint(ib%2))&0xf) | int32((sh>>(2*uint(ib)))&3)<<4 - 32
 }
 
-func iq4xsScales(blk []byte, sc []int16) {
-	for ib := range 8 {
-		sc[ib] = int16(iq4xsScale(blk, ib))
-	}
-}
-
 // q3kScale is group j's 6-bit scale less 32.
 func q3kScale(blk []byte, j int) int32 {
 	sc12 := blk[96:108]
 	lo := sc12[j%8] >> (4 * uint(j/8)) & 0xf
 	hi := sc12[8+j%4] >> (2 * uint(j/4)) & 3
 	return int32(lo|hi<<4) - 32
-}
-
-func q3kScales(blk []byte, sc []int16) {
-	for j := range 16 {
-		sc[j] = int16(q3kScale(blk, j))
-	}
-}
-
-func q2kScales(blk []byte, sc []int16) {
-	for j, s := range blk[:16] {
-		sc[j], sc[16+j] = int16(s&0xf), int16(s>>4)
-	}
 }
 
 // kvIQ4 is IQ4's grid, as the kernels read it.
