@@ -41,7 +41,7 @@ const (
 // int8Kind says which activations the int8 path's kernels for t take.
 func int8Kind(t quant.DType) actKind {
 	switch t {
-	case quant.Q4_0:
+	case quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL:
 		return actQ8_0
 	case quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q3_K, quant.Q2_K:
 		return actQ8_K
@@ -138,6 +138,14 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo)
+	case quant.Q4_1:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
+	case quant.Q5_0:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q50Int8)
+	case quant.Q5_1:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q51Int8)
+	case quant.IQ4_NL:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
 	case quant.IQ4_XS:
 		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4xsInt8)
 	case quant.Q3_K:

@@ -40,3 +40,27 @@ func q3kDot4AVX2(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride
 
 //go:noescape
 func q2kDot4AVX2(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride, bstride int, sc *int16, out *float32)
+
+//go:noescape
+func dotQ41AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ41x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
+
+//go:noescape
+func dotQ50AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ50x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
+
+//go:noescape
+func dotQ51AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ51x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
+
+//go:noescape
+func dotIQ4NLAVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotIQ4NLx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)

@@ -36,3 +36,27 @@ func q3kDot4AVX2(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride
 func q2kDot4AVX2(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride, bstride int, sc *int16, out *float32) {
 	panic("no simd")
 }
+func dotQ41AVX2(w *byte, qs *int8, d *float32, nb int) float32 {
+	panic("no simd")
+}
+func dotQ41x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
+	panic("no simd")
+}
+func dotQ50AVX2(w *byte, qs *int8, d *float32, nb int) float32 {
+	panic("no simd")
+}
+func dotQ50x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
+	panic("no simd")
+}
+func dotQ51AVX2(w *byte, qs *int8, d *float32, nb int) float32 {
+	panic("no simd")
+}
+func dotQ51x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
+	panic("no simd")
+}
+func dotIQ4NLAVX2(w *byte, qs *int8, d *float32, nb int) float32 {
+	panic("no simd")
+}
+func dotIQ4NLx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
+	panic("no simd")
+}

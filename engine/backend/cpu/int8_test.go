@@ -146,7 +146,7 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 // dequantized twin: the rounding of 8-bit activations, nothing worse.
 func TestInt8StaysNearTheReference(t *testing.T) {
 	dir := filepath.Join(testmodels.Dir(t), "quant")
-	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K"} {
+	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"} {
 		b, err := os.ReadFile(filepath.Join(dir, "tiny-quant-"+name+".dequant-f32.golden.json"))
 		if err != nil {
 			t.Skip("no models/quant goldens")
@@ -329,6 +329,58 @@ func TestSuperScaledKernelsMatchGo(t *testing.T) {
 					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8k.d[tok*cols/256:], 256)
 				}
 				_ = rb
+			}
+		}
+	}
+}
+
+// TestBlock32KernelsMatchGo: the AVX2 int8 kernels for Q4_1, Q5_0, Q5_1
+// and IQ4_NL (one token and four) give exactly lanes32Go's sums, on
+// random bytes (every value, fifth bit and sign) and
+// on quantized rows, and stay within the activations' rounding.
+func TestBlock32KernelsMatchGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	halves := map[quant.DType][]int{quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0}}
+	for dt, offs := range halves {
+		for _, random := range []bool{true, false} {
+			const rows, cols, n = 5, 320, 7
+			wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
+			if random {
+				size := quant.Lookup(dt).BlockBytes
+				for i := range wb {
+					wb[i] = byte(rng.Uint32())
+				}
+				for b := range rows * cols / 32 {
+					for _, o := range offs {
+						h := quant.F32ToF16(rng.Float32() * 0.01)
+						wb[b*size+o], wb[b*size+o+1] = byte(h), byte(h>>8)
+					}
+				}
+			}
+			w, err := model.NewMatrix(dt, rows, cols, wb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randVec(rng, n*cols)
+			var a acts
+			a.need(x, n, w)
+			simd, _ := chooseKernels("")
+			gok, _ := chooseKernels("go")
+			got, want := make([]float32, n*rows), make([]float32, n*rows)
+			scratch := make([]float32, scratchLen(cols))
+			simd.matmulInt8(got, &a, n, w, 0, rows, scratch)
+			gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
+			row := make([]float32, cols)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s random %v: out %d: AVX2 %v, Go %v", dt, random, i, got[i], want[i])
+				}
+				tok, r := i/rows, i%rows
+				w.Row(r, row)
+				checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
 			}
 		}
 	}
