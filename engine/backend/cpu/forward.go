@@ -63,9 +63,7 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	case "int8":
 		k.int8 = true
 	case "auto":
-		// Without AVX512-VNNI the lane kernels would run as Go loops, far
-		// slower than the float path: auto is then float for every token.
-		k.int8, k.auto = k.vnni, k.vnni
+		k.int8, k.auto = true, true
 	default:
 		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}
@@ -277,7 +275,7 @@ func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
 		if int8 {
 			b.q8.has = [3]bool{}
 			for _, p := range parts {
-				b.q8.need(xs, e-s, p.w)
+				b.q8.need(xs, e-s, p.w, b.kern.form(p.w.Type))
 			}
 			b.mm.q8 = &b.q8
 		}
@@ -316,8 +314,8 @@ func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
 		return nil
 	}
 	b.q8.has = [3]bool{}
-	b.q8.need(x, n, gate)
-	b.q8.need(x, n, up)
+	b.q8.need(x, n, gate, b.kern.form(gate.Type))
+	b.q8.need(x, n, up, b.kern.form(up.Type))
 	return &b.q8
 }
 

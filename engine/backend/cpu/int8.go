@@ -49,6 +49,21 @@ func int8Kind(t quant.DType) actKind {
 	return actNone
 }
 
+// needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
+// they run as Go loops); the others' need only AVX2.
+func needsVNNI(t quant.DType) bool { return t == quant.Q4_0 || t == quant.Q4_K || t == quant.Q5_K }
+
+// form is the activation form w's type takes on this backend's int8 path,
+// actNone where it takes the float path: under QuantDot "auto", formats
+// whose int8 kernels would run as Go loops on this CPU stay on the float
+// path (decided once per process, so batching stays invisible).
+func (kn *kernels) form(t quant.DType) actKind {
+	if kn.auto && !(kn.simd && (kn.vnni || !needsVNNI(t))) {
+		return actNone
+	}
+	return int8Kind(t)
+}
+
 // acts is one matmul input quantized in the forms its weights need.
 type acts struct {
 	q8  q8Acts
@@ -56,9 +71,9 @@ type acts struct {
 	has [3]bool
 }
 
-// need quantizes x (n rows of cols) in the form w takes, once per input.
-func (a *acts) need(x []float32, n int, w *model.Matrix) {
-	switch k := int8Kind(w.Type); {
+// need quantizes x (n rows of cols) in form k (w's), once per input.
+func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
+	switch {
 	case k == actNone || a.has[k]:
 	case k == actQ8_0:
 		a.q8.quantize(x, n, w.Cols)

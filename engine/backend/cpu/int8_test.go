@@ -62,7 +62,7 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 			x[i] = float32(rng.NormFloat64())
 		}
 		var a acts
-		a.need(x, n, w)
+		a.need(x, n, w, int8Kind(w.Type))
 		simd, _ := chooseKernels("")
 		gok, _ := chooseKernels("go")
 		simd.int8, gok.int8 = true, true
@@ -252,10 +252,11 @@ func testKLanes(t *testing.T, dt quant.DType) {
 	}
 }
 
-// TestAutoWithoutVNNIIsFloat: under QuantDot "auto", kernels without the
-// VNNI int8 kernels (the Go loops here; an AVX2-only CPU) run every token
-// on the float path instead of running the int8 lanes as Go loops.
-func TestAutoWithoutVNNIIsFloat(t *testing.T) {
+// TestAutoRunsOnlyNativeInt8Kernels: under QuantDot "auto", a format takes
+// the int8 path only where its kernels run natively: none with the Go
+// loops, the AVX2 ones without VNNI (Q4_0, Q4_K and Q5_K stay float), all
+// with VNNI. Explicit "int8" takes it everywhere.
+func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
 	m, err := model.Load(path, model.LoadOptions{})
 	if err != nil {
@@ -266,14 +267,19 @@ func TestAutoWithoutVNNIIsFloat(t *testing.T) {
 		if _, err := chooseKernels(k); err != nil {
 			continue
 		}
-		b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 16, KVType: quant.F16, QuantDot: "auto", Kernels: k})
-		if err != nil {
-			t.Fatal(err)
+		for _, qd := range []string{"auto", "int8"} {
+			b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 16, KVType: quant.F16, QuantDot: qd, Kernels: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0} {
+				native := b.kern.simd && (b.kern.vnni || !needsVNNI(dt))
+				if got, want := b.kern.form(dt) != actNone, qd == "int8" || native; got != want {
+					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)
+				}
+			}
+			b.Close()
 		}
-		if want := b.kern.vnni; b.ByRole() != want || b.kern.int8 != want {
-			t.Errorf("kernels %q (vnni %v): by role %v, int8 %v", k, b.kern.vnni, b.ByRole(), b.kern.int8)
-		}
-		b.Close()
 	}
 }
 
@@ -312,7 +318,7 @@ func TestSuperScaledKernelsMatchGo(t *testing.T) {
 				}
 				x := randVec(rng, n*cols)
 				var a acts
-				a.need(x, n, w)
+				a.need(x, n, w, int8Kind(w.Type))
 				simd, _ := chooseKernels("")
 				gok, _ := chooseKernels("go")
 				got, want := make([]float32, n*rows), make([]float32, n*rows)
@@ -366,7 +372,7 @@ func TestBlock32KernelsMatchGo(t *testing.T) {
 			}
 			x := randVec(rng, n*cols)
 			var a acts
-			a.need(x, n, w)
+			a.need(x, n, w, int8Kind(w.Type))
 			simd, _ := chooseKernels("")
 			gok, _ := chooseKernels("go")
 			got, want := make([]float32, n*rows), make([]float32, n*rows)

@@ -86,9 +86,13 @@ func available() string {
 func (kn *kernels) name() string {
 	int8 := ""
 	if kn.int8 {
-		int8 = "+int8-go"
-		if kn.vnni {
+		switch {
+		case kn.vnni:
 			int8 = "+int8-vnni"
+		case kn.simd:
+			int8 = "+int8-avx2"
+		default:
+			int8 = "+int8-go"
 		}
 		if kn.auto {
 			int8 += "-decode"
