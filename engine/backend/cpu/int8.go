@@ -22,11 +22,13 @@ const q8Block = 32
 
 // q8Acts holds n tokens' activations quantized: token t's values at
 // qs[t*cols:], its block scales (fp16-rounded, as ggml stores them) at
-// d[t*cols/32:].
+// d[t*cols/32:], and the sums of each four values (a block's eight lanes)
+// at sums[t*cols/4:], for the kernels that take an offset off the weights.
 type q8Acts struct {
 	cols int
 	qs   []int8
 	d    []float32
+	sums []int32
 }
 
 // actKind is the activation form a weight format's int8 kernels take.
@@ -92,8 +94,9 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 	if cap(a.qs) < n*cols {
 		a.qs = make([]int8, n*cols)
 		a.d = make([]float32, n*cols/q8Block)
+		a.sums = make([]int32, n*cols/4)
 	}
-	a.qs, a.d = a.qs[:n*cols], a.d[:n*cols/q8Block]
+	a.qs, a.d, a.sums = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4]
 	for b := range n * cols / q8Block {
 		v := x[b*q8Block : (b+1)*q8Block]
 		var amax float32
@@ -109,6 +112,9 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		for i, f := range v {
 			q[i] = int8(math.RoundToEven(float64(f * id)))
 		}
+		for l := range 8 {
+			a.sums[b*8+l] = int32(q[4*l]) + int32(q[4*l+1]) + int32(q[4*l+2]) + int32(q[4*l+3])
+		}
 	}
 }
 
@@ -117,10 +123,20 @@ func hsum8(a *[8]float32) float32 {
 	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
 }
 
+// fold16 folds sixteen lanes: lane i plus lane i+8, then hsum8.
+func fold16(acc *[16]float32) float32 {
+	var a [8]float32
+	for i := range a {
+		a[i] = acc[i] + acc[i+8]
+	}
+	return hsum8(&a)
+}
+
 // dotQ40Go is the Q4_0 x q8 dot of one row and one token, lane by lane as
-// the VNNI kernel sums it: lane l holds elements 4l..4l+3 of each block.
+// the VNNI kernels sum it: lane l of block b holds elements 4l..4l+3, in
+// float lane l (b even) or 8+l (b odd).
 func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
-	var acc [8]float32
+	var acc [16]float32
 	for b := range nb {
 		blk := w[b*18 : (b+1)*18]
 		ds := quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * d[b]
@@ -135,10 +151,11 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 				}
 				p += (nib - 8) * int32(q[e])
 			}
-			acc[l] = acc[l] + float32(float32(p)*ds)
+			i := 8*(b%2) + l
+			acc[i] = acc[i] + float32(float32(p)*ds)
 		}
 	}
-	return hsum8(&acc)
+	return fold16(&acc)
 }
 
 // matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
@@ -182,7 +199,7 @@ func (kn *kernels) matmulQ40(out []float32, a *q8Acts, n int, w *model.Matrix, l
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*rb : (r+1)*rb]
 		for t := 0; t < full; t += 4 {
-			dot4Q40VNNI(&row[0], &a.qs[t*cols], &a.d[t*nb], cols, nb, nb, &res[0])
+			dot4Q40VNNI(&row[0], &a.qs[t*cols], &a.d[t*nb], &a.sums[t*cols/4], cols, nb, nb, &res[0])
 			for j := range 4 {
 				out[(t+j)*rows+r] = res[j]
 			}
@@ -190,7 +207,7 @@ func (kn *kernels) matmulQ40(out []float32, a *q8Acts, n int, w *model.Matrix, l
 		for t := full; t < n; t++ {
 			qs, d := a.qs[t*cols:(t+1)*cols], a.d[t*nb:(t+1)*nb]
 			if kn.simd && kn.vnni {
-				out[t*rows+r] = dotQ40VNNI(&row[0], &qs[0], &d[0], nb)
+				out[t*rows+r] = dotQ40VNNI(&row[0], &qs[0], &d[0], &a.sums[t*cols/4], nb)
 			} else {
 				out[t*rows+r] = dotQ40Go(row, qs, d, nb)
 			}

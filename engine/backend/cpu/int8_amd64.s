@@ -3,113 +3,180 @@
 #include "textflag.h"
 #include "reduce_amd64.h"
 
-// The int8 path's kernels (int8.go): Q4_0 weight blocks against activation
-// blocks quantized to int8, VPDPBUSD on 256-bit vectors (AVX512-VNNI with
-// AVX512VL). Lane l of a block holds elements 4l..4l+3; its integer sum is
-// exact, then scaled by (weight scale * activation scale) and added into
-// eight float lanes (multiply, then add: two roundings, as dotQ40Go).
+// The int8 path's Q4_0 kernels (int8.go), AVX512-VNNI on 512-bit vectors:
+// two blocks per step, block 2k in lanes 0-7 and block 2k+1 in lanes 8-15.
+// Lane l of a block holds the exact sum over elements 4l..4l+3 of
+// (nibble-8) * activation, the -8 taken through the activations' lane sums
+// (q8Acts.sums); it is scaled by (weight scale * activation scale) and
+// added into its float lane (multiply, then add, as dotQ40Go). A last odd
+// block adds into lanes 0-7 only (a masked add). The sixteen lanes fold
+// as fold16.
 
-// NIBBLES unpacks a Q4_0 block's 16 bytes at src into 32 unsigned nibbles
-// in element order (low nibbles, then high) in y; x, xt are scratch.
-#define NIBBLES(src, x, xt, y, mask) \
-	VMOVDQU     src, x           \
-	VPSRLW      $4, x, xt        \
-	VINSERTI128 $1, xt, y, y     \
-	VPAND       mask, y, y
+// q40idx: VPERMPS indices spreading two floats over lanes 0-7 and 8-15.
+DATA q40idx<>+0(SB)/8, $0
+DATA q40idx<>+8(SB)/8, $0
+DATA q40idx<>+16(SB)/8, $0
+DATA q40idx<>+24(SB)/8, $0
+DATA q40idx<>+32(SB)/8, $0x0000000100000001
+DATA q40idx<>+40(SB)/8, $0x0000000100000001
+DATA q40idx<>+48(SB)/8, $0x0000000100000001
+DATA q40idx<>+56(SB)/8, $0x0000000100000001
+GLOBL q40idx<>(SB), RODATA|NOPTR, $64
 
-// LANES adds one token's block into acc: (nibbles-8) . qs, scaled by
-// dw * d. nib holds the nibbles, dw the weight scale in every lane,
-// eights 8 in every byte; t1..t3 are scratch.
-#define LANES(nib, qs, dptr, dw, eights, acc, t1, t2, t3) \
-	VPXOR        t1, t1, t1     \
-	VPDPBUSD     qs, nib, t1    \
-	VPXOR        t2, t2, t2     \
-	VPDPBUSD     qs, eights, t2 \
-	VPSUBD       t2, t1, t1     \
-	VCVTDQ2PS    t1, t1         \
-	VBROADCASTSS dptr, t3       \
-	VMULPS       dw, t3, t3     \
-	VMULPS       t3, t1, t1     \
-	VADDPS       t1, acc, acc
+// PAIRNIBS sets Z1 to the 64 nibbles of blocks b and b+1 (at (SI) and
+// 18(SI)) in element order, and Z6 to their two scales (lanes 0-7, 8-15).
+#define PAIRNIBS \
+	VMOVDQU      2(SI), X1            \
+	VINSERTI128  $1, 20(SI), Y1, Y1   \
+	VPSRLW       $4, Y1, Y2           \
+	VINSERTI64X4 $1, Y2, Z1, Z1       \
+	VSHUFI64X2   $0xd8, Z1, Z1, Z1    \
+	VPANDD       Z15, Z1, Z1          \
+	VPBROADCASTW (SI), X6             \
+	VPBROADCASTW 18(SI), X7           \
+	VINSERTI128  $1, X7, Y6, Y6       \
+	VCVTPH2PS    Y6, Z6
 
-// func dotQ40VNNI(w *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ40VNNI(SB), NOSPLIT, $0-36
+// PAIRTOKEN adds a token's two blocks (activations at qs, lane sums at s,
+// scales at dp) into acc; Z2..Z5 scratch.
+#define PAIRTOKEN(qs, s, dp, acc) \
+	VMOVDQU64 s, Z4          \
+	VPSLLD    $3, Z4, Z4     \
+	VPSUBD    Z4, Z14, Z5    \
+	VPDPBUSD  qs, Z1, Z5     \
+	VCVTDQ2PS Z5, Z5         \
+	VMOVQ     dp, X3         \
+	VPERMPS   Z3, Z13, Z3    \
+	VMULPS    Z3, Z6, Z3     \
+	VMULPS    Z3, Z5, Z5     \
+	VADDPS    Z5, acc, acc
+
+// ONENIBS sets Y1 to block b's 32 nibbles and Y6 to its scale.
+#define ONENIBS \
+	VMOVDQU      2(SI), X1         \
+	VPSRLW       $4, X1, X2        \
+	VINSERTI128  $1, X2, Y1, Y1    \
+	VPAND        Y15, Y1, Y1       \
+	VPBROADCASTW (SI), X6          \
+	VCVTPH2PS    X6, Y6
+
+// ONETOKEN adds a token's last block into lanes 0-7 of acc (K1 = 0xff).
+#define ONETOKEN(qs, s, dp, acc) \
+	VMOVDQU      s, Y4          \
+	VPSLLD       $3, Y4, Y4     \
+	VPSUBD       Y4, Y14, Y5    \
+	VPDPBUSD     qs, Y1, Y5     \
+	VCVTDQ2PS    Y5, Y5         \
+	VBROADCASTSS dp, Y3         \
+	VMULPS       Y3, Y6, Y3     \
+	VMULPS       Y3, Y5, Y5     \
+	VADDPS       Z5, acc, K1, acc
+
+// FOLD16 leaves hsum8 of (lanes i + lanes i+8) of z in x's lane 0.
+#define FOLD16(z, y, x) \
+	VEXTRACTF64X4 $1, z, Y2 \
+	VADDPS        Y2, y, y  \
+	HSUM8(y, x, X2)
+
+#define Q40SETUP \
+	MOVL  $0x0F0F0F0F, AX   \
+	VPBROADCASTD AX, Z15    \
+	VPXORD Z14, Z14, Z14    \
+	VMOVDQU64 q40idx<>(SB), Z13 \
+	MOVL  $0xff, AX         \
+	KMOVW AX, K1
+
+// func dotQ40VNNI(w *byte, qs *int8, d *float32, sums *int32, nb int) float32
+TEXT ·dotQ40VNNI(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ nb+24(FP), CX
-	VPXOR Y0, Y0, Y0
-	MOVL  $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Y15
-	MOVL  $0x08080808, AX
-	VPBROADCASTD AX, Y14
-	TESTQ CX, CX
-	JZ    q40_done
+	MOVQ sums+24(FP), R8
+	MOVQ nb+32(FP), CX
+	VPXORD Z0, Z0, Z0
+	Q40SETUP
+	MOVQ CX, R9
+	SHRQ $1, R9
+	JZ   q40_tail
 
 q40_loop:
-	NIBBLES(2(SI), X1, X2, Y1, Y15)
-	VPBROADCASTW (SI), X6
-	VCVTPH2PS    X6, Y6
-	LANES(Y1, (DI), (DX), Y6, Y14, Y0, Y4, Y5, Y7)
-	ADDQ $18, SI
-	ADDQ $32, DI
-	ADDQ $4, DX
-	DECQ CX
+	PREFETCHT0 512(SI)
+	PAIRNIBS
+	PAIRTOKEN((DI), (R8), (DX), Z0)
+	ADDQ $36, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	ADDQ $64, R8
+	DECQ R9
 	JNZ  q40_loop
 
-q40_done:
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, ret+32(FP)
+q40_tail:
+	TESTQ $1, CX
+	JZ    q40_fold
+	ONENIBS
+	ONETOKEN((DI), (R8), (DX), Z0)
+
+q40_fold:
+	FOLD16(Z0, Y0, X0)
+	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
 
-// func dot4Q40VNNI(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
-// out[t] = row . token t for t in 0..3; token t's values at qs+t*qstride,
-// its scales at d+t*dstride.
-TEXT ·dot4Q40VNNI(SB), NOSPLIT, $0-56
+// func dot4Q40VNNI(w *byte, qs *int8, d *float32, sums *int32, qstride, dstride, nb int, out *float32)
+// out[t] = row . token t for t in 0..3: token t's values at qs+t*qstride,
+// its lane sums at sums+t*qstride (bytes), its scales at d+t*dstride.
+TEXT ·dot4Q40VNNI(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ qstride+24(FP), BX
-	MOVQ dstride+32(FP), R9
-	MOVQ nb+40(FP), CX
+	MOVQ sums+24(FP), R8
+	MOVQ qstride+32(FP), BX
+	MOVQ dstride+40(FP), R9
+	MOVQ nb+48(FP), CX
 	SHLQ $2, R9
-	LEAQ (BX)(BX*2), R8
-	LEAQ (R9)(R9*2), R10
-	VPXOR Y0, Y0, Y0
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y10, Y10, Y10
-	MOVL  $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Y15
-	MOVL  $0x08080808, AX
-	VPBROADCASTD AX, Y14
-	TESTQ CX, CX
-	JZ    q404_done
+	LEAQ (BX)(BX*2), R10
+	LEAQ (R9)(R9*2), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	Q40SETUP
+	MOVQ CX, R12
+	SHRQ $1, R12
+	JZ   q404_tail
 
 q404_loop:
-	NIBBLES(2(SI), X1, X2, Y1, Y15)
-	VPBROADCASTW (SI), X6
-	VCVTPH2PS    X6, Y6
-	LANES(Y1, (DI), (DX), Y6, Y14, Y0, Y4, Y5, Y7)
-	LANES(Y1, (DI)(BX*1), (DX)(R9*1), Y6, Y14, Y8, Y4, Y5, Y7)
-	LANES(Y1, (DI)(BX*2), (DX)(R9*2), Y6, Y14, Y9, Y4, Y5, Y7)
-	LANES(Y1, (DI)(R8*1), (DX)(R10*1), Y6, Y14, Y10, Y4, Y5, Y7)
-	ADDQ $18, SI
-	ADDQ $32, DI
-	ADDQ $4, DX
-	DECQ CX
+	PREFETCHT0 512(SI)
+	PAIRNIBS
+	PAIRTOKEN((DI), (R8), (DX), Z0)
+	PAIRTOKEN((DI)(BX*1), (R8)(BX*1), (DX)(R9*1), Z8)
+	PAIRTOKEN((DI)(BX*2), (R8)(BX*2), (DX)(R9*2), Z9)
+	PAIRTOKEN((DI)(R10*1), (R8)(R10*1), (DX)(R11*1), Z10)
+	ADDQ $36, SI
+	ADDQ $64, DI
+	ADDQ $8, DX
+	ADDQ $64, R8
+	DECQ R12
 	JNZ  q404_loop
 
-q404_done:
-	MOVQ out+48(FP), DX
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, (DX)
-	HSUM8(Y8, X8, X1)
+q404_tail:
+	TESTQ $1, CX
+	JZ    q404_fold
+	ONENIBS
+	ONETOKEN((DI), (R8), (DX), Z0)
+	ONETOKEN((DI)(BX*1), (R8)(BX*1), (DX)(R9*1), Z8)
+	ONETOKEN((DI)(BX*2), (R8)(BX*2), (DX)(R9*2), Z9)
+	ONETOKEN((DI)(R10*1), (R8)(R10*1), (DX)(R11*1), Z10)
+
+q404_fold:
+	MOVQ out+56(FP), DX
+	FOLD16(Z0, Y0, X0)
+	VMOVSS X0, 0(DX)
+	FOLD16(Z8, Y8, X8)
 	VMOVSS X8, 4(DX)
-	HSUM8(Y9, X9, X1)
+	FOLD16(Z9, Y9, X9)
 	VMOVSS X9, 8(DX)
-	HSUM8(Y10, X10, X1)
+	FOLD16(Z10, Y10, X10)
 	VMOVSS X10, 12(DX)
 	VZEROUPPER
 	RET

@@ -4,8 +4,10 @@ package cpu
 
 const haveVNNI = false
 
-func dotQ40VNNI(w *byte, qs *int8, d *float32, nb int) float32 { panic("no simd") }
-func dot4Q40VNNI(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
+func dotQ40VNNI(w *byte, qs *int8, d *float32, sums *int32, nb int) float32 {
+	panic("no simd")
+}
+func dot4Q40VNNI(w *byte, qs *int8, d *float32, sums *int32, qstride, dstride, nb int, out *float32) {
 	panic("no simd")
 }
 

@@ -50,8 +50,8 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Rows in fours and not, batch 1 (four-row kernel only) and leftovers
 	// after groups of four tokens, and a split of the rows between shares.
-	for _, sh := range []struct{ rows, n, mid int }{{8, 7, 8}, {11, 1, 3}, {11, 6, 5}, {13, 1, 13}} {
-		const cols = 256
+	for _, sh := range []struct{ rows, n, mid, cols int }{{8, 7, 8, 256}, {11, 1, 3, 288}, {11, 6, 5, 288}, {13, 1, 13, 32}, {5, 5, 2, 96}} {
+		cols := sh.cols
 		rows, n := sh.rows, sh.n
 		w, err := model.NewMatrix(quant.Q4_0, rows, cols, synth.RandomMatrix(rng, quant.Q4_0, rows, cols, 0.5))
 		if err != nil {
