@@ -179,11 +179,11 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.IQ4_NL:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
 	case quant.IQ4_XS:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4xsInt8)
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
 	case quant.Q3_K:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch[len(scratch)-resLen:], q3kInt8)
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q3kInt8)
 	case quant.Q2_K:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch[len(scratch)-resLen:], q2kInt8)
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q2kInt8)
 	}
 }
 

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 )
@@ -35,10 +37,13 @@ var (
 
 // matmulSuper is matmulInt8 for a superScaled format: a row against four
 // tokens at a time (its blocks unpacked once for the four), then one by one.
-func (kn *kernels) matmulSuper(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, res []float32, f superScaled) {
+// The scales' scratch comes from the share's (a local array would escape
+// through the function values and allocate on every call).
+func (kn *kernels) matmulSuper(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32, f superScaled) {
 	cols, rows := w.Cols, w.Rows
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
-	var sc [64]int16
+	res := scratch[len(scratch)-resLen:]
+	sc := unsafe.Slice((*int16)(unsafe.Pointer(&scratch[0])), 64)
 	full := 0
 	if kn.simd {
 		full = n &^ 3

@@ -41,13 +41,25 @@ func TestQuantizedForwardMatchesReference(t *testing.T) {
 // nothing, for every weight type and for small (fused) and large batches.
 // Garbage here is paid on every step as GC work.
 func TestForwardDoesNotAllocate(t *testing.T) {
-	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
+	// The K-quant and IQ4 models have 64-wide heads (four-query attention);
+	// under int8, every format's int8 kernels run.
+	cases := []struct {
+		dt       quant.DType
+		quantDot string
+	}{{quant.F32, ""}, {quant.F16, ""}, {quant.Q8_0, ""}, {quant.Q4_K, ""}, {quant.Q4_0, "int8"}, {quant.Q4_K, "int8"},
+		{quant.IQ4_XS, "int8"}, {quant.Q3_K, "int8"}, {quant.Q5_0, "int8"}, {quant.Q4_1, "auto"}}
+	for _, c := range cases {
+		dt := c.dt
 		path, _ := synth.WriteFile(t, synth.Tiny(dt, 64, 3))
 		m, err := model.Load(path, model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2})
+		kv := quant.F32
+		if quant.Lookup(dt).BlockElems > 32 {
+			kv = quant.F16
+		}
+		b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2, KVType: kv, QuantDot: c.quantDot})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +72,7 @@ func TestForwardDoesNotAllocate(t *testing.T) {
 				t.Fatal(err)
 			}
 			if a := testing.AllocsPerRun(5, func() { b.Forward(batch) }); a != 0 {
-				t.Errorf("%s, %d decodes: %v allocations per step", dt, n, a)
+				t.Errorf("%s %q, %d decodes: %v allocations per step", dt, c.quantDot, n, a)
 			}
 		}
 		b.Close()
