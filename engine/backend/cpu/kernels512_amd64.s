@@ -572,3 +572,35 @@ z46_done:
 	HSUM4(Y4, Y5, Y6, Y7, X4, X5, 80(DX))
 	VZEROUPPER
 	RET
+
+// func dot1BF16AVX512(w *uint16, x *float32, n int) float32
+// dot1F32AVX512 on bfloat16 weights widened in registers (exactly: a
+// bfloat16 is a float32's top half), so the sum is the one dot1F32 gives
+// on the dequantized row; n is a multiple of 16.
+TEXT ·dot1BF16AVX512(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	SHRQ $4, CX
+	JZ   z11BF16_done
+
+z11BF16_loop:
+	PREFETCHT0 4096(DI)
+	VPMOVZXWD (DI), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS (SI), Z8, Z0
+	ADDQ $32, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  z11BF16_loop
+
+z11BF16_done:
+	FOLDZ(Z0, Y0, Y12)
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

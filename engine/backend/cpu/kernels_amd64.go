@@ -129,3 +129,9 @@ func q2kAVX2(qs *byte, dl, ml *float32, y *float32)
 
 //go:noescape
 func q3kAVX2(qs, hm *byte, dl *float32, y *float32)
+
+//go:noescape
+func dot1BF16AVX512(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func dot1BF16AVX2(w *uint16, x *float32, n int) float32

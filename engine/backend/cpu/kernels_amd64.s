@@ -405,3 +405,32 @@ yq4_done:
 	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
 	VZEROUPPER
 	RET
+
+// func dot1BF16AVX2(w *uint16, x *float32, n int) float32
+// dot1F32AVX2 on bfloat16 weights widened in registers; n is a multiple of 8.
+TEXT ·dot1BF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	SHRQ $3, CX
+	JZ   d11BF16_done
+
+d11BF16_loop:
+	PREFETCHT0 2048(DI)
+	VPMOVZXWD (DI), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS (SI), Y8, Y0
+	ADDQ $16, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  d11BF16_loop
+
+d11BF16_done:
+	VHADDPS Y0, Y0, Y0
+	VHADDPS Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

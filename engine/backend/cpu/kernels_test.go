@@ -65,7 +65,7 @@ func TestSIMDMatchesPureGo(t *testing.T) {
 
 func testSIMDFamily(t *testing.T, k *kernels) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []quant.DType{quant.F32, quant.F16, quant.Q8_0} {
+	for _, typ := range []quant.DType{quant.F32, quant.F16, quant.Q8_0, quant.BF16} {
 		for range 40 {
 			cols := 1 + rng.IntN(300)
 			if rng.IntN(2) == 0 { // whole chunks: the tiled paths

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"fmt"
+	"math"
+	"unsafe"
 
 	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/model"
@@ -19,6 +21,7 @@ type floatKernels struct {
 	d1F32  func(w, x *float32, n int) float32
 	d24F16 func(w *uint16, wstride int, x *float32, xstride, n int, out *float32)
 	d1F16  func(w *uint16, x *float32, n int) float32
+	d1BF16 func(w *uint16, x *float32, n int) float32 // d1F32 on bfloat16 rows widened in registers
 	// Fused Q8_0 kernels in d1F32's order, for small batches.
 	q8d1  func(w *byte, x *float32, nblocks int) float32
 	q8d4  func(w *byte, x *float32, xstride, nblocks int, out *float32)     // a row, four tokens
@@ -27,9 +30,9 @@ type floatKernels struct {
 
 var (
 	avx2Float = floatKernels{"avx2", 8, nil, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2,
-		dot1Q8F32AVX2, dot4Q8F32AVX2, nil}
+		dot1BF16AVX2, dot1Q8F32AVX2, dot4Q8F32AVX2, nil}
 	avx512Float = floatKernels{"avx512", 16, dot4x6F32AVX512, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
-		dot1F16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
+		dot1F16AVX512, dot1BF16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
 )
 
 // kernels is the kernel set one backend runs: the SIMD ones (one float
@@ -168,6 +171,10 @@ func (kn *kernels) matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, 
 		kn.fusedQ8(out, x, n, w, lo, hi, res)
 		return
 	}
+	if w.Type == quant.BF16 && n < 4 {
+		kn.fusedBF16(out, x, n, w, lo, hi)
+		return
+	}
 	ws, pad := scratch[:rb*cols], scratch[rb*cols:(rb+4)*cols]
 	for tb := 0; tb < n; tb += tokenBlock {
 		te := min(tb+tokenBlock, n)
@@ -205,6 +212,29 @@ func (kn *kernels) matmulRowsFast(out, x []float32, n int, w *model.Matrix, lo, 
 			if tm < te {
 				kn.tileF32(out[tm*w.Rows:], pad, 4, te-tm, wr, w.Rows, cols, r0, r1, res)
 			}
+		}
+	}
+}
+
+// fusedBF16 is matmulRowsFast for BF16 weights and one to three tokens:
+// each row widened in registers and dotted in d1F32's order, the sum the
+// tiles give on the dequantized row (the same row read once, not written
+// to scratch and read again).
+func (kn *kernels) fusedBF16(out, x []float32, n int, w *model.Matrix, lo, hi int) {
+	cols, rows := w.Cols, w.Rows
+	main := cols &^ (kn.f.width - 1)
+	for r := lo; r < hi; r++ {
+		row := unsafe.Slice((*uint16)(unsafe.Pointer(&w.Data[2*r*cols])), cols)
+		for t := range n {
+			xt := x[t*cols : (t+1)*cols]
+			var s float32
+			if main > 0 {
+				s = kn.f.d1BF16(&row[0], &xt[0], main)
+			}
+			for i := main; i < cols; i++ { // the columns past the last full chunk, in order
+				s += math.Float32frombits(uint32(row[i])<<16) * xt[i]
+			}
+			out[t*rows+r] = s
 		}
 	}
 }
