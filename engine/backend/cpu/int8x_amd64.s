@@ -133,47 +133,33 @@ iq4xs_done:
 	Q3HIGH(4*((p)/4)+(p)%4)             \
 	PAIRDOT(32*(p), 4*(p))
 
-// Q3SCALES writes a Q3_K block's sixteen group scales, less 32, as int16
-// at (BX) (ggml's unpacking of the 12 bytes at 96(SI)).
-#define Q3SCALES \
-	MOVL  96(SI), R11         \
-	MOVL  100(SI), R12        \
-	MOVL  104(SI), R13        \
-	MOVL  R11, AX             \
-	ANDL  $0x0f0f0f0f, AX     \
-	MOVL  R13, R14            \
-	ANDL  $0x03030303, R14    \
-	SHLL  $4, R14             \
-	ORL   R14, AX             \
-	MOVL  AX, (BX)            \
-	MOVL  R12, AX             \
-	ANDL  $0x0f0f0f0f, AX     \
-	MOVL  R13, R14            \
-	SHRL  $2, R14             \
-	ANDL  $0x03030303, R14    \
-	SHLL  $4, R14             \
-	ORL   R14, AX             \
-	MOVL  AX, 4(BX)           \
-	MOVL  R11, AX             \
-	SHRL  $4, AX              \
-	ANDL  $0x0f0f0f0f, AX     \
-	MOVL  R13, R14            \
-	SHRL  $4, R14             \
-	ANDL  $0x03030303, R14    \
-	SHLL  $4, R14             \
-	ORL   R14, AX             \
-	MOVL  AX, 8(BX)           \
-	MOVL  R12, AX             \
-	SHRL  $4, AX              \
-	ANDL  $0x0f0f0f0f, AX     \
-	MOVL  R13, R14            \
-	SHRL  $6, R14             \
-	ANDL  $0x03030303, R14    \
-	SHLL  $4, R14             \
-	ORL   R14, AX             \
-	MOVL  AX, 12(BX)          \
-	VPMOVZXBW (BX), Y5        \
-	VPSUBW    Y11, Y5, Y5     \
+DATA q3lo<>+0(SB)/8, $0
+DATA q3lo<>+8(SB)/8, $0x0000000400000004
+GLOBL q3lo<>(SB), RODATA|NOPTR, $16
+DATA q3hi<>+0(SB)/8, $0x0000000200000000
+DATA q3hi<>+8(SB)/8, $0x0000000600000004
+GLOBL q3hi<>(SB), RODATA|NOPTR, $16
+DATA q3m0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q3m0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q3m0f<>(SB), RODATA|NOPTR, $16
+
+// Q3SCALES writes a Q3_K block's sixteen group scales, less the 32 words
+// at thirtytwos, as int16 at (BX): ggml's unpacking of the 12 bytes at
+// 96(SI) (low nibbles from dwords 0-1, high pairs from dword 2), in vector
+// registers (X15: 0x03 in every byte; X5..X7 scratch).
+#define Q3SCALES(thirtytwos) \
+	VMOVQ     96(SI), X5             \
+	VPINSRD   $2, 104(SI), X5, X5    \
+	VPSHUFD   $0x44, X5, X6          \
+	VPSRLVD   q3lo<>(SB), X6, X6     \
+	VPAND     q3m0f<>(SB), X6, X6    \
+	VPSHUFD   $0xaa, X5, X7          \
+	VPSRLVD   q3hi<>(SB), X7, X7     \
+	VPAND     X15, X7, X7            \
+	VPSLLD    $4, X7, X7             \
+	VPOR      X7, X6, X6             \
+	VPMOVZXBW X6, Y5                 \
+	VPSUBW    thirtytwos, Y5, Y5     \
 	VMOVDQU   Y5, (BX)
 
 // func q3kDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32
@@ -201,7 +187,7 @@ TEXT ·q3kDotAVX2(SB), NOSPLIT, $0-52
 q3kd_loop:
 	PREFETCHT0 1024(SI)
 	PREFETCHT0 1088(SI)
-	Q3SCALES
+	Q3SCALES(Y11)
 	VMOVDQU (SI), Y9
 	VPXOR Y8, Y8, Y8
 	Q3PAIR(0)
@@ -703,42 +689,7 @@ TEXT ·q3kDot4AVX2(SB), NOSPLIT, $0-80
 q3kDot4AVX2_loop:
 	PREFETCHT0 1024(SI)
 	PREFETCHT0 1088(SI)
-	MOVL  96(SI), AX
-	ANDL  $0x0f0f0f0f, AX
-	MOVL  104(SI), R9
-	ANDL  $0x03030303, R9
-	SHLL  $4, R9
-	ORL   R9, AX
-	MOVL  AX, 0(BX)
-	MOVL  100(SI), AX
-	ANDL  $0x0f0f0f0f, AX
-	MOVL  104(SI), R9
-	SHRL  $2, R9
-	ANDL  $0x03030303, R9
-	SHLL  $4, R9
-	ORL   R9, AX
-	MOVL  AX, 4(BX)
-	MOVL  96(SI), AX
-	SHRL  $4, AX
-	ANDL  $0x0f0f0f0f, AX
-	MOVL  104(SI), R9
-	SHRL  $4, R9
-	ANDL  $0x03030303, R9
-	SHLL  $4, R9
-	ORL   R9, AX
-	MOVL  AX, 8(BX)
-	MOVL  100(SI), AX
-	SHRL  $4, AX
-	ANDL  $0x0f0f0f0f, AX
-	MOVL  104(SI), R9
-	SHRL  $6, R9
-	ANDL  $0x03030303, R9
-	SHLL  $4, R9
-	ORL   R9, AX
-	MOVL  AX, 12(BX)
-	VPMOVZXBW (BX), Y5
-	VPSUBW    64(BX), Y5, Y5
-	VMOVDQU   Y5, (BX)
+	Q3SCALES(64(BX))
 	VMOVDQU   (SI), Y13
 	VPXOR Y8, Y8, Y8
 	VPXOR Y9, Y9, Y9
