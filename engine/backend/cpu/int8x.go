@@ -25,8 +25,8 @@ type superScaled struct {
 
 var (
 	iq4xsInt8 = superScaled{
-		func(w *byte, qs *int8, d *float32, _ *int16, _ *int16, nsb int) float32 {
-			return iq4xsDotAVX2(w, qs, d, nsb)
+		func(w *byte, qs *int8, d *float32, _ *int16, sc *int16, nsb int) float32 {
+			return iq4xsDotAVX2(w, qs, d, sc, nsb)
 		},
 		func(w *byte, qs *int8, d *float32, _ *int16, nsb, qstride, dstride, _ int, sc *int16, out *float32) {
 			iq4xsDot4AVX2(w, qs, d, nsb, qstride, dstride, sc, out)

@@ -33,8 +33,46 @@ GLOBL iq4gridx<>(SB), RODATA|NOPTR, $16
 	VMULSS     X13, X6, X6 \
 	VADDSS     X6, X0, X0
 
-// IQ4SUB adds sub-block ib's scaled dot into Y8; its 6-bit scale comes
-// from scales_h in R11 and scales_l in R12.
+DATA iq4lo<>+0(SB)/8, $0x0000000400000000
+DATA iq4lo<>+8(SB)/8, $0x0000000c00000008
+DATA iq4lo<>+16(SB)/8, $0x0000001400000010
+DATA iq4lo<>+24(SB)/8, $0x0000001c00000018
+GLOBL iq4lo<>(SB), RODATA|NOPTR, $32
+DATA iq4hi<>+0(SB)/8, $0x0000000200000000
+DATA iq4hi<>+8(SB)/8, $0x0000000600000004
+DATA iq4hi<>+16(SB)/8, $0x0000000a00000008
+DATA iq4hi<>+24(SB)/8, $0x0000000e0000000c
+GLOBL iq4hi<>(SB), RODATA|NOPTR, $32
+
+// IQ4SCALES writes an IQ4_XS block's eight sub-block scales less 32 as
+// int16 at (BX): ls = (scales_l nibble ib) | (scales_h bits 2ib, 2ib+1) << 4,
+// in vector registers (Y5..Y7 scratch).
+#define IQ4SCALES \
+	VPBROADCASTD 4(SI), Y5        \
+	VPSRLVD   iq4lo<>(SB), Y5, Y5 \
+	MOVL      $15, AX             \
+	VMOVD     AX, X6              \
+	VPBROADCASTD X6, Y6           \
+	VPAND     Y6, Y5, Y5          \
+	MOVWLZX   2(SI), AX           \
+	VMOVD     AX, X7              \
+	VPBROADCASTD X7, Y7           \
+	VPSRLVD   iq4hi<>(SB), Y7, Y7 \
+	MOVL      $3, AX              \
+	VMOVD     AX, X6              \
+	VPBROADCASTD X6, Y6           \
+	VPAND     Y6, Y7, Y7          \
+	VPSLLD    $4, Y7, Y7          \
+	VPOR      Y7, Y5, Y5          \
+	MOVL      $32, AX             \
+	VMOVD     AX, X6              \
+	VPBROADCASTD X6, Y6           \
+	VPSUBD    Y6, Y5, Y5          \
+	VEXTRACTI128 $1, Y5, X6       \
+	VPACKSSDW X6, X5, X5          \
+	VMOVDQU   X5, (BX)
+
+// IQ4SUB adds sub-block ib's scaled dot into Y8 (its scale at 2ib(BX)).
 #define IQ4SUB(ib) \
 	VMOVDQU     (8+16*(ib))(SI), X1 \
 	VPSRLW      $4, X1, X2          \
@@ -45,26 +83,18 @@ GLOBL iq4gridx<>(SB), RODATA|NOPTR, $16
 	VPSIGNB     Y2, Y3, Y3          \
 	VPABSB      Y2, Y2              \
 	VPMADDUBSW  Y3, Y2, Y2          \
-	MOVL        R12, AX             \
-	SHRL        $(4*(ib)), AX       \
-	ANDL        $15, AX             \
-	MOVL        R11, R13            \
-	SHRL        $(2*(ib)), R13      \
-	ANDL        $3, R13             \
-	SHLL        $4, R13             \
-	ORL         R13, AX             \
-	SUBL        $32, AX             \
-	VMOVD       AX, X4              \
-	VPBROADCASTW X4, Y4             \
+	VPBROADCASTW (2*(ib))(BX), Y4   \
 	VPMADDWD    Y4, Y2, Y2          \
 	VPADDD      Y2, Y8, Y8
 
-// func iq4xsDotAVX2(w *byte, qs *int8, d *float32, nsb int) float32
-TEXT ·iq4xsDotAVX2(SB), NOSPLIT, $0-36
+// func iq4xsDotAVX2(w *byte, qs *int8, d *float32, sc *int16, nsb int) float32
+// sc: scratch for a block's eight scales.
+TEXT ·iq4xsDotAVX2(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ nsb+24(FP), CX
+	MOVQ sc+24(FP), BX
+	MOVQ nsb+32(FP), CX
 	VXORPS X0, X0, X0
 	MOVL  $0x0F0F0F0F, AX
 	VMOVD AX, X15
@@ -78,8 +108,7 @@ iq4xs_loop:
 	PREFETCHT0 1088(SI)
 	PREFETCHT0 1152(SI)
 	VPXOR Y8, Y8, Y8
-	MOVWLZX 2(SI), R11
-	MOVL    4(SI), R12
+	IQ4SCALES
 	IQ4SUB(0)
 	IQ4SUB(1)
 	IQ4SUB(2)
@@ -97,7 +126,7 @@ iq4xs_loop:
 	JNZ  iq4xs_loop
 
 iq4xs_done:
-	VMOVSS X0, ret+32(FP)
+	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
 
@@ -315,87 +344,7 @@ iq4x4_loop:
 	PREFETCHT0 1024(SI)
 	PREFETCHT0 1088(SI)
 	PREFETCHT0 1152(SI)
-	MOVWLZX 2(SI), R9
-	MOVL    4(SI), AX
-	SHRL    $0, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $0, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 0(BX)
-	MOVL    4(SI), AX
-	SHRL    $4, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $2, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 2(BX)
-	MOVL    4(SI), AX
-	SHRL    $8, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $4, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 4(BX)
-	MOVL    4(SI), AX
-	SHRL    $12, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $6, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 6(BX)
-	MOVL    4(SI), AX
-	SHRL    $16, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $8, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 8(BX)
-	MOVL    4(SI), AX
-	SHRL    $20, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $10, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 10(BX)
-	MOVL    4(SI), AX
-	SHRL    $24, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $12, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 12(BX)
-	MOVL    4(SI), AX
-	SHRL    $28, AX
-	ANDL    $15, AX
-	MOVL    R9, R8
-	SHRL    $14, R8
-	ANDL    $3, R8
-	SHLL    $4, R8
-	ORL     R8, AX
-	SUBL    $32, AX
-	MOVW    AX, 14(BX)
+	IQ4SCALES
 	VPXOR Y8, Y8, Y8
 	VPXOR Y9, Y9, Y9
 	VPXOR Y10, Y10, Y10
