@@ -283,110 +283,69 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	}
 }
 
-// TestSuperScaledKernelsMatchGo: the AVX2 int8 kernels for IQ4_XS, Q3_K
-// and Q2_K give exactly the Go loops' sums, on random bytes (every level,
-// scale and high bit) and on quantized rows, one token or several, rows
-// longer than a scale chunk included; and stay within the activations'
-// rounding of the float path.
-func TestSuperScaledKernelsMatchGo(t *testing.T) {
+// TestAVX2Int8KernelsMatchGo: the AVX2 int8 kernels (one token and four)
+// give exactly their Go loops' sums, on random bytes (every level, scale,
+// fifth bit, high bit and sign) and on quantized rows, rows longer than
+// 64 super-blocks included, and stay within the activations' rounding.
+func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	halves := map[quant.DType][]int{quant.IQ4_XS: {0}, quant.Q3_K: {108}, quant.Q2_K: {80, 82}}
-	for dt, offs := range halves {
-		for _, cols := range []int{256, 768, 256 * 67} {
+	// Where each format keeps its fp16 scales (random bytes there could be
+	// NaN), and the row widths tried.
+	cases := []struct {
+		dt     quant.DType
+		halves []int
+		cols   []int
+	}{
+		{quant.IQ4_XS, []int{0}, []int{256, 768, 256 * 67}}, {quant.Q3_K, []int{108}, []int{256, 768, 256 * 67}},
+		{quant.Q2_K, []int{80, 82}, []int{256, 768, 256 * 67}}, {quant.Q4_1, []int{0, 2}, []int{320}},
+		{quant.Q5_0, []int{0}, []int{320}}, {quant.Q5_1, []int{0, 2}, []int{320}}, {quant.IQ4_NL, []int{0}, []int{320}},
+	}
+	simd, _ := chooseKernels("")
+	gok, _ := chooseKernels("go")
+	for _, c := range cases {
+		f := quant.Lookup(c.dt)
+		for _, cols := range c.cols {
 			for _, random := range []bool{true, false} {
 				const rows, n = 3, 7 // a group of four tokens, then three one by one
-				rb := dt.RowBytes(cols)
-				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
+				wb := synth.RandomMatrix(rng, c.dt, rows, cols, 0.5)
 				if random {
 					for i := range wb {
 						wb[i] = byte(rng.Uint32())
 					}
-					size := quant.Lookup(dt).BlockBytes
-					for b := range rows * cols / 256 {
-						for _, o := range offs {
+					for b := range rows * cols / f.BlockElems {
+						for _, o := range c.halves {
 							h := quant.F32ToF16(rng.Float32() * 0.01)
-							wb[b*size+o], wb[b*size+o+1] = byte(h), byte(h>>8)
+							wb[b*f.BlockBytes+o], wb[b*f.BlockBytes+o+1] = byte(h), byte(h>>8)
 						}
 					}
 				}
-				w, err := model.NewMatrix(dt, rows, cols, wb)
+				w, err := model.NewMatrix(c.dt, rows, cols, wb)
 				if err != nil {
 					t.Fatal(err)
 				}
 				x := randVec(rng, n*cols)
 				var a acts
 				a.need(x, n, w, int8Kind(w.Type))
-				simd, _ := chooseKernels("")
-				gok, _ := chooseKernels("go")
 				got, want := make([]float32, n*rows), make([]float32, n*rows)
 				scratch := make([]float32, scratchLen(cols))
 				simd.matmulInt8(got, &a, n, w, 0, rows, scratch)
 				gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
+				d, block := a.q8k.d, 256
+				if int8Kind(c.dt) == actQ8_0 {
+					d, block = a.q8.d, 32
+				}
 				row := make([]float32, cols)
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%s cols %d random %v: out %d: AVX2 %v, Go %v", dt, cols, random, i, got[i], want[i])
+						t.Fatalf("%s cols %d random %v: out %d: AVX2 %v, Go %v", c.dt, cols, random, i, got[i], want[i])
 					}
 					tok, r := i/rows, i%rows
 					w.Row(r, row)
-					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8k.d[tok*cols/256:], 256)
+					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], d[tok*cols/block:], block)
 				}
-				_ = rb
-			}
-		}
-	}
-}
-
-// TestBlock32KernelsMatchGo: the AVX2 int8 kernels for Q4_1, Q5_0, Q5_1
-// and IQ4_NL (one token and four) give exactly lanes32Go's sums, on
-// random bytes (every value, fifth bit and sign) and
-// on quantized rows, and stay within the activations' rounding.
-func TestBlock32KernelsMatchGo(t *testing.T) {
-	if !haveSIMD {
-		t.Skip("no AVX2")
-	}
-	rng := rand.New(rand.NewPCG(9, 10))
-	halves := map[quant.DType][]int{quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0}}
-	for dt, offs := range halves {
-		for _, random := range []bool{true, false} {
-			const rows, cols, n = 5, 320, 7
-			wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
-			if random {
-				size := quant.Lookup(dt).BlockBytes
-				for i := range wb {
-					wb[i] = byte(rng.Uint32())
-				}
-				for b := range rows * cols / 32 {
-					for _, o := range offs {
-						h := quant.F32ToF16(rng.Float32() * 0.01)
-						wb[b*size+o], wb[b*size+o+1] = byte(h), byte(h>>8)
-					}
-				}
-			}
-			w, err := model.NewMatrix(dt, rows, cols, wb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := randVec(rng, n*cols)
-			var a acts
-			a.need(x, n, w, int8Kind(w.Type))
-			simd, _ := chooseKernels("")
-			gok, _ := chooseKernels("go")
-			got, want := make([]float32, n*rows), make([]float32, n*rows)
-			scratch := make([]float32, scratchLen(cols))
-			simd.matmulInt8(got, &a, n, w, 0, rows, scratch)
-			gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
-			row := make([]float32, cols)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s random %v: out %d: AVX2 %v, Go %v", dt, random, i, got[i], want[i])
-				}
-				tok, r := i/rows, i%rows
-				w.Row(r, row)
-				checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
 			}
 		}
 	}
