@@ -2,6 +2,8 @@
 # The HTTP API through curl --unix-socket, as a user would call it:
 #   curl_http_api.sh SOCKET MODEL_ID
 # Exits non-zero at the first answer that is not what the API promises.
+# The model is random and sampled at temperature 1: requests whose checks
+# need every token set ignore_eos, or an early EOS would fail them.
 set -euo pipefail
 sock=$1 model=$2
 api() { curl -sS --unix-socket "$sock" -w '\n%{http_code}' "$@"; }
@@ -17,11 +19,11 @@ expect chat 200 '"object":"chat.completion"' "$(api http://batchd/v1/chat/comple
     -H 'Content-Type: application/json' \
     -d '{"model": "'"$model"'", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}')"
 out=$(api -N http://batchd/v1/chat/completions \
-    -d '{"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 3, "stream": true, "stream_options": {"include_usage": true}}')
+    -d '{"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 3, "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}}')
 expect "streamed chat" 200 'data: [DONE]' "$out"
 [[ $(grep -c '^data: ' <<<"$out") -ge 4 ]] || { echo "FAIL streamed chat: too few events"; exit 1; }
 grep -q '"usage":{"prompt_tokens"' <<<"$out" || { echo "FAIL streamed chat: no usage chunk"; exit 1; }
-expect completion 200 '"finish_reason":"length"' "$(api http://batchd/v1/completions -d '{"prompt": "Once", "max_tokens": 2}')"
+expect completion 200 '"finish_reason":"length"' "$(api http://batchd/v1/completions -d '{"prompt": "Once", "max_tokens": 2, "ignore_eos": true}')"
 expect "unknown model" 404 '"code":"model_not_found"' "$(api http://batchd/v1/chat/completions -d '{"model": "gpt-4o", "messages": []}')"
 expect "n = 2" 400 '"param":"n"' "$(api http://batchd/v1/completions -d '{"prompt": "a", "n": 2}')"
 expect "bad json" 400 '"type":"invalid_request_error"' "$(api http://batchd/v1/completions -d '{"prompt": ')"
