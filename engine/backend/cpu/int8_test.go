@@ -302,14 +302,21 @@ func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 		{quant.IQ4_XS, []int{0}, []int{256, 768, 256 * 67}}, {quant.Q3_K, []int{108}, []int{256, 768, 256 * 67}},
 		{quant.Q2_K, []int{80, 82}, []int{256, 768, 256 * 67}}, {quant.Q4_1, []int{0, 2}, []int{320}},
 		{quant.Q5_0, []int{0}, []int{320}}, {quant.Q5_1, []int{0, 2}, []int{320}}, {quant.IQ4_NL, []int{0}, []int{320}},
+		{quant.Q6_K, []int{208}, []int{256, 768}},
 	}
 	simd, _ := chooseKernels("")
 	gok, _ := chooseKernels("go")
 	for _, c := range cases {
 		f := quant.Lookup(c.dt)
 		for _, cols := range c.cols {
-			for _, random := range []bool{true, false} {
-				const rows, n = 3, 7 // a group of four tokens, then three one by one
+			for _, tc := range []struct {
+				random bool
+				n      int
+			}{{true, 7}, {false, 7}, {true, 1}, {false, 1}} {
+				// Seven tokens: a group of four, then three one by one; one
+				// token: batch 1 (Q6_K's rows kernel), over a split of the rows.
+				const rows = 3
+				random, n := tc.random, tc.n
 				wb := synth.RandomMatrix(rng, c.dt, rows, cols, 0.5)
 				if random {
 					for i := range wb {
@@ -331,7 +338,8 @@ func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 				a.need(x, n, w, int8Kind(w.Type))
 				got, want := make([]float32, n*rows), make([]float32, n*rows)
 				scratch := make([]float32, scratchLen(cols))
-				simd.matmulInt8(got, &a, n, w, 0, rows, scratch)
+				simd.matmulInt8(got, &a, n, w, 0, 1, scratch)
+				simd.matmulInt8(got, &a, n, w, 1, rows, scratch)
 				gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
 				d, block := a.q8k.d, 256
 				if int8Kind(c.dt) == actQ8_0 {

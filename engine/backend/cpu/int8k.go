@@ -69,10 +69,17 @@ type (
 	kDotGo func(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32
 )
 
-// matmulK is matmulInt8 for a K-quant format, a row against each token in turn.
-func (kn *kernels) matmulK(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, simd kDot, slow kDotGo) {
+// matmulK is matmulInt8 for a K-quant format, a row against each token in
+// turn; one token (batch-1 decode) takes all its rows in one call when the
+// format has a rows kernel.
+func (kn *kernels) matmulK(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, simd kDot, slow kDotGo,
+	rowsKernel func(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32)) {
 	cols, rows := w.Cols, w.Rows
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
+	if n == 1 && kn.simd && rowsKernel != nil && hi > lo {
+		rowsKernel(&w.Data[lo*rb], rb, &a.qs[0], &a.d[0], &a.bs[0], nsb, hi-lo, &out[lo])
+		return
+	}
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*rb : (r+1)*rb]
 		for t := range n {

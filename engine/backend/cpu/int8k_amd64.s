@@ -77,6 +77,36 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 	VPOR      Y5, Y4, Y4         \
 	Q6GROUP(Y4, 96+xo(DI), ysc, 96(R14), acc, Y6)
 
+// Q6KBLOCK adds one Q6_K super-block (at SI; activations at DI, 16-sums at
+// BX, scale at DX) into X0, as dotQ6KAVX2's loop does; Y15/Y14/R14 as set
+// up there.
+#define Q6KBLOCK \
+	PREFETCHT0 2048(SI) \
+	PREFETCHT0 2112(SI) \
+	PREFETCHT0 2176(SI) \
+	PREFETCHT0 2240(SI) \
+	VPMOVSXBW    192(SI), Y11 \
+	VINSERTI128  $1, X11, Y11, Y9 \
+	VEXTRACTI128 $1, Y11, X10 \
+	VINSERTI128  $1, X10, Y10, Y10 \
+	VPXOR Y8, Y8, Y8 \
+	Q6HALF(0, 128, 0, Y9, Y8, Y15, Y14) \
+	Q6HALF(64, 160, 128, Y10, Y8, Y15, Y14) \
+	HSUMD(Y8, X8, X1, AX) \
+	VMOVDQU  (BX), Y4 \
+	VPMADDWD Y11, Y4, Y4 \
+	HSUMD(Y4, X4, X1, R8) \
+	SHLL     $5, R8 \
+	SUBL     R8, AX \
+	MOVWLZX    208(SI), R9 \
+	VMOVD      R9, X6 \
+	VCVTPH2PS  X6, X6 \
+	VMOVSS     (DX), X12 \
+	VMULSS     X6, X12, X6 \
+	VCVTSI2SSL AX, X13, X13 \
+	VMULSS     X13, X6, X6 \
+	VADDSS     X6, X0, X0
+
 // func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
 TEXT ·dotQ6KAVX2(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), SI
@@ -96,34 +126,7 @@ TEXT ·dotQ6KAVX2(SB), NOSPLIT, $0-44
 	JZ    q6k_done
 
 q6k_loop:
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2176(SI)
-	PREFETCHT0 2240(SI)
-	// the sixteen scales as int16: Y9 = half 0's eight in both lanes,
-	// Y10 = half 1's; Y11 all sixteen for the offset correction
-	VPMOVSXBW    192(SI), Y11
-	VINSERTI128  $1, X11, Y11, Y9
-	VEXTRACTI128 $1, Y11, X10
-	VINSERTI128  $1, X10, Y10, Y10
-	VPXOR Y8, Y8, Y8
-	Q6HALF(0, 128, 0, Y9, Y8, Y15, Y14)
-	Q6HALF(64, 160, 128, Y10, Y8, Y15, Y14)
-	HSUMD(Y8, X8, X1, AX)
-	// offset: 32 * sum_j scale_j * 16-sum_j
-	VMOVDQU  (BX), Y4
-	VPMADDWD Y11, Y4, Y4
-	HSUMD(Y4, X4, X1, R8)
-	SHLL     $5, R8
-	SUBL     R8, AX
-	MOVWLZX    208(SI), R9
-	VMOVD      R9, X6
-	VCVTPH2PS  X6, X6
-	VMOVSS     (DX), X12
-	VMULSS     X6, X12, X6
-	VCVTSI2SSL AX, X13, X13
-	VMULSS     X13, X6, X6
-	VADDSS     X6, X0, X0
+	Q6KBLOCK
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $4, DX
@@ -133,5 +136,56 @@ q6k_loop:
 
 q6k_done:
 	VMOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32)
+// out[r] = dotQ6KAVX2(row r) for nrows rows (row r at w+r*wstride) against
+// one token: the same sums, without a call per row.
+TEXT ·dotQ6KRowsAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R10
+	MOVQ wstride+8(FP), R11
+	MOVQ qs+16(FP), R12
+	MOVQ d+24(FP), R13
+	MOVQ bs+32(FP), R15
+	MOVL  $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL  $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	LEAQ  q6kshuf<>(SB), R14
+	CMPQ  nrows+48(FP), $0
+	JLE   q6kr_done
+
+q6kr_row:
+	MOVQ R10, SI
+	MOVQ R12, DI
+	MOVQ R13, DX
+	MOVQ R15, BX
+	MOVQ nsb+40(FP), CX
+	VXORPS X0, X0, X0
+	TESTQ CX, CX
+	JZ    q6kr_store
+
+q6kr_loop:
+	Q6KBLOCK
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q6kr_loop
+
+q6kr_store:
+	MOVQ   out+56(FP), R9
+	VMOVSS X0, (R9)
+	ADDQ   $4, R9
+	MOVQ   R9, out+56(FP)
+	ADDQ   R11, R10
+	DECQ   nrows+48(FP)
+	JNZ    q6kr_row
+
+q6kr_done:
 	VZEROUPPER
 	RET
