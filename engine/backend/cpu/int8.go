@@ -53,7 +53,7 @@ func int8Kind(t quant.DType) actKind {
 
 // needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
 // they run as Go loops); the others' need only AVX2.
-func needsVNNI(t quant.DType) bool { return t == quant.Q4_0 || t == quant.Q4_K || t == quant.Q5_K }
+func needsVNNI(t quant.DType) bool { return t == quant.Q4_K || t == quant.Q5_K }
 
 // form is the activation form w's type takes on this backend's int8 path,
 // actNone where it takes the float path: under QuantDot "auto", formats
@@ -206,9 +206,12 @@ func (kn *kernels) matmulQ40(out []float32, a *q8Acts, n int, w *model.Matrix, l
 		}
 		for t := full; t < n; t++ {
 			qs, d := a.qs[t*cols:(t+1)*cols], a.d[t*nb:(t+1)*nb]
-			if kn.simd && kn.vnni {
+			switch {
+			case kn.simd && kn.vnni:
 				out[t*rows+r] = dotQ40VNNI(&row[0], &qs[0], &d[0], &a.sums[t*cols/4], nb)
-			} else {
+			case kn.simd:
+				out[t*rows+r] = dotQ40AVX2(&row[0], &qs[0], &d[0], &a.sums[t*cols/4], nb)
+			default:
 				out[t*rows+r] = dotQ40Go(row, qs, d, nb)
 			}
 		}

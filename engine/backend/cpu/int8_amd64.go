@@ -67,3 +67,6 @@ func dotIQ4NLx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out
 
 //go:noescape
 func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32)
+
+//go:noescape
+func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32

@@ -40,12 +40,13 @@ func TestQ8Quantize(t *testing.T) {
 	}
 }
 
-// TestInt8KernelsMatchGo: the VNNI Q4_0 kernels (one token and four) give
-// exactly the Go loops' sums, and those differ from the float path's by no
-// more than the activations' rounding allows (half a step per element).
+// TestInt8KernelsMatchGo: the Q4_0 int8 kernels (AVX2's, and VNNI's for
+// one token and four) give exactly the Go loops' sums, and those differ
+// from the float path's by no more than the activations' rounding allows
+// (half a step per element).
 func TestInt8KernelsMatchGo(t *testing.T) {
-	if !haveVNNI {
-		t.Skip("no AVX512-VNNI")
+	if !haveSIMD {
+		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Rows in fours and not, batch 1 (four-row kernel only) and leftovers
@@ -63,18 +64,27 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		}
 		var a acts
 		a.need(x, n, w, int8Kind(w.Type))
-		simd, _ := chooseKernels("")
 		gok, _ := chooseKernels("go")
-		simd.int8, gok.int8 = true, true
-		got, want := make([]float32, n*rows), make([]float32, n*rows)
+		want := make([]float32, n*rows)
 		scratch := make([]float32, scratchLen(cols))
-		simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
-		simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
 		gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%d rows, %d tokens: out %d: VNNI %v, Go %v", rows, n, i, got[i], want[i])
+		// AVX2's kernel, and the VNNI ones where the CPU has them.
+		sets := []string{"avx2"}
+		if haveVNNI {
+			sets = append(sets, "")
+		}
+		got := make([]float32, n*rows)
+		for _, set := range sets {
+			simd, _ := chooseKernels(set)
+			simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
+			simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("kernels %q, %d rows, %d tokens: out %d: SIMD %v, Go %v", set, rows, n, i, got[i], want[i])
+				}
 			}
+		}
+		for i := range got {
 			tok, r := i/rows, i%rows
 			row := make([]float32, cols)
 			w.Row(r, row)

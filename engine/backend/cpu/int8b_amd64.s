@@ -447,3 +447,63 @@ dotIQ4NLx4AVX2_done:
 	VZEROUPPER
 	RET
 
+
+// Q4_0 on AVX2 in its sixteen-lane form (dotQ40Go): even blocks into Y0,
+// odd blocks into Y7, the -8 offset through the activations' lane sums;
+// the two fold as fold16. VPMADDUBSW then VPMADDWD by ones gives the lanes
+// VPDPBUSD gives (nibbles times int8 activations cannot saturate).
+#define Q40AVX2BLOCK(acc) \
+	NIBS(2(SI))                  \
+	MOVWLZX (SI), AX             \
+	VMOVD   AX, X5               \
+	VCVTPH2PS X5, X5             \
+	VMOVDQU (DI), Y3             \
+	VPMADDUBSW Y3, Y1, Y4        \
+	VPMADDWD   Y14, Y4, Y4       \
+	VMOVDQU    (R8), Y2          \
+	VPSLLD     $3, Y2, Y2        \
+	VPSUBD     Y2, Y4, Y4        \
+	VCVTDQ2PS  Y4, Y4            \
+	VBROADCASTSS (DX), X2        \
+	VMULSS     X5, X2, X2        \
+	VBROADCASTSS X2, Y2          \
+	VMULPS     Y2, Y4, Y4        \
+	VADDPS     Y4, acc, acc      \
+	ADDQ $18, SI                 \
+	ADDQ $32, DI                 \
+	ADDQ $4, DX                  \
+	ADDQ $32, R8
+
+// func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32
+TEXT ·dotQ40AVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ sums+24(FP), R8
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y7, Y7, Y7
+	BCAST32(0x0F0F0F0F, X15, Y15)
+	BCAST32(0x00010001, X14, Y14)
+	MOVQ CX, R9
+	SHRQ $1, R9
+	JZ   q40a_tail
+
+q40a_loop:
+	PREFETCHT0 512(SI)
+	Q40AVX2BLOCK(Y0)
+	Q40AVX2BLOCK(Y7)
+	DECQ R9
+	JNZ  q40a_loop
+
+q40a_tail:
+	TESTQ $1, CX
+	JZ    q40a_fold
+	Q40AVX2BLOCK(Y0)
+
+q40a_fold:
+	VADDPS Y7, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
