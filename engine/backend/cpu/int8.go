@@ -53,7 +53,7 @@ func int8Kind(t quant.DType) actKind {
 
 // needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
 // they run as Go loops); the others' need only AVX2.
-func needsVNNI(t quant.DType) bool { return t == quant.Q4_K || t == quant.Q5_K }
+func needsVNNI(t quant.DType) bool { return t == quant.Q5_K }
 
 // form is the activation form w's type takes on this backend's int8 path,
 // actNone where it takes the float path: under QuantDot "auto", formats

@@ -70,3 +70,6 @@ func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, 
 
 //go:noescape
 func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32
+
+//go:noescape
+func q4kLanesAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32)

@@ -68,3 +68,6 @@ func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, 
 func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32 {
 	panic("no simd")
 }
+func q4kLanesAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32) {
+	panic("no simd")
+}

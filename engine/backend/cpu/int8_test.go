@@ -250,6 +250,18 @@ func testKLanes(t *testing.T, dt quant.DType) {
 				t.Fatalf("%d tokens, lane %d: AVX-512 %v, Go %v", nt, i, got[i], want[i])
 			}
 		}
+		if k.avx2 != nil { // the one-token AVX2 kernel leaves the same lanes
+			var sc [16]int16
+			lanes := make([]float32, laneAcc)
+			for tk := range nt {
+				k.avx2(&wb[0], &a.qs[tk*cols], &a.d[tk*nsb], &a.bs[tk*cols/16], nsb, &sc[0], &lanes[0])
+				for i, v := range lanes {
+					if w := want[tk*laneAcc+i]; math.Float32bits(v) != math.Float32bits(w) {
+						t.Fatalf("token %d, lane %d: AVX2 %v, Go %v", tk, i, v, w)
+					}
+				}
+			}
+		}
 	}
 	w, _ := model.NewMatrix(dt, 1, cols, wb)
 	row := make([]float32, cols)

@@ -507,3 +507,118 @@ q40a_fold:
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// func q4kLanesAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32)
+// One token's 24 Q4_K lanes (int8lanes.go) on AVX2: lanes 0-7 in Y0, 8-15
+// in Y6, the mins' 8 in Y7, stored to acc. Per super-block each lane's
+// integer sum is q4kLanesGo's (VPMADDUBSW then VPMADDWD by the chunk's
+// scale), then scaled and added as there. sc: scratch for the block's
+// scales and mins as 16 words (ggml's unpacking of the 12 bytes, built
+// in a register).
+TEXT ·q4kLanesAVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bs+24(FP), R10
+	MOVQ nsb+32(FP), CX
+	MOVQ sc+40(FP), BX
+	MOVQ acc+48(FP), R15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	BCAST32(0x0F0F0F0F, X15, Y15)
+	BCAST32(0x00010001, X14, Y14)
+	TESTQ CX, CX
+	JZ    q4kl_done
+
+q4kl_loop:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	MOVL 4(SI), R8
+	MOVL 8(SI), R9
+	MOVL 12(SI), R11
+	MOVL R8, AX
+	ANDL $0x3f3f3f3f, AX
+	VMOVD AX, X8
+	MOVL R11, AX
+	ANDL $0x0f0f0f0f, AX
+	MOVL R8, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, AX
+	VPINSRD $1, AX, X8, X8
+	MOVL R9, AX
+	ANDL $0x3f3f3f3f, AX
+	VPINSRD $2, AX, X8, X8
+	MOVL R11, AX
+	SHRL $4, AX
+	ANDL $0x0f0f0f0f, AX
+	MOVL R9, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, AX
+	VPINSRD $3, AX, X8, X8
+	VPSRLDQ $8, X8, X9
+	VPMOVZXBD X9, Y9
+	VPMOVZXBW X8, Y8
+	VMOVDQU Y8, (BX)
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+
+#define Q4KCHUNK(p) \
+	VMOVDQU      (16+32*(p))(SI), Y1 \
+	VPAND        Y15, Y1, Y2         \
+	VPSRLW       $4, Y1, Y1          \
+	VPAND        Y15, Y1, Y1         \
+	VPMADDUBSW   (64*(p))(DI), Y2, Y2 \
+	VPBROADCASTW (4*(p))(BX), Y3     \
+	VPMADDWD     Y3, Y2, Y2          \
+	VPADDD       Y2, Y4, Y4          \
+	VPMADDUBSW   (64*(p)+32)(DI), Y1, Y1 \
+	VPBROADCASTW (4*(p)+2)(BX), Y3   \
+	VPMADDWD     Y3, Y1, Y1          \
+	VPADDD       Y1, Y5, Y5
+
+	Q4KCHUNK(0)
+	Q4KCHUNK(1)
+	Q4KCHUNK(2)
+	Q4KCHUNK(3)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X10
+	VCVTPH2PS X10, X10
+	VMOVSS  (DX), X11
+	VMULSS  X10, X11, X11
+	VBROADCASTSS X11, Y11
+	VCVTDQ2PS Y4, Y4
+	VMULPS    Y11, Y4, Y4
+	VADDPS    Y4, Y0, Y0
+	VCVTDQ2PS Y5, Y5
+	VMULPS    Y11, Y5, Y5
+	VADDPS    Y5, Y6, Y6
+	MOVWLZX 2(SI), AX
+	VMOVD   AX, X10
+	VCVTPH2PS X10, X10
+	VMOVSS  (DX), X12
+	VMULSS  X10, X12, X12
+	VBROADCASTSS X12, Y12
+	VMOVDQU  (R10), Y13
+	VPMADDWD Y14, Y13, Y13
+	VPMULLD  Y9, Y13, Y13
+	VCVTDQ2PS Y13, Y13
+	VMULPS    Y12, Y13, Y13
+	VADDPS    Y13, Y7, Y7
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R10
+	DECQ CX
+	JNZ  q4kl_loop
+
+q4kl_done:
+	VMOVUPS Y0, (R15)
+	VMOVUPS Y6, 32(R15)
+	VMOVUPS Y7, 64(R15)
+	VZEROUPPER
+	RET

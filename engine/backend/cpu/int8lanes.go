@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 )
@@ -83,12 +85,13 @@ func foldLanes(acc []float32) float32 {
 // tokens per call) and the Go loop it matches.
 type laneKernels struct {
 	asm    func(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
+	avx2   func(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32) // one token; nil: none
 	goLoop func(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32)
 }
 
 var (
-	q4kLanes = laneKernels{q4kLanesAVX512, q4kLanesGo}
-	q5kLanes = laneKernels{q5kLanesAVX512, q5kLanesGo}
+	q4kLanes = laneKernels{q4kLanesAVX512, q4kLanesAVX2, q4kLanesGo}
+	q5kLanes = laneKernels{q5kLanesAVX512, nil, q5kLanesGo}
 )
 
 // matmulKLanes is matmulInt8 for Q4_K and Q5_K in the lane form: each row
@@ -98,6 +101,9 @@ func (kn *kernels) matmulKLanes(out []float32, a *q8KActs, n int, w *model.Matri
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
 	const group = 8
 	acc, res := scratch[:group*laneAcc], scratch[group*laneAcc:group*laneAcc+group]
+	// The AVX2 kernel's scales scratch (16 words) follows, out of the
+	// share's scratch (a local array would escape through the func value).
+	sc := (*int16)(unsafe.Pointer(&scratch[group*laneAcc+group]))
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*rb : (r+1)*rb]
 		for t0 := 0; t0 < n; t0 += group {
@@ -107,8 +113,12 @@ func (kn *kernels) matmulKLanes(out []float32, a *q8KActs, n int, w *model.Matri
 			} else {
 				for t := range nt {
 					tt, lanes := t0+t, acc[t*laneAcc:(t+1)*laneAcc]
-					clear(lanes)
-					k.goLoop(row, a.qs[tt*cols:(tt+1)*cols], a.d[tt*nsb:(tt+1)*nsb], a.bs[tt*cols/16:(tt+1)*cols/16], nsb, lanes)
+					if kn.simd && k.avx2 != nil {
+						k.avx2(&row[0], &a.qs[tt*cols], &a.d[tt*nsb], &a.bs[tt*cols/16], nsb, sc, &lanes[0])
+					} else {
+						clear(lanes)
+						k.goLoop(row, a.qs[tt*cols:(tt+1)*cols], a.d[tt*nsb:(tt+1)*nsb], a.bs[tt*cols/16:(tt+1)*cols/16], nsb, lanes)
+					}
 					res[t] = foldLanes(lanes)
 				}
 			}
