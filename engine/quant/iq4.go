@@ -2,8 +2,9 @@ package quant
 
 import "encoding/binary"
 
-// kvaluesIQ4NL is the non-linear 4-bit grid of IQ4_NL and IQ4_XS (ggml's).
-var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+// IQ4Grid is the non-linear 4-bit grid of IQ4_NL and IQ4_XS (ggml's
+// kvalues_iq4nl).
+var IQ4Grid = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
 func init() {
 	register(&Format{Type: IQ4_NL, BlockElems: 32, BlockBytes: 18, Dequantize: dequantIQ4NL})
@@ -17,8 +18,8 @@ func dequantIQ4NL(src []byte, dst []float32) {
 		d := half(blk)
 		for j := range 16 {
 			q := blk[2+j]
-			y[j] = d * float32(kvaluesIQ4NL[q&0xf])
-			y[j+16] = d * float32(kvaluesIQ4NL[q>>4])
+			y[j] = d * float32(IQ4Grid[q&0xf])
+			y[j+16] = d * float32(IQ4Grid[q>>4])
 		}
 	}
 }
@@ -29,16 +30,21 @@ func dequantIQ4XS(src []byte, dst []float32) {
 	for b := range len(dst) / qkK {
 		blk, y := src[b*136:], dst[b*qkK:]
 		d := half(blk)
-		sh := binary.LittleEndian.Uint16(blk[2:])
-		sl, qs := blk[4:8], blk[8:136]
+		qs := blk[8:136]
 		for ib := range 8 {
-			ls := int(sl[ib/2]>>(4*uint(ib%2))&0xf) | int((sh>>(2*uint(ib)))&3)<<4
-			dl := d * float32(ls-32)
+			dl := d * float32(IQ4XSScale(blk, ib))
 			q, yy := qs[16*ib:], y[32*ib:]
 			for j := range 16 {
-				yy[j] = dl * float32(kvaluesIQ4NL[q[j]&0xf])
-				yy[j+16] = dl * float32(kvaluesIQ4NL[q[j]>>4])
+				yy[j] = dl * float32(IQ4Grid[q[j]&0xf])
+				yy[j+16] = dl * float32(IQ4Grid[q[j]>>4])
 			}
 		}
 	}
+}
+
+// IQ4XSScale is an IQ4_XS block's sub-block ib scale: 4 bits from scales_l,
+// 2 from scales_h, less their bias of 32.
+func IQ4XSScale(blk []byte, ib int) int {
+	sh := binary.LittleEndian.Uint16(blk[2:])
+	return int(blk[4+ib/2]>>(4*uint(ib%2))&0xf) | int((sh>>(2*uint(ib)))&3)<<4 - 32
 }

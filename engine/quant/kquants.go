@@ -44,15 +44,9 @@ func dequantQ2K(src []byte, dst []float32) {
 func dequantQ3K(src []byte, dst []float32) {
 	for b := range len(dst) / qkK {
 		blk, y := src[b*110:], dst[b*qkK:]
-		hm, qs, sc12 := blk[:32], blk[32:96], blk[96:108]
+		hm, qs := blk[:32], blk[32:96]
 		d := half(blk[108:])
-		var scales [16]int8
-		for j := range 16 {
-			// low 4 bits from bytes 0..7, high 2 bits from bytes 8..11
-			lo := sc12[j%8] >> (4 * uint(j/8)) & 0xf
-			hi := sc12[8+j%4] >> (2 * uint(j/4)) & 3
-			scales[j] = int8(lo|hi<<4) - 32
-		}
+		scales := Q3KScales(blk)
 		is, o := 0, 0
 		m := byte(1)
 		for n := 0; n < qkK; n += 128 {
@@ -74,6 +68,18 @@ func dequantQ3K(src []byte, dst []float32) {
 			}
 		}
 	}
+}
+
+// Q3KScales unpacks a Q3_K block's sixteen 6-bit group scales (low 4 bits
+// from bytes 96..103, high 2 bits from 104..107), less their bias of 32.
+func Q3KScales(blk []byte) (scales [16]int8) {
+	sc12 := blk[96:108]
+	for j := range 16 {
+		lo := sc12[j%8] >> (4 * uint(j/8)) & 0xf
+		hi := sc12[8+j%4] >> (2 * uint(j/4)) & 3
+		scales[j] = int8(lo|hi<<4) - 32
+	}
+	return scales
 }
 
 // scaleMinK4 unpacks the j'th 6-bit scale and min of Q4_K and Q5_K.

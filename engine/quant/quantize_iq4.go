@@ -13,7 +13,7 @@ func init() {
 // bestIndexIQ4 returns the grid index nearest x (ties to the upper one),
 // by ggml's bisection.
 func bestIndexIQ4(x float32) uint8 {
-	v := &kvaluesIQ4NL
+	v := &IQ4Grid
 	if x <= float32(v[0]) {
 		return 0
 	}
@@ -45,24 +45,24 @@ func iq4BlockScale(xb []float32, L []uint8) float32 {
 	if amax < groupMaxEps {
 		return 0
 	}
-	v0 := float32(kvaluesIQ4NL[0])
+	v0 := float32(IQ4Grid[0])
 	d := -m / v0
 	id := 1 / d
 	var sumqx, sumq2 float32
 	for j, x := range xb {
 		l := bestIndexIQ4(id * x)
 		L[j] = l
-		q, w := float32(kvaluesIQ4NL[l]), x*x
+		q, w := float32(IQ4Grid[l]), x*x
 		sumqx += float32(float32(w*q) * x)
 		sumq2 += float32(float32(w*q) * q)
 	}
 	d = sumqx / sumq2
 	best := d * sumqx
 	for itry := -iq4Tries; itry <= iq4Tries; itry++ {
-		id = float32(itry+int(kvaluesIQ4NL[0])) / m
+		id = float32(itry+int(IQ4Grid[0])) / m
 		sumqx, sumq2 = 0, 0
 		for _, x := range xb {
-			q, w := float32(kvaluesIQ4NL[bestIndexIQ4(id*x)]), x*x
+			q, w := float32(IQ4Grid[bestIndexIQ4(id*x)]), x*x
 			sumqx += float32(float32(w*q) * x)
 			sumq2 += float32(float32(w*q) * q)
 		}

@@ -32,17 +32,6 @@ func quantizeBF16(src []float32, dst []byte) {
 
 func putHalf(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
 
-// signedMax returns the value of largest magnitude in x (keeping its sign).
-func signedMax(x []float32) float32 {
-	var amax, m float32
-	for _, v := range x {
-		if a := float32(math.Abs(float64(v))); a > amax {
-			amax, m = a, v
-		}
-	}
-	return m
-}
-
 func minMax(x []float32) (lo, hi float32) {
 	lo, hi = math.MaxFloat32, -math.MaxFloat32
 	for _, v := range x {
@@ -61,7 +50,8 @@ func inv(d float32) float32 {
 func quantizeQ4_0(src []float32, dst []byte) {
 	for b := range len(src) / 32 {
 		x, out := src[b*32:(b+1)*32], dst[b*18:]
-		d := signedMax(x) / -8
+		m, _ := signedAbsMax(x)
+		d := m / -8
 		id := inv(d)
 		putHalf(out, d)
 		for j := range 16 {
@@ -91,7 +81,8 @@ func quantizeQ4_1(src []float32, dst []byte) {
 func quantizeQ5_0(src []float32, dst []byte) {
 	for b := range len(src) / 32 {
 		x, out := src[b*32:(b+1)*32], dst[b*22:]
-		d := signedMax(x) / -16
+		m, _ := signedAbsMax(x)
+		d := m / -16
 		id := inv(d)
 		putHalf(out, d)
 		var qh uint32

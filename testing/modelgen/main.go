@@ -58,13 +58,10 @@ func run(args []string) error {
 		o.KVHeads = o.Heads
 	}
 	var err error
-	switch mix := strings.ToLower(*dtype); mix {
-	case "q4_k_m", "q5_k_m":
-		o.Mix, o.DType = mix, map[string]quant.DType{"q4_k_m": quant.Q4_K, "q5_k_m": quant.Q5_K}[mix]
-	default:
-		if o.DType, err = quant.Parse(*dtype); err != nil {
-			return err
-		}
+	if t, ok := synth.MixType(strings.ToLower(*dtype)); ok {
+		o.Mix, o.DType = strings.ToLower(*dtype), t
+	} else if o.DType, err = quant.Parse(*dtype); err != nil {
+		return err
 	}
 	if *tokPath != "" {
 		if o.Tokenizer, err = tokenizer.LoadLlama2c(*tokPath, o.Vocab); err != nil {

@@ -44,7 +44,7 @@ func (o *Options) check() error {
 	if o.Dim%f.BlockElems != 0 || o.FFN%f.BlockElems != 0 {
 		return fmt.Errorf("synth: %s needs dim and ffn that are multiples of %d", o.DType, f.BlockElems)
 	}
-	if want := map[string]quant.DType{"q4_k_m": quant.Q4_K, "q5_k_m": quant.Q5_K}[o.Mix]; o.Mix != "" && want != o.DType {
+	if want, ok := MixType(o.Mix); o.Mix != "" && (!ok || want != o.DType) {
 		return fmt.Errorf("synth: mix %q is not one of q4_k_m (Q4_K) or q5_k_m (Q5_K) with its dtype", o.Mix)
 	}
 	if o.Tokenizer != nil && o.Tokenizer.VocabSize() != o.Vocab {
@@ -213,6 +213,13 @@ func synthVocab(o Options) ([]string, []float32, []int32) {
 		}
 	}
 	return pieces, scores, types
+}
+
+// MixType is the main type of a llama-quantize mix Write knows (q4_k_m,
+// q5_k_m).
+func MixType(mix string) (quant.DType, bool) {
+	t, ok := map[string]quant.DType{"q4_k_m": quant.Q4_K, "q5_k_m": quant.Q5_K}[mix]
+	return t, ok
 }
 
 // tensorType is a matrix's type: DType, or under Mix llama-quantize's

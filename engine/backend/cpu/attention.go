@@ -187,8 +187,9 @@ func (j *attnJob) four(share, t0, h int) {
 		vc.prefetch(at(bi), span)
 	}
 	var sums [4]float32
+	scale := b.attnScale()
 	for i := range 4 {
-		sums[i] = j.softmax(buf[i*stride:i*stride+p0+i+1], b.attnScale())
+		sums[i] = j.softmax(buf[i*stride:i*stride+p0+i+1], scale)
 	}
 	att := b.att[t0*qd+h*hd:]
 	for i := range 4 {

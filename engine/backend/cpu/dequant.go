@@ -38,10 +38,8 @@ func dequantIQ4XSAVX2(src []byte, dst []float32) {
 	for b := range len(dst) / 256 {
 		blk := src[b*136:]
 		d := f16(blk)
-		sh := binary.LittleEndian.Uint16(blk[2:])
 		for ib := range 8 {
-			ls := int(blk[4+ib/2]>>(4*uint(ib%2))&0xf) | int((sh>>(2*uint(ib)))&3)<<4
-			sc[ib] = d * float32(ls-32)
+			sc[ib] = d * float32(quant.IQ4XSScale(blk, ib))
 		}
 		iq4RunAVX2(&blk[8], 16, &sc[0], 8, &dst[b*256])
 	}
@@ -63,11 +61,9 @@ func dequantQ3KAVX2(src []byte, dst []float32) {
 	var dl [16]float32
 	for b := range len(dst) / 256 {
 		blk := src[b*110:]
-		sc12, d := blk[96:108], f16(blk[108:])
-		for j := range 16 {
-			lo := sc12[j%8] >> (4 * uint(j/8)) & 0xf
-			hi := sc12[8+j%4] >> (2 * uint(j/4)) & 3
-			dl[j] = d * float32(int8(lo|hi<<4)-32)
+		d := f16(blk[108:])
+		for j, s := range quant.Q3KScales(blk) {
+			dl[j] = d * float32(s)
 		}
 		q3kAVX2(&blk[32], &blk[0], &dl[0], &dst[b*256])
 	}

@@ -19,9 +19,9 @@ DATA q5shifts<>+28(SB)/4, $7
 GLOBL q5shifts<>(SB), RODATA|NOPTR, $32
 
 // iq4grid is IQ4_NL's non-linear grid, as bytes for VPSHUFB.
-DATA iq4grid<>+0(SB)/8, $0xf6eaddcfbfad9881
-DATA iq4grid<>+8(SB)/8, $0x7159453526190d01
-GLOBL iq4grid<>(SB), RODATA|NOPTR, $16
+DATA ·iq4grid+0(SB)/8, $0xf6eaddcfbfad9881
+DATA ·iq4grid+8(SB)/8, $0x7159453526190d01
+GLOBL ·iq4grid(SB), RODATA|NOPTR, $16
 
 // CONSTS sets Y12 to 15 and Y11 to 1 in every dword lane; AX is clobbered.
 #define CONSTS \
@@ -196,7 +196,7 @@ TEXT ·iq4RunAVX2(SB), NOSPLIT, $0-40
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X12
 	VPBROADCASTD X12, X12
-	VMOVDQU iq4grid<>(SB), X13
+	VMOVDQU ·iq4grid(SB), X13
 	TESTQ CX, CX
 	JZ    iq4_done
 

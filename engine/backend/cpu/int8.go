@@ -139,7 +139,7 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 	var acc [16]float32
 	for b := range nb {
 		blk := w[b*18 : (b+1)*18]
-		ds := quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * d[b]
+		ds := f16(blk) * d[b]
 		q := qs[b*q8Block : (b+1)*q8Block]
 		for l := range 8 {
 			var p int32

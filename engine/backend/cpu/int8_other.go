@@ -20,7 +20,7 @@ func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, 
 func q5kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32) {
 	panic("no simd")
 }
-func iq4xsDotAVX2(w *byte, qs *int8, d *float32, sc *int16, nsb int) float32 {
+func iq4xsDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32 {
 	panic("no simd")
 }
 func q3kDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32 {
@@ -29,7 +29,7 @@ func q3kDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) fl
 func q2kDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32 {
 	panic("no simd")
 }
-func iq4xsDot4AVX2(w *byte, qs *int8, d *float32, nsb, qstride, dstride int, sc *int16, out *float32) {
+func iq4xsDot4AVX2(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride, bstride int, sc *int16, out *float32) {
 	panic("no simd")
 }
 func q3kDot4AVX2(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride, bstride int, sc *int16, out *float32) {

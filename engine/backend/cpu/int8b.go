@@ -52,7 +52,7 @@ var (
 	iq4nlInt8 = block32{18, false, func(b []byte, v *[32]int32) {
 		nibbles(b[2:], v)
 		for j := range v {
-			v[j] = kvIQ4[v[j]]
+			v[j] = int32(quant.IQ4Grid[v[j]])
 		}
 	}, dotIQ4NLAVX2, dotIQ4NLx4AVX2}
 )
@@ -64,10 +64,10 @@ func lanes32Go(w []byte, qs []int8, d []float32, nb int, f block32) float32 {
 	for b := range nb {
 		blk, x := w[b*f.size:(b+1)*f.size], qs[b*q8Block:(b+1)*q8Block]
 		f.vals(blk, &v)
-		ds := quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8) * d[b]
+		ds := f16(blk) * d[b]
 		ms := float32(0)
 		if f.min {
-			ms = quant.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8) * d[b]
+			ms = f16(blk[2:]) * d[b]
 		}
 		for l := range 8 {
 			var p, s int32

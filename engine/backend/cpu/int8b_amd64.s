@@ -9,10 +9,6 @@
 // ones: the lanes VPDPBUSD would give), then is scaled and added into its
 // float lane, as lanes32Go does; the lanes fold as hsum8.
 
-DATA iq4gridb<>+0(SB)/8, $0xf6eaddcfbfad9881
-DATA iq4gridb<>+8(SB)/8, $0x7159453526190d01
-GLOBL iq4gridb<>(SB), RODATA|NOPTR, $16
-
 // q5spread: VPSHUFB mask putting qh byte j/8 in byte j (both lanes see the
 // dword; the high lane takes bytes 2 and 3).
 DATA q5spread<>+0(SB)/8, $0x0000000000000000
@@ -370,7 +366,7 @@ TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-36
 	VXORPS Y0, Y0, Y0
 	BCAST32(0x0F0F0F0F, X15, Y15)
 	BCAST32(0x00010001, X14, Y14)
-	VBROADCASTI128 iq4gridb<>(SB), Y11
+	VBROADCASTI128 ·iq4grid(SB), Y11
 	TESTQ CX, CX
 	JZ    dotIQ4NLAVX2_done
 
@@ -412,7 +408,7 @@ TEXT ·dotIQ4NLx4AVX2(SB), NOSPLIT, $0-56
 	VXORPS Y9, Y9, Y9
 	BCAST32(0x0F0F0F0F, X15, Y15)
 	BCAST32(0x00010001, X14, Y14)
-	VBROADCASTI128 iq4gridb<>(SB), Y11
+	VBROADCASTI128 ·iq4grid(SB), Y11
 	TESTQ CX, CX
 	JZ    dotIQ4NLx4AVX2_done
 

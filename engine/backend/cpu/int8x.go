@@ -24,15 +24,9 @@ type superScaled struct {
 }
 
 var (
-	iq4xsInt8 = superScaled{
-		func(w *byte, qs *int8, d *float32, _ *int16, sc *int16, nsb int) float32 {
-			return iq4xsDotAVX2(w, qs, d, sc, nsb)
-		},
-		func(w *byte, qs *int8, d *float32, _ *int16, nsb, qstride, dstride, _ int, sc *int16, out *float32) {
-			iq4xsDot4AVX2(w, qs, d, nsb, qstride, dstride, sc, out)
-		}, dotIQ4XSGo}
-	q3kInt8 = superScaled{q3kDotAVX2, q3kDot4AVX2, dotQ3KGo}
-	q2kInt8 = superScaled{q2kDotAVX2, q2kDot4AVX2, dotQ2KGo}
+	iq4xsInt8 = superScaled{iq4xsDotAVX2, iq4xsDot4AVX2, dotIQ4XSGo}
+	q3kInt8   = superScaled{q3kDotAVX2, q3kDot4AVX2, dotQ3KGo}
+	q2kInt8   = superScaled{q2kDotAVX2, q2kDot4AVX2, dotQ2KGo}
 )
 
 // matmulSuper is matmulInt8 for a superScaled format: a row against four
@@ -67,22 +61,6 @@ func (kn *kernels) matmulSuper(out []float32, a *q8KActs, n int, w *model.Matrix
 	}
 }
 
-func iq4xsScale(blk []byte, ib int) int32 {
-	sh := uint16(blk[2]) | uint16(blk[3])<<8
-	return int32(blk[4+ib/2]>>(4*uint(ib%2))&0xf) | int32((sh>>(2*uint(ib)))&3)<<4 - 32
-}
-
-// q3kScale is group j's 6-bit scale less 32.
-func q3kScale(blk []byte, j int) int32 {
-	sc12 := blk[96:108]
-	lo := sc12[j%8] >> (4 * uint(j/8)) & 0xf
-	hi := sc12[8+j%4] >> (2 * uint(j/4)) & 3
-	return int32(lo|hi<<4) - 32
-}
-
-// kvIQ4 is IQ4's grid, as the kernels read it.
-var kvIQ4 = [16]int32{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
-
 func sbFloat(acc float32, d, h float32, s int32) float32 {
 	dd := d * h
 	return acc + float32(dd*float32(s))
@@ -97,11 +75,11 @@ func dotIQ4XSGo(w []byte, qs []int8, d []float32, _ []int16, nsb int) float32 {
 			q, xs := blk[8+16*ib:], x[32*ib:]
 			var p int32
 			for j := range 16 {
-				p += kvIQ4[q[j]&0xf]*int32(xs[j]) + kvIQ4[q[j]>>4]*int32(xs[16+j])
+				p += int32(quant.IQ4Grid[q[j]&0xf])*int32(xs[j]) + int32(quant.IQ4Grid[q[j]>>4])*int32(xs[16+j])
 			}
-			s += iq4xsScale(blk, ib) * p
+			s += int32(quant.IQ4XSScale(blk, ib)) * p
 		}
-		acc = sbFloat(acc, d[b], quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8), s)
+		acc = sbFloat(acc, d[b], f16(blk), s)
 	}
 	return acc
 }
@@ -116,6 +94,7 @@ func dotQ3KGo(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32 {
 	var acc float32
 	for b := range nsb {
 		blk, x := w[b*110:(b+1)*110], qs[b*qkK:(b+1)*qkK]
+		scales := quant.Q3KScales(blk)
 		var s, c int32
 		for g := range 16 {
 			var p int32
@@ -123,11 +102,11 @@ func dotQ3KGo(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32 {
 				hbit := int32(blk[16*(g%2)+l]>>uint(4*(g/8)+(g%8)/2)) & 1
 				p += (lowLevel(blk[32:96], g, l) + 4*hbit) * int32(x[16*g+l])
 			}
-			sc := q3kScale(blk, g)
+			sc := int32(scales[g])
 			s += sc * p
 			c += sc * int32(bs[b*16+g])
 		}
-		acc = sbFloat(acc, d[b], quant.F16ToF32(uint16(blk[108])|uint16(blk[109])<<8), s-4*c)
+		acc = sbFloat(acc, d[b], f16(blk[108:]), s-4*c)
 	}
 	return acc
 }
@@ -145,8 +124,8 @@ func dotQ2KGo(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32 {
 			s += int32(blk[g]&0xf) * p
 			c += int32(blk[g]>>4) * int32(bs[b*16+g])
 		}
-		acc = sbFloat(acc, d[b], quant.F16ToF32(uint16(blk[80])|uint16(blk[81])<<8), s)
-		dm := d[b] * quant.F16ToF32(uint16(blk[82])|uint16(blk[83])<<8)
+		acc = sbFloat(acc, d[b], f16(blk[80:]), s)
+		dm := d[b] * f16(blk[82:])
 		acc = acc - float32(dm*float32(c))
 	}
 	return acc

@@ -8,16 +8,16 @@
 // d+t*dstride, 16-sums at bs+t*bstride; strides in bytes), each token's
 // sums and float steps exactly the one-token kernel's. out gets the four.
 
-// func iq4xsDot4AVX2(w *byte, qs *int8, d *float32, nsb, qstride, dstride int, sc *int16, out *float32)
-TEXT ·iq4xsDot4AVX2(SB), NOSPLIT, $0-64
+// func iq4xsDot4AVX2(w *byte, qs *int8, d *float32, bs *int16, nsb, qstride, dstride, bstride int, sc *int16, out *float32)
+TEXT ·iq4xsDot4AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ nsb+24(FP), CX
-	MOVQ qstride+32(FP), R11
-	MOVQ dstride+40(FP), R13
-	MOVQ sc+48(FP), BX
-	MOVQ out+56(FP), R15
+	MOVQ nsb+32(FP), CX
+	MOVQ qstride+40(FP), R11
+	MOVQ dstride+48(FP), R13
+	MOVQ sc+64(FP), BX
+	MOVQ out+72(FP), R15
 	LEAQ (R11)(R11*2), R12
 	LEAQ (R13)(R13*2), R14
 	VXORPS X5, X5, X5
@@ -25,7 +25,7 @@ TEXT ·iq4xsDot4AVX2(SB), NOSPLIT, $0-64
 	MOVL  $0x0F0F0F0F, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	VBROADCASTI128 ·iq4gridx(SB), Y14
+	VBROADCASTI128 ·iq4grid(SB), Y14
 	TESTQ CX, CX
 	JZ    iq4x4_done
 

@@ -9,10 +9,6 @@
 // with its sign, then VPMADDWD by the int16 scales), and the float work is
 // one or two products per super-block, added in order.
 
-DATA ·iq4gridx+0(SB)/8, $0xf6eaddcfbfad9881
-DATA ·iq4gridx+8(SB)/8, $0x7159453526190d01
-GLOBL ·iq4gridx(SB), RODATA|NOPTR, $16
-
 DATA ·iq4lo+0(SB)/8, $0x0000000400000000
 DATA ·iq4lo+8(SB)/8, $0x0000000c00000008
 DATA ·iq4lo+16(SB)/8, $0x0000001400000010
@@ -24,19 +20,20 @@ DATA ·iq4hi+16(SB)/8, $0x0000000a00000008
 DATA ·iq4hi+24(SB)/8, $0x0000000e0000000c
 GLOBL ·iq4hi(SB), RODATA|NOPTR, $32
 
-// func iq4xsDotAVX2(w *byte, qs *int8, d *float32, sc *int16, nsb int) float32
+// func iq4xsDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32
+// (bs unused: IQ4_XS has no offset or mins; the signature is the others'.)
 // sc: scratch for a block's eight scales.
-TEXT ·iq4xsDotAVX2(SB), NOSPLIT, $0-44
+TEXT ·iq4xsDotAVX2(SB), NOSPLIT, $0-52
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ sc+24(FP), BX
-	MOVQ nsb+32(FP), CX
+	MOVQ sc+32(FP), BX
+	MOVQ nsb+40(FP), CX
 	VXORPS X0, X0, X0
 	MOVL  $0x0F0F0F0F, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	VBROADCASTI128 ·iq4gridx(SB), Y14
+	VBROADCASTI128 ·iq4grid(SB), Y14
 	TESTQ CX, CX
 	JZ    iq4xs_done
 
@@ -63,7 +60,7 @@ iq4xs_loop:
 	JNZ  iq4xs_loop
 
 iq4xs_done:
-	VMOVSS X0, ret+40(FP)
+	VMOVSS X0, ret+48(FP)
 	VZEROUPPER
 	RET
 
