@@ -140,7 +140,8 @@ func (td *testDaemon) waitIdle(t *testing.T) {
 }
 
 func TestServeGoldensFromConcurrentClients(t *testing.T) {
-	td := startDaemon(t, "")
+	// float32 K and V: see TestGenerateGoldens.
+	td := startDaemon(t, "[engine]\nkv_cache_type = \"f32\"\n")
 	goldens := testmodels.Goldens(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)

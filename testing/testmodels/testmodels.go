@@ -36,6 +36,58 @@ func (g Golden) StopTokenIDs() []int {
 	return nil
 }
 
+// Tolerances of Follow: how far below the best logit the golden's token
+// may be at a step where the engine picks another. run.c computes in
+// float32; a different (equally valid) summation order moves logits by
+// about 1e-6, and keeping K and V as half floats by about 1e-3 (a value
+// near a half-float rounding boundary lands on either side).
+const (
+	TieF32 = 2e-4
+	TieF16 = 2e-3
+)
+
+// Follow checks a greedy engine against g step by step. next feeds tokens
+// (the prompt first, then one token at a time) and returns the logits of
+// the last; every step is fed the golden's own token (teacher forcing), so
+// a near tie does not derail the steps after it. A step whose argmax is not
+// the golden's token fails unless the two logits are within tol; after the
+// last token of a golden that stopped, stop must hold for the argmax (or
+// again a near tie). It returns how many steps were near ties.
+func (g Golden) Follow(tb testing.TB, next func(tokens []int) []float32, stop func(tok int) bool, tol float32) (ties int) {
+	tb.Helper()
+	in := g.PromptTokens
+	for i := 0; i <= len(g.OutputTokens); i++ {
+		if i == len(g.OutputTokens) && g.Stop != "bos" {
+			break
+		}
+		l := next(in)
+		best := 0
+		for j := range l {
+			if l[j] > l[best] {
+				best = j
+			}
+		}
+		switch {
+		case i == len(g.OutputTokens):
+			if !stop(best) {
+				tb.Fatalf("%q: after %d tokens the argmax is %d, want a stop", g.Prompt, i, best)
+			}
+		case best != g.OutputTokens[i]:
+			want := g.OutputTokens[i]
+			if l[best]-l[want] > tol {
+				tb.Fatalf("%q: step %d: argmax %d (logit %g), the golden's %d has %g: more than %g apart",
+					g.Prompt, i, best, l[best], want, l[want], tol)
+			}
+			tb.Logf("%q: step %d: near tie, argmax %d (%g) vs the golden's %d (%g)", g.Prompt, i, best, l[best], want, l[want])
+			ties++
+		}
+		if i < len(g.OutputTokens) {
+			in = g.OutputTokens[i : i+1]
+		}
+	}
+	return ties
+}
+
 // Dir returns the model directory, or skips the test with a hint when absent.
 func Dir(tb testing.TB) string {
 	tb.Helper()
