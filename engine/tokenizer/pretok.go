@@ -34,20 +34,39 @@ var (
 	starcoderPatterns = []string{`\p{N}`, gpt2Pattern}
 	qwen2Pattern      = `(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// deepseekLetters is the letter class of DeepSeek LLM's tokenizer.json.
-	deepseekLetters = `\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+`
+	// Non-ASCII characters are escapes: several of these (U+1F7D, U+1FBE,
+	// U+1FD3, U+1FDB, U+2126, U+212A) change under Unicode normalization,
+	// which an editor or a copy may apply without a trace.
+	deepseekLetters = "\\s?[" +
+		"A-Za-z\u00B5\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u01BA\u01BC-\u01BF\u01C4-\u0293\u0295-\u02AF" +
+		"\u0370-\u0373\u0376\u0377\u037B-\u037D\u037F\u0386\u0388-\u038A\u038C\u038E-\u03A1\u03A3-\u03F5" +
+		"\u03F7-\u0481\u048A-\u052F\u0531-\u0556\u10A0-\u10C5\u13A0-\u13F5\u13F8-\u13FD\u1C90-\u1CBA" +
+		"\u1CBD-\u1CBF\u1D00-\u1D2B\u1D6B-\u1D77\u1D79-\u1D9A\u1E00-\u1F15\u1F18-\u1F1D\u1F20-\u1F45" +
+		"\u1F48-\u1F4D\u1F50-\u1F57\u1F59\u1F5B\u1F5D\u1F5F-\u1F7D\u1F80-\u1FB4\u1FB6-\u1FBC\u1FBE" +
+		"\u1FC2-\u1FC4\u1FC6-\u1FCC\u1FD0-\u1FD3\u1FD6-\u1FDB\u1FE0-\u1FEC\u1FF2-\u1FF4\u1FF6-\u1FFC" +
+		"\u2102\u2107\u210A-\u2113\u2115\u2119-\u211D\u2124\u2126\u2128\u212A-\u212D\u212F-\u2134\u2139" +
+		"\u213C-\u213F\u2145-\u2149\u214E\u2183\u2184\u2C00-\u2C7B\u2C7E-\u2CE4\u2CEB-\u2CEE\u2CF2\u2CF3" +
+		"\uA640-\uA66D\uA680-\uA69B\uA722-\uA76F\uA771-\uA787\uA78B-\uA78E\uAB70-\uABBF\uFB00-\uFB06" +
+		"\uFB13-\uFB17\uFF21-\uFF3A\uFF41-\uFF5A\U00010400-\U0001044F\U000104B0-\U000104D3" +
+		"\U000104D8-\U000104FB\U00010C80-\U00010CB2\U00010CC0-\U00010CF2\U000118A0-\U000118DF" +
+		"\U0001E900-\U0001E943" +
+		"]+"
+	// cjkRuns is DeepSeek's run of CJK ideographs and Hangul.
+	cjkRuns = "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+"
 )
 
 // preTokenizerPatterns names llama.cpp's pre-tokenizer types and their
 // patterns; aliases share an entry.
 var preTokenizerPatterns = map[string][]string{
-	"default":        {`[\p{P}\$\+<=>\^~\|]+`, gpt2Pattern, `\p{N}+`, `[0-9][0-9][0-9]`},
-	"llama-bpe":      {llama3Pattern},
-	"gpt-2":          {gpt2Pattern},
-	"starcoder":      starcoderPatterns,
-	"qwen2":          {qwen2Pattern},
-	"falcon":         {`[\p{P}\$\+<=>\^~\|` + "`" + `]+`, gpt2Pattern, `[0-9][0-9][0-9]`},
-	"deepseek-llm":   {"[\r\n]", deepseekLetters, `\s?[!-/:-~！-／：-～‘-‟　-。]+`, `\s+$`, `[一-龥ࠀ-一가-퟿]+`, `\p{N}+`},
-	"deepseek-coder": {"[\r\n]", `\s?\p{L}+`, `\s?\p{P}+`, `[一-龥ࠀ-一가-퟿]+`, `\p{N}`},
+	"default":   {`[\p{P}\$\+<=>\^~\|]+`, gpt2Pattern, `\p{N}+`, `[0-9][0-9][0-9]`},
+	"llama-bpe": {llama3Pattern},
+	"gpt-2":     {gpt2Pattern},
+	"starcoder": starcoderPatterns,
+	"qwen2":     {qwen2Pattern},
+	"falcon":    {`[\p{P}\$\+<=>\^~\|` + "`" + `]+`, gpt2Pattern, `[0-9][0-9][0-9]`},
+	"deepseek-llm": {"[\r\n]", deepseekLetters, "\\s?[!-/:-~\uFF01-\uFF0F\uFF1A-\uFF5E\u2018-\u201F\u3000-\u3002]+",
+		`\s+$`, cjkRuns, `\p{N}+`},
+	"deepseek-coder": {"[\r\n]", `\s?\p{L}+`, `\s?\p{P}+`, cjkRuns, `\p{N}`},
 }
 
 // preTokenizerAliases maps every accepted tokenizer.ggml.pre name to its

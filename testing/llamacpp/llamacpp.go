@@ -129,3 +129,34 @@ func Rewrite(tb testing.TB, src, dst string, set map[string]any) {
 		tb.Fatal(err)
 	}
 }
+
+// Tokenize returns llama-tokenize's ids for text on a vocabulary file,
+// without BOS, special tokens parsed or not (as --no-parse-special says).
+// ok is false when llama.cpp refused to load the file (a pre-tokenizer
+// name this build does not know); its output is then in msg.
+func Tokenize(tb testing.TB, vocab, text string, parseSpecial bool) (ids []int, ok bool, msg string) {
+	tb.Helper()
+	f := filepath.Join(tb.TempDir(), "text")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	args := []string{"-m", vocab, "-f", f, "--ids", "--no-bos", "--no-escape", "--log-disable"}
+	if !parseSpecial {
+		args = append(args, "--no-parse-special")
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(Bin(tb), "llama-tokenize"), args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, false, stderr.String()
+	}
+	// The ids are the last line: [1, 2, 3].
+	out := bytes.TrimSpace(stdout.Bytes())
+	if i := bytes.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
+	}
+	if err := json.Unmarshal(out, &ids); err != nil {
+		tb.Fatalf("llama-tokenize printed %q: %v", out, err)
+	}
+	return ids, true, ""
+}
