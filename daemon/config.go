@@ -159,7 +159,7 @@ func Default() Config {
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
 			MaxFrameBytes: 1 << 20, MaxConnections: ipc.DefaultMaxConnections, HelloTimeout: Duration{ipc.DefaultHelloTimeout}},
-		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t, QuantDot: "auto"},
+		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t, QuantDot: backend.DefaultQuantDot},
 		Channels: map[string]ChannelConfig{
 			"realtime": {TTFTTarget: Duration{500 * time.Millisecond}, ITLTarget: Duration{100 * time.Millisecond},
 				Share: 0.5, Deadline: Duration{10 * time.Second}},

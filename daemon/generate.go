@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/engine/tokenizer"
 )
@@ -31,7 +32,7 @@ func engineFlags(fs *flag.FlagSet, cfg *EngineConfig, policy, mode *string) {
 	fs.IntVar(&cfg.Threads, "threads", 0, "CPU threads (default: all)")
 	fs.BoolVar(&cfg.NoPrefixCache, "no-prefix-cache", false, "disable prefix caching")
 	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16 or f32")
-	fs.StringVar(&cfg.QuantDot, "quant-dot", "auto", "quantized weights: float (exact dequantization), int8 (quantized activations, as llama.cpp) or auto (prompts float, generated tokens int8)")
+	fs.StringVar(&cfg.QuantDot, "quant-dot", backend.DefaultQuantDot, "quantized weights: float (exact dequantization), int8 (quantized activations, as llama.cpp) or auto (prompts float, generated tokens int8)")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 0, "sequences running at once (default: from the profile)")
 	fs.IntVar(&cfg.Scheduler.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per step (default: from the profile)")
 	fs.StringVar(&cfg.ProfilesDir, "profiles", "", "directory of extra hardware profiles (*.toml)")

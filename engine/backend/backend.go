@@ -84,6 +84,10 @@ type Options struct {
 	QuantDot string
 }
 
+// DefaultQuantDot is the product's quant_dot: what the daemon runs when
+// the config says nothing, and so what its tools and benchmarks default to.
+const DefaultQuantDot = "auto"
+
 // ParseQuantDot checks a QuantDot name: "float" (also "") or "int8".
 func ParseQuantDot(s string) (string, error) {
 	switch s {

@@ -113,3 +113,58 @@ func TestSizeLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestToolsDefaultToTheProduct: every command-line flag --quant-dot (the
+// daemon's generate, kernelbench, quantbench) defaults to
+// backend.DefaultQuantDot, what the daemon runs: a benchmark that measured
+// float while the product runs auto reported a quarter of its decode speed.
+func TestToolsDefaultToTheProduct(t *testing.T) {
+	fset := token.NewFileSet()
+	base := root(t)
+	found := 0
+	err := filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() && strings.HasPrefix(d.Name(), ".") {
+			if err == nil {
+				err = filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			for i, a := range call.Args {
+				if lit, ok := a.(*ast.BasicLit); ok && lit.Value == `"quant-dot"` && i+1 < len(call.Args) {
+					found++
+					sel, ok := call.Args[i+1].(*ast.SelectorExpr)
+					if !ok || sel.Sel.Name != "DefaultQuantDot" {
+						t.Errorf("%s: flag quant-dot defaults to %s, want backend.DefaultQuantDot", fset.Position(a.Pos()), exprText(call.Args[i+1]))
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 3 {
+		t.Errorf("found %d quant-dot flags, want generate's, kernelbench's and quantbench's", found)
+	}
+}
+
+func exprText(e ast.Expr) string {
+	if lit, ok := e.(*ast.BasicLit); ok {
+		return lit.Value
+	}
+	return "an expression"
+}

@@ -56,7 +56,7 @@ func run() error {
 	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
 	family := flag.String("kernels", "", "kernels: avx512, avx2 or go (default: the best this CPU has)")
 	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16 or f32")
-	quantDot := flag.String("quant-dot", "float", "quantized weights: float (exact dequantization), int8 (quantized activations) or auto (prompts float, generated tokens int8)")
+	quantDot := flag.String("quant-dot", backend.DefaultQuantDot, "quantized weights: auto (the daemon's default: prompts float, generated tokens int8), float (exact dequantization) or int8 (quantized activations)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	stopProfile, err := cpuprof.Start(*cpuProfile)

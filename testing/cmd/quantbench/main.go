@@ -24,6 +24,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/batchd/batchd/engine/backend"
 )
 
 func main() {
@@ -45,7 +47,7 @@ func run() error {
 	rounds := flag.Int("rounds", 3, "interleaved rounds per format")
 	threads := flag.Int("threads", 2, "threads for both engines")
 	out := flag.String("dir", "build/quantbench", "where the quantized files go")
-	quantDots := flag.String("quant-dot", "float", "batchd's quantized matmul modes to measure, comma-separated: float, int8, auto")
+	quantDots := flag.String("quant-dot", backend.DefaultQuantDot, "batchd's quantized matmul modes to measure, comma-separated: auto (the daemon's default), float, int8")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
