@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/batchd/batchd/engine"
@@ -63,6 +64,10 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 			return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
 		}
 	}
+	seed, err := resolveSeed(s.Seed)
+	if err != nil {
+		return nil, err
+	}
 	channel := s.Channel
 	if channel == "" {
 		channel = b.d.route(p.UID, s.Tags, len(toks))
@@ -70,7 +75,7 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
 		Logprobs: s.Logprobs || s.TopLogprobs > 0, TopLogprobs: s.TopLogprobs,
 		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
-			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: s.Seed,
+			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: seed,
 			FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty}}
 	st, err := rt.Engine.Submit(ctx, req)
 	if err != nil {
@@ -196,4 +201,16 @@ func wireError(err error) *wire.Error {
 	// leading "invalid argument: " so the client does not read it twice.
 	msg := strings.TrimPrefix(err.Error(), category.Error()+": ")
 	return &wire.Error{Code: code, Message: msg}
+}
+
+// resolveSeed gives a submit's seed the one meaning both APIs share:
+// wire.SeedRandom draws one, 0 and up are used as given.
+func resolveSeed(seed int64) (uint64, error) {
+	switch {
+	case seed == wire.SeedRandom:
+		return rand.Uint64(), nil
+	case seed < 0:
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "seed %d: want -1 (random) or 0 and up", seed)
+	}
+	return uint64(seed), nil
 }

@@ -134,6 +134,7 @@ func TestSubmitFieldEncodings(t *testing.T) {
 	valid["temperature"] = append(valid["temperature"], floatEncodings(1)...)
 	valid["seed"] = append(valid["seed"], intEncodings(math.MaxInt64)...)
 	valid["priority"] = append(valid["priority"], intEncodings(-5)...)
+	valid["seed"] = append(valid["seed"], intEncodings(-1)...) // random, as over HTTP (llama.cpp's -1)
 	for field, encs := range valid {
 		for _, enc := range encs {
 			id++
@@ -156,7 +157,7 @@ func TestSubmitFieldEncodings(t *testing.T) {
 		field string
 		enc   encoding
 	}{
-		{"max_tokens", u64(math.MaxUint64)}, {"seed", i64(-1)}, {"priority", u64(math.MaxUint64)},
+		{"max_tokens", u64(math.MaxUint64)}, {"seed", i64(-2)}, {"seed", u64(math.MaxUint64)}, {"priority", u64(math.MaxUint64)},
 		{"top_k", u64(1 << 63)}, {"max_tokens", f64(2.5)}, {"temperature", str}, {"temperature", f64(-1)},
 		{"temperature", f64(1e300)}, {"temperature", f64(math.Inf(1))}, {"temperature", f64(1e-40)},
 		{"top_p", f64(math.NaN())},

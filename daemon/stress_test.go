@@ -212,7 +212,7 @@ func streamAttempt(sock string, i int) (int, error) {
 		return 0, err
 	}
 	if err := wire.WriteFrame(c, &wire.Submit{Type: wire.TypeSubmit, ID: 7, Prompt: fmt.Sprintf("client %d", i),
-		MaxTokens: 16, Temperature: 0.8, Seed: uint64(i), Stream: true}); err != nil {
+		MaxTokens: 16, Temperature: 0.8, Seed: int64(i), Stream: true}); err != nil {
 		return 0, err
 	}
 	toks, dones := 0, 0

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 
@@ -19,7 +18,7 @@ func errInvalid(param, format string, args ...any) *httpError {
 
 // submitFrom maps the shared fields to a submit; the caller sets the prompt.
 func submitFrom(f *samplingFields, r *http.Request, chat bool) (*wire.Submit, *httpError) {
-	s := &wire.Submit{Type: wire.TypeSubmit, Stream: true, Temperature: 1, Seed: rand.Uint64()}
+	s := &wire.Submit{Type: wire.TypeSubmit, Stream: true, Temperature: 1, Seed: wire.SeedRandom}
 	if f.N != nil && *f.N != 1 {
 		return nil, errInvalid("n", "n = %d: batchd serves one choice per request (n = 1)", *f.N)
 	}
@@ -34,8 +33,11 @@ func submitFrom(f *samplingFields, r *http.Request, chat bool) (*wire.Submit, *h
 		max = f.MaxCompletionTokens
 	}
 	if max != nil {
-		if *max < 1 || *max > math.MaxInt32 {
+		switch {
+		case *max < 1:
 			return nil, errInvalid("max_tokens", "max_tokens %d: want at least 1", *max)
+		case *max > math.MaxInt32:
+			return nil, errInvalid("max_tokens", "max_tokens %d: want at most %d (and at most the model's context)", *max, math.MaxInt32)
 		}
 		s.MaxTokens = int(*max)
 	}
@@ -59,7 +61,10 @@ func submitFrom(f *samplingFields, r *http.Request, chat bool) (*wire.Submit, *h
 		s.TopK = *f.TopK
 	}
 	if f.Seed != nil {
-		s.Seed = uint64(*f.Seed)
+		if *f.Seed < wire.SeedRandom {
+			return nil, errInvalid("seed", "seed %d: want -1 (random) or 0 and up", *f.Seed)
+		}
+		s.Seed = *f.Seed
 	}
 	stops, err := f.stops()
 	if err != nil {

@@ -179,8 +179,10 @@ func (s *Server) auth(h func(http.ResponseWriter, *http.Request, ipc.Peer)) http
 
 // bearer finds the key of an Authorization header, comparing in constant time.
 func (s *Server) bearer(r *http.Request) (ipc.Peer, bool) {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
+	// The scheme is case-insensitive (RFC 9110 11.1): bearer and BEARER too.
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimLeft(tok, " ")
+	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return ipc.Peer{}, false
 	}
 	found, uid := 0, uint32(0)

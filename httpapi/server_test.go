@@ -162,6 +162,7 @@ func TestAPIKeysAndStatusCodes(t *testing.T) {
 		{"logprobs over 5", "/v1/completions", testKey, `{"prompt":"a","logprobs":9}`, 400, "invalid_request_error"},
 		{"top_logprobs alone", "/v1/chat/completions", testKey, `{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}`, 400, "invalid_request_error"},
 		{"max_tokens 0", "/v1/completions", testKey, `{"prompt":"a","max_tokens":0}`, 400, "invalid_request_error"},
+		{"seed -2", "/v1/completions", testKey, `{"prompt":"a","seed":-2}`, 400, "invalid_request_error"},
 		{"two prompts", "/v1/completions", testKey, `{"prompt":["a","b"]}`, 400, "invalid_request_error"},
 		{"stop type", "/v1/completions", testKey, `{"prompt":"a","stop":5}`, 400, "invalid_request_error"},
 		{"no route", "/v1/embeddings", testKey, `{}`, 404, "invalid_request_error"},
@@ -212,7 +213,7 @@ func TestMappingToSubmit(t *testing.T) {
 		t.Fatal(resp.Status)
 	}
 	s := b.submits[0]
-	if s.MaxTokens != 7 || s.Temperature != 0.5 || s.TopP != 0.9 || s.Seed != ^uint64(0) || len(s.Stop) != 1 ||
+	if s.MaxTokens != 7 || s.Temperature != 0.5 || s.TopP != 0.9 || s.Seed != wire.SeedRandom || len(s.Stop) != 1 ||
 		s.FrequencyPenalty != 0.5 || s.PresencePenalty != -0.5 || s.TopK != 4 || s.Channel != "bulk" ||
 		string(s.Messages) != `[{"role":"user","content":"hi","x":1}]` || string(s.Tools) != `[{"type":"function"}]` {
 		t.Errorf("submit: %+v", s)
@@ -331,4 +332,45 @@ func FuzzRequestBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBearerSchemeAnyCase: the auth scheme is case-insensitive (RFC 9110),
+// so bearer and BEARER are Bearer; a key alone or another scheme is not.
+func TestBearerSchemeAnyCase(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{})
+	for header, status := range map[string]int{"Bearer " + testKey: 200, "bearer " + testKey: 200,
+		"BEARER  " + testKey: 200, testKey: 401, "Basic " + testKey: 401, "Bearer": 401, "Bearer ": 401} {
+		req, _ := http.NewRequest("POST", base+"/v1/completions", strings.NewReader(`{"prompt":"a"}`))
+		req.Header.Set("Authorization", header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Errorf("Authorization %q: status %d, want %d", header, resp.StatusCode, status)
+		}
+	}
+}
+
+// TestSeedAndMaxTokens: seed -1 is "random" (wire.SeedRandom, as on the
+// msgpack socket), an absent seed too; other negatives are refused, as is a
+// max_tokens past int32 (with a message that says the bound).
+func TestSeedAndMaxTokens(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{})
+	for _, body := range []string{`{"prompt":"a","seed":-1}`, `{"prompt":"a"}`, `{"prompt":"a","seed":7}`} {
+		if resp, _ := post(t, base+"/v1/completions", testKey, body); resp.StatusCode != 200 {
+			t.Fatalf("%s: %s", body, resp.Status)
+		}
+	}
+	if s := b.submits; s[0].Seed != wire.SeedRandom || s[1].Seed != wire.SeedRandom || s[2].Seed != 7 {
+		t.Errorf("seeds %d %d %d, want -1 -1 7", s[0].Seed, s[1].Seed, s[2].Seed)
+	}
+	resp, m := post(t, base+"/v1/completions", testKey, `{"prompt":"a","max_tokens":9223372036854775807}`)
+	msg := fmt.Sprint(m["error"])
+	if resp.StatusCode != 400 || strings.Contains(msg, "at least") || !strings.Contains(msg, "at most") {
+		t.Errorf("max_tokens 2^63-1: %d %s", resp.StatusCode, msg)
+	}
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/batchd/batchd/ipc/wire"
 )
 
+// SeedRandom as a Request's Seed asks the daemon to draw a seed.
+const SeedRandom = wire.SeedRandom
+
 // Request is one generation. Prompt is encoded with BOS unless Tokens is set.
 type Request struct {
 	Prompt            string
@@ -22,7 +25,7 @@ type Request struct {
 	RepetitionPenalty float32
 	FrequencyPenalty  float32 // OpenAI's, over the generated tokens; [-2, 2]
 	PresencePenalty   float32
-	Seed              uint64
+	Seed              int64 // SeedRandom (-1) draws one; 0 and up are reproducible
 	Stop              []string
 	StopTokenIDs      []int
 	IgnoreEOS         bool // run to MaxTokens past the end-of-generation tokens (benchmarks)

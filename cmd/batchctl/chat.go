@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 
@@ -29,7 +28,7 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&r.MaxTokens, "max-tokens", 0, "generated tokens per reply at most (default: up to the context)")
 	temp := fs.Float64("temperature", 0.7, "sampling temperature (0 = greedy)")
 	topP := fs.Float64("top-p", 0.95, "nucleus sampling mass (0 = off)")
-	seed := fs.Uint64("seed", 0, "sampling seed (default: a new one per reply)")
+	seed := fs.Int64("seed", client.SeedRandom, "sampling seed (default -1: a new one per reply)")
 	fs.Var(&stops, "stop", "stop string (repeatable)")
 	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")
 	return func(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error {
@@ -50,9 +49,6 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 		turn := func(text string) error {
 			r.Messages = append(history, client.Message{Role: "user", Content: text})
 			r.Seed = *seed
-			if r.Seed == 0 {
-				r.Seed = rand.Uint64()
-			}
 			var reply strings.Builder
 			res, err := c.Generate(ctx, r, func(d client.Delta) error {
 				reply.WriteString(d.Text)

@@ -21,7 +21,7 @@ func generateCmd(fs *flag.FlagSet) runFunc {
 	temp := fs.Float64("temperature", 0, "sampling temperature (0 = greedy)")
 	topP := fs.Float64("top-p", 0, "nucleus sampling mass (0 = off)")
 	fs.IntVar(&r.TopK, "top-k", 0, "keep the k most likely tokens (0 = off)")
-	fs.Uint64Var(&r.Seed, "seed", 0, "sampling seed")
+	fs.Int64Var(&r.Seed, "seed", 0, "sampling seed (-1: random)")
 	fs.Var(&stops, "stop", "stop string (repeatable)")
 	fs.IntVar(&r.Priority, "priority", 0, "priority (higher first, under the priority policy)")
 	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")

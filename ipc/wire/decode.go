@@ -18,7 +18,7 @@ import (
 // Every numeric field accepts every msgpack encoding of its value: a float
 // field takes float32, float64 or any integer; an integer field takes any
 // integer encoding whose value fits its Go type. A value that does not fit
-// (max_tokens 2^64-1, seed -1) is an invalid_argument *Error naming the
+// (max_tokens 2^64-1, seed 2^64-1) is an invalid_argument *Error naming the
 // field, never a silent wrap. msgpack's own struct decoding rejects float64
 // for a float32 field and wraps out-of-range integers, which is why frames
 // go through a generic map first.

@@ -38,6 +38,10 @@ type Hello struct {
 	UID     uint32 `msgpack:"uid"`              // reply: the peer uid the server sees
 }
 
+// SeedRandom as a Submit's Seed draws a fresh seed (llama.cpp's -1); any
+// other negative seed is invalid.
+const SeedRandom = -1
+
 // Submit asks for a generation. Either Prompt (encoded with the special
 // tokens the vocabulary adds, BOS for most) or Tokens.
 type Submit struct {
@@ -51,7 +55,7 @@ type Submit struct {
 	TopP              float32  `msgpack:"top_p,omitempty"`
 	MinP              float32  `msgpack:"min_p,omitempty"`
 	RepetitionPenalty float32  `msgpack:"repetition_penalty,omitempty"`
-	Seed              uint64   `msgpack:"seed,omitempty"`
+	Seed              int64    `msgpack:"seed,omitempty"` // SeedRandom (-1) or 0 and up: reproducible
 	FrequencyPenalty  float32  `msgpack:"frequency_penalty,omitempty"` // OpenAI's, over the generated tokens
 	PresencePenalty   float32  `msgpack:"presence_penalty,omitempty"`
 	Stop              []string `msgpack:"stop,omitempty"`
