@@ -55,7 +55,7 @@ type Submit struct {
 	TopP              float32  `msgpack:"top_p,omitempty"`
 	MinP              float32  `msgpack:"min_p,omitempty"`
 	RepetitionPenalty float32  `msgpack:"repetition_penalty,omitempty"`
-	Seed              int64    `msgpack:"seed,omitempty"` // SeedRandom (-1) or 0 and up: reproducible
+	Seed              int64    `msgpack:"seed,omitempty"`              // SeedRandom (-1) or 0 and up: reproducible
 	FrequencyPenalty  float32  `msgpack:"frequency_penalty,omitempty"` // OpenAI's, over the generated tokens
 	PresencePenalty   float32  `msgpack:"presence_penalty,omitempty"`
 	Stop              []string `msgpack:"stop,omitempty"`
