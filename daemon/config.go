@@ -47,7 +47,7 @@ type resolvedConfig struct {
 	policy       ipc.Policy
 	userChannels map[uint32]string
 	level        slog.Level
-	apiKeys      map[string]uint32 // bearer key -> uid
+	apiKeys      map[string]ipc.Peer // bearer key -> the user it stands for
 }
 
 // settings returns the resolved fields, validating first if needed (a

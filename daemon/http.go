@@ -15,7 +15,7 @@ import (
 
 // serveHTTP starts the OpenAI-compatible API on the sockets systemd
 // passed, or on server.http_socket and server.http_listen; none is no API.
-func (d *Daemon) serveHTTP(cfg Config, keys map[string]uint32) error {
+func (d *Daemon) serveHTTP(cfg Config, keys map[string]ipc.Peer) error {
 	lns := d.activatedHTTP
 	if len(lns) == 0 && cfg.Server.HTTPSocket != "" {
 		mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)

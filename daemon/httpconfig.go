@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/user"
+	"strconv"
 
 	"github.com/batchd/batchd/ipc"
 )
@@ -11,10 +13,10 @@ import (
 // minAPIKeyBytes keeps keys out of guessing range.
 const minAPIKeyBytes = 16
 
-// resolveAPIKeys checks the HTTP settings and maps each key to its uid.
-func resolveAPIKeys(s ServerConfig) (map[string]uint32, error) {
+// resolveAPIKeys checks the HTTP settings and maps each key to its user.
+func resolveAPIKeys(s ServerConfig) (map[string]ipc.Peer, error) {
 	var errs []error
-	out := map[string]uint32{}
+	out := map[string]ipc.Peer{}
 	for user, key := range s.APIKeys {
 		uids, err := ipc.ResolveUsers([]string{user})
 		if err != nil {
@@ -29,7 +31,7 @@ func resolveAPIKeys(s ServerConfig) (map[string]uint32, error) {
 			errs = append(errs, fmt.Errorf("server.api_keys.%s: the same key as another user", user))
 			continue
 		}
-		out[key] = uids[0]
+		out[key] = keyUser(uids[0])
 	}
 	if s.HTTPListen != "" {
 		if _, _, err := net.SplitHostPort(s.HTTPListen); err != nil {
@@ -50,4 +52,26 @@ func httpListenAddr(addr string) string {
 		return net.JoinHostPort("127.0.0.1", port)
 	}
 	return addr
+}
+
+// keyUser is the peer an API key stands for: its uid, and the primary gid
+// and groups the user database gives it (none for a uid it does not know),
+// so that allowed_groups admits a key's user as it admits the user's own
+// processes.
+func keyUser(uid uint32) ipc.Peer {
+	p := ipc.Peer{UID: uid, GID: ^uint32(0), PID: -1}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return p
+	}
+	if g, err := strconv.ParseUint(u.Gid, 10, 32); err == nil {
+		p.GID = uint32(g)
+	}
+	gids, _ := u.GroupIds()
+	for _, s := range gids {
+		if g, err := strconv.ParseUint(s, 10, 32); err == nil {
+			p.Groups = append(p.Groups, uint32(g))
+		}
+	}
+	return p
 }

@@ -61,8 +61,8 @@ type Server struct {
 
 // apiKey maps a bearer token to the user it stands for.
 type apiKey struct {
-	key []byte
-	uid uint32
+	key  []byte
+	peer ipc.Peer
 }
 
 // New returns a server; Serve starts it on a listener.
@@ -97,11 +97,14 @@ func New(o Options) *Server {
 	return s
 }
 
-// SetAPIKeys replaces the bearer keys that admit TCP clients: key -> uid.
-func (s *Server) SetAPIKeys(keys map[string]uint32) {
+// SetAPIKeys replaces the bearer keys that admit TCP clients: key -> the
+// user it stands for (uid, primary gid and groups from the user database,
+// so that allowed_users and allowed_groups judge it as they judge a peer).
+func (s *Server) SetAPIKeys(keys map[string]ipc.Peer) {
 	ks := make([]apiKey, 0, len(keys))
-	for k, uid := range keys {
-		ks = append(ks, apiKey{key: []byte(k), uid: uid})
+	for k, p := range keys {
+		p.PID = -1
+		ks = append(ks, apiKey{key: []byte(k), peer: p})
 	}
 	s.keys.Store(&ks)
 }
@@ -173,6 +176,12 @@ func (s *Server) auth(h func(http.ResponseWriter, *http.Request, ipc.Peer)) http
 				msg: "missing or unknown API key: send Authorization: Bearer KEY with a key from server.api_keys"})
 			return
 		}
+		// A key stands for its user, who passes the same policy as a peer.
+		if !s.o.Users.Policy().Allowed(p) {
+			writeError(w, &httpError{status: http.StatusForbidden, typ: "permission_error",
+				msg: "the API key's user (uid " + itoa(p.UID) + ") may not use batchd (server.allowed_users, server.allowed_groups)"})
+			return
+		}
 		h(w, r, p)
 	})
 }
@@ -185,14 +194,13 @@ func (s *Server) bearer(r *http.Request) (ipc.Peer, bool) {
 	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return ipc.Peer{}, false
 	}
-	found, uid := 0, uint32(0)
+	found, p := 0, ipc.Peer{}
 	for _, k := range *s.keys.Load() {
 		if subtle.ConstantTimeCompare(k.key, []byte(tok)) == 1 {
-			found, uid = 1, k.uid
+			found, p = 1, k.peer
 		}
 	}
-	// A key holder is the user the key maps to; it has no groups of its own.
-	return ipc.Peer{UID: uid, GID: ^uint32(0), PID: -1}, found == 1
+	return p, found == 1
 }
 
 // httpError is an error in OpenAI's shape with its status code.

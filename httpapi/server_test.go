@@ -83,6 +83,7 @@ type fakeUsers struct {
 	mu    sync.Mutex
 	n     map[uint32]int
 	limit int
+	pol   ipc.Policy
 }
 
 func (u *fakeUsers) AcquireUser(p ipc.Peer) error {
@@ -98,7 +99,7 @@ func (u *fakeUsers) AcquireUser(p ipc.Peer) error {
 	return nil
 }
 func (u *fakeUsers) ReleaseUser(p ipc.Peer) { u.mu.Lock(); u.n[p.UID]--; u.mu.Unlock() }
-func (u *fakeUsers) Policy() *ipc.Policy    { return &ipc.Policy{} }
+func (u *fakeUsers) Policy() *ipc.Policy    { u.mu.Lock(); defer u.mu.Unlock(); p := u.pol; return &p }
 func (u *fakeUsers) inflight() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -116,7 +117,7 @@ func startTCP(t *testing.T, b *fakeBackend, u *fakeUsers, o Options) (*Server, s
 	t.Helper()
 	o.Backend, o.Users, o.Model = b, u, "m"
 	s := New(o)
-	s.SetAPIKeys(map[string]uint32{testKey: 4242})
+	s.SetAPIKeys(map[string]ipc.Peer{testKey: {UID: 4242, GID: 4343}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +313,7 @@ func FuzzRequestBody(f *testing.F) {
 	}
 	b, u := &fakeBackend{}, &fakeUsers{}
 	s := New(Options{Backend: b, Users: u, Model: "m"})
-	s.SetAPIKeys(map[string]uint32{testKey: 1})
+	s.SetAPIKeys(map[string]ipc.Peer{testKey: {UID: 1}})
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, path := range []string{"/v1/chat/completions", "/v1/completions"} {
 			req := httptest.NewRequest("POST", path, strings.NewReader(body))
@@ -372,5 +373,24 @@ func TestSeedAndMaxTokens(t *testing.T) {
 	msg := fmt.Sprint(m["error"])
 	if resp.StatusCode != 400 || strings.Contains(msg, "at least") || !strings.Contains(msg, "at most") {
 		t.Errorf("max_tokens 2^63-1: %d %s", resp.StatusCode, msg)
+	}
+}
+
+// TestAPIKeyUserPassesThePolicy: a key stands for its user, whom
+// allowed_users and allowed_groups judge as they judge a Unix peer: with
+// allowed_users = ["0"] the key of uid 4242 is refused, with its gid
+// allowed it is served.
+func TestAPIKeyUserPassesThePolicy(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{pol: ipc.Policy{AllowedUIDs: []uint32{0}}}
+	_, base := startTCP(t, b, u, Options{})
+	resp, m := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`)
+	if resp.StatusCode != 403 || len(b.submits) != 0 {
+		t.Fatalf("uid 4242's key under allowed_users [0]: %d %v, %d submits", resp.StatusCode, m, len(b.submits))
+	}
+	u.mu.Lock()
+	u.pol = ipc.Policy{AllowedUIDs: []uint32{0}, AllowedGIDs: []uint32{4343}}
+	u.mu.Unlock()
+	if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != 200 {
+		t.Fatalf("with its gid allowed: %d", resp.StatusCode)
 	}
 }
