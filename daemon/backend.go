@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 
@@ -103,6 +104,17 @@ func (b ipcBackend) Cancel(p ipc.Peer, id uint64, admin bool) error {
 }
 
 func (b ipcBackend) Stats() *wire.StatsReport { return b.d.statsReport() }
+
+var _ ipc.Reloader = ipcBackend{}
+
+// Reload is batchctl reload: an explicit reload, as SIGHUP.
+func (b ipcBackend) Reload(p ipc.Peer) (*wire.Reload, error) {
+	res := b.d.reload(fmt.Sprintf("batchctl reload (uid %d)", p.UID), nil, true)
+	if res.Err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "config rejected, the running one stays: %v", res.Err)
+	}
+	return &wire.Reload{Applied: res.Applied, RestartNeeded: res.RestartNeeded}, nil
+}
 
 func (b ipcBackend) Health() wire.Health {
 	h := wire.Health{State: b.d.State().String(), Version: Version}

@@ -2,9 +2,13 @@ package daemon
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/batchd/batchd/testing/synth"
 )
 
 // TestReloadNeverWidensAccessByAccident: truncating the config to zero bytes
@@ -102,7 +106,7 @@ func TestRestartFieldsKeepRunningValues(t *testing.T) {
 		if err := os.WriteFile(td.d.flags.Config, []byte(edited), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		td.d.reload("test", nil)
+		td.d.reload("test", nil, true)
 		td.d.mu.Lock()
 		restart, idle, share, mq := td.d.restart, td.d.cfg.IdleExitAfter.Duration, td.d.cfg.Channels["realtime"].Share,
 			td.d.cfg.Engine.MaxQueue
@@ -115,6 +119,166 @@ func TestRestartFieldsKeepRunningValues(t *testing.T) {
 		if idle != 0 || share != 0.5 || mq != 6 {
 			t.Fatalf("round %d: running idle_exit_after %v, realtime share %v (want the old 0s, 0.5); max_queue %d (live: 6)",
 				round, idle, share, mq)
+		}
+	}
+}
+
+// TestFileChangeNeverWidensAccess: a config file cut short just before its
+// allowed_users line still parses, and applied it admitted everyone,
+// raised max_requests_per_user from 8 to the default 256 and dropped every
+// API key. A file change may narrow access; one that widens it is held
+// (logged, and in stats' reload_held) until an explicit reload applies it.
+func TestFileChangeNeverWidensAccess(t *testing.T) {
+	const head = "[engine]\nmax_queue = 7\n[server]\n"
+	const full = head + "allowed_users = [\"0\", \"1002\"]\nmax_requests_per_user = 8\n[server.api_keys]\n\"0\" = \"0123456789abcdef0123\"\n"
+	td := startSynthDaemon(t, full)
+	path := td.d.flags.Config
+	live := func() (uids []uint32, cap int, keys int, held []string, reloads int) {
+		td.d.mu.Lock()
+		defer td.d.mu.Unlock()
+		s := td.d.cfg.settings()
+		return s.policy.AllowedUIDs, s.policy.MaxRequestsPerUser, len(s.apiKeys), td.d.held, td.d.reloads
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	// Cut short: held, nothing changes, stats say why.
+	if err := os.WriteFile(path, []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the cut file to be held", func() bool { _, _, _, held, _ := live(); return len(held) > 0 })
+	uids, cap, keys, held, reloads := live()
+	if !slices.Equal(uids, []uint32{0, 1002}) || cap != 8 || keys != 1 || reloads != 0 {
+		t.Fatalf("the cut file applied: allowed %v, cap %d, %d keys, %d reloads", uids, cap, keys, reloads)
+	}
+	for _, want := range []string{"allowed_users", "max_requests_per_user 8 -> 256", "every key dropped"} {
+		if !slices.ContainsFunc(held, func(h string) bool { return strings.Contains(h, want) }) {
+			t.Errorf("held %q lacks %q", held, want)
+		}
+	}
+	if st := td.d.statsReport(); !slices.Equal(st.ReloadHeld, held) {
+		t.Errorf("stats reload_held %q, want %q", st.ReloadHeld, held)
+	}
+	if !strings.Contains(td.log.String(), "widens access") {
+		t.Errorf("not logged:\n%s", td.log.String())
+	}
+	// Narrowing applies at once and clears the hold: uid 1002 leaves, the cap drops.
+	narrower := strings.Replace(strings.Replace(full, `, "1002"`, "", 1), "= 8", "= 4", 1)
+	if err := os.WriteFile(path, []byte(narrower), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the narrowing to apply", func() bool { _, _, _, _, r := live(); return r == 1 })
+	if uids, cap, keys, held, _ := live(); !slices.Equal(uids, []uint32{0}) || cap != 4 || keys != 1 || len(held) != 0 {
+		t.Fatalf("after narrowing: allowed %v, cap %d, %d keys, held %q", uids, cap, keys, held)
+	}
+	// An explicit reload applies a widening.
+	if err := os.WriteFile(path, []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the widening to be held", func() bool { _, _, _, held, _ := live(); return len(held) > 0 })
+	if res := td.d.reload("test", nil, true); !res.Applied {
+		t.Fatalf("explicit reload: %+v", res)
+	}
+	if uids, cap, keys, held, _ := live(); len(uids) != 0 || cap != 256 || keys != 0 || len(held) != 0 {
+		t.Fatalf("after the explicit reload: allowed %v, cap %d, %d keys, held %q", uids, cap, keys, held)
+	}
+}
+
+// TestWidenedAccess: each way a config lets more in is named; narrowing
+// and unrelated changes are not.
+func TestWidenedAccess(t *testing.T) {
+	parse := func(s string) *Config {
+		c, _, err := parseConfig("t", []byte("[model]\npath = \"/dev/null\"\n"+s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	base := parse("[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 8\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n")
+	for _, tc := range []struct {
+		next string
+		want string // "" : not widened
+	}{
+		{"[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 4\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n", ""},
+		{"[server]\nallowed_users = [\"5\", \"7\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 8\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n", "admits uid 7"},
+		{"[server]\nallowed_groups = [\"9\"]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 8\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n", "admits gid 9"},
+		{"[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\", \"5\"]\nmax_requests_per_user = 8\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n", "admin_users adds uid 5"},
+		{"[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 0\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n", "8 -> no cap"},
+		{"[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 8\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n\"6\" = \"0123456789abcdef0456\"\n", "adds a key for uid 6"},
+		{"[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 8\n", "every key dropped"},
+		{"[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 8\nsocket_mode = \"0666\"\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n", "socket_mode 0660 -> 0666"},
+		{"[server]\nallowed_users = [\"5\"]\nadmin_users = [\"6\"]\nmax_requests_per_user = 8\nmetrics_listen = \"127.0.0.1:9100\"\n[server.api_keys]\n\"5\" = \"0123456789abcdef0123\"\n", "metrics_listen opens"},
+	} {
+		got := strings.Join(widenedAccess(base, parse(tc.next)), "; ")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%q: widened %q, want %q", tc.next, got, tc.want)
+		}
+	}
+}
+
+// TestOnlyTheConfigFileReloads: creating, writing and renaming other files
+// in the config's directory reloaded the config each time; now only a
+// change to the file, or to where its path leads (a ConfigMap's ..data
+// symlink swap), does.
+func TestOnlyTheConfigFileReloads(t *testing.T) {
+	dir := t.TempDir()
+	for _, v := range []string{"v1", "v2"} {
+		if err := os.MkdirAll(filepath.Join(dir, v), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := "[engine]\nmax_queue = " + map[string]string{"v1": "5", "v2": "6"}[v] + "\n"
+		if err := os.WriteFile(filepath.Join(dir, v, "batchd.toml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// dir/batchd.toml -> ..data/batchd.toml, ..data -> v1: a ConfigMap's layout.
+	if err := os.Symlink("v1", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..data", "batchd.toml"), filepath.Join(dir, "batchd.toml")); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemonFlags(t, "", ServeFlags{Model: synth.TinyFile(t, 256), Config: filepath.Join(dir, "batchd.toml")})
+	counts := func() (int, int, int) {
+		td.d.mu.Lock()
+		defer td.d.mu.Unlock()
+		return td.d.reloads, td.d.reloadErrs, td.d.cfg.Engine.MaxQueue
+	}
+	other := filepath.Join(dir, "notes.txt")
+	for i := range 3 {
+		if err := os.WriteFile(other, []byte(strings.Repeat("x", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(other, other+".bak"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2*reloadDebounce + 2*reloadSettle)
+	if r, e, mq := counts(); r != 0 || e != 0 || mq != 5 {
+		t.Fatalf("other files: %d reloads, %d errors, max_queue %d", r, e, mq)
+	}
+	// Swap ..data to v2, as the kubelet does: a new link renamed over the old.
+	if err := os.Symlink("v2", filepath.Join(dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if r, _, mq := counts(); r == 1 && mq == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			r, e, mq := counts()
+			t.Fatalf("symlink swap: %d reloads, %d errors, max_queue %d", r, e, mq)
 		}
 	}
 }

@@ -75,6 +75,12 @@ type Daemon struct {
 	reloadErrs int
 	lastErr    string
 	restart    []string
+	// approved is the config an operator last let apply (the file's values,
+	// restart fields too): a file change is judged against it (widenedAccess).
+	approved Config
+	// held: how the config file on disk would widen access, until an
+	// explicit reload applies it (reported in stats).
+	held []string
 	// userChannels is routing.users resolved to uids.
 	userChannels map[uint32]string
 	// activatedHTTP: HTTP API sockets systemd passed.
@@ -248,7 +254,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	if d.notifier == nil {
 		d.notifier = systemdNotifier{}
 	}
-	d.cfg = cfg
+	d.cfg, d.approved = cfg, cfg
 	d.userChannels = rs.userChannels
 	pol := rs.policy
 	ln, err := d.listen(cfg)
@@ -444,69 +450,6 @@ func (d *Daemon) liveScheduler(next Config) engine.SchedulerConfig {
 		sc.MaxNumBatchedTokens = plan.MaxNumBatchedTokens
 	}
 	return sc
-}
-
-// reloadConfig reads the config file for a reload. A file with no keys is
-// rejected, not read as "all defaults": it is what a truncating save or a
-// write still in progress looks like, and its defaults would admit everyone.
-func (d *Daemon) reloadConfig(b []byte) (Config, error) {
-	if d.flags.Config == "" {
-		return d.loadConfig()
-	}
-	c, keys, err := parseConfig(d.flags.Config, b)
-	if err == nil && keys == 0 {
-		err = fmt.Errorf("config %s is empty (%d bytes, no keys); keeping the running config", d.flags.Config, len(b))
-	}
-	if err != nil {
-		return c, err
-	}
-	return d.configFrom(c)
-}
-
-// reload re-reads the configuration and applies what can change live; an
-// invalid or empty file is rejected whole and the running config stays.
-// b is the file's content as the watcher saw it settle (nil: read it now).
-func (d *Daemon) reload(why string, b []byte) {
-	d.notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
-	defer func() { d.notify("READY=1\n" + d.statusLine()) }()
-	var err error
-	if b == nil && d.flags.Config != "" {
-		b, err = os.ReadFile(d.flags.Config)
-	}
-	var next Config
-	if err == nil {
-		next, err = d.reloadConfig(b)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err != nil {
-		d.reloadErrs++
-		d.lastErr = err.Error()
-		d.log.Error("config rejected; keeping the running one", "trigger", why, "err", err)
-		return
-	}
-	restart := restartNeeded(&d.cfg, &next)
-	carryRestartFields(&next, &d.cfg) // what applies now is the live part of next
-	rs := next.settings()
-	d.srv.SetPolicy(rs.policy)
-	if d.httpSrv != nil {
-		d.httpSrv.SetAPIKeys(rs.apiKeys)
-	}
-	if d.rt != nil {
-		d.rt.Engine.SetScheduler(d.liveScheduler(next))
-		d.rt.Engine.SetMaxQueue(next.Engine.MaxQueue)
-	}
-	d.level.Set(rs.level)
-	d.cfg = next
-	d.userChannels = rs.userChannels
-	d.reloads++
-	d.lastErr = ""
-	d.restart = restart
-	if len(restart) > 0 {
-		d.log.Warn("config reloaded; some changes need a restart", "trigger", why, "restart_needed", restart)
-	} else {
-		d.log.Info("config reloaded", "trigger", why)
-	}
 }
 
 func engineConfig(c Config, configPath string) EngineConfig {

@@ -61,6 +61,7 @@ func (d *Daemon) daemonFigures(r *wire.StatsReport) {
 		MaxRequestsPerUser: d.cfg.Server.MaxRequestsPerUser, LogLevel: d.cfg.LogLevel}
 	r.Reloads, r.ReloadErrors, r.LastReloadError = d.reloads, d.reloadErrs, d.lastErr
 	r.RestartNeeded = append([]string{}, d.restart...)
+	r.ReloadHeld = append([]string{}, d.held...)
 }
 
 // requestList is the stats view of the live requests: ids, users and

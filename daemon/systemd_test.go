@@ -40,7 +40,7 @@ func TestNotifySequence(t *testing.T) {
 		}
 	}()
 	td := startDaemon(t, "[engine]\nmax_num_seqs = 4\n")
-	td.d.reload("test", nil)
+	td.d.reload("test", nil, true)
 	td.stop()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -47,18 +47,23 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 		defer close(done)
 		var timer <-chan time.Time
 		name := filepath.Clean(d.flags.Config)
+		seen := identify(name)
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				d.reload("SIGHUP", nil)
+				d.reload("SIGHUP", nil, true)
 			case ev, ok := <-events:
 				if !ok {
 					events = nil
 					continue
 				}
-				if filepath.Clean(ev.Name) == name || ev.Op&fsnotify.Create != 0 {
+				// The file itself, or another name whose change makes the
+				// path lead elsewhere (a ConfigMap's ..data symlink swap);
+				// other files in the directory are none of our business.
+				if id := identify(name); filepath.Clean(ev.Name) == name || id != seen {
+					seen = id
 					timer = time.After(reloadDebounce) // every event restarts the wait
 				}
 			case <-timer:
@@ -68,7 +73,7 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 					timer = time.After(reloadDebounce) // still being written
 					continue
 				}
-				d.reload("file change", b)
+				d.reload("file change", b, false)
 			}
 		}
 	}()
@@ -97,4 +102,23 @@ func (d *Daemon) settledConfig(ctx context.Context) ([]byte, bool) {
 		return nil, false
 	}
 	return b, true
+}
+
+// fileID tells whether a path leads to another file or the file changed:
+// device, inode, size and modification time of what it resolves to.
+type fileID struct {
+	dev, ino, size uint64
+	mtime          int64
+}
+
+func identify(path string) fileID {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileID{}
+	}
+	id := fileID{size: uint64(st.Size()), mtime: st.ModTime().UnixNano()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(sys.Dev), sys.Ino
+	}
+	return id
 }

@@ -145,6 +145,8 @@ func (c *conn) dispatch(h wire.Header, body []byte) {
 			return
 		}
 		c.send(&wire.Stats{Type: wire.TypeStats, ID: h.ID, Stats: c.s.backend.Stats()})
+	case wire.TypeReload:
+		c.reload(h.ID)
 	case wire.TypeHealth:
 		hl := c.s.backend.Health()
 		hl.Type, hl.ID = wire.TypeHealth, h.ID
@@ -287,3 +289,24 @@ func decodeErr(what string, err error) *wire.Error {
 
 // String describes a peer for logs.
 func (p Peer) String() string { return fmt.Sprintf("uid=%d gid=%d pid=%d", p.UID, p.GID, p.PID) }
+
+// reload runs an admin's explicit config reload.
+func (c *conn) reload(id uint64) {
+	pol := c.s.policy.Load()
+	if !pol.Allowed(c.peer) || !pol.Admin(c.peer) {
+		c.sendErr(id, wire.Errorf(wire.CodePermissionDenied, "reload: uid %d is not an admin (server.admin_users)", c.peer.UID))
+		return
+	}
+	r, ok := c.s.backend.(Reloader)
+	if !ok {
+		c.sendErr(id, wire.Errorf(wire.CodeUnavailable, "reload: this server cannot reload"))
+		return
+	}
+	res, err := r.Reload(c.peer)
+	if err != nil {
+		c.sendErr(id, err)
+		return
+	}
+	res.Type, res.ID = wire.TypeReload, id
+	c.send(res)
+}

@@ -29,6 +29,12 @@ type Backend interface {
 	Health() wire.Health
 }
 
+// Reloader is a Backend that can reload its configuration on an admin's
+// request (wire.Reload); a Backend without it answers that it cannot.
+type Reloader interface {
+	Reload(p Peer) (*wire.Reload, error)
+}
+
 // RequestStream yields a request's events; it always ends with a wire.Done.
 type RequestStream interface {
 	RequestID() uint64

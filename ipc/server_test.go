@@ -284,3 +284,39 @@ func TestListenRejectsLongPathsAndNonSockets(t *testing.T) {
 		t.Fatal("replaced a regular file")
 	}
 }
+
+// reloadingBackend is a fakeBackend that can reload.
+type reloadingBackend struct {
+	*fakeBackend
+	reloads int
+}
+
+func (b *reloadingBackend) Reload(Peer) (*wire.Reload, error) {
+	b.reloads++
+	return &wire.Reload{Applied: true, RestartNeeded: []string{"server.socket"}}, nil
+}
+
+// TestReloadIsForAdmins: an admin's reload reaches the backend and gets
+// its answer; anyone else's is permission_denied and reaches nothing.
+func TestReloadIsForAdmins(t *testing.T) {
+	ts := startServer(t, Policy{AdminUIDs: []uint32{3000}})
+	rb := &reloadingBackend{fakeBackend: ts.s.backend.(*fakeBackend)}
+	ts.s.backend = rb
+	for uid, want := range map[uint32]string{1000: wire.TypeError, 3000: wire.TypeReload, 0: wire.TypeReload} {
+		pc, _ := ts.dialAs(t, uid)
+		if err := wire.WriteFrame(pc.c, &wire.Reload{Type: wire.TypeReload, ID: 5}); err != nil {
+			t.Fatal(err)
+		}
+		h, body := pc.next(t)
+		if h.Type != want || h.ID != 5 {
+			t.Errorf("uid %d: reply %q (id %d), want %q", uid, h.Type, h.ID, want)
+		}
+		var r wire.Reload
+		if want == wire.TypeReload && (wire.Decode(body, &r) != nil || !r.Applied || len(r.RestartNeeded) != 1) {
+			t.Errorf("uid %d: reply %+v", uid, r)
+		}
+	}
+	if rb.reloads != 2 {
+		t.Errorf("%d reloads reached the backend, want 2", rb.reloads)
+	}
+}

@@ -234,6 +234,15 @@ func (c *Client) Stats(ctx context.Context) (*wire.StatsReport, error) {
 	return s.Stats, err
 }
 
+// Reload asks the daemon to re-read its config file, as SIGHUP does (an
+// admin's explicit reload, which may widen access). A file that does not
+// validate is an error with the daemon's reasons.
+func (c *Client) Reload(ctx context.Context) (*wire.Reload, error) {
+	var r wire.Reload
+	err := c.call(ctx, func(id uint64) any { return &wire.Reload{Type: wire.TypeReload, ID: id} }, &r)
+	return &r, err
+}
+
 // Health returns the daemon's state and model.
 func (c *Client) Health(ctx context.Context) (*wire.Health, error) {
 	var h wire.Health

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	client "github.com/batchd/batchd/clients/go"
 )
@@ -99,6 +100,25 @@ func cancelCmd(*flag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Fprintf(stdout, "cancelled %d\n", id)
+		return nil
+	}
+}
+
+func reloadCmd(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, socket string, args []string, stdout, _ io.Writer) error {
+		c, err := dialNoArgs(ctx, socket, args)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		r, err := c.Reload(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "config reloaded")
+		if len(r.RestartNeeded) > 0 {
+			fmt.Fprintf(stdout, "restart needed for: %s\n", strings.Join(r.RestartNeeded, ", "))
+		}
 		return nil
 	}
 }

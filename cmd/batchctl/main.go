@@ -36,6 +36,7 @@ commands:
   cancel ID         cancel a request by its id (batchctl stats lists them)
   stats             show the engine's figures and the requests in flight
   health            show the daemon's state (exit status 0 only when ready)
+  reload            re-read the daemon's config file, as SIGHUP does (admins)
   version           print batchctl's version and the daemon's
 
 global flags (before or after the command):
@@ -74,6 +75,7 @@ var commands = []command{
 	{"cancel", "ID", "Cancel request ID: your own, or anyone's for an admin.", cancelCmd},
 	{"stats", "[--json]", "Show the engine's figures and the requests in flight.", statsCmd},
 	{"health", "[--json]", "Show the daemon's state; exit status 0 only when it is ready.", healthCmd},
+	{"reload", "", "Re-read the daemon's config file, as SIGHUP does (admins): the way to apply a change that widens access.", reloadCmd},
 	{"version", "", "Print batchctl's version and, if it answers, the daemon's.", versionCmd},
 }
 

@@ -56,6 +56,9 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 	if s.LastReloadError != "" {
 		row("", "last rejected reload: "+s.LastReloadError)
 	}
+	if len(s.ReloadHeld) > 0 {
+		row("", "held: the config file widens access ("+strings.Join(s.ReloadHeld, "; ")+"); batchctl reload applies it")
+	}
 	for _, x := range s.Plan.Warnings {
 		row("Warning", x)
 	}

@@ -17,6 +17,7 @@ const (
 	TypeCancelled = "cancelled"
 	TypeStats     = "stats"
 	TypeHealth    = "health"
+	TypeReload    = "reload"
 	TypeError     = "error"
 )
 
@@ -170,6 +171,17 @@ type Stats struct {
 	Type  string       `msgpack:"type"`
 	ID    uint64       `msgpack:"id"`
 	Stats *StatsReport `msgpack:"stats,omitempty"`
+}
+
+// Reload asks the daemon to re-read its config file (admins only), as
+// SIGHUP does: an explicit reload, which may widen access. The reply has
+// the same type: whether the file applied, and the restart fields it
+// changes; a file that does not validate is an invalid_argument error.
+type Reload struct {
+	Type          string   `msgpack:"type"`
+	ID            uint64   `msgpack:"id"`
+	Applied       bool     `msgpack:"applied"`
+	RestartNeeded []string `msgpack:"restart_needed"`
 }
 
 // Health asks for or reports the daemon's state.

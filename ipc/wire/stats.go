@@ -54,7 +54,10 @@ type StatsReport struct {
 	ReloadErrors    int           `msgpack:"reload_errors" json:"reload_errors"`
 	LastReloadError string        `msgpack:"last_reload_error" json:"last_reload_error"`
 	RestartNeeded   []string      `msgpack:"restart_needed" json:"restart_needed"`
-	Requests        []RequestInfo `msgpack:"requests" json:"requests"` // in flight, oldest first, at most 100
+	// ReloadHeld: how the config file would widen access; a file change
+	// that widens applies only by an explicit reload (SIGHUP, batchctl reload).
+	ReloadHeld []string      `msgpack:"reload_held" json:"reload_held"`
+	Requests   []RequestInfo `msgpack:"requests" json:"requests"` // in flight, oldest first, at most 100
 }
 
 // Dist summarizes a latency distribution over the recent samples, in seconds.

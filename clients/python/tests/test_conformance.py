@@ -84,7 +84,7 @@ class Raw:
 VALID = {
     "max_tokens": encodings_int(2) + encodings_int(200),
     "top_k": encodings_int(40),
-    "seed": encodings_int(7) + encodings_int(2**63 - 1) + encodings_int(2**64 - 1),
+    "seed": encodings_int(7) + encodings_int(2**63 - 1) + encodings_int(-1),  # -1: a fresh seed
     "priority": encodings_int(3) + encodings_int(-5),
     "temperature": encodings_float(0.8) + encodings_float(1.0),
     "top_p": encodings_float(0.9),
@@ -105,7 +105,8 @@ def test_every_encoding_of_every_field(synth_daemon):
 
 @pytest.mark.parametrize("field,raw_value", [
     ("max_tokens", b"\xcf" + struct.pack(">Q", 2**64 - 1)),
-    ("seed", b"\xd3" + struct.pack(">q", -1)),
+    ("seed", b"\xd3" + struct.pack(">q", -2)),
+    ("seed", b"\xcf" + struct.pack(">Q", 2**64 - 1)),
     ("priority", b"\xcf" + struct.pack(">Q", 2**64 - 1)),
     ("top_k", b"\xcf" + struct.pack(">Q", 2**63)),
     ("max_tokens", b"\xcb" + struct.pack(">d", 2.5)),
@@ -137,3 +138,7 @@ def test_stats_and_health_are_typed(synth_daemon):
         assert s.kv_blocks_total > 0 and s.submitted >= 1 and s["running"] == s.running
         h = c.health()
         assert isinstance(h, batchd.Health) and h.state == "ready" and h.model.context == 256
+        # The tests run as root, an admin: an explicit reload runs, and this
+        # daemon's empty config file is refused with a typed error.
+        with pytest.raises(batchd.InvalidRequest, match="empty"):
+            c.reload()

@@ -127,6 +127,7 @@ class Stats(_Mapping):
     reload_errors: int = 0
     last_reload_error: str = ""
     restart_needed: List[str] = field(default_factory=list)
+    reload_held: List[str] = field(default_factory=list)
     requests: List[RequestInfo] = field(default_factory=list)
 
 

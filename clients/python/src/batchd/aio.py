@@ -162,6 +162,11 @@ class AsyncClient:
     async def health(self) -> Health:
         return health_of(await self._call({"type": "health"}))
 
+    async def reload(self) -> Dict[str, Any]:
+        """Re-read the daemon's config file, as SIGHUP does (admins only)."""
+        r = await self._call({"type": "reload"})
+        return {"applied": r.get("applied", False), "restart_needed": list(r.get("restart_needed") or [])}
+
     async def close(self) -> None:
         self._writer.close()
         try:

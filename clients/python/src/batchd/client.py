@@ -212,6 +212,12 @@ class Client:
     def health(self) -> Health:
         return health_of(self._call({"type": "health"}))
 
+    def reload(self) -> Dict[str, Any]:
+        """Re-read the daemon's config file, as SIGHUP does (admins only):
+        {"applied": bool, "restart_needed": [...]}; an invalid file raises."""
+        r = self._call({"type": "reload"})
+        return {"applied": r.get("applied", False), "restart_needed": list(r.get("restart_needed") or [])}
+
     def close(self) -> None:
         try:
             self._sock.shutdown(socket.SHUT_RDWR)

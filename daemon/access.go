@@ -1,0 +1,79 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/batchd/batchd/ipc"
+)
+
+// widenedAccess lists how next would let more in than running does: users
+// or groups admitted, admins added, a higher per-user cap, API keys added
+// or every key dropped, a listener opened or a socket mode widened. A file
+// change that widens access is held until an explicit reload (SIGHUP,
+// batchctl reload), as PostgreSQL requires for its access file: a file
+// cut short by a careless save still parses, and its defaults admit
+// everyone. Narrowing applies at once.
+func widenedAccess(running, next *Config) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	rp, np := running.settings().policy, next.settings().policy
+	switch {
+	case openToAll(np) && !openToAll(rp):
+		add("server.allowed_users and allowed_groups emptied: anyone who can open the socket is admitted")
+	case !openToAll(np):
+		for _, u := range np.AllowedUIDs {
+			if !openToAll(rp) && !slices.Contains(rp.AllowedUIDs, u) {
+				add("server.allowed_users admits uid %d", u)
+			}
+		}
+		for _, g := range np.AllowedGIDs {
+			if !openToAll(rp) && !slices.Contains(rp.AllowedGIDs, g) {
+				add("server.allowed_groups admits gid %d", g)
+			}
+		}
+	}
+	for _, u := range np.AdminUIDs {
+		if !slices.Contains(rp.AdminUIDs, u) {
+			add("server.admin_users adds uid %d", u)
+		}
+	}
+	if r, n := rp.MaxRequestsPerUser, np.MaxRequestsPerUser; r > 0 && (n == 0 || n > r) {
+		add("server.max_requests_per_user %d -> %s", r, capText(n))
+	}
+	rk, nk := running.settings().apiKeys, next.settings().apiKeys
+	for k, p := range nk {
+		if old, ok := rk[k]; !ok || old.UID != p.UID {
+			add("server.api_keys adds a key for uid %d", p.UID)
+		}
+	}
+	if len(rk) > 0 && len(nk) == 0 {
+		add("server.api_keys: every key dropped")
+	}
+	for _, l := range []struct{ name, r, n string }{
+		{"server.http_listen", running.Server.HTTPListen, next.Server.HTTPListen},
+		{"server.http_socket", running.Server.HTTPSocket, next.Server.HTTPSocket},
+		{"server.metrics_listen", running.Server.MetricsListen, next.Server.MetricsListen},
+	} {
+		if l.n != "" && l.n != l.r {
+			add("%s opens %q", l.name, l.n)
+		}
+	}
+	rm, _ := strconv.ParseUint(running.Server.SocketMode, 8, 32)
+	nm, _ := strconv.ParseUint(next.Server.SocketMode, 8, 32)
+	if nm&^rm != 0 {
+		add("server.socket_mode %04o -> %04o", rm, nm)
+	}
+	return out
+}
+
+// openToAll: no allowed users or groups, so the socket's mode decides.
+func openToAll(p ipc.Policy) bool { return len(p.AllowedUIDs) == 0 && len(p.AllowedGIDs) == 0 }
+
+func capText(n int) string {
+	if n == 0 {
+		return "no cap"
+	}
+	return strconv.Itoa(n)
+}
