@@ -60,6 +60,9 @@ func widenedAccess(running, next *Config) []string {
 			add("%s opens %q", l.name, l.n)
 		}
 	}
+	if running.Server.MetricsKey != "" && next.Server.MetricsKey == "" {
+		add("server.metrics_key removed: any local scraper is admitted")
+	}
 	rm, _ := strconv.ParseUint(running.Server.SocketMode, 8, 32)
 	nm, _ := strconv.ParseUint(next.Server.SocketMode, 8, 32)
 	if nm&^rm != 0 {

@@ -83,8 +83,11 @@ type ServerConfig struct {
 	// MaxRequestsPerUser caps one uid's requests in flight; default 256, 0 = none.
 	MaxRequestsPerUser int `toml:"max_requests_per_user"`
 	MaxFrameBytes      int `toml:"max_frame_bytes"` // default 1 MiB (restart)
-	// MaxConnections caps open connections; more are refused with
-	// resource_exhausted. Default 1024 (restart).
+	// MaxConnections caps the connections open at once, every listener
+	// together (msgpack, HTTP, metrics); the descriptor limit less a reserve
+	// caps it too (batchd profile shows the budget). Connections not yet
+	// authenticated hold at most half and give way to new ones; one user's
+	// at most a quarter. Default 1024 (restart).
 	MaxConnections int `toml:"max_connections"`
 	// HelloTimeout closes a connection that has not said hello in this
 	// long. Default 10s (restart).
@@ -92,6 +95,10 @@ type ServerConfig struct {
 	// MetricsListen serves Prometheus metrics at /metrics on a loopback
 	// host:port or unix:PATH; "" (default) serves none (restart).
 	MetricsListen string `toml:"metrics_listen"`
+	// MetricsKey, when set, is the bearer token a scraper must send
+	// (Prometheus: authorization.credentials); "" admits any local scraper.
+	// At least 16 bytes (restart).
+	MetricsKey string `toml:"metrics_key"`
 	// HTTPSocket serves the OpenAI-compatible HTTP API on this Unix
 	// socket, with socket_mode, socket_group and the same access rules;
 	// "" (default) serves none (restart).

@@ -46,6 +46,7 @@ func restartFields() []restartField {
 		field("server.max_connections", func(c *Config) *int { return &c.Server.MaxConnections }),
 		field("server.hello_timeout", func(c *Config) *Duration { return &c.Server.HelloTimeout }),
 		field("server.metrics_listen", func(c *Config) *string { return &c.Server.MetricsListen }),
+		field("server.metrics_key", func(c *Config) *string { return &c.Server.MetricsKey }),
 		field("server.http_socket", func(c *Config) *string { return &c.Server.HTTPSocket }),
 		field("server.http_listen", func(c *Config) *string { return &c.Server.HTTPListen }),
 		field("engine.block_size", func(c *Config) *int { return &c.Engine.BlockSize }),

@@ -37,7 +37,7 @@ func (d *Daemon) serveHTTP(cfg Config, keys map[string]ipc.Peer) error {
 		return nil
 	}
 	d.httpSrv = httpapi.New(httpapi.Options{Backend: ipcBackend{d}, Users: d.srv, Logger: d.log,
-		Model: modelID(cfg.Model.Path), MaxConnections: cfg.Server.MaxConnections})
+		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration})
 	d.httpSrv.SetAPIKeys(keys)
 	for _, ln := range lns {
 		go func() {

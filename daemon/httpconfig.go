@@ -33,6 +33,9 @@ func resolveAPIKeys(s ServerConfig) (map[string]ipc.Peer, error) {
 		}
 		out[key] = keyUser(uids[0])
 	}
+	if s.MetricsKey != "" && len(s.MetricsKey) < minAPIKeyBytes {
+		errs = append(errs, fmt.Errorf("server.metrics_key: %d bytes; use at least %d (openssl rand -hex 24)", len(s.MetricsKey), minAPIKeyBytes))
+	}
 	if s.HTTPListen != "" {
 		if _, _, err := net.SplitHostPort(s.HTTPListen); err != nil {
 			errs = append(errs, fmt.Errorf("server.http_listen %q: want host:port or :port", s.HTTPListen))

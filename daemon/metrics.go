@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/ipc"
 )
 
 // Metric names follow vLLM's, under a batchd: prefix.
@@ -174,15 +176,28 @@ func metricsListener(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-// serveMetrics serves /metrics until the returned stop is called.
-func serveMetrics(addr string, m *metrics, log *slog.Logger) (stop func(context.Context) error, err error) {
+// serveMetrics serves /metrics on server.metrics_listen until the returned
+// stop is called: at most metricsConnections connections of the shared
+// budget, idle ones closed after 30 s, each given server.hello_timeout to
+// make its first request, and with server.metrics_key set only for a
+// scraper that sends it (Prometheus's authorization credentials).
+func serveMetrics(sc ServerConfig, m *metrics, budget *ipc.Budget, log *slog.Logger) (stop func(context.Context) error, err error) {
+	addr := sc.MetricsListen
 	ln, err := metricsListener(addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	mux.Handle("/metrics", metricsAuth(sc.MetricsKey, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if bc, ok := c.(*ipc.BudgetConn); ok {
+				ctx = context.WithValue(ctx, slotKey{}, bc.Slot())
+			}
+			return ctx
+		}, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	ln = budget.Listener(ln, ipc.ListenerOptions{Limit: metricsConnections, PreAuth: sc.HelloTimeout.Duration})
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server failed", "err", err)
@@ -190,4 +205,33 @@ func serveMetrics(addr string, m *metrics, log *slog.Logger) (stop func(context.
 	}()
 	log.Info("metrics", "listen", addr)
 	return srv.Shutdown, nil
+}
+
+type slotKey struct{}
+
+// metricsAuth admits a scrape that sends key as its bearer token (any,
+// when key is empty) and counts its connection as the daemon's own in the
+// budget; any other request gets a 401 that closes the connection.
+func metricsAuth(key string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key != "" {
+			scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(tok, " ")), []byte(key)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="batchd metrics"`)
+				w.Header().Set("Connection", "close")
+				http.Error(w, "missing or wrong bearer token (server.metrics_key)", http.StatusUnauthorized)
+				return
+			}
+		}
+		// Only a keyed scraper holds its connection against others; without
+		// a key a new scrape may take the room of an old one.
+		if s, ok := r.Context().Value(slotKey{}).(*ipc.Slot); ok && key != "" {
+			if err := s.AuthenticateService(); err != nil {
+				w.Header().Set("Connection", "close")
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }

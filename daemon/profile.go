@@ -23,11 +23,21 @@ func runProfile(_ context.Context, args []string, env *runEnv) error {
 	fs.IntVar(&cfg.KVBlocks, "kv-blocks", 0, "requested KV blocks (clamped if they do not fit)")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 0, "requested max_num_seqs")
 	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16 or f32")
+	configPath := fs.String("config", "", "config file, for server.max_connections (the connection budget)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
-	out := map[string]any{}
+	maxConns := Default().Server.MaxConnections
+	if *configPath != "" {
+		c, err := LoadFile(*configPath)
+		if err != nil {
+			return err
+		}
+		maxConns = c.Server.MaxConnections
+	}
+	conns := connectionBudget(maxConns)
+	out := map[string]any{"connections": conns}
 	var det hwprofile.Detection
 	var plan *hwprofile.Plan
 	var planErr error
@@ -75,6 +85,7 @@ func runProfile(_ context.Context, args []string, env *runEnv) error {
 			g.MemFree>>20, g.MemTotal>>20, g.ComputeMajor, g.ComputeMinor)
 	}
 	fmt.Fprintf(env.stdout, "nvml      %s\n", nvmlReason)
+	fmt.Fprintf(env.stdout, "conns     %s\n", conns)
 	if plan != nil {
 		p := plan
 		fmt.Fprintf(env.stdout, "profile   %s (backend %s on %s)\n", p.Profile, p.Backend, p.Device)

@@ -86,6 +86,8 @@ type Daemon struct {
 	// activatedHTTP: HTTP API sockets systemd passed.
 	activatedHTTP []net.Listener
 	httpSrv       *httpapi.Server
+	// conns is the one connection budget of every listener.
+	conns *ipc.Budget
 	// wrapListener, when set (tests), wraps the socket's listener.
 	wrapListener func(net.Listener) net.Listener
 	// started lists the components in start order; shutdown closes them
@@ -261,8 +263,11 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	if err != nil {
 		return err
 	}
+	cb := connectionBudget(cfg.Server.MaxConnections)
+	d.log.Info("connections", "budget", cb.String())
+	d.conns = cb.budget()
 	d.srv = ipc.NewServer(ipc.Options{Backend: ipcBackend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
-		MaxConnections: cfg.Server.MaxConnections, HelloTimeout: cfg.Server.HelloTimeout.Duration,
+		Budget: d.conns, HelloTimeout: cfg.Server.HelloTimeout.Duration,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
 	var sl net.Listener = ln
 	if d.wrapListener != nil {
@@ -286,7 +291,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 		return engine.Stats{}, false
 	}, d.ttftTarget)
 	if cfg.Server.MetricsListen != "" {
-		stop, err := serveMetrics(cfg.Server.MetricsListen, met, d.log)
+		stop, err := serveMetrics(cfg.Server, met, d.conns, d.log)
 		if err != nil {
 			d.closeAll()
 			return fmt.Errorf("metrics: %w", err)

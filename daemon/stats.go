@@ -62,6 +62,11 @@ func (d *Daemon) daemonFigures(r *wire.StatsReport) {
 	r.Reloads, r.ReloadErrors, r.LastReloadError = d.reloads, d.reloadErrs, d.lastErr
 	r.RestartNeeded = append([]string{}, d.restart...)
 	r.ReloadHeld = append([]string{}, d.held...)
+	if d.conns != nil {
+		c := d.conns.Stats()
+		r.Connections = wire.Connections{Max: c.Max, MaxPending: c.MaxPending, PerUser: c.PerUser, Open: c.Open,
+			Pending: c.Pending, Refused: c.Refused, Evicted: c.Evicted}
+	}
 }
 
 // requestList is the stats view of the live requests: ids, users and

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -35,8 +36,15 @@ type Options struct {
 	Model string
 	// MaxBodyBytes bounds a request body; default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// MaxConnections caps open connections per listener; default 1024.
+	// Budget is the connection budget shared with the daemon's other
+	// listeners; nil makes one of MaxConnections (default 1024) for this
+	// server's listeners together.
+	Budget         *ipc.Budget
 	MaxConnections int
+	// PreAuthTimeout closes a connection that has made no authenticated
+	// request in this long (a TCP client without a valid key, most of
+	// all); default 10s, as the msgpack socket's hello_timeout.
+	PreAuthTimeout time.Duration
 	// WriteTimeout drops a client that takes longer to take one event or
 	// response; default 30s.
 	WriteTimeout time.Duration
@@ -70,8 +78,11 @@ func New(o Options) *Server {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if o.MaxConnections <= 0 {
-		o.MaxConnections = DefaultMaxConnections
+	if o.Budget == nil {
+		o.Budget = ipc.NewBudget(ipc.BudgetOptions{Max: o.MaxConnections})
+	}
+	if o.PreAuthTimeout <= 0 {
+		o.PreAuthTimeout = 10 * time.Second
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = defaultWriteTimeout
@@ -113,7 +124,7 @@ func (s *Server) SetAPIKeys(keys map[string]ipc.Peer) {
 // listener the peer's credentials decide access; on any other a bearer
 // API key must.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.http.Serve(limitListener(ln, s.o.MaxConnections))
+	err := s.http.Serve(s.o.Budget.Listener(ln, ipc.ListenerOptions{PreAuth: s.o.PreAuthTimeout, Refuse: refuse503}))
 	if errors.Is(err, http.ErrServerClosed) {
 		return ipc.ErrServerClosed
 	}
@@ -129,17 +140,18 @@ func (s *Server) Close() error { return s.http.Close() }
 type peerKey struct{}
 
 // connInfo is what a connection's context carries: the Unix peer, or
-// that it came over TCP.
+// that it came over TCP, and its slot in the connection budget.
 type connInfo struct {
 	unix bool
 	peer ipc.Peer
 	err  error
+	slot *ipc.Slot
 }
 
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	ci := &connInfo{}
-	if lc, ok := c.(*limitedConn); ok {
-		c = lc.Conn
+	if bc, ok := c.(*ipc.BudgetConn); ok {
+		c, ci.slot = bc.Conn, bc.Slot()
 	}
 	if _, ok := c.(*net.UnixConn); ok {
 		ci.unix = true
@@ -156,34 +168,54 @@ func (s *Server) auth(h func(http.ResponseWriter, *http.Request, ipc.Peer)) http
 		if ci == nil {
 			ci = &connInfo{}
 		}
-		if ci.unix {
-			if ci.err != nil {
-				writeError(w, &httpError{status: http.StatusForbidden, typ: "permission_error", msg: "peer credentials: " + ci.err.Error()})
-				return
+		p, herr := s.authenticate(r, ci)
+		if herr == nil && ci.slot != nil {
+			if err := ci.slot.Authenticate(p.UID); err != nil {
+				herr = fromWire(err)
 			}
-			if !s.o.Users.Policy().Allowed(ci.peer) {
-				writeError(w, &httpError{status: http.StatusForbidden, typ: "permission_error",
-					msg: "uid " + itoa(ci.peer.UID) + " may not use batchd (server.allowed_users, server.allowed_groups)"})
-				return
-			}
-			h(w, r, ci.peer)
-			return
 		}
-		p, ok := s.bearer(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="batchd"`)
-			writeError(w, &httpError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
-				msg: "missing or unknown API key: send Authorization: Bearer KEY with a key from server.api_keys"})
-			return
-		}
-		// A key stands for its user, who passes the same policy as a peer.
-		if !s.o.Users.Policy().Allowed(p) {
-			writeError(w, &httpError{status: http.StatusForbidden, typ: "permission_error",
-				msg: "the API key's user (uid " + itoa(p.UID) + ") may not use batchd (server.allowed_users, server.allowed_groups)"})
+		if herr != nil {
+			// A request that fails authentication ends its connection: a
+			// client without a key must not hold a slot with keep-alive.
+			w.Header().Set("Connection", "close")
+			writeError(w, herr)
 			return
 		}
 		h(w, r, p)
 	})
+}
+
+// authenticate decides who a request is: its Unix peer under the policy,
+// or the user of its bearer key, who passes the same policy.
+func (s *Server) authenticate(r *http.Request, ci *connInfo) (ipc.Peer, *httpError) {
+	if ci.unix {
+		if ci.err != nil {
+			return ipc.Peer{}, &httpError{status: http.StatusForbidden, typ: "permission_error", msg: "peer credentials: " + ci.err.Error()}
+		}
+		if !s.o.Users.Policy().Allowed(ci.peer) {
+			return ipc.Peer{}, &httpError{status: http.StatusForbidden, typ: "permission_error",
+				msg: "uid " + itoa(ci.peer.UID) + " may not use batchd (server.allowed_users, server.allowed_groups)"}
+		}
+		return ci.peer, nil
+	}
+	p, ok := s.bearer(r)
+	if !ok {
+		return ipc.Peer{}, &httpError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
+			msg: "missing or unknown API key: send Authorization: Bearer KEY with a key from server.api_keys", authHeader: true}
+	}
+	if !s.o.Users.Policy().Allowed(p) {
+		return ipc.Peer{}, &httpError{status: http.StatusForbidden, typ: "permission_error",
+			msg: "the API key's user (uid " + itoa(p.UID) + ") may not use batchd (server.allowed_users, server.allowed_groups)"}
+	}
+	return p, nil
+}
+
+// refuse503 tells a connection the budget has no room for why, in HTTP.
+func refuse503(c net.Conn, err error) {
+	b, _ := json.Marshal((&httpError{typ: "rate_limit_error", msg: err.Error()}).body())
+	body := string(b)
+	_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
+		"Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body))
 }
 
 // bearer finds the key of an Authorization header, comparing in constant time.
@@ -208,6 +240,7 @@ type httpError struct {
 	status          int
 	typ, msg, param string
 	code            string
+	authHeader      bool // a 401: say which scheme (WWW-Authenticate)
 }
 
 // fromWire maps a wire error to its HTTP status and OpenAI type.
@@ -243,6 +276,9 @@ func (h *httpError) body() map[string]apiError {
 }
 
 func writeError(w http.ResponseWriter, h *httpError) {
+	if h.authHeader {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="batchd"`)
+	}
 	writeJSON(w, h.status, h.body())
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -392,5 +393,101 @@ func TestAPIKeyUserPassesThePolicy(t *testing.T) {
 	u.mu.Unlock()
 	if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != 200 {
 		t.Fatalf("with its gid allowed: %d", resp.StatusCode)
+	}
+}
+
+// TestFailedAuthClosesTheConnection: a 401 ends its connection (keyless
+// clients kept them open with keep-alive and held every slot), and a
+// connection that makes no authenticated request is closed after the
+// pre-auth timeout, while an authenticated one stays open.
+func TestFailedAuthClosesTheConnection(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{PreAuthTimeout: 300 * time.Millisecond})
+	addr := strings.TrimPrefix(base, "http://")
+	send := func(c net.Conn, key string) string {
+		auth := ""
+		if key != "" {
+			auth = "Authorization: Bearer " + key + "\r\n"
+		}
+		fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n%sContent-Length: 14\r\n\r\n{\"prompt\":\"a\"}", auth)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		resp.Body.Close()
+		return resp.Status
+	}
+	closedSoon := func(c net.Conn, within time.Duration) bool {
+		_ = c.SetReadDeadline(time.Now().Add(within))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	bad, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if st := send(bad, "wrong-key-0123456789"); !strings.HasPrefix(st, "401") {
+		t.Fatalf("wrong key: %s", st)
+	}
+	if !closedSoon(bad, time.Second) {
+		t.Error("the connection stayed open after a 401")
+	}
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if !closedSoon(silent, 2*time.Second) {
+		t.Error("a connection that never authenticated outlived the pre-auth timeout")
+	}
+	good, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	if st := send(good, testKey); !strings.HasPrefix(st, "200") {
+		t.Fatalf("good key: %s", st)
+	}
+	if closedSoon(good, 600*time.Millisecond) {
+		t.Error("an authenticated connection was closed by the pre-auth timeout")
+	}
+}
+
+// TestKeylessFloodCannotLockOutAKey: 300 TCP connections that never send a
+// key fill a budget of 40; a client with a valid key is still served,
+// because pending connections give way to new ones.
+func TestKeylessFloodCannotLockOutAKey(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{MaxConnections: 40})
+	addr := strings.TrimPrefix(base, "http://")
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	for range 300 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, c)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	for i := range 5 {
+		req, _ := http.NewRequest("POST", base+"/v1/completions", strings.NewReader(`{"prompt":"a"}`))
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatalf("keyed request %d during the flood: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("keyed request %d: %s", i, resp.Status)
+		}
 	}
 }

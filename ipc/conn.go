@@ -19,6 +19,7 @@ import (
 type conn struct {
 	s      *Server
 	c      net.Conn
+	slot   *Slot // in the connection budget: pending until hello
 	peer   Peer
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -40,6 +41,21 @@ func (c *conn) send(v any) {
 		}
 	}
 	c.c.Close() // a client that cannot take its frames is dropped; its requests end
+}
+
+// evicted is the budget closing this connection, still without a hello,
+// to make room for a newer one: it says why, briefly, and hangs up.
+func (c *conn) evicted() {
+	go func() {
+		c.wmu.Lock()
+		_ = c.c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		if wire.WriteFrame(c.w, &wire.ErrorFrame{Type: wire.TypeError, Code: wire.CodeResourceExhausted,
+			Message: "closed to make room: too many connections waiting to say hello"}) == nil {
+			_ = c.w.Flush()
+		}
+		c.wmu.Unlock()
+		c.c.Close()
+	}()
 }
 
 func (c *conn) sendErr(id uint64, err error) {
@@ -65,6 +81,7 @@ func (c *conn) serve() {
 		c.cancel()
 		c.pumps.Wait()
 		c.c.Close()
+		c.slot.Release()
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.lastBusy = time.Now()
@@ -112,6 +129,10 @@ func (c *conn) serve() {
 			if err := wire.Decode(body, &m); err != nil || m.Version != wire.ProtocolVersion {
 				c.refuse(h.ID, wire.Errorf(wire.CodeInvalidArgument, "protocol version %d not supported (server speaks %d)",
 					m.Version, wire.ProtocolVersion))
+				return
+			}
+			if err := c.slot.Authenticate(c.peer.UID); err != nil {
+				c.refuse(h.ID, err)
 				return
 			}
 			hello = true

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -57,8 +56,11 @@ type Options struct {
 	Logger       *slog.Logger
 	MaxFrame     int           // default wire.DefaultMaxFrame
 	WriteTimeout time.Duration // a client that takes longer to read a frame is dropped; default 30s
-	// MaxConnections caps open connections; the excess is refused with a
-	// resource_exhausted error frame. Default DefaultMaxConnections.
+	// Budget is the connection budget shared with the daemon's other
+	// listeners; nil makes one of MaxConnections (default
+	// DefaultMaxConnections) for this server alone. A connection is pending
+	// until its hello; the excess is refused with a resource_exhausted frame.
+	Budget         *Budget
 	MaxConnections int
 	// HelloTimeout closes a connection that has not completed hello in
 	// this long (PostgreSQL's authentication_timeout). Default DefaultHelloTimeout.
@@ -81,7 +83,7 @@ type Server struct {
 	log      *slog.Logger
 	maxFrame int
 	wtimeout time.Duration
-	maxConns int
+	budget   *Budget
 	helloTO  time.Duration
 	version  string
 	model    string
@@ -100,7 +102,6 @@ type Server struct {
 	closed    bool
 	done      chan struct{} // closed with closed
 	lastBusy  time.Time     // when the last connection or request ended
-	refused   uint64        // connections refused over MaxConnections
 	wg        sync.WaitGroup
 }
 
@@ -112,8 +113,8 @@ func NewServer(o Options) *Server {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 30 * time.Second
 	}
-	if o.MaxConnections <= 0 {
-		o.MaxConnections = DefaultMaxConnections
+	if o.Budget == nil {
+		o.Budget = NewBudget(BudgetOptions{Max: o.MaxConnections, Self: o.Policy.Self})
 	}
 	if o.HelloTimeout <= 0 {
 		o.HelloTimeout = DefaultHelloTimeout
@@ -122,7 +123,7 @@ func NewServer(o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{backend: o.Backend, log: o.Logger.With("component", "ipc"), maxFrame: o.MaxFrame,
-		wtimeout: o.WriteTimeout, maxConns: o.MaxConnections, helloTO: o.HelloTimeout,
+		wtimeout: o.WriteTimeout, budget: o.Budget, helloTO: o.HelloTimeout,
 		version: o.Version, model: o.Model, peerCred: peerCred,
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, inflight: map[uint32]int{},
 		done: make(chan struct{}), lastBusy: time.Now(), warn: rateLimiter{every: 10 * time.Second}}
@@ -266,49 +267,49 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// Refused returns how many connections were refused over MaxConnections.
-func (s *Server) Refused() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+// Refused returns how many connections the budget refused for room.
+func (s *Server) Refused() uint64 { return s.budget.Stats().Refused }
 
 func (s *Server) serveConn(nc net.Conn) {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		nc.Close()
 		return
 	}
-	if len(s.conns) >= s.maxConns {
-		s.refused++
-		n := len(s.conns)
-		s.mu.Unlock()
+	ctx, cancel := context.WithCancel(s.base)
+	c := &conn{s: s, c: nc, ctx: ctx, cancel: cancel, w: bufio.NewWriter(nc), reqs: map[uint64]uint64{}}
+	slot, err := s.budget.Admit(c.evicted)
+	if err != nil {
+		cancel()
 		if k, ok := s.warn.allow("max_connections"); ok {
-			s.log.Warn("connection refused: too many connections", "open", n, "max_connections", s.maxConns, "repeats", k)
+			s.log.Warn("connection refused: the connection budget is full", "budget", s.budget.Stats().Max, "repeats", k)
 		}
 		// Say why without waiting on the client: a fresh socket's buffer
 		// takes one small frame, and the deadline bounds the rest.
 		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_ = wire.WriteFrame(nc, &wire.ErrorFrame{Type: wire.TypeError, Code: wire.CodeResourceExhausted,
-			Message: fmt.Sprintf("too many connections (%d open, max_connections %d)", n, s.maxConns)})
+		e := wire.AsError(err)
+		_ = wire.WriteFrame(nc, &wire.ErrorFrame{Type: wire.TypeError, Code: e.Code, Message: e.Message})
 		nc.Close()
 		return
 	}
-	s.mu.Unlock()
+	c.slot = slot
 	peer, err := s.peerCred(nc)
 	if err != nil {
 		if n, ok := s.warn.allow("peercred"); ok {
 			s.log.Warn("peer credentials unavailable", "err", err, "repeats", n)
 		}
+		slot.Release()
+		cancel()
 		nc.Close()
 		return
 	}
-	ctx, cancel := context.WithCancel(s.base)
-	c := &conn{s: s, c: nc, peer: peer, ctx: ctx, cancel: cancel, w: bufio.NewWriter(nc), reqs: map[uint64]uint64{}}
+	c.peer = peer
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		slot.Release()
 		nc.Close()
 		cancel()
 		return

@@ -47,6 +47,10 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 		row("Sleep", fmt.Sprintf("sleeping %v", s.Sleeping), fmt.Sprintf("%s sleeps, %s wakes, last wake %s",
 			count(s.Sleeps), count(s.Wakes), dur(s.LastWakeSeconds)))
 	}
+	if c := s.Connections; c.Max > 0 {
+		row("Connections", fmt.Sprintf("%d open of %d (%d unauthenticated, at most %d)", c.Open, c.Max, c.Pending, c.MaxPending),
+			fmt.Sprintf("%s refused, %s closed to make room", count(c.Refused), count(c.Evicted)))
+	}
 	restart := "none"
 	if len(s.RestartNeeded) > 0 {
 		restart = strings.Join(s.RestartNeeded, ", ")

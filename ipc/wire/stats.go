@@ -54,6 +54,7 @@ type StatsReport struct {
 	ReloadErrors    int           `msgpack:"reload_errors" json:"reload_errors"`
 	LastReloadError string        `msgpack:"last_reload_error" json:"last_reload_error"`
 	RestartNeeded   []string      `msgpack:"restart_needed" json:"restart_needed"`
+	Connections     Connections   `msgpack:"connections" json:"connections"`
 	// ReloadHeld: how the config file would widen access; a file change
 	// that widens applies only by an explicit reload (SIGHUP, batchctl reload).
 	ReloadHeld []string      `msgpack:"reload_held" json:"reload_held"`
@@ -125,4 +126,15 @@ type ModelInfo struct {
 	Layers  int    `msgpack:"layers" json:"layers"`
 	Vocab   int    `msgpack:"vocab" json:"vocab"`
 	Context int    `msgpack:"context" json:"context"`
+}
+
+// Connections are the connection budget's figures: every listener together.
+type Connections struct {
+	Max        int    `msgpack:"max" json:"max"`                 // open at once at most
+	MaxPending int    `msgpack:"max_pending" json:"max_pending"` // of those, not yet authenticated
+	PerUser    int    `msgpack:"per_user" json:"per_user"`       // one uid's authenticated ones
+	Open       int    `msgpack:"open" json:"open"`
+	Pending    int    `msgpack:"pending" json:"pending"`
+	Refused    uint64 `msgpack:"refused" json:"refused"` // refused for room
+	Evicted    uint64 `msgpack:"evicted" json:"evicted"` // unauthenticated ones closed to make room
 }

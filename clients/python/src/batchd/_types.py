@@ -127,6 +127,7 @@ class Stats(_Mapping):
     reload_errors: int = 0
     last_reload_error: str = ""
     restart_needed: List[str] = field(default_factory=list)
+    connections: Dict[str, Any] = field(default_factory=dict)
     reload_held: List[str] = field(default_factory=list)
     requests: List[RequestInfo] = field(default_factory=list)
 
