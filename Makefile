@@ -57,6 +57,7 @@ test: build
 		echo "skipping the Python client tests: apt-get install python3-msgpack python3-pytest (.ci/run does)"; \
 	fi
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 200000x ./ipc
+	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 100x ./engine/chat
 
 # L110: the shape ../shared/BENCHMARKS.md measures llama.cpp on.
 L110 := --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024 --seed 1 \
@@ -86,6 +87,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzTokenize -fuzztime 20000x ./engine/tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 2000000x ./ipc
 	$(GO) test -run '^$$' -fuzz FuzzRequestBody -fuzztime 100000x ./httpapi
+	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 2000x ./engine/chat
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

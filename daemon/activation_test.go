@@ -14,12 +14,16 @@ import (
 	"time"
 
 	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/engine/chat"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
 // TestMain lets the test binary stand in for batchd when a test runs it as a
 // child process (under systemd-socket-activate).
 func TestMain(m *testing.M) {
+	if chat.IsWorker(os.Args) { // the chat templates' worker processes
+		os.Exit(chat.RunWorker(os.Stdin, os.Stdout))
+	}
 	if os.Getenv("BATCHD_TEST_AS_DAEMON") == "1" {
 		if n := os.Getenv("BATCHD_TEST_NOFILE"); n != "" { // a low descriptor limit, for the stress test
 			v, _ := strconv.ParseUint(n, 10, 64)

@@ -122,6 +122,11 @@ func (b ipcBackend) Health() wire.Health {
 		c := rt.Model.Config
 		h.Model = &wire.ModelInfo{Path: rt.Model.Path, Format: rt.Model.Format, Arch: c.Arch, Dim: c.Dim,
 			Layers: c.Layers, Vocab: c.Vocab, Context: c.Context}
+		if rt.Chat != nil {
+			h.Model.Chat = rt.Chat.Name()
+		} else if rt.ChatErr != nil {
+			h.Model.ChatError = rt.ChatErr.Error()
+		}
 	}
 	return h
 }

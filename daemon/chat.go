@@ -21,7 +21,7 @@ const maxTemplateBytes = 1 << 20
 // a file) or else the model's own. A setting that fails is err (the daemon
 // does not start); a model without a usable template is chatErr, which chat
 // requests get while prompts still work.
-func chatTemplate(setting string, m *model.Model) (t *chat.Template, chatErr, err error) {
+func chatTemplate(setting string, m *model.Model, limits chat.Limits) (t *chat.Template, chatErr, err error) {
 	if setting != "" {
 		if t, ok, err := chat.Builtin(setting); ok {
 			return t, nil, err
@@ -30,13 +30,13 @@ func chatTemplate(setting string, m *model.Model) (t *chat.Template, chatErr, er
 		if err != nil {
 			return nil, nil, fmt.Errorf("chat_template: %w (built-in names: %s)", err, strings.Join(chat.BuiltinNames(), ", "))
 		}
-		t, err := chat.Compile(setting, src)
+		t, err := chat.CompileLimits(setting, src, limits)
 		return t, nil, err
 	}
 	if m.ChatTemplate == "" {
 		return nil, chat.ErrNoTemplate, nil
 	}
-	t, err = chat.Compile("from the model file", m.ChatTemplate)
+	t, err = chat.CompileLimits("from the model file", m.ChatTemplate, limits)
 	return t, err, nil
 }
 
@@ -64,7 +64,7 @@ type chatRequest struct {
 
 // renderChat renders a conversation with the template and the vocabulary's
 // BOS and EOS texts.
-func renderChat(t *chat.Template, tok *tokenizer.Tokenizer, r chatRequest) (string, error) {
+func renderChat(ctx context.Context, t *chat.Template, tok *tokenizer.Tokenizer, r chatRequest) (string, error) {
 	in := chat.Input{Messages: r.Messages, Tools: r.Tools, AddGenerationPrompt: r.AddGenerationPrompt}
 	if tok.BOS >= 0 {
 		in.BOS = tok.PieceText(tok.BOS)
@@ -72,7 +72,7 @@ func renderChat(t *chat.Template, tok *tokenizer.Tokenizer, r chatRequest) (stri
 	if tok.EOS >= 0 {
 		in.EOS = tok.PieceText(tok.EOS)
 	}
-	return t.Render(in)
+	return t.Render(ctx, in)
 }
 
 // tokenizeChat tokenizes rendered chat text with special tokens parsed. The
@@ -95,11 +95,13 @@ func chatPrompt(ctx context.Context, rt *Runtime, r chatRequest) ([]int, error) 
 	if rt.Chat == nil {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "chat: %v", rt.ChatErr)
 	}
-	text, err := renderChat(rt.Chat, rt.Model.Tokenizer, r)
+	text, err := renderChat(ctx, rt.Chat, rt.Model.Tokenizer, r)
 	var te *chat.TemplateError
 	switch {
 	case errors.As(err, &te) || errors.Is(err, chat.ErrInvalidMessages):
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+	case ctx.Err() != nil:
+		return nil, wire.Errorf(wire.CodeUnavailable, "chat: %v", err)
 	case err != nil:
 		return nil, wire.Errorf(wire.CodeInternal, "chat: %v", err)
 	}

@@ -70,6 +70,10 @@ type ModelConfig struct {
 	// ChatTemplate renders chat requests: a built-in name (chatml, llama3,
 	// gemma, phi3, mistral) or a Jinja file; "" uses the model's own.
 	ChatTemplate string `toml:"chat_template"`
+	// ChatTemplateTimeout bounds one render of the chat template (a
+	// template is code from the model file; it renders in a worker process
+	// that also has memory and stack budgets). Default 2s (restart).
+	ChatTemplateTimeout Duration `toml:"chat_template_timeout"`
 }
 
 // ServerConfig is the socket and who may use it.
@@ -282,13 +286,7 @@ func (c *Config) Validate() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if c.Server.HelloTimeout.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("server.hello_timeout %v must be > 0", c.Server.HelloTimeout))
-	}
-	if c.DrainTimeout.Duration < 0 || c.IdleExitAfter.Duration < 0 || c.SleepAfter.Duration < 0 {
-		errs = append(errs, fmt.Errorf("drain_timeout %v, idle_exit_after %v and sleep_after %v must be >= 0",
-			c.DrainTimeout, c.IdleExitAfter, c.SleepAfter))
-	}
+	errs = append(errs, c.validateDurations()...)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -298,6 +296,22 @@ func (c *Config) Validate() error {
 	}
 	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level, apiKeys: keys}
 	return nil
+}
+
+// validateDurations checks the durations.
+func (c *Config) validateDurations() []error {
+	var errs []error
+	if c.Model.ChatTemplateTimeout.Duration < 0 {
+		errs = append(errs, fmt.Errorf("model.chat_template_timeout %v must be >= 0", c.Model.ChatTemplateTimeout))
+	}
+	if c.Server.HelloTimeout.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("server.hello_timeout %v must be > 0", c.Server.HelloTimeout))
+	}
+	if c.DrainTimeout.Duration < 0 || c.IdleExitAfter.Duration < 0 || c.SleepAfter.Duration < 0 {
+		errs = append(errs, fmt.Errorf("drain_timeout %v, idle_exit_after %v and sleep_after %v must be >= 0",
+			c.DrainTimeout, c.IdleExitAfter, c.SleepAfter))
+	}
+	return errs
 }
 
 // validateNames checks the engine knobs that are names.

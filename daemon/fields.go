@@ -39,6 +39,7 @@ func restartFields() []restartField {
 		field("model.tokenizer", func(c *Config) *string { return &c.Model.Tokenizer }),
 		field("model.format", func(c *Config) *string { return &c.Model.Format }),
 		field("model.chat_template", func(c *Config) *string { return &c.Model.ChatTemplate }),
+		field("model.chat_template_timeout", func(c *Config) *Duration { return &c.Model.ChatTemplateTimeout }),
 		field("server.socket", func(c *Config) *string { return &c.Server.Socket }),
 		field("server.socket_mode", func(c *Config) *string { return &c.Server.SocketMode }),
 		field("server.socket_group", func(c *Config) *string { return &c.Server.SocketGroup }),

@@ -147,7 +147,7 @@ func TestGreedyChatSameOnEveryPath(t *testing.T) {
 			const n = 16
 			// In process: render, tokenize, generate on the loaded runtime.
 			rt := td.d.runtime()
-			text, err := renderChat(rt.Chat, rt.Model.Tokenizer, chatRequest{Messages: []byte(msgs), AddGenerationPrompt: true})
+			text, err := renderChat(context.Background(), rt.Chat, rt.Model.Tokenizer, chatRequest{Messages: []byte(msgs), AddGenerationPrompt: true})
 			if err != nil {
 				t.Fatal(err)
 			}

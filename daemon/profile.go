@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/batchd/batchd/engine/model"
@@ -77,27 +78,32 @@ func runProfile(_ context.Context, args []string, env *runEnv) error {
 		}
 		return planErr
 	}
+	printProfile(env.stdout, det, nvmlReason, conns, plan)
+	return planErr
+}
+
+// printProfile writes what runProfile found, for people.
+func printProfile(w io.Writer, det hwprofile.Detection, nvmlReason string, conns ConnBudget, plan *hwprofile.Plan) {
 	c := det.CPU
-	fmt.Fprintf(env.stdout, "cpu       %s, %d cores, avx2=%v avx512=%v fma=%v, memory %d MiB available of %d MiB\n",
+	fmt.Fprintf(w, "cpu       %s, %d cores, avx2=%v avx512=%v fma=%v, memory %d MiB available of %d MiB\n",
 		c.Model, c.Cores, c.AVX2, c.AVX512, c.FMA, c.MemAvailable>>20, c.MemTotal>>20)
 	for _, g := range det.GPUs {
-		fmt.Fprintf(env.stdout, "gpu%d      %s %s, %d/%d MiB free, sm %d.%d\n", g.Index, g.Name, g.UUID,
+		fmt.Fprintf(w, "gpu%d      %s %s, %d/%d MiB free, sm %d.%d\n", g.Index, g.Name, g.UUID,
 			g.MemFree>>20, g.MemTotal>>20, g.ComputeMajor, g.ComputeMinor)
 	}
-	fmt.Fprintf(env.stdout, "nvml      %s\n", nvmlReason)
-	fmt.Fprintf(env.stdout, "conns     %s\n", conns)
+	fmt.Fprintf(w, "nvml      %s\n", nvmlReason)
+	fmt.Fprintf(w, "conns     %s\n", conns)
 	if plan != nil {
 		p := plan
-		fmt.Fprintf(env.stdout, "profile   %s (backend %s on %s)\n", p.Profile, p.Backend, p.Device)
-		fmt.Fprintf(env.stdout, "memory    %d MiB usable: weights %d MiB, activations %d MiB, KV %d MiB (headroom %.0f%%)\n",
+		fmt.Fprintf(w, "profile   %s (backend %s on %s)\n", p.Profile, p.Backend, p.Device)
+		fmt.Fprintf(w, "memory    %d MiB usable: weights %d MiB, activations %d MiB, KV %d MiB (headroom %.0f%%)\n",
 			p.MemoryBytes>>20, p.WeightBytes>>20, p.ActivationReserve>>20, p.KVBudget>>20, p.Headroom*100)
-		fmt.Fprintf(env.stdout, "kv        %d blocks x %d tokens x %d bytes/token: %d tokens\n",
+		fmt.Fprintf(w, "kv        %d blocks x %d tokens x %d bytes/token: %d tokens\n",
 			p.KVBlocks, p.BlockSize, p.KVBytesPerToken, p.KVTokens)
-		fmt.Fprintf(env.stdout, "limits    context %d, %d sequences at full context, max_num_seqs %d, max_num_batched_tokens %d, threads %d\n",
+		fmt.Fprintf(w, "limits    context %d, %d sequences at full context, max_num_seqs %d, max_num_batched_tokens %d, threads %d\n",
 			p.MaxContext, p.FullContextSeqs, p.MaxNumSeqs, p.MaxNumBatchedTokens, p.Threads)
-		for _, w := range p.Warnings {
-			fmt.Fprintf(env.stdout, "warning   %s\n", w)
+		for _, warning := range p.Warnings {
+			fmt.Fprintf(w, "warning   %s\n", warning)
 		}
 	}
-	return planErr
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/batchd/batchd/engine/chat"
 )
 
 // Version is set at build time with -ldflags "-X github.com/batchd/batchd/daemon.Version=...".
@@ -64,6 +66,11 @@ func run(ctx context.Context, args []string, env *runEnv) error {
 		return runTokenize(ctx, args[1:], env)
 	case "template":
 		return runTemplate(ctx, args[1:], env)
+	case chat.WorkerArg: // the daemon's own child: renders chat templates (engine/chat)
+		if code := chat.RunWorker(os.Stdin, os.Stdout); code != 0 {
+			return fmt.Errorf("template worker exited %d", code)
+		}
+		return nil
 	case "version", "--version", "-version":
 		fmt.Fprintln(env.stdout, "batchd", Version)
 		return nil

@@ -463,9 +463,9 @@ func engineConfig(c Config, configPath string) EngineConfig {
 		dir = filepath.Join(filepath.Dir(configPath), "profiles.d")
 	}
 	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format, ProfilesDir: dir,
-		ChatTemplate: c.Model.ChatTemplate,
-		Channels:     c.channelPolicies(),
-		BlockSize:    c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
+		ChatTemplate: c.Model.ChatTemplate, ChatTemplateTimeout: c.Model.ChatTemplateTimeout.Duration,
+		Channels:  c.channelPolicies(),
+		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
 		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.scheduler(),
 		MaxQueue: c.Engine.MaxQueue}
 }

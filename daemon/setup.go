@@ -23,6 +23,9 @@ type EngineConfig struct {
 	Format    string // "", "gguf" or "llama2c"
 	// ChatTemplate: a built-in template name or a Jinja file; "" is the model's.
 	ChatTemplate string
+	// ChatTemplateTimeout bounds one render of the chat template; 0 is
+	// engine/chat's default (2s).
+	ChatTemplateTimeout time.Duration
 
 	// Zero values below are planned from the hardware profile (hwprofile).
 	BlockSize     int // tokens per KV block
@@ -69,7 +72,7 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl, chatErr, err := chatTemplate(cfg.ChatTemplate, m)
+	tmpl, chatErr, err := chatTemplate(cfg.ChatTemplate, m, chat.Limits{Time: cfg.ChatTemplateTimeout})
 	if err != nil {
 		return nil, errors.Join(err, m.Close())
 	}
@@ -78,7 +81,7 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	}
 	det, plan, err := PlanFor(m, cfg)
 	if err != nil {
-		return nil, errors.Join(err, m.Close())
+		return nil, errors.Join(err, closeChat(tmpl), m.Close())
 	}
 	for _, w := range plan.Warnings {
 		log.Warn("hardware plan: "+w, "component", "hwprofile")
@@ -88,12 +91,12 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	sc.MaxNumSeqs, sc.MaxNumBatchedTokens = plan.MaxNumSeqs, plan.MaxNumBatchedTokens
 	kvType, err := backend.ParseKVType(cfg.KVCacheType)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), m.Close())
+		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), closeChat(tmpl), m.Close())
 	}
 	be, err := backends.Open(cfg.Backend, m, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot})
 	if err != nil {
-		return nil, errors.Join(err, m.Close())
+		return nil, errors.Join(err, closeChat(tmpl), m.Close())
 	}
 	var adaptive *engine.ControllerConfig
 	if cfg.Adaptive {
@@ -104,7 +107,7 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
 		Channels: cfg.Channels})
 	if err != nil {
-		return nil, errors.Join(err, be.Close(), m.Close())
+		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = e.Run(ctx) }()
@@ -115,6 +118,13 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		"max_context", plan.MaxContext, "full_context_seqs", plan.FullContextSeqs, "max_num_seqs", plan.MaxNumSeqs,
 		"max_num_batched_tokens", plan.MaxNumBatchedTokens, "threads", plan.Threads, "fallbacks", det.Fallbacks)
 	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: chatErr, backend: be, cancel: cancel}, nil
+}
+
+func closeChat(t *chat.Template) error {
+	if t != nil {
+		return t.Close()
+	}
+	return nil
 }
 
 // PlanFor detects the machine and plans the engine for model m, honouring
@@ -153,5 +163,8 @@ func ShapeOf(m *model.Model) hwprofile.ModelShape {
 func (r *Runtime) Close() error {
 	r.cancel()
 	<-r.Engine.Done()
+	if r.Chat != nil {
+		_ = r.Chat.Close()
+	}
 	return errors.Join(r.backend.Close(), r.Model.Close())
 }

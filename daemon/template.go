@@ -42,14 +42,15 @@ func runTemplate(ctx context.Context, args []string, env *runEnv) error {
 	if err != nil {
 		return err
 	}
-	t, chatErr, err := chatTemplate(*tmplSetting, &model.Model{ChatTemplate: fileTmpl})
+	t, chatErr, err := chatTemplate(*tmplSetting, &model.Model{ChatTemplate: fileTmpl}, chat.Limits{})
 	if err == nil {
 		err = chatErr
 	}
 	if err != nil {
 		return err
 	}
-	text, err := renderChat(t, tok, r)
+	defer t.Close()
+	text, err := renderChat(ctx, t, tok, r)
 	if err != nil {
 		return err
 	}

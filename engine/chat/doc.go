@@ -12,7 +12,16 @@
 // The engine is github.com/ardanlabs/jinja (pure Go, no dependencies, written
 // for chat templates, and byte-exact on every reference render); this
 // package adds the conversation checks, a bounded range, a fixed clock for
-// strftime_now and typed errors. A template is a program from the model file: its loops
-// are bounded by the conversation, and the renderer recovers a panic, but a
-// template that recurses without end is not defended against.
+// strftime_now and typed errors.
+//
+// A template is a program from the model file, and GGUFs come from the
+// internet: Go cannot recover from a stack overflow or an allocation past
+// memory, and cannot stop a goroutine in a loop. So the Jinja engine runs
+// only in worker processes (worker.go: the daemon's own binary started as
+// `batchd template-worker`, one Go thread, a bounded stack and address
+// space), and the daemon side (pool.go) bounds each render's wall time and
+// output, kills the worker when the request's context ends, and never
+// reuses one that broke a limit. A broken limit is a *TemplateError with
+// Budget set: a bad request, never the daemon's end. A template whose test
+// render at Compile breaks one does not compile.
 package chat

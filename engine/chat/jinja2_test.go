@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -56,7 +57,7 @@ func TestRendersMatchJinja2(t *testing.T) {
 		}
 		for i, w := range want {
 			c := convs[i/2]
-			got, err := tmpl.Render(Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: i%2 == 0, BOS: bos, EOS: eos, Now: refDate})
+			got, err := tmpl.Render(context.Background(), Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: i%2 == 0, BOS: bos, EOS: eos, Now: refDate})
 			name := filepath.Base(path) + "/" + c.Name
 			var te *TemplateError
 			switch {

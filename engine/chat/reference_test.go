@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -77,7 +78,7 @@ func TestRendersMatchHuggingFace(t *testing.T) {
 		if !ok {
 			t.Fatalf("conversation %q missing", r.Conversation)
 		}
-		got, err := tmpl.Render(Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: r.AddGenerationPrompt,
+		got, err := tmpl.Render(context.Background(), Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: r.AddGenerationPrompt,
 			BOS: r.BOS, EOS: r.EOS, Now: refDate})
 		name := r.Template + "/" + r.Conversation
 		if r.Error != "" {

@@ -1,12 +1,12 @@
 package chat
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
-
-	"github.com/ardanlabs/jinja"
 )
 
 // ErrNoTemplate: the model has no chat template and none was configured.
@@ -16,11 +16,15 @@ var ErrNoTemplate = errors.New("the model has no chat template (tokenizer.chat_t
 // ErrInvalidMessages: the conversation is not an OpenAI-style messages array.
 var ErrInvalidMessages = errors.New("invalid messages")
 
-// TemplateError is a template that did not compile or raised while
-// rendering (Gemma 2's "System role not supported"); Problem is its words.
+// TemplateError is a template that did not compile, raised while rendering
+// (Gemma 2's "System role not supported"), or broke its budget; Problem is
+// its words.
 type TemplateError struct {
 	Name    string // where the template came from
-	Compile bool   // it did not compile (the operator's problem, not the request's)
+	Compile bool   // it did not compile, or its test render failed (the operator's problem, not the request's)
+	// Budget names the limit a render broke: "time", "memory", "stack" or
+	// "output"; "" for a template that raised or did not compile.
+	Budget  string
 	Problem string
 }
 
@@ -31,57 +35,74 @@ func (e *TemplateError) Error() string {
 	return fmt.Sprintf("chat template %s: %s", e.Name, e.Problem)
 }
 
-// Template is a compiled chat template; it is safe for concurrent use.
-type Template struct {
-	name string
-	t    *jinja.Template
-	// typedContent: the template prints content given as a list of parts
-	// but not content given as a string, so parts are passed as they are.
-	typedContent bool
+// Limits bound what one render of a template may spend. A template is code
+// from the model file, so it runs in a worker process (worker.go) that a
+// recursion, an allocation or a loop without end can only end itself.
+type Limits struct {
+	Time    time.Duration // wall time of one render; default 2s
+	Memory  int64         // a worker's address space beyond its start; default 512 MiB
+	Stack   int64         // a worker's Go stack (recursion depth); default 64 MiB
+	Output  int           // bytes of rendered text; default 8 MiB
+	Workers int           // worker processes at once; default min(GOMAXPROCS, 4)
 }
 
-// Compile compiles a chat template's source; name says where it came from.
-func Compile(name, src string) (*Template, error) {
-	t, err := compile(name, src)
+// DefaultLimits are Compile's limits.
+func DefaultLimits() Limits {
+	return Limits{Time: 2 * time.Second, Memory: 512 << 20, Stack: 64 << 20, Output: 8 << 20,
+		Workers: min(runtime.GOMAXPROCS(0), 4)}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.Time <= 0 {
+		l.Time = d.Time
+	}
+	if l.Memory <= 0 {
+		l.Memory = d.Memory
+	}
+	if l.Stack <= 0 {
+		l.Stack = d.Stack
+	}
+	if l.Output <= 0 {
+		l.Output = d.Output
+	}
+	if l.Workers <= 0 {
+		l.Workers = d.Workers
+	}
+	return l
+}
+
+// Template is a compiled chat template; it is safe for concurrent use.
+// Renders run in worker processes; Close stops them.
+type Template struct {
+	name string
+	pool *pool
+}
+
+// Compile compiles a chat template's source under DefaultLimits; name says
+// where it came from.
+func Compile(name, src string) (*Template, error) { return CompileLimits(name, src, Limits{}) }
+
+// CompileLimits compiles a chat template under limits (zero fields take
+// DefaultLimits'). It test-renders the template in a worker; a template
+// that does not compile, or whose test render breaks a limit, is a
+// *TemplateError with Compile set.
+func CompileLimits(name, src string, limits Limits) (*Template, error) {
+	p, err := newPool(name, src, limits.withDefaults())
 	if err != nil {
 		return nil, err
 	}
-	t.typedContent = t.probe(false) == "" && t.probe(true) != ""
-	return t, nil
-}
-
-func compile(name, src string) (t *Template, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &TemplateError{Name: name, Compile: true, Problem: fmt.Sprint(r)}
-		}
-	}()
-	jt, err := jinja.Compile(src)
-	if err != nil {
-		return nil, &TemplateError{Name: name, Compile: true, Problem: err.Error()}
-	}
-	return &Template{name: name, t: jt}, nil
-}
-
-const probeText = "batchd-probe-7f3a"
-
-// probe renders one user message, as a string or as a text part, and
-// returns the sentinel if it shows in the output.
-func (t *Template) probe(typed bool) string {
-	content := `"` + probeText + `"`
-	if typed {
-		content = `[{"type": "text", "text": "` + probeText + `"}]`
-	}
-	msgs, _ := parseJSON([]byte(`[{"role": "user", "content": ` + content + `}]`))
-	out, err := t.render(msgs, jinja.None(), Input{AddGenerationPrompt: true})
-	if err != nil || !strings.Contains(out, probeText) {
-		return ""
-	}
-	return probeText
+	return &Template{name: name, pool: p}, nil
 }
 
 // Name says where the template came from (a file, a builtin name, "gguf").
 func (t *Template) Name() string { return t.name }
+
+// Close stops the template's worker processes; renders after it fail.
+func (t *Template) Close() error {
+	t.pool.close()
+	return nil
+}
 
 // Input is what a template renders.
 type Input struct {
@@ -97,109 +118,13 @@ type Input struct {
 	Now time.Time
 }
 
-// Render renders a conversation. Errors: ErrInvalidMessages (wrapped) for
-// a malformed conversation, *TemplateError when the template raises.
-func (t *Template) Render(in Input) (string, error) {
-	msgs, err := conversation(in.Messages, t.typedContent)
-	if err != nil {
-		return "", err
+// Render renders a conversation within the template's limits; ctx ending
+// stops it at once (its worker is killed). Errors: ErrInvalidMessages
+// (wrapped) for a malformed conversation, *TemplateError when the template
+// raises or breaks a limit, ctx's error when ctx ends first.
+func (t *Template) Render(ctx context.Context, in Input) (string, error) {
+	if in.Now.IsZero() {
+		in.Now = time.Now()
 	}
-	tools := jinja.None()
-	if len(in.Tools) > 0 && string(in.Tools) != "null" {
-		if tools, err = parseJSON(in.Tools); err != nil {
-			return "", fmt.Errorf("%w: tools: %v", ErrInvalidMessages, err)
-		}
-		if !tools.IsList() {
-			return "", fmt.Errorf("%w: tools: want an array", ErrInvalidMessages)
-		}
-	}
-	return t.render(msgs, tools, in)
-}
-
-func (t *Template) render(msgs, tools jinja.Value, in Input) (out string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &TemplateError{Name: t.name, Problem: fmt.Sprintf("the renderer failed: %v", r)}
-		}
-	}()
-	now := in.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	data := map[string]jinja.Value{
-		"messages":              msgs,
-		"tools":                 tools,
-		"add_generation_prompt": jinja.NewBool(in.AddGenerationPrompt),
-		"bos_token":             jinja.NewString(in.BOS),
-		"eos_token":             jinja.NewString(in.EOS),
-		"strftime_now":          jinja.NewCallable("strftime_now", strftime(now)),
-		"range":                 jinja.NewCallable("range", boundedRange),
-	}
-	out, err = t.t.RenderValues(data)
-	if err != nil {
-		return "", &TemplateError{Name: t.name, Problem: strings.TrimPrefix(err.Error(), "jinja: ")}
-	}
-	return out, nil
-}
-
-// maxRange bounds range(): no chat template needs more, and a hostile one
-// must not allocate without limit.
-const maxRange = 1 << 16
-
-func boundedRange(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
-	var a [3]int64
-	a[2] = 1
-	for i, v := range args {
-		if !v.IsInt() || len(args) > 3 {
-			return jinja.Undefined(), errors.New("range: want 1 to 3 integers")
-		}
-		a[i] = v.AsInt()
-	}
-	start, stop, step := a[0], a[1], a[2]
-	if len(args) == 1 {
-		start, stop = 0, a[0]
-	}
-	if step == 0 {
-		return jinja.Undefined(), errors.New("range: step must not be zero")
-	}
-	var items []jinja.Value
-	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
-		if len(items) == maxRange {
-			return jinja.Undefined(), fmt.Errorf("range: more than %d items", maxRange)
-		}
-		items = append(items, jinja.NewInt(i))
-	}
-	return jinja.NewList(items), nil
-}
-
-// strftime formats now with the C directives templates use; other text
-// is copied as it is.
-func strftime(now time.Time) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
-	layouts := map[byte]string{'Y': "2006", 'y': "06", 'm': "01", 'd': "02", 'b': "Jan", 'B': "January",
-		'a': "Mon", 'A': "Monday", 'H': "15", 'I': "03", 'M': "04", 'S': "05", 'p': "PM", 'Z': "MST", 'z': "-0700"}
-	return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) != 1 || !args[0].IsString() {
-			return jinja.Undefined(), errors.New("strftime_now: want one format string")
-		}
-		f := args[0].AsString()
-		var sb strings.Builder
-		for i := 0; i < len(f); i++ {
-			if f[i] != '%' || i+1 == len(f) {
-				sb.WriteByte(f[i])
-				continue
-			}
-			i++
-			switch l, ok := layouts[f[i]]; {
-			case ok:
-				sb.WriteString(now.Format(l))
-			case f[i] == 'j':
-				fmt.Fprintf(&sb, "%03d", now.YearDay())
-			case f[i] == '%':
-				sb.WriteByte('%')
-			default:
-				sb.WriteString(f[i-1 : i+1])
-			}
-		}
-		return jinja.NewString(sb.String()), nil
-	}
+	return t.pool.render(ctx, in)
 }

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -17,11 +18,11 @@ func TestRenderRejectsMalformedConversations(t *testing.T) {
 		`[{"role": "user", "content": [{"text": "x"}]}]`, `[{"role": "user"}] x`,
 		`[` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 101),
 	} {
-		if _, err := tmpl.Render(Input{Messages: []byte(msgs)}); !errors.Is(err, ErrInvalidMessages) {
+		if _, err := tmpl.Render(context.Background(), Input{Messages: []byte(msgs)}); !errors.Is(err, ErrInvalidMessages) {
 			t.Errorf("%.40s: got %v, want ErrInvalidMessages", msgs, err)
 		}
 	}
-	if _, err := tmpl.Render(Input{Messages: []byte(`[{"role":"user","content":"x"}]`), Tools: []byte(`{}`)}); !errors.Is(err, ErrInvalidMessages) {
+	if _, err := tmpl.Render(context.Background(), Input{Messages: []byte(`[{"role":"user","content":"x"}]`), Tools: []byte(`{}`)}); !errors.Is(err, ErrInvalidMessages) {
 		t.Errorf("tools as an object: %v", err)
 	}
 }
@@ -31,17 +32,17 @@ func TestRenderRejectsMalformedConversations(t *testing.T) {
 func TestContentParts(t *testing.T) {
 	msgs := []byte(`[{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]`)
 	plain, _, _ := Builtin("chatml")
-	if got, err := plain.Render(Input{Messages: msgs}); err != nil || got != "<|im_start|>user\na\nb<|im_end|>\n" {
+	if got, err := plain.Render(context.Background(), Input{Messages: msgs}); err != nil || got != "<|im_start|>user\na\nb<|im_end|>\n" {
 		t.Errorf("string template: %q, %v", got, err)
 	}
 	typed, err := Compile("typed", `{% for m in messages %}{% for p in m.content %}[{{ p.text }}]{% endfor %}{% endfor %}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !typed.typedContent || plain.typedContent {
-		t.Fatalf("typed content detection: %v %v", typed.typedContent, plain.typedContent)
+	if !typed.pool.typed || plain.pool.typed {
+		t.Fatalf("typed content detection: %v %v", typed.pool.typed, plain.pool.typed)
 	}
-	if got, err := typed.Render(Input{Messages: msgs}); err != nil || got != "[a][b]" {
+	if got, err := typed.Render(context.Background(), Input{Messages: msgs}); err != nil || got != "[a][b]" {
 		t.Errorf("typed template: %q, %v", got, err)
 	}
 }
@@ -55,16 +56,16 @@ func TestTemplateErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var te *TemplateError
-	_, err = tmpl.Render(Input{Messages: []byte(`[{"role":"user","content":"x"}]`)})
+	_, err = tmpl.Render(context.Background(), Input{Messages: []byte(`[{"role":"user","content":"x"}]`)})
 	if !errors.As(err, &te) || te.Compile || !strings.Contains(te.Problem, "System role not supported") {
 		t.Errorf("raise: %v", err)
 	}
 	big, _ := Compile("range", `{% for i in range(100000000) %}{% endfor %}`)
-	if _, err := big.Render(Input{Messages: []byte(`[{"role":"user","content":"x"}]`)}); !errors.As(err, &te) {
+	if _, err := big.Render(context.Background(), Input{Messages: []byte(`[{"role":"user","content":"x"}]`)}); !errors.As(err, &te) {
 		t.Errorf("range(1e8): %v, want a template error", err)
 	}
 	date, _ := Compile("date", `{{ strftime_now('%d %b %Y, 100%% %q') }}`)
-	if got, _ := date.Render(Input{Messages: []byte(`[{"role":"user","content":"x"}]`), Now: refDate}); got != "01 Dec 2026, 100% %q" {
+	if got, _ := date.Render(context.Background(), Input{Messages: []byte(`[{"role":"user","content":"x"}]`), Now: refDate}); got != "01 Dec 2026, 100% %q" {
 		t.Errorf("strftime_now: %q", got)
 	}
 }
@@ -76,7 +77,7 @@ func TestBuiltinsRender(t *testing.T) {
 		if !ok || err != nil {
 			t.Fatalf("%s: %v %v", name, ok, err)
 		}
-		got, err := tmpl.Render(Input{Messages: msgs, AddGenerationPrompt: true, BOS: "<s>", EOS: "</s>"})
+		got, err := tmpl.Render(context.Background(), Input{Messages: msgs, AddGenerationPrompt: true, BOS: "<s>", EOS: "</s>"})
 		if err != nil || !strings.Contains(got, "S") || !strings.Contains(got, "V") {
 			t.Errorf("%s: %q, %v", name, got, err)
 		}

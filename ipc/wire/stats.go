@@ -126,6 +126,10 @@ type ModelInfo struct {
 	Layers  int    `msgpack:"layers" json:"layers"`
 	Vocab   int    `msgpack:"vocab" json:"vocab"`
 	Context int    `msgpack:"context" json:"context"`
+	// Chat names the chat template chat requests render with ("" when
+	// chat is off); ChatError says why chat is off.
+	Chat      string `msgpack:"chat,omitempty" json:"chat,omitempty"`
+	ChatError string `msgpack:"chat_error,omitempty" json:"chat_error,omitempty"`
 }
 
 // Connections are the connection budget's figures: every listener together.

@@ -1,0 +1,157 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// compiled is a template compiled inside a worker process (worker.go):
+// only the worker runs the Jinja engine on a model's template.
+type compiled struct {
+	name string
+	t    *jinja.Template
+	// typedContent: the template prints content given as a list of parts
+	// but not content given as a string, so parts are passed as they are.
+	typedContent bool
+}
+
+func compile(name, src string) (t *compiled, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &TemplateError{Name: name, Compile: true, Problem: fmt.Sprint(r)}
+		}
+	}()
+	jt, err := jinja.Compile(src)
+	if err != nil {
+		return nil, &TemplateError{Name: name, Compile: true, Problem: err.Error()}
+	}
+	return &compiled{name: name, t: jt}, nil
+}
+
+const probeText = "batchd-probe-7f3a"
+
+// probe renders one user message, as a string or as a text part, and
+// returns the sentinel if it shows in the output.
+func (t *compiled) probe(typed bool) string {
+	content := `"` + probeText + `"`
+	if typed {
+		content = `[{"type": "text", "text": "` + probeText + `"}]`
+	}
+	msgs, _ := parseJSON([]byte(`[{"role": "user", "content": ` + content + `}]`))
+	out, err := t.render(msgs, jinja.None(), Input{AddGenerationPrompt: true})
+	if err != nil || !strings.Contains(out, probeText) {
+		return ""
+	}
+	return probeText
+}
+
+// renderInput renders a conversation: ErrInvalidMessages (wrapped) for a
+// malformed one, *TemplateError when the template raises.
+func (t *compiled) renderInput(in Input) (string, error) {
+	msgs, err := conversation(in.Messages, t.typedContent)
+	if err != nil {
+		return "", err
+	}
+	tools := jinja.None()
+	if len(in.Tools) > 0 && string(in.Tools) != "null" {
+		if tools, err = parseJSON(in.Tools); err != nil {
+			return "", fmt.Errorf("%w: tools: %v", ErrInvalidMessages, err)
+		}
+		if !tools.IsList() {
+			return "", fmt.Errorf("%w: tools: want an array", ErrInvalidMessages)
+		}
+	}
+	return t.render(msgs, tools, in)
+}
+
+func (t *compiled) render(msgs, tools jinja.Value, in Input) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &TemplateError{Name: t.name, Problem: fmt.Sprintf("the renderer failed: %v", r)}
+		}
+	}()
+	now := in.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	data := map[string]jinja.Value{
+		"messages":              msgs,
+		"tools":                 tools,
+		"add_generation_prompt": jinja.NewBool(in.AddGenerationPrompt),
+		"bos_token":             jinja.NewString(in.BOS),
+		"eos_token":             jinja.NewString(in.EOS),
+		"strftime_now":          jinja.NewCallable("strftime_now", strftime(now)),
+		"range":                 jinja.NewCallable("range", boundedRange),
+	}
+	out, err = t.t.RenderValues(data)
+	if err != nil {
+		return "", &TemplateError{Name: t.name, Problem: strings.TrimPrefix(err.Error(), "jinja: ")}
+	}
+	return out, nil
+}
+
+// maxRange bounds range(): no chat template needs more, and a hostile one
+// must not allocate without limit.
+const maxRange = 1 << 16
+
+func boundedRange(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	var a [3]int64
+	a[2] = 1
+	for i, v := range args {
+		if !v.IsInt() || len(args) > 3 {
+			return jinja.Undefined(), errors.New("range: want 1 to 3 integers")
+		}
+		a[i] = v.AsInt()
+	}
+	start, stop, step := a[0], a[1], a[2]
+	if len(args) == 1 {
+		start, stop = 0, a[0]
+	}
+	if step == 0 {
+		return jinja.Undefined(), errors.New("range: step must not be zero")
+	}
+	var items []jinja.Value
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		if len(items) == maxRange {
+			return jinja.Undefined(), fmt.Errorf("range: more than %d items", maxRange)
+		}
+		items = append(items, jinja.NewInt(i))
+	}
+	return jinja.NewList(items), nil
+}
+
+// strftime formats now with the C directives templates use; other text
+// is copied as it is.
+func strftime(now time.Time) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+	layouts := map[byte]string{'Y': "2006", 'y': "06", 'm': "01", 'd': "02", 'b': "Jan", 'B': "January",
+		'a': "Mon", 'A': "Monday", 'H': "15", 'I': "03", 'M': "04", 'S': "05", 'p': "PM", 'Z': "MST", 'z': "-0700"}
+	return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 || !args[0].IsString() {
+			return jinja.Undefined(), errors.New("strftime_now: want one format string")
+		}
+		f := args[0].AsString()
+		var sb strings.Builder
+		for i := 0; i < len(f); i++ {
+			if f[i] != '%' || i+1 == len(f) {
+				sb.WriteByte(f[i])
+				continue
+			}
+			i++
+			switch l, ok := layouts[f[i]]; {
+			case ok:
+				sb.WriteString(now.Format(l))
+			case f[i] == 'j':
+				fmt.Fprintf(&sb, "%03d", now.YearDay())
+			case f[i] == '%':
+				sb.WriteByte('%')
+			default:
+				sb.WriteString(f[i-1 : i+1])
+			}
+		}
+		return jinja.NewString(sb.String()), nil
+	}
+}

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"github.com/batchd/batchd/engine/chat"
+	"os"
+	"testing"
+)
+
+// TestMain lets the test binary serve as a chat template worker: the
+// templates' renders run in child processes that start this binary with
+// chat.WorkerArg.
+func TestMain(m *testing.M) {
+	if chat.IsWorker(os.Args) {
+		os.Exit(chat.RunWorker(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
