@@ -60,12 +60,19 @@ func readTemplate(path string) (string, error) {
 type chatRequest struct {
 	Messages, Tools     []byte
 	AddGenerationPrompt bool
+	// ParseSpecial lets the conversation's strings spell control tokens
+	// (model.parse_special_in_messages, the peers' behaviour); otherwise a
+	// user's <|im_start|> stays text and cannot forge a turn.
+	ParseSpecial bool
 }
 
 // renderChat renders a conversation with the template and the vocabulary's
 // BOS and EOS texts.
 func renderChat(ctx context.Context, t *chat.Template, tok *tokenizer.Tokenizer, r chatRequest) (string, error) {
 	in := chat.Input{Messages: r.Messages, Tools: r.Tools, AddGenerationPrompt: r.AddGenerationPrompt}
+	if !r.ParseSpecial {
+		in.TextOnly = tok.ControlTexts()
+	}
 	if tok.BOS >= 0 {
 		in.BOS = tok.PieceText(tok.BOS)
 	}
@@ -75,11 +82,13 @@ func renderChat(ctx context.Context, t *chat.Template, tok *tokenizer.Tokenizer,
 	return t.Render(ctx, in)
 }
 
-// tokenizeChat tokenizes rendered chat text with special tokens parsed. The
-// vocabulary's BOS is added only when the template did not write it (as
-// llama.cpp and Hugging Face avoid a second BOS); EOS never is.
+// tokenizeChat tokenizes rendered chat text with special tokens parsed,
+// but those the conversation's strings spell (shielded with chat.Marker)
+// kept as text. The vocabulary's BOS is added only when the template did
+// not write it (as llama.cpp and Hugging Face avoid a second BOS); EOS
+// never is.
 func tokenizeChat(ctx context.Context, tok *tokenizer.Tokenizer, text string) ([]int, error) {
-	toks, err := tok.Tokenize(ctx, text, tokenizer.Options{ParseSpecial: true})
+	toks, err := tok.Tokenize(ctx, text, tokenizer.Options{ParseSpecial: true, TextMark: chat.Marker})
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +104,7 @@ func chatPrompt(ctx context.Context, rt *Runtime, r chatRequest) ([]int, error) 
 	if rt.Chat == nil {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "chat: %v", rt.ChatErr)
 	}
+	r.ParseSpecial = rt.ParseSpecialInMessages
 	text, err := renderChat(ctx, rt.Chat, rt.Model.Tokenizer, r)
 	var te *chat.TemplateError
 	switch {

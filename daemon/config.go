@@ -74,6 +74,12 @@ type ModelConfig struct {
 	// template is code from the model file; it renders in a worker process
 	// that also has memory and stack budgets). Default 2s (restart).
 	ChatTemplateTimeout Duration `toml:"chat_template_timeout"`
+	// ParseSpecialInMessages lets the text of chat messages spell control
+	// tokens (<|im_start|>), as llama.cpp, vLLM and Ollama do: a user can
+	// then forge a system turn inside a message. Default false: a
+	// message's control-token text is tokenized as text, the template's
+	// own markup as tokens (restart).
+	ParseSpecialInMessages bool `toml:"parse_special_in_messages"`
 }
 
 // ServerConfig is the socket and who may use it.

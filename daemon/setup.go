@@ -26,6 +26,8 @@ type EngineConfig struct {
 	// ChatTemplateTimeout bounds one render of the chat template; 0 is
 	// engine/chat's default (2s).
 	ChatTemplateTimeout time.Duration
+	// ParseSpecialInMessages lets chat messages spell control tokens.
+	ParseSpecialInMessages bool
 
 	// Zero values below are planned from the hardware profile (hwprofile).
 	BlockSize     int // tokens per KV block
@@ -58,8 +60,10 @@ type Runtime struct {
 	// template, and ChatErr says why.
 	Chat    *chat.Template
 	ChatErr error
-	backend backend.Backend
-	cancel  context.CancelFunc
+	// ParseSpecialInMessages: model.parse_special_in_messages.
+	ParseSpecialInMessages bool
+	backend                backend.Backend
+	cancel                 context.CancelFunc
 }
 
 // OpenEngine loads the model, sizes the KV pool, and starts the engine loop.
@@ -117,7 +121,8 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		"block_size", plan.BlockSize, "kv_bytes", int64(plan.KVTokens)*int64(plan.KVBytesPerToken),
 		"max_context", plan.MaxContext, "full_context_seqs", plan.FullContextSeqs, "max_num_seqs", plan.MaxNumSeqs,
 		"max_num_batched_tokens", plan.MaxNumBatchedTokens, "threads", plan.Threads, "fallbacks", det.Fallbacks)
-	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: chatErr, backend: be, cancel: cancel}, nil
+	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: chatErr,
+		ParseSpecialInMessages: cfg.ParseSpecialInMessages, backend: be, cancel: cancel}, nil
 }
 
 func closeChat(t *chat.Template) error {

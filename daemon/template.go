@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchd/batchd/engine/chat"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/tokenizer"
 )
 
 // runTemplate is `batchd template`: the exact text a chat request gives the
@@ -54,7 +55,7 @@ func runTemplate(ctx context.Context, args []string, env *runEnv) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(env.stdout, text)
+	_, err = io.WriteString(env.stdout, tokenizer.RemoveMark(text, chat.Marker))
 	return err
 }
 

@@ -111,7 +111,7 @@ func (p *pool) render(ctx context.Context, in Input) (string, error) {
 		return "", err
 	}
 	resp, err := p.call(ctx, w, &request{Op: "render", Messages: in.Messages, Tools: in.Tools, AGP: in.AddGenerationPrompt,
-		BOS: in.BOS, EOS: in.EOS, Now: in.Now.UnixNano()})
+		BOS: in.BOS, EOS: in.EOS, Now: in.Now.UnixNano(), TextOnly: in.TextOnly})
 	if err != nil {
 		p.done(nil)
 		return "", err
@@ -203,6 +203,12 @@ func (p *pool) get(ctx context.Context) (*worker, error) {
 			w := p.idle
 			p.idle = nil
 			p.mu.Unlock()
+			select {
+			case <-w.exited: // died while it waited (killed from outside): take another
+				p.done(w)
+				continue
+			default:
+			}
 			return w, nil
 		case p.live < p.limits.Workers:
 			p.live++

@@ -52,13 +52,14 @@ func (t *compiled) probe(typed bool) string {
 // renderInput renders a conversation: ErrInvalidMessages (wrapped) for a
 // malformed one, *TemplateError when the template raises.
 func (t *compiled) renderInput(in Input) (string, error) {
-	msgs, err := conversation(in.Messages, t.typedContent)
+	sh := newShield(in.TextOnly)
+	msgs, err := conversation(in.Messages, t.typedContent, sh)
 	if err != nil {
 		return "", err
 	}
 	tools := jinja.None()
 	if len(in.Tools) > 0 && string(in.Tools) != "null" {
-		if tools, err = parseJSON(in.Tools); err != nil {
+		if tools, err = parseShielded(in.Tools, sh); err != nil {
 			return "", fmt.Errorf("%w: tools: %v", ErrInvalidMessages, err)
 		}
 		if !tools.IsList() {

@@ -116,6 +116,13 @@ type Input struct {
 	BOS, EOS string
 	// Now is what strftime_now formats; zero means the time of the call.
 	Now time.Time
+	// TextOnly are texts that the conversation's strings (content, names,
+	// tool schemas: whatever the client wrote) may hold only as text: the
+	// vocabulary's control tokens, so that a user cannot forge a turn. Each
+	// occurrence is rendered with Marker between its characters, which
+	// tokenizing with the mark (tokenizer.Options.TextMark) keeps from
+	// matching and then removes. A Marker the client wrote is doubled.
+	TextOnly []string
 }
 
 // Render renders a conversation within the template's limits; ctx ending

@@ -19,10 +19,13 @@ const (
 
 // parseJSON turns JSON text into a template value, keeping the key order
 // of objects (templates print schemas with tojson, and Python keeps it).
-func parseJSON(data []byte) (jinja.Value, error) {
+func parseJSON(data []byte) (jinja.Value, error) { return parseShielded(data, nil) }
+
+// parseShielded is parseJSON with every string shielded (shield.go).
+func parseShielded(data []byte, sh *shield) (jinja.Value, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
-	v, err := decodeValue(d, 0)
+	v, err := decodeValue(d, 0, sh)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
@@ -32,7 +35,7 @@ func parseJSON(data []byte) (jinja.Value, error) {
 	return v, nil
 }
 
-func decodeValue(d *json.Decoder, depth int) (jinja.Value, error) {
+func decodeValue(d *json.Decoder, depth int, sh *shield) (jinja.Value, error) {
 	if depth > maxDepth {
 		return jinja.Undefined(), fmt.Errorf("nested deeper than %d", maxDepth)
 	}
@@ -46,7 +49,7 @@ func decodeValue(d *json.Decoder, depth int) (jinja.Value, error) {
 		case '[':
 			items := []jinja.Value{}
 			for d.More() {
-				v, err := decodeValue(d, depth+1)
+				v, err := decodeValue(d, depth+1, sh)
 				if err != nil {
 					return jinja.Undefined(), err
 				}
@@ -61,7 +64,7 @@ func decodeValue(d *json.Decoder, depth int) (jinja.Value, error) {
 				if err != nil {
 					return jinja.Undefined(), err
 				}
-				v, err := decodeValue(d, depth+1)
+				v, err := decodeValue(d, depth+1, sh)
 				if err != nil {
 					return jinja.Undefined(), err
 				}
@@ -73,7 +76,9 @@ func decodeValue(d *json.Decoder, depth int) (jinja.Value, error) {
 		return jinja.Undefined(), fmt.Errorf("unexpected %v", t)
 	case json.Number:
 		return jinja.FromGoValue(t), nil
-	default: // nil, bool, string
+	case string:
+		return jinja.NewString(sh.apply(t)), nil
+	default: // nil, bool
 		return jinja.FromGoValue(t), nil
 	}
 }
@@ -81,8 +86,8 @@ func decodeValue(d *json.Decoder, depth int) (jinja.Value, error) {
 // conversation checks messages as an OpenAI-style array and returns the
 // messages a template gets: content parts joined into one string unless the
 // template iterates them itself (as llama.cpp does).
-func conversation(data []byte, typedContent bool) (jinja.Value, error) {
-	v, err := parseJSON(data)
+func conversation(data []byte, typedContent bool, sh *shield) (jinja.Value, error) {
+	v, err := parseShielded(data, sh)
 	if err != nil {
 		return v, fmt.Errorf("%w: messages: %v", ErrInvalidMessages, err)
 	}

@@ -49,6 +49,7 @@ type request struct {
 	BOS      string `json:"bos,omitempty"`
 	EOS      string `json:"eos,omitempty"`
 	Now      int64  `json:"now,omitempty"`
+	TextOnly []string `json:"text_only,omitempty"`
 }
 
 // response is a worker's answer to one request.
@@ -114,7 +115,7 @@ func renderRequest(t *compiled, req *request, output int) response {
 		return response{Err: "no template loaded", Kind: "template"}
 	}
 	out, err := t.renderInput(Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: req.AGP,
-		BOS: req.BOS, EOS: req.EOS, Now: time.Unix(0, req.Now)})
+		BOS: req.BOS, EOS: req.EOS, Now: time.Unix(0, req.Now), TextOnly: req.TextOnly})
 	var te *TemplateError
 	switch {
 	case errors.Is(err, ErrInvalidMessages):

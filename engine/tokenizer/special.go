@@ -99,3 +99,40 @@ func (sp special) cut(s string, out []frag) []frag {
 	}
 	return out
 }
+
+// ControlTexts lists the texts of the tokens that only ParseSpecial cuts
+// out of text (control and unknown ones: <|im_start|>, <|eot_id|>, <s>):
+// what a chat message's content must not be able to spell.
+func (t *Tokenizer) ControlTexts() []string {
+	var out []string
+	for _, sp := range t.specials {
+		if sp.control {
+			out = append(out, sp.text)
+		}
+	}
+	return out
+}
+
+// RemoveMark removes the text marks from s: a lone mark goes, a doubled
+// one stands for one mark (Options.TextMark).
+func RemoveMark(s string, mark rune) string {
+	m := string(mark)
+	if !strings.Contains(s, m) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for { // bytewise: text that is not valid UTF-8 stays as it is
+		i := strings.Index(s, m)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		s = s[i+len(m):]
+		if strings.HasPrefix(s, m) {
+			b.WriteString(m)
+			s = s[len(m):]
+		}
+	}
+}

@@ -192,6 +192,12 @@ type Options struct {
 	// <|eot_id|>, <s>) into those tokens; otherwise they are plain text.
 	// User-defined tokens are matched either way, as llama.cpp does.
 	ParseSpecial bool
+	// TextMark, when not 0, is a rune that marks text as text: written
+	// inside a special token's text it keeps the token from being cut out
+	// (chat message content, where a user must not forge a turn); it is
+	// removed before encoding, and doubled it stands for itself
+	// (RemoveMark).
+	TextMark rune
 }
 
 // Encode tokenizes text; with bos it adds the vocabulary's special tokens.
@@ -222,10 +228,14 @@ func (t *Tokenizer) Tokenize(ctx context.Context, text string, o Options) ([]int
 			prevSpecial = true
 			continue
 		}
+		text := f.text
+		if o.TextMark != 0 {
+			text = RemoveMark(text, o.TextMark)
+		}
 		if t.kind == BPE {
-			toks, err = t.bpe.encode(ctx, t, f.text, toks)
+			toks, err = t.bpe.encode(ctx, t, text, toks)
 		} else {
-			toks, err = t.encodeSPM(ctx, f.text, t.AddSpacePrefix && prevSpecial, toks)
+			toks, err = t.encodeSPM(ctx, text, t.AddSpacePrefix && prevSpecial, toks)
 		}
 		if err != nil {
 			return nil, err
