@@ -14,28 +14,32 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
+// serveForCtl runs the daemon with args until the test ends (a failed exit
+// fails the test) and returns a batchctl that talks to sock.
+func serveForCtl(t *testing.T, sock string, args ...string) func(args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- daemon.Run(ctx, args) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return func(args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--socket", sock}, args...), &out, &errb)
+		return out.String() + errb.String(), code
+	}
+}
+
 func TestBatchctlAgainstDaemon(t *testing.T) {
 	// Resolve the model here: a Skip inside the goroutine below would end
 	// only that goroutine and leave the test blocked on done.
 	modelPath := testmodels.Path(t, "stories260K.gguf")
 	sock := filepath.Join(t.TempDir(), "b.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, []string{"serve", "--model", modelPath,
-			"--socket", sock, "--log-level", "error"})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	ctl := func(args ...string) (string, int) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{"--socket", sock}, args...), &out, &errb)
-		return out.String() + errb.String(), code
-	}
+	ctl := serveForCtl(t, sock, "serve", "--model", modelPath, "--socket", sock, "--log-level", "error")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if out, code := ctl("health"); code == 0 && strings.Contains(out, "state    ready") {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/testing/synth"
 )
 
@@ -23,23 +20,7 @@ func TestReloadAppliesAHeldWidening(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("[server]\nmax_requests_per_user = 4\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	model := synth.TinyFile(t, 256)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, []string{"serve", "--model", model, "--config", cfg, "--socket", sock, "--log-level", "error"})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	ctl := func(args ...string) (string, int) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), append([]string{"--socket", sock}, args...), &out, &errb)
-		return out.String() + errb.String(), code
-	}
+	ctl := serveForCtl(t, sock, "serve", "--model", synth.TinyFile(t, 256), "--config", cfg, "--socket", sock, "--log-level", "error")
 	stats := func() (held []string, cap int) {
 		out, code := ctl("stats", "--json")
 		var s struct {

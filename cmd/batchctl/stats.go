@@ -154,4 +154,10 @@ func printModel(w io.Writer, m *wire.ModelInfo) {
 	}
 	fmt.Fprintf(w, "model    %s (%s, %s)\nshape    dim %d, %d layers, vocab %s, context %s\n", m.Path, m.Format, m.Arch,
 		m.Dim, m.Layers, count(m.Vocab), count(m.Context))
+	switch {
+	case m.Chat != "":
+		fmt.Fprintf(w, "chat     template %s\n", m.Chat)
+	case m.ChatError != "":
+		fmt.Fprintf(w, "chat     off: %s\n", m.ChatError)
+	}
 }

@@ -172,7 +172,8 @@ func (p *pool) died(w *worker, op string) error {
 	switch {
 	case strings.Contains(msg, "stack overflow") || strings.Contains(msg, "stack exceeds"):
 		return p.budgetErr(op, "stack", fmt.Sprintf("recursed past its stack budget of %d MiB", p.limits.Stack>>20))
-	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory"):
+	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory") ||
+		strings.Contains(msg, "ThreadSanitizer failed to allocate") || strings.Contains(msg, "address space collisions"):
 		return p.budgetErr(op, "memory", fmt.Sprintf("allocated past its memory budget of %d MiB", p.limits.Memory>>20))
 	case strings.Contains(msg, "more than the budget"):
 		return p.budgetErr(op, "output", msg)

@@ -43,20 +43,24 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
-// TestRendersMatchHuggingFace: every template x conversation renders to
-// the bytes Hugging Face's renderer gave, and raises where it raised.
-func TestRendersMatchHuggingFace(t *testing.T) {
+// reference is one render of the shared references: a template, a
+// conversation, and what Hugging Face's renderer gave (or that it raised).
+type reference struct {
+	Template            string `json:"template"`
+	Conversation        string `json:"conversation"`
+	AddGenerationPrompt bool   `json:"add_generation_prompt"`
+	BOS                 string `json:"bos_token"`
+	EOS                 string `json:"eos_token"`
+	Rendered            string `json:"rendered"`
+	Error               string `json:"error"`
+}
+
+// eachReference calls f for every shared reference render with its
+// compiled template and the Input that renders it.
+func eachReference(t *testing.T, f func(r reference, tmpl *Template, in Input)) {
 	dir := filepath.Join(testmodels.Dir(t), "chat")
 	convs := loadConversations(t, dir)
-	var renders []struct {
-		Template            string `json:"template"`
-		Conversation        string `json:"conversation"`
-		AddGenerationPrompt bool   `json:"add_generation_prompt"`
-		BOS                 string `json:"bos_token"`
-		EOS                 string `json:"eos_token"`
-		Rendered            string `json:"rendered"`
-		Error               string `json:"error"`
-	}
+	var renders []reference
 	readJSON(t, filepath.Join(dir, "renders.json"), &renders)
 	if len(renders) == 0 {
 		t.Fatal("no renders")
@@ -72,26 +76,35 @@ func TestRendersMatchHuggingFace(t *testing.T) {
 			if tmpl, err = Compile(r.Template, string(src)); err != nil {
 				t.Fatal(err)
 			}
+			defer tmpl.Close()
 			compiled[r.Template] = tmpl
 		}
 		c, ok := convs[r.Conversation]
 		if !ok {
 			t.Fatalf("conversation %q missing", r.Conversation)
 		}
-		got, err := tmpl.Render(context.Background(), Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: r.AddGenerationPrompt,
+		f(r, tmpl, Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: r.AddGenerationPrompt,
 			BOS: r.BOS, EOS: r.EOS, Now: refDate})
+	}
+}
+
+// TestRendersMatchHuggingFace: every template x conversation renders to
+// the bytes Hugging Face's renderer gave, and raises where it raised.
+func TestRendersMatchHuggingFace(t *testing.T) {
+	eachReference(t, func(r reference, tmpl *Template, in Input) {
+		got, err := tmpl.Render(context.Background(), in)
 		name := r.Template + "/" + r.Conversation
 		if r.Error != "" {
 			var te *TemplateError
 			if !errors.As(err, &te) || te.Compile {
 				t.Errorf("%s: got %q, %v; want the template's error (%s)", name, got, err, r.Error)
 			}
-			continue
+			return
 		}
 		if err != nil {
 			t.Errorf("%s (generation prompt %v): %v", name, r.AddGenerationPrompt, err)
 		} else if got != r.Rendered {
 			t.Errorf("%s (generation prompt %v):\n got %q\nwant %q", name, r.AddGenerationPrompt, got, r.Rendered)
 		}
-	}
+	})
 }

@@ -2,12 +2,8 @@ package chat
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/batchd/batchd/testing/testmodels"
 )
 
 // removeMark is tokenizer.RemoveMark's rule, restated here (this package
@@ -56,36 +52,11 @@ func TestShieldMarksControlTexts(t *testing.T) {
 // same bytes once the marks are removed: shielding changes what the
 // content can spell, never what a template does with it.
 func TestShieldKeepsRendersExact(t *testing.T) {
-	dir := filepath.Join(testmodels.Dir(t), "chat")
-	var renders []struct {
-		Template            string `json:"template"`
-		Conversation        string `json:"conversation"`
-		AddGenerationPrompt bool   `json:"add_generation_prompt"`
-		BOS                 string `json:"bos_token"`
-		EOS                 string `json:"eos_token"`
-	}
-	readJSON(t, filepath.Join(dir, "renders.json"), &renders)
-	convs := loadConversations(t, dir)
 	controls := []string{"<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
 		"<|eot_id|>", "<start_of_turn>", "<end_of_turn>", "<|user|>", "<|assistant|>", "<|system|>", "<|end|>",
-		"[INST]", "[/INST]", "<s>", "</s>", "<｜User｜>", "<｜Assistant｜>"}
-	cache := map[string]*Template{}
+		"[INST]", "[/INST]", "<s>", "</s>", "<\uff5cUser\uff5c>", "<\uff5cAssistant\uff5c>"}
 	n := 0
-	for _, r := range renders {
-		tmpl := cache[r.Template]
-		if tmpl == nil {
-			src, err := os.ReadFile(filepath.Join(dir, "templates", r.Template+".jinja"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tmpl, err = Compile(r.Template, string(src)); err != nil {
-				t.Fatal(err)
-			}
-			defer tmpl.Close()
-			cache[r.Template] = tmpl
-		}
-		c := convs[r.Conversation]
-		in := Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: r.AddGenerationPrompt, BOS: r.BOS, EOS: r.EOS, Now: refDate}
+	eachReference(t, func(r reference, tmpl *Template, in Input) {
 		plain, err1 := tmpl.Render(context.Background(), in)
 		in.TextOnly = controls
 		shielded, err2 := tmpl.Render(context.Background(), in)
@@ -93,6 +64,6 @@ func TestShieldKeepsRendersExact(t *testing.T) {
 			t.Errorf("%s / %s: shielded render differs:\n%q\n%q (%v, %v)", r.Template, r.Conversation, shielded, plain, err1, err2)
 		}
 		n++
-	}
+	})
 	t.Logf("%d renders compared", n)
 }

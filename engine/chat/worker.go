@@ -43,12 +43,12 @@ type request struct {
 	Stack  int64  `json:"stack,omitempty"`
 	Output int    `json:"output,omitempty"`
 	// render: Input, bytes kept exact (base64 in JSON).
-	Messages []byte `json:"messages,omitempty"`
-	Tools    []byte `json:"tools,omitempty"`
-	AGP      bool   `json:"agp,omitempty"`
-	BOS      string `json:"bos,omitempty"`
-	EOS      string `json:"eos,omitempty"`
-	Now      int64  `json:"now,omitempty"`
+	Messages []byte   `json:"messages,omitempty"`
+	Tools    []byte   `json:"tools,omitempty"`
+	AGP      bool     `json:"agp,omitempty"`
+	BOS      string   `json:"bos,omitempty"`
+	EOS      string   `json:"eos,omitempty"`
+	Now      int64    `json:"now,omitempty"`
 	TextOnly []string `json:"text_only,omitempty"`
 }
 
@@ -145,6 +145,9 @@ func limitSelf(memory, stack int64) {
 	}
 	debug.SetMemoryLimit(memory)
 	if vm := vmSize(); vm > 0 {
+		if raceEnabled {
+			memory *= 8
+		}
 		lim := uint64(vm + memory)
 		_ = syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim})
 	}

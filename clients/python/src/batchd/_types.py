@@ -141,6 +141,8 @@ class ModelInfo(_Mapping):
     layers: int = 0
     vocab: int = 0
     context: int = 0
+    chat: str = ""        # the chat template's name, "" when chat is off
+    chat_error: str = ""  # why chat is off
 
 
 @dataclass
