@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/grammar"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/engine/tokenizer"
@@ -80,6 +81,7 @@ type Engine struct {
 	rec          recorder
 
 	states map[uint64]*reqState // the loop's per-request state, by sequence id
+	gvocab constrainVocab       // the vocabulary as grammars see it, built at the first constrained request
 
 	// adaptive control, owned by the loop
 	ctrl          *Controller
@@ -110,7 +112,9 @@ type reqState struct {
 	detok      *tokenizer.Detokenizer
 	stop       stopMatcher
 	stopIDs    []int
-	raw        []float32 // the logits row before sampling, for logprobs
+	raw        []float32        // the logits row before sampling, for logprobs
+	gm         *grammar.Matcher // the request's place in its grammar; nil when unconstrained
+	top        []int            // scratch of sampleConstrained
 	scheduled  bool
 	firstToken time.Time
 	lastToken  time.Time
@@ -191,6 +195,9 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	rs := &reqState{req: r, sampler: sample.New(r.Sampling), stop: stopMatcher{stops: r.Stop}, stopIDs: stops,
 		detok: tokenizer.NewDetokenizer(e.m.Tokenizer, r.Tokens[len(r.Tokens)-1])}
 	rs.sampler.PromptLen = len(r.Tokens)
+	if r.Grammar != nil {
+		rs.gm = r.Grammar.NewMatcher()
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

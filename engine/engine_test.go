@@ -14,6 +14,7 @@ import (
 	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/backend/cpu"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
@@ -25,6 +26,7 @@ type engineOpts struct {
 	maxQueue          int
 	noStart           bool
 	quantDot          string // backend.Options.QuantDot
+	kvType            quant.DType
 }
 
 func loadModel(t testing.TB, format string) *model.Model {
@@ -56,7 +58,8 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	if o.blockSize == 0 {
 		o.blockSize = 16
 	}
-	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2, QuantDot: o.quantDot})
+	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2, QuantDot: o.quantDot,
+		KVType: o.kvType})
 	if err != nil {
 		t.Fatal(err)
 	}

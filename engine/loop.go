@@ -117,6 +117,10 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		}
 		if sc.Logits && !sc.Seq.Padding {
 			generated++
+			if rs.gm != nil {
+				e.constrainedToken(rs, logits[i], sc.Seq.Tokens, now)
+				continue
+			}
 			if !rs.req.Logprobs {
 				e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), nil, now)
 				continue
@@ -178,12 +182,36 @@ func (e *Engine) notePreempted(step *Step) {
 	}
 }
 
+// constrainedToken samples a token the request's grammar allows.
+func (e *Engine) constrainedToken(rs *reqState, row []float32, history []int, now time.Time) {
+	if rs.req.Logprobs {
+		rs.raw = append(rs.raw[:0], row...)
+	}
+	tok, err := e.sampleConstrained(rs, row, history)
+	if err != nil {
+		e.finish(rs, FinishError, err, now)
+		return
+	}
+	var lp *sample.Logprob
+	if rs.req.Logprobs { // of the model's own distribution, as llama.cpp reports them: before the grammar
+		l := sample.LogProbs(rs.raw, tok, rs.req.TopLogprobs)
+		lp = &l
+	}
+	e.onToken(rs, tok, lp, now)
+}
+
 // onToken handles one sampled token: stop checks, text delta, limits.
 func (e *Engine) onToken(rs *reqState, tok int, lp *sample.Logprob, now time.Time) {
 	seq := rs.seq
 	if slices.Contains(rs.stopIDs, tok) {
 		e.finish(rs, FinishStop, nil, now)
 		return
+	}
+	if rs.gm != nil {
+		if err := e.acceptConstrained(rs, tok); err != nil {
+			e.finish(rs, FinishError, err, now)
+			return
+		}
 	}
 	seq.Tokens = append(seq.Tokens, tok)
 	rs.generated.Add(1)
@@ -218,7 +246,7 @@ func (e *Engine) onToken(rs *reqState, tok int, lp *sample.Logprob, now time.Tim
 	}
 	rs.stream.push(ev)
 	switch {
-	case stopped:
+	case stopped || rs.gm != nil && rs.gm.Done():
 		rs.detok.Flush()
 		e.finish(rs, FinishStop, nil, now)
 	case seq.Generated() >= seq.MaxTokens || len(seq.Tokens) >= e.m.Config.Context:

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batchd/batchd/engine/grammar"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
 )
@@ -64,6 +65,10 @@ type Request struct {
 	// request is rejected (ErrDeadlineExceeded); 0 takes the channel's default.
 	Deadline time.Duration
 	Owner    uint32 // opaque to the engine (the ipc layer puts the peer uid here)
+	// Grammar constrains the output to its language (structured output):
+	// every token fits it, end tokens come only where it may end, and the
+	// request finishes with FinishStop when nothing more may follow.
+	Grammar *grammar.Grammar
 }
 
 // LogValue keeps prompt text out of logs.

@@ -97,12 +97,28 @@ func New(p Params) *Sampler {
 // Sample picks the next token. history (prompt and output so far) feeds the
 // repetition penalty. logits are modified in place.
 func (s *Sampler) Sample(logits []float32, history []int) int {
+	s.Penalize(logits, history)
+	return s.Draw(logits)
+}
+
+// Greedy reports whether Draw takes the argmax.
+func (s *Sampler) Greedy() bool { return s.p.Temperature == 0 }
+
+// Penalize applies the repetition, frequency and presence penalties to
+// logits in place (Sample's first half).
+func (s *Sampler) Penalize(logits []float32, history []int) {
 	if rp := s.p.RepetitionPenalty; rp > 0 && rp != 1 {
 		s.penalize(logits, history, rp)
 	}
 	if s.p.FrequencyPenalty != 0 || s.p.PresencePenalty != 0 {
 		s.penalizeOutput(logits, history[min(s.PromptLen, len(history)):])
 	}
+}
+
+// Draw picks a token from penalized logits: the argmax when greedy, else
+// a draw after temperature, top-k, min-p and top-p (Sample's second half).
+// A logit of -Inf is never drawn while another is finite.
+func (s *Sampler) Draw(logits []float32) int {
 	if s.p.Temperature == 0 {
 		return Argmax(logits)
 	}

@@ -54,9 +54,10 @@ func TestImportRules(t *testing.T) {
 		{"engine/tokenizer", []string{"engine/model/gguf"}}, // a vocabulary, no weights
 		{"engine/sample", nil},
 		{"engine/chat", nil},
+		{"engine/grammar", nil}, // token texts come from the engine; no vocabulary or tensors
 		{"engine/model", []string{"engine/model/gguf", "engine/quant", "engine/tokenizer"}},
 		{"engine/backend", []string{"engine/quant"}},
-		{"engine", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer", "engine/sample", "kvcache"}},
+		{"engine", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer", "engine/sample", "engine/grammar", "kvcache"}},
 		{"engine/backend/cpu", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer"}},
 		{"ipc/wire", nil},
 		{"clients/go", []string{"ipc/wire"}},

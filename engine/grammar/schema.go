@@ -1,0 +1,310 @@
+package grammar
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// SchemaError is a JSON Schema that cannot be turned into a grammar: not a
+// schema, or (with Strict) a keyword batchd cannot enforce. Path is where,
+// as a JSON pointer; Keyword names it.
+type SchemaError struct {
+	Path, Keyword, Msg string
+}
+
+func (e *SchemaError) Error() string {
+	at := ""
+	if e.Path != "" {
+		at = " at " + e.Path
+	}
+	if e.Keyword != "" {
+		return fmt.Sprintf("json_schema: %q%s: %s", e.Keyword, at, e.Msg)
+	}
+	return fmt.Sprintf("json_schema%s: %s", at, e.Msg)
+}
+
+// SchemaOptions shape FromSchema.
+type SchemaOptions struct {
+	// Strict refuses a keyword that would change what valid output is but
+	// that the grammar cannot enforce (uniqueItems, minProperties, number
+	// bounds, an unknown format, ...), naming it; false ignores such
+	// keywords, as OpenAI's strict: false and llama.cpp do.
+	Strict bool
+}
+
+// SchemaGBNF turns a JSON Schema into GBNF as llama.cpp's
+// json-schema-to-grammar does (same rules, names and whitespace), where
+// batchd does not enforce more: dates are real dates, and a oneOf whose
+// alternatives may overlap is refused, not read as anyOf.
+func SchemaGBNF(schema []byte, o SchemaOptions) (string, error) {
+	v, err := parseValue(schema)
+	if err != nil {
+		return "", &SchemaError{Msg: "not JSON: " + err.Error()}
+	}
+	if v.kind != vObject && v.kind != vBool {
+		return "", &SchemaError{Msg: "a schema is an object (or true)"}
+	}
+	if err := checkSchema(v, "", o.Strict); err != nil {
+		return "", err
+	}
+	c := &converter{root: v, rules: map[string]string{"space": spaceRule}, refs: map[string]value{},
+		resolving: map[string]bool{}, strict: o.Strict}
+	if err := c.resolveRefs(v); err != nil {
+		return "", err
+	}
+	c.visit(v, "")
+	if c.err != nil {
+		return "", c.err
+	}
+	return c.format(), nil
+}
+
+// FromSchema compiles a JSON Schema into a grammar (SchemaGBNF, then Parse).
+func FromSchema(schema []byte, o SchemaOptions) (*Grammar, error) {
+	src, err := SchemaGBNF(schema, o)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(src)
+}
+
+// converter is llama.cpp's SchemaConverter: rules by name, resolved refs.
+type converter struct {
+	root      value
+	rules     map[string]string
+	refs      map[string]value
+	resolving map[string]bool
+	strict    bool
+	err       error
+}
+
+func (c *converter) fail(path, keyword, format string, args ...any) string {
+	if c.err == nil {
+		c.err = &SchemaError{Path: path, Keyword: keyword, Msg: fmt.Sprintf(format, args...)}
+	}
+	return "space"
+}
+
+var invalidRuleChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+
+// addRule names rule after name, numbering it when another rule took the
+// name, and returns the name.
+func (c *converter) addRule(name, rule string) string {
+	esc := invalidRuleChars.ReplaceAllString(name, "-")
+	key := esc
+	if old, ok := c.rules[esc]; ok && old != rule {
+		for i := 0; ; i++ {
+			key = fmt.Sprintf("%s%d", esc, i)
+			if old, ok := c.rules[key]; !ok || old == rule {
+				break
+			}
+		}
+	}
+	c.rules[key] = rule
+	return key
+}
+
+func (c *converter) format() string {
+	names := make([]string, 0, len(c.rules))
+	for n := range c.rules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s ::= %s\n", n, c.rules[n])
+	}
+	return b.String()
+}
+
+// resolveRefs records what every local $ref points to.
+func (c *converter) resolveRefs(v value) error {
+	switch v.kind {
+	case vArray:
+		for _, x := range v.arr {
+			if err := c.resolveRefs(x); err != nil {
+				return err
+			}
+		}
+	case vObject:
+		if ref, ok := v.get("$ref"); ok && ref.kind == vString {
+			if _, done := c.refs[ref.str]; done {
+				return nil
+			}
+			if !strings.HasPrefix(ref.str, "#/") && ref.str != "#" {
+				return &SchemaError{Keyword: "$ref", Msg: fmt.Sprintf("%q: only local references (#/$defs/...) are supported", ref.str)}
+			}
+			target := c.root
+			for _, sel := range strings.Split(strings.TrimPrefix(ref.str, "#"), "/")[1:] {
+				sel = strings.ReplaceAll(strings.ReplaceAll(sel, "~1", "/"), "~0", "~")
+				next, ok := target.get(sel)
+				if !ok {
+					return &SchemaError{Keyword: "$ref", Msg: fmt.Sprintf("%q: %q not found", ref.str, sel)}
+				}
+				target = next
+			}
+			c.refs[ref.str] = target
+			return nil
+		}
+		for _, m := range v.obj {
+			if err := c.resolveRefs(m.val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *converter) resolveRef(ref string) string {
+	name := ref[strings.LastIndexByte(ref, '/')+1:]
+	if _, ok := c.rules[name]; !ok && !c.resolving[ref] {
+		c.resolving[ref] = true
+		name = c.visit(c.refs[ref], name)
+		delete(c.resolving, ref)
+	}
+	return name
+}
+
+func dashed(name, suffix string) string {
+	if name == "" {
+		return suffix
+	}
+	return name + "-" + suffix
+}
+
+// visit returns the rule (a name) for schema, named after name.
+func (c *converter) visit(s value, name string) string {
+	if c.err != nil {
+		return "space"
+	}
+	if s.kind == vBool { // true: any value; false: nothing
+		if !s.b {
+			return c.fail("", "", "the schema false admits no value")
+		}
+		s = value{kind: vObject}
+	}
+	ruleName := name
+	if reservedNames[name] {
+		ruleName = name + "-"
+	} else if name == "" {
+		ruleName = "root"
+	}
+	typ, _ := s.get("type")
+	typeIs := func(names ...string) bool {
+		if !s.has("type") {
+			return slices.Contains(names, "")
+		}
+		return typ.kind == vString && slices.Contains(names, typ.str)
+	}
+	switch {
+	case s.has("$ref"):
+		ref, _ := s.get("$ref")
+		return c.addRule(ruleName, c.resolveRef(ref.str))
+	case s.has("oneOf") || s.has("anyOf"):
+		alts, _ := s.get("anyOf")
+		if one, ok := s.get("oneOf"); ok {
+			alts = one
+			if c.strict && !c.disjoint(one.arr) {
+				return c.fail("", "oneOf", "its alternatives may match the same value, and a grammar cannot make the output match exactly one; use anyOf")
+			}
+		}
+		return c.addRule(ruleName, c.union(name, alts.arr))
+	case typ.kind == vArray:
+		var alts []value
+		for _, t := range typ.arr {
+			alt := value{kind: vObject, obj: slices.Clone(s.obj)}
+			alt.set("type", t)
+			alts = append(alts, alt)
+		}
+		return c.addRule(ruleName, c.union(name, alts))
+	case s.has("const"):
+		k, _ := s.get("const")
+		return c.addRule(ruleName, c.constant(k)+" space")
+	case s.has("enum"):
+		e, _ := s.get("enum")
+		var alts []string
+		for _, x := range e.arr {
+			alts = append(alts, c.constant(x))
+		}
+		return c.addRule(ruleName, "("+strings.Join(alts, " | ")+") space")
+	case typeIs("", "object") && (s.has("properties") || s.has("additionalProperties") && !isTrue(s, "additionalProperties")):
+		return c.addRule(ruleName, c.objectRule(s, name))
+	case typeIs("", "object", "string") && s.has("allOf"):
+		return c.allOf(s, name, ruleName)
+	case typeIs("", "array") && (s.has("items") || s.has("prefixItems")):
+		return c.arrayRule(s, name, ruleName)
+	case typeIs("", "string") && s.has("pattern"):
+		p, _ := s.get("pattern")
+		return c.pattern(p.str, ruleName)
+	}
+	return c.scalar(s, typeIs, typ, ruleName)
+}
+
+func (c *converter) scalar(s value, typeIs func(...string) bool, typ value, ruleName string) string {
+	format, _ := s.get("format")
+	switch {
+	case typeIs("", "string") && regexp.MustCompile(`^uuid[1-5]?$`).MatchString(format.str):
+		n := format.str
+		if ruleName == "root" {
+			n = "root"
+		}
+		return c.addPrimitive(n, "uuid")
+	case typeIs("", "string") && stringFormats[format.str+"-string"].rule != "":
+		return c.addRule(ruleName, c.addPrimitive(format.str+"-string", format.str+"-string"))
+	case typeIs("string") && (s.has("minLength") || s.has("maxLength")):
+		char := c.addPrimitive("char", "char")
+		lo, _ := s.int("minLength")
+		hi, ok := s.int("maxLength")
+		if !ok {
+			hi = -1
+		}
+		return c.addRule(ruleName, `"\"" `+repetition(char, int(lo), int(hi), "")+` "\"" space`)
+	case typeIs("", "integer") && (s.has("minimum") || s.has("exclusiveMinimum") || s.has("maximum") || s.has("exclusiveMaximum")):
+		return c.addRule(ruleName, "("+c.intRange(s)+") space")
+	case typeIs("object") || len(s.obj) == 0:
+		return c.addRule(ruleName, c.addPrimitive("object", "object"))
+	}
+	if typ.kind != vString || primitives[typ.str].rule == "" {
+		if !s.has("type") { // annotations only (a description): any value
+			return c.addRule(ruleName, c.addPrimitive("value", "value"))
+		}
+		return c.fail("", "type", "%s: want object, array, string, number, integer, boolean or null", typ.dump())
+	}
+	n := typ.str
+	if ruleName == "root" {
+		n = "root"
+	}
+	return c.addPrimitive(n, typ.str)
+}
+
+func isTrue(s value, k string) bool {
+	v, ok := s.get(k)
+	return ok && v.kind == vBool && v.b
+}
+
+// union is the rule of anyOf alternatives.
+func (c *converter) union(name string, alts []value) string {
+	var out []string
+	for i, a := range alts {
+		n := fmt.Sprintf("alternative-%d", i)
+		if name != "" {
+			n = fmt.Sprintf("%s-%d", name, i)
+		}
+		out = append(out, c.visit(a, n))
+	}
+	return strings.Join(out, " | ")
+}
+
+// constant is the literal of a JSON value.
+func (c *converter) constant(v value) string { return formatLiteral(v.dump()) }
+
+// formatLiteral quotes text as a GBNF literal. llama.cpp escapes only \r,
+// \n and "; a backslash (JSON's escapes) must be escaped too, or a \t in
+// the JSON text would come out as a raw tab.
+func formatLiteral(s string) string {
+	r := strings.NewReplacer("\\", "\\\\", "\r", "\\r", "\n", "\\n", "\"", "\\\"")
+	return `"` + r.Replace(s) + `"`
+}

@@ -1,0 +1,365 @@
+package grammar
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// spaceRule is llama.cpp's whitespace between JSON tokens: nothing, one
+// space, or a newline and up to 20 spaces or tabs.
+const spaceRule = `| " " | "\n" [ \t]{0,20}`
+
+type builtin struct {
+	rule string
+	deps []string
+}
+
+// primitives and stringFormats are llama.cpp's built-in rules, but for
+// date, which here admits only real dates (llama.cpp's takes 2023-02-31).
+var primitives = map[string]builtin{
+	"boolean":       {`("true" | "false") space`, nil},
+	"decimal-part":  {`[0-9]{1,16}`, nil},
+	"integral-part": {`[0] | [1-9] [0-9]{0,15}`, nil},
+	"number":        {`("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space`, []string{"integral-part", "decimal-part"}},
+	"integer":       {`("-"? integral-part) space`, []string{"integral-part"}},
+	"value":         {`object | array | string | number | boolean | null`, []string{"object", "array", "string", "number", "boolean", "null"}},
+	"object":        {`"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"string", "value"}},
+	"array":         {`"[" space ( value ("," space value)* )? "]" space`, []string{"value"}},
+	"uuid":          {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space`, nil},
+	"char":          {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
+	"string":        {`"\"" char* "\"" space`, []string{"char"}},
+	"null":          {`"null" space`, nil},
+}
+
+var stringFormats = map[string]builtin{
+	"date": {`[0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [1-2] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ) | ( [0-9] [0-9] ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [048] | [2468] [048] | [13579] [26] ) "00" ) "-02-29"`, nil},
+	"time":             {`([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`, nil},
+	"date-time":        {`date "T" time`, []string{"date", "time"}},
+	"date-string":      {`"\"" date "\"" space`, []string{"date"}},
+	"time-string":      {`"\"" time "\"" space`, []string{"time"}},
+	"date-time-string": {`"\"" date-time "\"" space`, []string{"date-time"}},
+}
+
+var reservedNames = func() map[string]bool {
+	m := map[string]bool{"root": true, "dot": true}
+	for n := range primitives {
+		m[n] = true
+	}
+	for n := range stringFormats {
+		m[n] = true
+	}
+	return m
+}()
+
+// addPrimitive adds built-in rule kind under name, with what it needs.
+func (c *converter) addPrimitive(name, kind string) string {
+	b, ok := primitives[kind]
+	if !ok {
+		b = stringFormats[kind]
+	}
+	n := c.addRule(name, b.rule)
+	for _, dep := range b.deps {
+		if _, ok := c.rules[dep]; !ok {
+			c.addPrimitive(dep, dep)
+		}
+	}
+	return n
+}
+
+// repetition is llama.cpp's _build_repetition: item min to max times
+// (max < 0: unbounded), separated by sep when given.
+func repetition(item string, lo, hi int, sep string) string {
+	if hi == 0 {
+		return ""
+	}
+	if lo == 0 && hi == 1 {
+		return item + "?"
+	}
+	if sep == "" {
+		switch {
+		case lo == 1 && hi < 0:
+			return item + "+"
+		case lo == 0 && hi < 0:
+			return item + "*"
+		case hi < 0:
+			return fmt.Sprintf("%s{%d,}", item, lo)
+		}
+		return fmt.Sprintf("%s{%d,%d}", item, lo, hi)
+	}
+	nhi := -1
+	if hi >= 0 {
+		nhi = hi - 1
+	}
+	res := item + " " + repetition("("+sep+" "+item+")", max(lo-1, 0), nhi, "")
+	if lo == 0 {
+		return "(" + res + ")?"
+	}
+	return res
+}
+
+// objectRule is llama.cpp's _build_object_rule: required properties in
+// order, then optional ones in order, then (additionalProperties) others.
+func (c *converter) objectRule(s value, name string) string {
+	props, _ := s.get("properties")
+	required := map[string]bool{}
+	if r, ok := s.get("required"); ok {
+		for _, x := range r.arr {
+			required[x.str] = true
+		}
+	}
+	var addl *value
+	if a, ok := s.get("additionalProperties"); ok {
+		addl = &a
+	}
+	return c.buildObject(props.obj, required, name, addl)
+}
+
+func (c *converter) buildObject(props []member, required map[string]bool, name string, addl *value) string {
+	kv := map[string]string{}
+	var req, opt []string
+	for _, p := range props {
+		rule := c.visit(p.val, dashed(name, p.key))
+		key := value{kind: vString, str: p.key}
+		kv[p.key] = c.addRule(dashed(name, p.key)+"-kv", formatLiteral(key.dump())+` space ":" space `+rule)
+		if required[p.key] {
+			req = append(req, p.key)
+		} else {
+			opt = append(opt, p.key)
+		}
+	}
+	if addl != nil && !(addl.kind == vBool && !addl.b) {
+		sub := dashed(name, "additional")
+		var valueRule, keyRule string
+		if addl.kind == vObject {
+			valueRule = c.visit(*addl, sub+"-value")
+		} else {
+			valueRule = c.addPrimitive("value", "value")
+		}
+		if len(props) == 0 {
+			keyRule = c.addPrimitive("string", "string")
+		} else {
+			names := make([]string, len(props))
+			for i, p := range props {
+				names[i] = p.key
+			}
+			keyRule = c.addRule(sub+"-k", c.notStrings(names))
+		}
+		kv["*"] = c.addRule(sub+"-kv", keyRule+` ":" space `+valueRule)
+		opt = append(opt, "*")
+	}
+	var b strings.Builder
+	b.WriteString(`"{" space `)
+	for i, k := range req {
+		if i > 0 {
+			b.WriteString(` "," space `)
+		}
+		b.WriteString(kv[k])
+	}
+	if len(opt) > 0 {
+		b.WriteString(" (")
+		if len(req) > 0 {
+			b.WriteString(` "," space ( `)
+		}
+		var alts []string
+		for i := range opt {
+			alts = append(alts, c.optionalRefs(opt[i:], kv, name, false))
+		}
+		b.WriteString(strings.Join(alts, " | "))
+		if len(req) > 0 {
+			b.WriteString(" )")
+		}
+		b.WriteString(" )?")
+	}
+	b.WriteString(` "}" space`)
+	return b.String()
+}
+
+// optionalRefs is llama.cpp's get_recursive_refs: the first of ks, then
+// the rest each optional, as rules of their own.
+func (c *converter) optionalRefs(ks []string, kv map[string]string, name string, firstOptional bool) string {
+	k := ks[0]
+	comma := `( "," space ` + kv[k] + ` )`
+	var res string
+	switch {
+	case firstOptional && k == "*":
+		res = comma + "*"
+	case firstOptional:
+		res = comma + "?"
+	case k == "*":
+		res = kv[k] + " " + comma + "*"
+	default:
+		res = kv[k]
+	}
+	if len(ks) > 1 {
+		res += " " + c.addRule(dashed(name, k)+"-rest", c.optionalRefs(ks[1:], kv, name, true))
+	}
+	return res
+}
+
+// notStrings is a JSON string that is none of names, as llama.cpp's
+// _not_strings builds it from their trie (it also refuses their proper
+// prefixes: a subset of the language, never a wider one).
+func (c *converter) notStrings(names []string) string {
+	type node struct {
+		children map[rune]*node
+		end      bool
+	}
+	root := &node{children: map[rune]*node{}}
+	for _, n := range names {
+		at := root
+		for _, r := range n {
+			next := at.children[r]
+			if next == nil {
+				next = &node{children: map[rune]*node{}}
+				at.children[r] = next
+			}
+			at = next
+		}
+		at.end = true
+	}
+	char := c.addPrimitive("char", "char")
+	var b strings.Builder
+	b.WriteString(`["] ( `)
+	var visit func(n *node)
+	visit = func(n *node) {
+		keys := make([]rune, 0, len(n.children))
+		for r := range n.children {
+			keys = append(keys, r)
+		}
+		slices.Sort(keys)
+		var rejects strings.Builder
+		for i, r := range keys {
+			child := n.children[r]
+			rejects.WriteString(classChar(r))
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			b.WriteString("[" + classChar(r) + "]")
+			if len(child.children) > 0 {
+				b.WriteString(" (")
+				visit(child)
+				b.WriteString(")")
+			} else if child.end {
+				b.WriteString(" " + char + "+")
+			}
+		}
+		if len(keys) > 0 {
+			b.WriteString(" | ")
+			b.WriteString(`[^"` + rejects.String() + "] " + char + "*")
+		}
+	}
+	visit(root)
+	b.WriteString(" )")
+	if !root.end {
+		b.WriteString("?")
+	}
+	b.WriteString(` ["] space`)
+	return b.String()
+}
+
+// classChar writes r for inside a GBNF character class.
+func classChar(r rune) string {
+	switch r {
+	case '\\', ']', '[', '-', '"', '^':
+		return `\` + string(r)
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	if r < 0x20 {
+		return fmt.Sprintf(`\x%02X`, r)
+	}
+	return string(r)
+}
+
+// arrayRule is a tuple (prefixItems, or items as a list) or a repetition
+// of items between minItems and maxItems.
+func (c *converter) arrayRule(s value, name, ruleName string) string {
+	items, ok := s.get("items")
+	if !ok || items.kind == vArray && len(items.arr) == 0 {
+		items, _ = s.get("prefixItems")
+	}
+	if items.kind == vArray {
+		var parts []string
+		for i, it := range items.arr {
+			parts = append(parts, c.visit(it, dashed(name, fmt.Sprintf("tuple-%d", i))))
+		}
+		return c.addRule(ruleName, `"[" space `+strings.Join(parts, ` "," space `)+` "]" space`)
+	}
+	item := c.visit(items, dashed(name, "item"))
+	lo, _ := s.int("minItems")
+	hi, ok := s.int("maxItems")
+	if !ok {
+		hi = -1
+	}
+	return c.addRule(ruleName, `"[" space `+repetition(item, int(lo), int(hi), `"," space`)+` "]" space`)
+}
+
+// allOf merges objects' properties (anyOf members optional) or
+// intersects enums, as llama.cpp does.
+func (c *converter) allOf(s value, name, ruleName string) string {
+	var props []member
+	required := map[string]bool{}
+	var enums [][]value
+	add := func(comp value, isRequired bool) {
+		if ref, ok := comp.get("$ref"); ok {
+			comp = c.refs[ref.str]
+		}
+		if p, ok := comp.get("properties"); ok {
+			for _, m := range p.obj {
+				props = append(props, m)
+				if isRequired {
+					required[m.key] = true
+				}
+			}
+		}
+		if e, ok := comp.get("enum"); ok {
+			enums = append(enums, e.arr)
+		}
+	}
+	all, _ := s.get("allOf")
+	for _, t := range all.arr {
+		if any, ok := t.get("anyOf"); ok {
+			for _, tt := range any.arr {
+				add(tt, false)
+			}
+		} else {
+			add(t, true)
+		}
+	}
+	if len(enums) > 0 {
+		common := map[string]value{}
+		for _, v := range enums[0] {
+			common[v.dump()] = v
+		}
+		for _, e := range enums[1:] {
+			in := map[string]bool{}
+			for _, v := range e {
+				in[v.dump()] = true
+			}
+			for k := range common {
+				if !in[k] {
+					delete(common, k)
+				}
+			}
+		}
+		if len(common) > 0 {
+			keys := make([]string, 0, len(common))
+			for k := range common {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var alts []string
+			for _, k := range keys {
+				alts = append(alts, c.constant(common[k]))
+			}
+			return c.addRule(ruleName, "("+strings.Join(alts, " | ")+") space")
+		}
+	}
+	return c.addRule(ruleName, c.buildObject(props, required, name, nil))
+}

@@ -1,0 +1,147 @@
+package grammar
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+var errRejected = errors.New("grammar: the token does not fit the grammar")
+
+// Vocab is a vocabulary as the grammar sees it: each token's text, in a
+// byte trie (tokens sharing a prefix share its walk). Tokens without text
+// (control tokens, and end tokens, which the caller allows by AllowsEnd)
+// are never in a mask.
+type Vocab struct {
+	n int
+	// The trie in preorder: node i's byte, the end of its subtree, and the
+	// tokens that end at it (ids[first[i]:first[i+1]]). Node 0 is the root.
+	b     []byte
+	end   []int32
+	first []int32
+	ids   []int32
+}
+
+// NewVocab builds the trie of tokens' texts (tokens[id]; nil or empty for
+// a token no grammar takes).
+func NewVocab(tokens [][]byte) *Vocab {
+	v := &Vocab{n: len(tokens)}
+	order := make([]int32, 0, len(tokens))
+	for id, t := range tokens {
+		if len(t) > 0 {
+			order = append(order, int32(id))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := bytes.Compare(tokens[a], tokens[b]); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	v.b, v.end, v.first = []byte{0}, []int32{0}, []int32{0}
+	path := []int32{0} // nodes from the root to the last token's end
+	var prev []byte
+	for _, id := range order {
+		t := tokens[id]
+		lcp := 0
+		for lcp < len(prev) && lcp < len(t) && prev[lcp] == t[lcp] {
+			lcp++
+		}
+		for len(path) > lcp+1 { // close the nodes past the shared prefix
+			n := path[len(path)-1]
+			v.end[n] = int32(len(v.b))
+			path = path[:len(path)-1]
+		}
+		for _, c := range t[lcp:] {
+			path = append(path, int32(len(v.b)))
+			v.b = append(v.b, c)
+			v.end = append(v.end, 0)
+			v.first = append(v.first, int32(len(v.ids)))
+		}
+		v.ids = append(v.ids, id) // at the last node of the path, which is the newest
+		prev = t
+	}
+	for _, n := range path {
+		v.end[n] = int32(len(v.b))
+	}
+	v.first = append(v.first, int32(len(v.ids)))
+	return v
+}
+
+// Size is the number of tokens (a mask's length in bits).
+func (v *Vocab) Size() int { return v.n }
+
+// maskEntry is a state's cached mask, for one vocabulary.
+type maskEntry struct {
+	p atomic.Pointer[cachedMask]
+}
+
+type cachedMask struct {
+	v    *Vocab
+	bits []uint64
+}
+
+// maskCache bounds the masks a grammar keeps: a budget of bytes, the
+// oldest given up first.
+type maskCache struct {
+	mu    sync.Mutex
+	order []*state
+	bytes int
+}
+
+const maskBudget = 32 << 20
+
+// Allowed returns the tokens the grammar takes next, as a bit set (bit id
+// of word id/64), a walk of v's trie against m's state. The result is
+// shared and must not be changed. End tokens are not in it (AllowsEnd).
+func (v *Vocab) Allowed(m *Matcher) []uint64 {
+	s := m.s
+	if m.p.remain == 0 {
+		if c := s.mask.p.Load(); c != nil && c.v == v {
+			return c.bits
+		}
+	}
+	bits := make([]uint64, (v.n+63)/64)
+	v.walkChildren(0, s, m.p, bits)
+	if m.p.remain == 0 {
+		s.mask.p.Store(&cachedMask{v: v, bits: bits})
+		s.g.masks.add(s, len(bits)*8)
+	}
+	return bits
+}
+
+func (c *maskCache) add(s *state, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order = append(c.order, s)
+	c.bytes += n
+	for c.bytes > maskBudget && len(c.order) > 1 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		if m := old.mask.p.Swap(nil); m != nil {
+			c.bytes -= len(m.bits) * 8
+		}
+	}
+}
+
+// walkChildren marks, below node, every token the state takes: a child
+// whose byte the state rejects cuts off its whole subtree.
+func (v *Vocab) walkChildren(node int32, s *state, p partial, bits []uint64) {
+	for c := node + 1; c < v.end[node]; c = v.end[c] {
+		ns, np := step(s, p, v.b[c])
+		if ns == nil || ns.err != nil {
+			continue
+		}
+		if v.first[c] < v.first[c+1] && (np.remain == 0 || ns.partialOK(np)) {
+			for _, id := range v.ids[v.first[c]:v.first[c+1]] {
+				bits[id/64] |= 1 << (id % 64)
+			}
+		}
+		v.walkChildren(c, ns, np, bits)
+	}
+}
+
+// Has reports whether bit id is set in a mask.
+func Has(bits []uint64, id int) bool { return bits[id/64]&(1<<(id%64)) != 0 }
