@@ -27,7 +27,9 @@ type SyntaxError struct {
 	Msg       string
 }
 
-func (e *SyntaxError) Error() string { return fmt.Sprintf("grammar: line %d, column %d: %s", e.Line, e.Col, e.Msg) }
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("grammar: line %d, column %d: %s", e.Line, e.Col, e.Msg)
+}
 
 // A grammar is rules of alternatives of symbols; a symbol is a reference
 // to a rule or a character class (literals are one class per character).

@@ -138,58 +138,7 @@ func minMaxInt(lo, hi *int64, b *strings.Builder, decimals int, top bool) {
 		}
 		uniformRange(b, minS, maxS)
 	case lo != nil:
-		mn := *lo
-		switch {
-		case mn < 0:
-			b.WriteString(`"-" (`)
-			minMaxInt(nil, ptr(-mn), b, decimals, false)
-			b.WriteString(") | [0] | [1-9] ")
-			moreDigits(b, 0, less)
-		case mn == 0 && top:
-			b.WriteString("[0] | [1-9] ")
-			moreDigits(b, 0, less)
-		case mn == 0:
-			moreDigits(b, 1, decimals)
-		case mn <= 9:
-			c := byte('0' + mn)
-			start := byte('0')
-			if top {
-				start = '1'
-			}
-			if c > start {
-				digitRange(b, start, c-1)
-				b.WriteByte(' ')
-				moreDigits(b, 1, less)
-				b.WriteString(" | ")
-			}
-			digitRange(b, c, '9')
-			b.WriteByte(' ')
-			moreDigits(b, 0, less)
-		default:
-			s := strconv.FormatInt(mn, 10)
-			c := s[0]
-			if c > '1' {
-				start := byte('0')
-				if top {
-					start = '1'
-				}
-				digitRange(b, start, c-1)
-				b.WriteByte(' ')
-				moreDigits(b, len(s), less)
-				b.WriteString(" | ")
-			}
-			digitRange(b, c, c)
-			b.WriteString(" (")
-			rest, _ := strconv.ParseInt(s[1:], 10, 64)
-			minMaxInt(ptr(rest), nil, b, less, false)
-			b.WriteByte(')')
-			if c < '9' {
-				b.WriteString(" | ")
-				digitRange(b, c+1, '9')
-				b.WriteByte(' ')
-				moreDigits(b, len(s)-1, less)
-			}
-		}
+		minOnly(*lo, b, decimals, top)
 	case hi != nil:
 		mx := *hi
 		if mx >= 0 {
@@ -203,6 +152,63 @@ func minMaxInt(lo, hi *int64, b *strings.Builder, decimals int, top bool) {
 			b.WriteString(`"-" (`)
 			minMaxInt(ptr(-mx), nil, b, decimals, false)
 			b.WriteByte(')')
+		}
+	}
+}
+
+// minOnly writes the integers from mn up.
+func minOnly(mn int64, b *strings.Builder, decimals int, top bool) {
+	ptr := func(v int64) *int64 { return &v }
+	less := max(decimals-1, 1)
+	switch {
+	case mn < 0:
+		b.WriteString(`"-" (`)
+		minMaxInt(nil, ptr(-mn), b, decimals, false)
+		b.WriteString(") | [0] | [1-9] ")
+		moreDigits(b, 0, less)
+	case mn == 0 && top:
+		b.WriteString("[0] | [1-9] ")
+		moreDigits(b, 0, less)
+	case mn == 0:
+		moreDigits(b, 1, decimals)
+	case mn <= 9:
+		c := byte('0' + mn)
+		start := byte('0')
+		if top {
+			start = '1'
+		}
+		if c > start {
+			digitRange(b, start, c-1)
+			b.WriteByte(' ')
+			moreDigits(b, 1, less)
+			b.WriteString(" | ")
+		}
+		digitRange(b, c, '9')
+		b.WriteByte(' ')
+		moreDigits(b, 0, less)
+	default:
+		s := strconv.FormatInt(mn, 10)
+		c := s[0]
+		if c > '1' {
+			start := byte('0')
+			if top {
+				start = '1'
+			}
+			digitRange(b, start, c-1)
+			b.WriteByte(' ')
+			moreDigits(b, len(s), less)
+			b.WriteString(" | ")
+		}
+		digitRange(b, c, c)
+		b.WriteString(" (")
+		rest, _ := strconv.ParseInt(s[1:], 10, 64)
+		minMaxInt(ptr(rest), nil, b, less, false)
+		b.WriteByte(')')
+		if c < '9' {
+			b.WriteString(" | ")
+			digitRange(b, c+1, '9')
+			b.WriteByte(' ')
+			moreDigits(b, len(s)-1, less)
 		}
 	}
 }
