@@ -47,6 +47,10 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 			return nil, wire.Errorf(wire.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
 		}
 	}
+	gr, err := b.d.structured(s)
+	if err != nil {
+		return nil, err
+	}
 	toks := s.Tokens
 	if s.Messages != nil {
 		r := chatRequest{Messages: s.Messages, Tools: s.Tools, AddGenerationPrompt: s.AddGenerationPrompt == nil || *s.AddGenerationPrompt}
@@ -74,7 +78,7 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 		channel = b.d.route(p.UID, s.Tags, len(toks))
 	}
 	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
-		Logprobs: s.Logprobs || s.TopLogprobs > 0, TopLogprobs: s.TopLogprobs,
+		Logprobs: s.Logprobs || s.TopLogprobs > 0, TopLogprobs: s.TopLogprobs, Grammar: gr,
 		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: seed,
 			FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty}}

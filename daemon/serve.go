@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/grammar"
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
@@ -88,6 +89,8 @@ type Daemon struct {
 	httpSrv       *httpapi.Server
 	// conns is the one connection budget of every listener.
 	conns *ipc.Budget
+	// grammars caches compiled structured-output grammars.
+	grammars *grammar.Cache
 	// wrapListener, when set (tests), wraps the socket's listener.
 	wrapListener func(net.Listener) net.Listener
 	// started lists the components in start order; shutdown closes them
@@ -257,6 +260,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 		d.notifier = systemdNotifier{}
 	}
 	d.cfg, d.approved = cfg, cfg
+	d.grammars = grammar.NewCache(grammarCacheSize)
 	d.userChannels = rs.userChannels
 	pol := rs.policy
 	ln, err := d.listen(cfg)

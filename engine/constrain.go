@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/batchd/batchd/engine/grammar"
+	"github.com/batchd/batchd/engine/sample"
 )
 
 // candidatesBeforeMask is how many of the model's best tokens a greedy
@@ -72,20 +73,31 @@ func (e *Engine) sampleConstrained(rs *reqState, logits []float32, history []int
 		}
 	}
 	mask := cv.vocab.Allowed(rs.gm)
+	negInf := float32(math.Inf(-1))
+	// End tokens are the grammar's end, whatever their text: allowed only
+	// where it may end.
 	end := rs.gm.AllowsEnd()
-	any := false
-	for id := range logits {
-		ok := grammar.Has(mask, id)
-		if slices.Contains(rs.stopIDs, id) {
-			ok = end
-		}
-		if ok && !math.IsInf(float64(logits[id]), -1) {
-			any = true
-		} else {
-			logits[id] = float32(math.Inf(-1))
+	ends := make([]float32, len(rs.stopIDs))
+	for i, id := range rs.stopIDs {
+		ends[i] = negInf
+		if end {
+			ends[i] = logits[id]
 		}
 	}
-	if !any {
+	for w, bits := range mask {
+		if bits == ^uint64(0) {
+			continue
+		}
+		for b := range 64 {
+			if id := w*64 + b; bits&(1<<b) == 0 && id < len(logits) {
+				logits[id] = negInf
+			}
+		}
+	}
+	for i, l := range ends {
+		logits[rs.stopIDs[i]] = l
+	}
+	if logits[sample.Argmax(logits)] == negInf {
 		return 0, errGrammarDeadEnd
 	}
 	tok = s.Draw(logits)

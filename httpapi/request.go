@@ -66,6 +66,9 @@ func submitFrom(f *samplingFields, r *http.Request, chat bool) (*wire.Submit, *h
 		}
 		s.Seed = *f.Seed
 	}
+	if herr := structuredFrom(f, s); herr != nil {
+		return nil, herr
+	}
 	stops, err := f.stops()
 	if err != nil {
 		return nil, errInvalid("stop", "%v", err)
@@ -92,9 +95,6 @@ func submitFrom(f *samplingFields, r *http.Request, chat bool) (*wire.Submit, *h
 func chatSubmit(req *chatRequest, r *http.Request) (*wire.Submit, *httpError) {
 	if len(req.Messages) == 0 || string(req.Messages) == "null" {
 		return nil, errInvalid("messages", "messages: required")
-	}
-	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
-		return nil, errInvalid("response_format", "response_format %q is not supported (only text)", rf.Type)
 	}
 	s, herr := submitFrom(&req.samplingFields, r, true)
 	if herr != nil {

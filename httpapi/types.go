@@ -13,10 +13,6 @@ type chatRequest struct {
 	Messages json.RawMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools"`
 	samplingFields
-	// ResponseFormat: only {"type": "text"} is served.
-	ResponseFormat *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -55,6 +51,24 @@ type samplingFields struct {
 	// X-Batchd-Channel and X-Batchd-Priority headers).
 	Channel  string `json:"channel"`
 	Priority *int   `json:"priority"`
+	// Structured output: OpenAI's response_format, llama.cpp's grammar and
+	// json_schema, vLLM's structured_outputs (structured.go).
+	ResponseFormat    *responseFormat            `json:"response_format"`
+	Grammar           *string                    `json:"grammar"`
+	JSONSchema        json.RawMessage            `json:"json_schema"`
+	StructuredOutputs map[string]json.RawMessage `json:"structured_outputs"`
+}
+
+// responseFormat is OpenAI's response_format (and llama.cpp's json_object
+// with a schema).
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type streamOptions struct {

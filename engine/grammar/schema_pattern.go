@@ -10,15 +10,38 @@ import (
 // string's content must match) into rules, as llama.cpp's _visit_pattern:
 // literals, ., [classes], groups, |, * + ? and {m,n}.
 func (c *converter) pattern(pat, name string) string {
-	if !strings.HasPrefix(pat, "^") || !strings.HasSuffix(pat, "$") || len(pat) < 2 {
-		return c.fail("", "pattern", "%q: a pattern must start with ^ and end with $", pat)
-	}
-	p := &patternConv{c: c, pat: pat[1 : len(pat)-1], name: name, sub: map[string]string{}}
-	body := p.toRule(p.transform(false))
-	if p.err != "" {
-		return c.fail("", "pattern", "%q: %s", pat, p.err)
+	body, ok := c.patternBody(pat, name, true)
+	if !ok {
+		return "space"
 	}
 	return c.addRule(name, `"\"" (`+body+`) "\"" space`)
+}
+
+// rawPattern is a pattern's rule for text as it is, not a JSON string.
+func (c *converter) rawPattern(pat, name string) string {
+	body, ok := c.patternBody(pat, name, false)
+	if !ok {
+		return "space"
+	}
+	return c.addRule(name, body)
+}
+
+// patternBody converts pat; in a JSON string (inJSON) a quote or a
+// backslash is written escaped and "." and negated classes leave out what
+// JSON must escape, so that the output stays a JSON string (llama.cpp
+// writes them raw, and its output then does not parse).
+func (c *converter) patternBody(pat, name string, inJSON bool) (string, bool) {
+	if !strings.HasPrefix(pat, "^") || !strings.HasSuffix(pat, "$") || len(pat) < 2 {
+		c.fail("", "pattern", "%q: a pattern must start with ^ and end with $", pat)
+		return "", false
+	}
+	p := &patternConv{c: c, pat: pat[1 : len(pat)-1], name: name, sub: map[string]string{}, json: inJSON}
+	body := p.toRule(p.transform(false))
+	if p.err != "" {
+		c.fail("", "pattern", "%q: %s", pat, p.err)
+		return "", false
+	}
+	return body, true
 }
 
 type patternConv struct {
@@ -29,6 +52,7 @@ type patternConv struct {
 	sub  map[string]string // repeated parts that got a rule of their own
 	err  string
 	deep int
+	json bool // inside a JSON string
 }
 
 type piece struct {
@@ -60,7 +84,11 @@ func (p *patternConv) transform(nested bool) piece {
 	for p.i < len(p.pat) && p.err == "" {
 		switch ch := p.pat[p.i]; ch {
 		case '.':
-			seq = append(seq, piece{text: p.c.addRule("dot", `[^\x0A\x0D]`)})
+			dot := `[^\x0A\x0D]`
+			if p.json {
+				dot = `[^"\\\x7F\x00-\x1F]`
+			}
+			seq = append(seq, piece{text: p.c.addRule("dot", dot)})
 			p.i++
 		case '(':
 			p.i++
@@ -173,8 +201,14 @@ func (p *patternConv) literal(seq []piece) []piece {
 				p.err = fmt.Sprintf("unsupported escape \\%c", next)
 				return seq
 			}
+			if p.json && (next == '"' || next == '\\') {
+				e = `\\` + e // JSON escapes these in the output
+			}
 			lit.WriteString(e)
 			p.i += 2
+		case ch == '"' && p.json:
+			lit.WriteString(`\\\"`) // JSON's \" in the output
+			p.i++
 		case ch == '"':
 			lit.WriteString(`\"`)
 			p.i++
@@ -228,6 +262,9 @@ func (p *patternConv) class() string {
 	j := p.i + 1
 	if j < len(p.pat) && p.pat[j] == '^' {
 		b.WriteByte('^')
+		if p.json {
+			b.WriteString(`"\\\x7F\x00-\x1F`)
+		}
 		j++
 	}
 	for ; j < len(p.pat) && p.pat[j] != ']'; j++ {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 )
 
 // Params choose the next token from logits. The zero value is greedy.
@@ -126,34 +125,54 @@ func (s *Sampler) Draw(logits []float32) int {
 	mx := logits[Argmax(logits)]
 	s.cand = s.cand[:0]
 	var sum float32
+	negInf := float32(math.Inf(-1))
 	for id, l := range logits {
+		if l == negInf {
+			continue
+		}
 		p := float32(math.Exp(float64((l - mx) * inv)))
+		if p == 0 { // under the grammar's -Inf, or too unlikely to matter: never drawn
+			continue
+		}
 		sum += p
 		s.cand = append(s.cand, candidate{id, p})
 	}
-	for i := range s.cand {
-		s.cand[i].p /= sum
-	}
 	c := s.cand
-	// Sort by probability, id breaking ties, so the draw is reproducible.
-	sort.Slice(c, func(i, j int) bool {
-		if c[i].p != c[j].p {
-			return c[i].p > c[j].p
-		}
-		return c[i].id < c[j].id
-	})
+	for i := range c {
+		c[i].p /= sum
+	}
+	// The filters, in llama.cpp's order of top-k, min-p, top-p, need the
+	// candidates by probability (id breaking ties, so the draw is
+	// reproducible); only as many as they look at are sorted.
+	sorted := false
 	if k := s.p.TopK; k > 0 && k < len(c) {
+		selectTop(c, k)
 		c = c[:k]
+		slices.SortFunc(c, byProb)
+		sorted = true
 	}
 	if mp := s.p.MinP; mp > 0 {
-		cut := c[0].p * mp
-		n := 1
-		for n < len(c) && c[n].p >= cut {
-			n++
+		top := c[0].p
+		if !sorted {
+			for _, x := range c {
+				top = max(top, x.p)
+			}
+		}
+		cut := top * mp
+		n := 0
+		for _, x := range c {
+			if x.p >= cut {
+				c[n] = x
+				n++
+			}
 		}
 		c = c[:n]
 	}
 	if tp := s.p.TopP; tp > 0 && tp < 1 {
+		if !sorted {
+			slices.SortFunc(c, byProb)
+			sorted = true
+		}
 		var cum float32
 		n := 0
 		for n < len(c) {
@@ -170,6 +189,9 @@ func (s *Sampler) Draw(logits []float32) int {
 		total += x.p
 	}
 	r := s.rng.Float32() * total
+	if !sorted {
+		return drawUnsorted(c, r)
+	}
 	for _, x := range c {
 		r -= x.p
 		if r < 0 {
@@ -177,6 +199,74 @@ func (s *Sampler) Draw(logits []float32) int {
 		}
 	}
 	return c[len(c)-1].id
+}
+
+// byProb orders candidates by probability, the lower id first on a tie.
+func byProb(a, b candidate) int {
+	switch {
+	case a.p > b.p:
+		return -1
+	case a.p < b.p:
+		return 1
+	}
+	return a.id - b.id
+}
+
+// selectTop moves the k first candidates by byProb to c[:k] (in no order).
+func selectTop(c []candidate, k int) {
+	lo, hi := 0, len(c)
+	for hi-lo > 1 {
+		i := partition(c, lo, hi)
+		switch {
+		case i == k:
+			return
+		case i < k:
+			lo = i + 1
+		default:
+			hi = i
+		}
+	}
+}
+
+// partition puts c[lo:hi] around a pivot by byProb (the middle one) and
+// returns where the pivot ends.
+func partition(c []candidate, lo, hi int) int {
+	m := lo + (hi-lo)/2
+	c[m], c[hi-1] = c[hi-1], c[m]
+	pv := c[hi-1]
+	i := lo
+	for j := lo; j < hi-1; j++ {
+		if byProb(c[j], pv) < 0 {
+			c[i], c[j] = c[j], c[i]
+			i++
+		}
+	}
+	c[i], c[hi-1] = c[hi-1], c[i]
+	return i
+}
+
+// drawUnsorted returns the candidate at mass r in byProb order without
+// sorting: it partitions around a pivot and goes down the side r falls
+// in (expected linear time).
+func drawUnsorted(c []candidate, r float32) int {
+	lo, hi := 0, len(c)
+	for hi-lo > 1 {
+		i := partition(c, lo, hi)
+		var before float32
+		for _, x := range c[lo:i] {
+			before += x.p
+		}
+		switch {
+		case r < before:
+			hi = i
+		case r < before+c[i].p || i == hi-1:
+			return c[i].id
+		default:
+			r -= before + c[i].p
+			lo = i + 1
+		}
+	}
+	return c[lo].id
 }
 
 // penalize applies the repetition penalty once per distinct token in

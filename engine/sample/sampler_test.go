@@ -185,3 +185,51 @@ func TestLogProbs(t *testing.T) {
 		t.Errorf("k = 0: %+v", lp)
 	}
 }
+
+// TestDrawUnsortedIsTheSortedDraw: the partition descent finds the token
+// the walk over the sorted candidates finds, for any mass r (away from a
+// boundary, where float sums in another order may round the other way);
+// and selectTop keeps exactly the k best.
+func TestDrawUnsortedIsTheSortedDraw(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 200 {
+		n := 1 + rng.IntN(300)
+		c := make([]candidate, n)
+		var total float32
+		for i := range c {
+			p := rng.Float32()
+			if trial%3 == 0 {
+				p = float32(rng.IntN(4)) + 0.5 // ties, broken by id
+			}
+			c[i] = candidate{i, p}
+			total += p
+		}
+		sorted := slices.Clone(c)
+		slices.SortFunc(sorted, byProb)
+		for range 20 {
+			r := rng.Float32() * total
+			want, near := -1, false
+			var cum float32
+			for _, x := range sorted {
+				if abs := r - cum; abs > -1e-3 && abs < 1e-3 {
+					near = true
+				}
+				cum += x.p
+				if r < cum && want < 0 {
+					want = x.id
+				}
+			}
+			if got := drawUnsorted(slices.Clone(c), r); got != want && !near && want >= 0 {
+				t.Fatalf("trial %d, r %v: drew %d, sorted walk %d", trial, r, got, want)
+			}
+		}
+		k := 1 + rng.IntN(n)
+		top := slices.Clone(c)
+		selectTop(top, k)
+		top = top[:k]
+		slices.SortFunc(top, byProb)
+		if !slices.Equal(top, sorted[:k]) {
+			t.Fatalf("trial %d: selectTop(%d) kept %v, want %v", trial, k, top, sorted[:k])
+		}
+	}
+}

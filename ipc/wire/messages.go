@@ -76,6 +76,15 @@ type Submit struct {
 	Messages JSON `msgpack:"messages,omitempty"`
 	// Tools: an OpenAI-style tools array for templates that use them.
 	Tools JSON `msgpack:"tools,omitempty"`
+	// Structured output, at most one: a GBNF grammar, a JSON Schema (strict
+	// unless JSONSchemaStrict is false), any JSON object, a regular
+	// expression the whole output matches, or one of a list of strings.
+	Grammar          string   `msgpack:"grammar,omitempty"`
+	JSONSchema       JSON     `msgpack:"json_schema,omitempty"`
+	JSONSchemaStrict *bool    `msgpack:"json_schema_strict,omitempty"`
+	JSONObject       bool     `msgpack:"json_object,omitempty"`
+	Regex            string   `msgpack:"regex,omitempty"`
+	Choice           []string `msgpack:"choice,omitempty"`
 	// AddGenerationPrompt ends the rendered text with the assistant's turn
 	// opening. Absent means true.
 	AddGenerationPrompt *bool `msgpack:"add_generation_prompt,omitempty"`
