@@ -58,6 +58,8 @@ test: build
 	fi
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 200000x ./ipc
 	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 100x ./engine/chat
+	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 20000x ./engine/grammar
+	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 20000x ./engine/grammar
 
 # L110: the shape ../shared/BENCHMARKS.md measures llama.cpp on.
 L110 := --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024 --seed 1 \
@@ -88,6 +90,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 2000000x ./ipc
 	$(GO) test -run '^$$' -fuzz FuzzRequestBody -fuzztime 100000x ./httpapi
 	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 2000x ./engine/chat
+	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 1000000x ./engine/grammar
+	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 1000000x ./engine/grammar
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/testing/jsonvalid"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -95,5 +99,58 @@ func TestStructuredOutputOpenAISDK(t *testing.T) {
 	if _, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "tiny-qwen2", Messages: msgs,
 		MaxTokens: openai.Int(20), ResponseFormat: jsonSchema(unique, false)}); err != nil {
 		t.Errorf("uniqueItems with strict false: %v", err)
+	}
+}
+
+// TestStructuredOverMsgpack: the socket's submit takes a grammar, a JSON
+// Schema (a msgpack map, key order kept), json_object, regex and choice;
+// a grammar that does not parse names its line and column, two kinds at
+// once are refused, and batchd grammar prints what a schema becomes.
+func TestStructuredOverMsgpack(t *testing.T) {
+	td := startSynthDaemon(t, "")
+	c := td.dial(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		r    client.Request
+		ok   func(string) bool
+	}{
+		{"grammar", client.Request{Grammar: `root ::= "a" [0-9]{2}`}, func(s string) bool { return len(s) == 3 && s[0] == 'a' }},
+		{"schema", client.Request{JSONSchema: json.RawMessage(`{"type":"object","properties":{"b":{"type":"boolean"}},"required":["b"]}`)},
+			func(s string) bool { return jsonvalid.Validate([]byte(`{"required":["b"],"properties":{"b":{"type":"boolean"}}}`), []byte(s)) == nil }},
+		{"regex", client.Request{Regex: `[xy]{3}`}, func(s string) bool { return len(s) == 3 && strings.Trim(s, "xy") == "" }},
+		{"choice", client.Request{Choice: []string{"left", "right"}}, func(s string) bool { return s == "left" || s == "right" }},
+	} {
+		tc.r.Prompt, tc.r.MaxTokens, tc.r.Temperature = "q", 64, 1
+		res, err := c.Generate(ctx, tc.r, nil)
+		if err != nil || res.FinishReason != "stop" || !tc.ok(res.Text) {
+			t.Errorf("%s: %q, finish %v, %v", tc.name, res.Text, res.FinishReason, err)
+		}
+	}
+	for _, tc := range []struct {
+		r    client.Request
+		want string
+	}{
+		{client.Request{Grammar: "root ::= \"a\"\nb ::= ("}, "line 2"},
+		{client.Request{Grammar: `root ::= "a"`, Regex: "a"}, "only one"},
+		{client.Request{JSONSchema: json.RawMessage(`{"type":"string","format":"email"}`)}, "email"},
+	} {
+		tc.r.Prompt, tc.r.MaxTokens = "q", 4
+		_, err := c.Generate(ctx, tc.r, nil)
+		if !errors.Is(err, wire.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want invalid_argument with %q", tc.r, err, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(path, []byte(`{"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"grammar", "--schema", path}, &runEnv{stdout: &out, stderr: &errb}); err != nil {
+		t.Fatal(err, errb.String())
+	}
+	if !strings.Contains(out.String(), `root ::= "[" space integer ("," space integer){1,3} "]" space`) {
+		t.Errorf("batchd grammar printed:\n%s", out.String())
 	}
 }

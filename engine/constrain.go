@@ -72,7 +72,10 @@ func (e *Engine) sampleConstrained(rs *reqState, logits []float32, history []int
 			}
 		}
 	}
-	mask := cv.vocab.Allowed(rs.gm)
+	mask, err := cv.vocab.Allowed(rs.gm)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
 	negInf := float32(math.Inf(-1))
 	// End tokens are the grammar's end, whatever their text: allowed only
 	// where it may end.

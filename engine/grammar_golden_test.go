@@ -11,6 +11,7 @@ import (
 	"github.com/batchd/batchd/engine/grammar"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -130,5 +131,64 @@ func compareGrammar(t *testing.T, mode string, g grammarGolden, got []int, done 
 	}
 	if done.Finish != want {
 		t.Errorf("%s %s: finished %s (%v), want %s", mode, g.ID, done.Finish, done.Err, want)
+	}
+}
+
+// TestConstrainedBatchInvariance: a constrained request sampled at
+// temperature 0.8 gives the same tokens alone and in a batch beside
+// unconstrained and differently constrained ones, chunked and preempted.
+func TestConstrainedBatchInvariance(t *testing.T) {
+	gs := grammarGoldens(t)
+	m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch", "tiny-qwen2.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var qwen []grammarGolden
+	for _, g := range gs {
+		if g.Model == "tiny-qwen2.gguf" {
+			qwen = append(qwen, g)
+		}
+	}
+	req := func(i int) Request {
+		g := qwen[i%len(qwen)]
+		r := Request{Tokens: g.PromptTokens, MaxTokens: 48, Sampling: sample.Params{Temperature: 0.8, Seed: uint64(i)}}
+		if i%3 != 2 { // every third unconstrained
+			r.Grammar = g.compile(t)
+		}
+		return r
+	}
+	const n = 9
+	alone := make([][]int, n)
+	e := startEngine(t, m, engineOpts{kvType: quant.F32})
+	for i := range n {
+		st, err := e.Submit(context.Background(), req(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, alone[i], _, _ = st.Wait(context.Background())
+	}
+	tight := startEngine(t, m, engineOpts{kvType: quant.F32, blocks: 40, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}})
+	var streams []*Stream
+	for i := range n {
+		st, err := tight.Submit(context.Background(), req(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	preempted := 0
+	for i, st := range streams {
+		_, toks, done, err := st.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		preempted += done.Preemptions
+		if !slices.Equal(toks, alone[i]) {
+			t.Errorf("request %d: batched %v, alone %v", i, toks, alone[i])
+		}
+	}
+	if preempted == 0 {
+		t.Error("nothing was preempted in the tiny pool")
 	}
 }

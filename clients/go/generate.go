@@ -44,6 +44,15 @@ type Request struct {
 	// that use them (an OpenAI-style tools array, as JSON).
 	Messages []Message
 	Tools    json.RawMessage
+	// Structured output, at most one: a GBNF Grammar, a JSONSchema (refusing
+	// keywords it cannot enforce unless SchemaNotStrict), any JSON object,
+	// a Regex the whole output matches, or one of Choice.
+	Grammar         string
+	JSONSchema      json.RawMessage
+	SchemaNotStrict bool
+	JSONObject      bool
+	Regex           string
+	Choice          []string
 	// NoGenerationPrompt leaves out the assistant's turn opening.
 	NoGenerationPrompt bool
 	// OnAccepted, when set, is called with the server-wide request id as
@@ -165,7 +174,15 @@ func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
 		FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
 		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
-		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial)}
+		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial),
+		Grammar: r.Grammar, JSONObject: r.JSONObject, Regex: r.Regex, Choice: r.Choice}
+	if len(r.JSONSchema) > 0 {
+		s.JSONSchema = wire.JSON(r.JSONSchema)
+		if r.SchemaNotStrict {
+			f := false
+			s.JSONSchemaStrict = &f
+		}
+	}
 	if r.Messages != nil {
 		b, err := json.Marshal(r.Messages)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -28,9 +29,16 @@ func generateCmd(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object instead of streaming text")
 	verbose := fs.Bool("verbose", false, "print the request id (for cancel) and the usage to stderr")
+	schema := fs.String("schema", "", "JSON Schema file the output must match (structured output)")
+	grammarFile := fs.String("grammar", "", "GBNF grammar file the output must match")
+	fs.BoolVar(&r.JSONObject, "json-object", false, "the output is any JSON object")
+	fs.BoolVar(&r.SchemaNotStrict, "schema-not-strict", false, "ignore schema keywords batchd cannot enforce instead of refusing them")
 	return func(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 1 {
 			return usageErr{fmt.Errorf("want exactly one PROMPT argument, got %d (quote the prompt)", len(args))}
+		}
+		if err := readStructure(&r, *schema, *grammarFile); err != nil {
+			return err
 		}
 		r.Prompt, r.Stop = args[0], stops
 		r.Temperature, r.TopP = float32(*temp), float32(*topP)
@@ -193,4 +201,26 @@ func dialNoArgs(ctx context.Context, socket string, args []string) (*client.Clie
 		return nil, usageErr{fmt.Errorf("unexpected argument %q", args[0])}
 	}
 	return dial(ctx, socket)
+}
+
+// readStructure reads --schema and --grammar files into the request.
+func readStructure(r *client.Request, schema, grammarFile string) error {
+	if schema != "" && grammarFile != "" {
+		return usageErr{errors.New("give --schema or --grammar, not both")}
+	}
+	if schema != "" {
+		b, err := os.ReadFile(schema)
+		if err != nil {
+			return err
+		}
+		r.JSONSchema = b
+	}
+	if grammarFile != "" {
+		b, err := os.ReadFile(grammarFile)
+		if err != nil {
+			return err
+		}
+		r.Grammar = string(b)
+	}
+	return nil
 }

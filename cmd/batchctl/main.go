@@ -70,7 +70,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"generate", "[flags] PROMPT", "Generate text for PROMPT, streaming it as it arrives.", generateCmd},
+	{"generate", "[flags] PROMPT", "Generate text for PROMPT, streaming it as it arrives (--schema FILE or --grammar FILE constrain it).", generateCmd},
 	{"chat", "[--system TEXT] [--message TEXT] [flags]", "Chat with the model: type messages, replies stream; the model's chat template renders the conversation.", chatCmd},
 	{"cancel", "ID", "Cancel request ID: your own, or anyone's for an admin.", cancelCmd},
 	{"stats", "[--json]", "Show the engine's figures and the requests in flight.", statsCmd},

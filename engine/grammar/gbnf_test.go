@@ -100,7 +100,10 @@ func TestVocabMask(t *testing.T) {
 				t.Fatalf("%q: %v", text, err)
 			}
 		}
-		bits := v.Allowed(m)
+		bits, err := v.Allowed(m)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for id, tok := range toks {
 			if Has(bits, id) != m.Allows(tok) {
 				t.Errorf("after %q: token %q: mask %v, Allows %v", text, tok, Has(bits, id), m.Allows(tok))

@@ -59,7 +59,11 @@ func SchemaGBNF(schema []byte, o SchemaOptions) (string, error) {
 	if c.err != nil {
 		return "", c.err
 	}
-	return c.format(), nil
+	out := c.format()
+	if _, err := Parse(out); err != nil { // a $ref to itself, say, or past a bound
+		return "", &SchemaError{Msg: err.Error()}
+	}
+	return out, nil
 }
 
 // FromSchema compiles a JSON Schema into a grammar (SchemaGBNF, then Parse).
@@ -159,7 +163,15 @@ func (c *converter) resolveRefs(v value) error {
 }
 
 func (c *converter) resolveRef(ref string) string {
-	name := ref[strings.LastIndexByte(ref, '/')+1:]
+	// The name a recursive reference uses before its rule exists: what
+	// visit will name the rule (a reserved name gets a dash).
+	name := invalidRuleChars.ReplaceAllString(ref[strings.LastIndexByte(ref, '/')+1:], "-")
+	if name == "" || name == "-" {
+		name = "ref"
+	}
+	if reservedNames[name] && c.resolving[ref] {
+		return name + "-"
+	}
 	if _, ok := c.rules[name]; !ok && !c.resolving[ref] {
 		c.resolving[ref] = true
 		name = c.visit(c.refs[ref], name)

@@ -95,6 +95,11 @@ func checkShapes(v value, path string) error {
 			return &SchemaError{Path: path, Keyword: k, Msg: fmt.Sprintf("%d: want 0 to %d", n, 1<<16)}
 		}
 	}
+	for _, k := range []string{"anyOf", "oneOf", "enum", "allOf"} {
+		if x, ok := v.get(k); ok && len(x.arr) == 0 {
+			return &SchemaError{Path: path, Keyword: k, Msg: "an empty list admits no value"}
+		}
+	}
 	if r, ok := v.get("required"); ok {
 		for _, x := range r.arr {
 			if x.kind != vString {

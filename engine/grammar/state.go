@@ -15,9 +15,11 @@ import (
 const (
 	maxStacks     = 512
 	maxStackDepth = 2048
-	// maxStates bounds the interned states; past it the table starts
-	// again (states in use stay valid: they are only no longer shared).
-	maxStates = 8192
+	// maxStates and maxPositions (stack entries of all of them) bound the
+	// interned states; past them the table starts again (states in use stay
+	// valid: they are only no longer shared).
+	maxStates    = 8192
+	maxPositions = 8 << 20
 )
 
 // Grammar is a compiled grammar; it is safe for concurrent use. Its
@@ -30,10 +32,11 @@ type Grammar struct {
 	names   []string
 	root    int32
 
-	mu      sync.Mutex
-	states  map[string]*state
-	initial *state
-	masks   maskCache
+	mu        sync.Mutex
+	states    map[string]*state
+	positions int // stack entries of the interned states
+	initial   *state
+	masks     maskCache
 }
 
 // state is a set of parse stacks (positions in syms, the top last, each
@@ -217,9 +220,10 @@ func (g *Grammar) intern(stacks [][]int32) *state {
 	if s, ok := g.states[key]; ok {
 		return s
 	}
-	if len(g.states) >= maxStates {
-		g.states = map[string]*state{}
+	if len(g.states) >= maxStates || g.positions+len(key)/4 > maxPositions {
+		g.states, g.positions = map[string]*state{}, 0
 	}
+	g.positions += len(key) / 4
 	s := &state{g: g, next: map[uint64]*state{}, done: true}
 	for _, k := range keys {
 		st := byKey[k]

@@ -3,6 +3,7 @@ package grammar
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -93,23 +94,40 @@ type maskCache struct {
 
 const maskBudget = 32 << 20
 
+// maxWalkWork bounds one mask's walk: trie nodes visited times the stacks
+// of their states. A whole 150k-token vocabulary under a state of a few
+// stacks is a few million; a grammar so ambiguous that it would take
+// longer stalls every sequence's step, so it fails instead.
+const maxWalkWork = 64 << 20
+
 // Allowed returns the tokens the grammar takes next, as a bit set (bit id
 // of word id/64), a walk of v's trie against m's state. The result is
 // shared and must not be changed. End tokens are not in it (AllowsEnd).
-func (v *Vocab) Allowed(m *Matcher) []uint64 {
+// ErrTooComplex: the walk would pass its work bound.
+func (v *Vocab) Allowed(m *Matcher) ([]uint64, error) {
 	s := m.s
 	if m.p.remain == 0 {
 		if c := s.mask.p.Load(); c != nil && c.v == v {
-			return c.bits
+			return c.bits, nil
 		}
 	}
-	bits := make([]uint64, (v.n+63)/64)
-	v.walkChildren(0, s, m.p, bits)
-	if m.p.remain == 0 {
-		s.mask.p.Store(&cachedMask{v: v, bits: bits})
-		s.g.masks.add(s, len(bits)*8)
+	w := &walker{v: v, bits: make([]uint64, (v.n+63)/64)}
+	w.children(0, s, m.p)
+	if w.work > maxWalkWork {
+		return nil, fmt.Errorf("%w: the tokens this state allows take too long to find (an ambiguous grammar)", ErrTooComplex)
 	}
-	return bits
+	if m.p.remain == 0 {
+		s.mask.p.Store(&cachedMask{v: v, bits: w.bits})
+		s.g.masks.add(s, len(w.bits)*8)
+	}
+	return w.bits, nil
+}
+
+// walker is one mask's walk and the work it has done.
+type walker struct {
+	v    *Vocab
+	bits []uint64
+	work int
 }
 
 func (c *maskCache) add(s *state, n int) {
@@ -126,20 +144,24 @@ func (c *maskCache) add(s *state, n int) {
 	}
 }
 
-// walkChildren marks, below node, every token the state takes: a child
-// whose byte the state rejects cuts off its whole subtree.
-func (v *Vocab) walkChildren(node int32, s *state, p partial, bits []uint64) {
+// children marks, below node, every token the state takes: a child whose
+// byte the state rejects cuts off its whole subtree.
+func (w *walker) children(node int32, s *state, p partial) {
+	v := w.v
 	for c := node + 1; c < v.end[node]; c = v.end[c] {
+		if w.work += len(s.stacks); w.work > maxWalkWork {
+			return
+		}
 		ns, np := step(s, p, v.b[c])
 		if ns == nil || ns.err != nil {
 			continue
 		}
 		if v.first[c] < v.first[c+1] && (np.remain == 0 || ns.partialOK(np)) {
 			for _, id := range v.ids[v.first[c]:v.first[c+1]] {
-				bits[id/64] |= 1 << (id % 64)
+				w.bits[id/64] |= 1 << (id % 64)
 			}
 		}
-		v.walkChildren(c, ns, np, bits)
+		w.children(c, ns, np)
 	}
 }
 

@@ -142,3 +142,18 @@ def test_stats_and_health_are_typed(synth_daemon):
         # daemon's empty config file is refused with a typed error.
         with pytest.raises(batchd.InvalidRequest, match="empty"):
             c.reload()
+
+
+def test_structured_output(synth_daemon):
+    with batchd.Client(synth_daemon) as c:
+        r = c.generate("x", max_tokens=40, choice=["yes", "no"])
+        assert r.text in ("yes", "no") and r.finish_reason == "stop"
+        r = c.generate("x", max_tokens=60, json_schema={"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+                                                        "required": ["n"]})
+        assert r.finish_reason == "stop"
+        import json
+        assert 0 <= json.loads(r.text)["n"] <= 9
+        with pytest.raises(batchd.InvalidRequest, match="uniqueItems"):
+            c.generate("x", max_tokens=5, json_schema={"type": "array", "uniqueItems": True})
+        with pytest.raises(batchd.InvalidRequest, match="line 1"):
+            c.generate("x", max_tokens=5, grammar="root ::= [a-")

@@ -70,6 +70,12 @@ def submit_message(
     ignore_eos: bool = False,
     logprobs: bool = False,
     top_logprobs: int = 0,
+    grammar: Optional[str] = None,
+    json_schema: Optional[Dict[str, Any]] = None,
+    json_schema_strict: bool = True,
+    json_object: bool = False,
+    regex: Optional[str] = None,
+    choice: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
     if messages is not None:
@@ -94,6 +100,19 @@ def submit_message(
     msg.update({k: v for k, v in optional.items() if v})
     if parse_special is not None:
         msg["parse_special"] = bool(parse_special)
+    # Structured output, at most one (the daemon refuses two).
+    if grammar:
+        msg["grammar"] = grammar
+    if json_schema is not None:
+        msg["json_schema"] = json_schema
+        if not json_schema_strict:
+            msg["json_schema_strict"] = False
+    if json_object:
+        msg["json_object"] = True
+    if regex:
+        msg["regex"] = regex
+    if choice:
+        msg["choice"] = list(choice)
     return msg
 
 
