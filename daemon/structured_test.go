@@ -117,7 +117,9 @@ func TestStructuredOverMsgpack(t *testing.T) {
 	}{
 		{"grammar", client.Request{Grammar: `root ::= "a" [0-9]{2}`}, func(s string) bool { return len(s) == 3 && s[0] == 'a' }},
 		{"schema", client.Request{JSONSchema: json.RawMessage(`{"type":"object","properties":{"b":{"type":"boolean"}},"required":["b"]}`)},
-			func(s string) bool { return jsonvalid.Validate([]byte(`{"required":["b"],"properties":{"b":{"type":"boolean"}}}`), []byte(s)) == nil }},
+			func(s string) bool {
+				return jsonvalid.Validate([]byte(`{"required":["b"],"properties":{"b":{"type":"boolean"}}}`), []byte(s)) == nil
+			}},
 		{"regex", client.Request{Regex: `[xy]{3}`}, func(s string) bool { return len(s) == 3 && strings.Trim(s, "xy") == "" }},
 		{"choice", client.Request{Choice: []string{"left", "right"}}, func(s string) bool { return s == "left" || s == "right" }},
 	} {
