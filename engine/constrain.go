@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -56,7 +56,9 @@ func (rs *reqState) allowed(cv *constrainVocab, tok int) bool {
 // common_sampler_sample: the sampler's own choice if the grammar takes it,
 // else the sampler again over the logits with every rejected token at
 // -Inf (for a plain softmax draw that is exactly the distribution
-// restricted to the grammar). Greedy tries the next best tokens first.
+// restricted to the grammar). Greedy takes the best allowed token: from
+// the state's cached mask, else the next best tokens tried one by one,
+// else a new mask.
 func (e *Engine) sampleConstrained(rs *reqState, logits []float32, history []int) (int, error) {
 	cv := e.grammarVocab()
 	s := rs.sampler
@@ -65,49 +67,82 @@ func (e *Engine) sampleConstrained(rs *reqState, logits []float32, history []int
 	if rs.allowed(cv, tok) {
 		return tok, nil
 	}
-	if s.Greedy() {
+	mask, cached := cv.vocab.Cached(rs.gm)
+	if !cached && s.Greedy() {
 		for _, id := range topTokens(logits, candidatesBeforeMask, &rs.top) {
 			if rs.allowed(cv, id) {
 				return id, nil
 			}
 		}
 	}
-	mask, err := cv.vocab.Allowed(rs.gm)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	if !cached {
+		var err error
+		if mask, err = cv.vocab.Allowed(rs.gm); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		}
 	}
-	negInf := float32(math.Inf(-1))
-	// End tokens are the grammar's end, whatever their text: allowed only
-	// where it may end.
 	end := rs.gm.AllowsEnd()
-	ends := make([]float32, len(rs.stopIDs))
-	for i, id := range rs.stopIDs {
+	if s.Greedy() && mask.IDs != nil {
+		return greedySparse(logits, mask.IDs, rs.stopIDs, end)
+	}
+	restrict(logits, mask, rs.stopIDs, end)
+	if s.Greedy() {
+		tok = sample.Argmax(logits)
+	} else {
+		tok = s.Draw(logits)
+	}
+	if math.IsInf(float64(logits[tok]), -1) {
+		return 0, errGrammarDeadEnd
+	}
+	if !rs.allowed(cv, tok) { // a draw that rounding sent past the last candidate
+		tok = sample.Argmax(logits)
+	}
+	return tok, nil
+}
+
+// greedySparse is the best of a short list of allowed tokens (the lowest
+// id on a tie, as Argmax), end tokens among them where the grammar may end.
+func greedySparse(logits []float32, ids []int32, stops []int, end bool) (int, error) {
+	best, bv := -1, float32(math.Inf(-1))
+	for _, id := range ids {
+		if l := logits[id]; l > bv && !slices.Contains(stops, int(id)) {
+			best, bv = int(id), l
+		}
+	}
+	if end {
+		for _, id := range stops {
+			if l := logits[id]; l > bv || l == bv && id < best {
+				best, bv = id, l
+			}
+		}
+	}
+	if best < 0 || math.IsInf(float64(bv), -1) {
+		return 0, errGrammarDeadEnd
+	}
+	return best, nil
+}
+
+// restrict sets every token the mask leaves out to -Inf; end tokens are
+// the grammar's end whatever their text, allowed only where it may end.
+func restrict(logits []float32, mask *grammar.Mask, stops []int, end bool) {
+	negInf := float32(math.Inf(-1))
+	ends := make([]float32, len(stops))
+	for i, id := range stops {
 		ends[i] = negInf
 		if end {
 			ends[i] = logits[id]
 		}
 	}
-	for w, bits := range mask {
-		if bits == ^uint64(0) {
-			continue
-		}
-		for b := range 64 {
-			if id := w*64 + b; bits&(1<<b) == 0 && id < len(logits) {
+	for w, word := range mask.Bits {
+		for out := ^word; out != 0; out &= out - 1 {
+			if id := w*64 + bits.TrailingZeros64(out); id < len(logits) {
 				logits[id] = negInf
 			}
 		}
 	}
 	for i, l := range ends {
-		logits[rs.stopIDs[i]] = l
+		logits[stops[i]] = l
 	}
-	if logits[sample.Argmax(logits)] == negInf {
-		return 0, errGrammarDeadEnd
-	}
-	tok = s.Draw(logits)
-	if !rs.allowed(cv, tok) { // a draw that rounding sent past the last candidate
-		tok = argmaxAllowed(logits)
-	}
-	return tok, nil
 }
 
 // topTokens returns the n best tokens by logit (ties: the lower id first),
@@ -133,16 +168,6 @@ func topTokens(logits []float32, n int, buf *[]int) []int {
 	}
 	*buf = top
 	return top
-}
-
-func argmaxAllowed(logits []float32) int {
-	best := 0
-	for id, l := range logits {
-		if cmp.Compare(l, logits[best]) > 0 {
-			best = id
-		}
-	}
-	return best
 }
 
 // acceptConstrained moves the grammar over a token that was not an end

@@ -100,13 +100,22 @@ func TestVocabMask(t *testing.T) {
 				t.Fatalf("%q: %v", text, err)
 			}
 		}
-		bits, err := v.Allowed(m)
+		mask, err := v.Allowed(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for id, tok := range toks {
-			if Has(bits, id) != m.Allows(tok) {
-				t.Errorf("after %q: token %q: mask %v, Allows %v", text, tok, Has(bits, id), m.Allows(tok))
+			if mask.Has(id) != m.Allows(tok) {
+				t.Errorf("after %q: token %q: mask %v, Allows %v", text, tok, mask.Has(id), m.Allows(tok))
+			}
+		}
+		n := 0
+		for id := range toks {
+			if mask.Has(id) {
+				if n >= len(mask.IDs) || mask.IDs[n] != int32(id) {
+					t.Errorf("after %q: the list %v lacks %d", text, mask.IDs, id)
+				}
+				n++
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -80,9 +81,23 @@ type maskEntry struct {
 }
 
 type cachedMask struct {
-	v    *Vocab
-	bits []uint64
+	v *Vocab
+	m *Mask
 }
+
+// Mask is the set of tokens a state allows: a bit set (bit id of word
+// id/64), and the ids themselves when there are few (a sparse mask is
+// searched by its list, a dense one by its bits).
+type Mask struct {
+	Bits []uint64
+	IDs  []int32 // nil when more than maxListed
+}
+
+// maxListed is the most tokens a Mask lists.
+const maxListed = 4096
+
+// Has reports whether the mask allows token id.
+func (m *Mask) Has(id int) bool { return m.Bits[id/64]&(1<<(id%64)) != 0 }
 
 // maskCache bounds the masks a grammar keeps: a budget of bytes, the
 // oldest given up first.
@@ -100,34 +115,54 @@ const maskBudget = 32 << 20
 // longer stalls every sequence's step, so it fails instead.
 const maxWalkWork = 64 << 20
 
-// Allowed returns the tokens the grammar takes next, as a bit set (bit id
-// of word id/64), a walk of v's trie against m's state. The result is
+// Cached returns the mask of m's state if one was built already.
+func (v *Vocab) Cached(m *Matcher) (*Mask, bool) {
+	if m.p.remain != 0 {
+		return nil, false
+	}
+	c := m.s.mask.p.Load()
+	if c == nil || c.v != v {
+		return nil, false
+	}
+	return c.m, true
+}
+
+// Allowed returns the tokens the grammar takes next, from a walk of v's
+// trie against m's state (or the state's cached mask). The result is
 // shared and must not be changed. End tokens are not in it (AllowsEnd).
 // ErrTooComplex: the walk would pass its work bound.
-func (v *Vocab) Allowed(m *Matcher) ([]uint64, error) {
-	s := m.s
-	if m.p.remain == 0 {
-		if c := s.mask.p.Load(); c != nil && c.v == v {
-			return c.bits, nil
-		}
+func (v *Vocab) Allowed(m *Matcher) (*Mask, error) {
+	if c, ok := v.Cached(m); ok {
+		return c, nil
 	}
+	s := m.s
 	w := &walker{v: v, bits: make([]uint64, (v.n+63)/64)}
 	w.children(0, s, m.p)
 	if w.work > maxWalkWork {
 		return nil, fmt.Errorf("%w: the tokens this state allows take too long to find (an ambiguous grammar)", ErrTooComplex)
 	}
-	if m.p.remain == 0 {
-		s.mask.p.Store(&cachedMask{v: v, bits: w.bits})
-		s.g.masks.add(s, len(w.bits)*8)
+	mask := &Mask{Bits: w.bits}
+	if w.count <= maxListed {
+		mask.IDs = make([]int32, 0, w.count)
+		for i, word := range w.bits {
+			for ; word != 0; word &= word - 1 {
+				mask.IDs = append(mask.IDs, int32(i*64+bits.TrailingZeros64(word)))
+			}
+		}
 	}
-	return w.bits, nil
+	if m.p.remain == 0 {
+		s.mask.p.Store(&cachedMask{v: v, m: mask})
+		s.g.masks.add(s, len(w.bits)*8+len(mask.IDs)*4)
+	}
+	return mask, nil
 }
 
 // walker is one mask's walk and the work it has done.
 type walker struct {
-	v    *Vocab
-	bits []uint64
-	work int
+	v     *Vocab
+	bits  []uint64
+	work  int
+	count int // tokens allowed
 }
 
 func (c *maskCache) add(s *state, n int) {
@@ -139,7 +174,7 @@ func (c *maskCache) add(s *state, n int) {
 		old := c.order[0]
 		c.order = c.order[1:]
 		if m := old.mask.p.Swap(nil); m != nil {
-			c.bytes -= len(m.bits) * 8
+			c.bytes -= len(m.m.Bits)*8 + len(m.m.IDs)*4
 		}
 	}
 }
@@ -159,11 +194,9 @@ func (w *walker) children(node int32, s *state, p partial) {
 		if v.first[c] < v.first[c+1] && (np.remain == 0 || ns.partialOK(np)) {
 			for _, id := range v.ids[v.first[c]:v.first[c+1]] {
 				w.bits[id/64] |= 1 << (id % 64)
+				w.count++
 			}
 		}
 		w.children(c, ns, np)
 	}
 }
-
-// Has reports whether bit id is set in a mask.
-func Has(bits []uint64, id int) bool { return bits[id/64]&(1<<(id%64)) != 0 }
