@@ -79,6 +79,18 @@ func TestStructuredOutputOpenAISDK(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s completions: %v", tc.name, err)
 		}
+		cs := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "tiny-qwen2",
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("A person as JSON:")}, MaxTokens: openai.Int(200),
+			Temperature: openai.Float(0)}, option.WithJSONSet("response_format", tc.rf))
+		var cstreamed strings.Builder
+		for cs.Next() {
+			if ch := cs.Current().Choices; len(ch) > 0 {
+				cstreamed.WriteString(ch[0].Text)
+			}
+		}
+		if err := cs.Err(); err != nil || cstreamed.String() != comp.Choices[0].Text {
+			t.Errorf("%s completions streamed: %q (%v), want %q", tc.name, cstreamed.String(), err, comp.Choices[0].Text)
+		}
 		// Any JSON object may go on past max_tokens on a random model.
 		if ch := comp.Choices[0]; ch.FinishReason != "length" {
 			if err := jsonvalid.Validate([]byte(tc.schema), []byte(ch.Text)); err != nil {

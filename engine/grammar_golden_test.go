@@ -152,13 +152,13 @@ func TestConstrainedBatchInvariance(t *testing.T) {
 	}
 	req := func(i int) Request {
 		g := qwen[i%len(qwen)]
-		r := Request{Tokens: g.PromptTokens, MaxTokens: 48, Sampling: sample.Params{Temperature: 0.8, Seed: uint64(i)}}
+		r := Request{Tokens: g.PromptTokens, MaxTokens: 32, Sampling: sample.Params{Temperature: 0.8, Seed: uint64(i)}}
 		if i%3 != 2 { // every third unconstrained
 			r.Grammar = g.compile(t)
 		}
 		return r
 	}
-	const n = 9
+	const n = 6
 	alone := make([][]int, n)
 	e := startEngine(t, m, engineOpts{kvType: quant.F32})
 	for i := range n {
@@ -168,7 +168,7 @@ func TestConstrainedBatchInvariance(t *testing.T) {
 		}
 		_, alone[i], _, _ = st.Wait(context.Background())
 	}
-	tight := startEngine(t, m, engineOpts{kvType: quant.F32, blocks: 40, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}})
+	tight := startEngine(t, m, engineOpts{kvType: quant.F32, blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}})
 	var streams []*Stream
 	for i := range n {
 		st, err := tight.Submit(context.Background(), req(i))

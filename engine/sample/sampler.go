@@ -141,9 +141,29 @@ func (s *Sampler) Draw(logits []float32) int {
 	for i := range c {
 		c[i].p /= sum
 	}
-	// The filters, in llama.cpp's order of top-k, min-p, top-p, need the
-	// candidates by probability (id breaking ties, so the draw is
-	// reproducible); only as many as they look at are sorted.
+	c, sorted := s.filter(c)
+	var total float32
+	for _, x := range c {
+		total += x.p
+	}
+	r := s.rng.Float32() * total
+	if !sorted {
+		return drawUnsorted(c, r)
+	}
+	for _, x := range c {
+		r -= x.p
+		if r < 0 {
+			return x.id
+		}
+	}
+	return c[len(c)-1].id
+}
+
+// filter applies top-k, min-p and top-p (llama.cpp's order) to the
+// candidates; they need them by probability (id breaking ties, so the draw
+// is reproducible), and only as many as they look at are sorted. sorted
+// says whether the result is in that order.
+func (s *Sampler) filter(c []candidate) ([]candidate, bool) {
 	sorted := false
 	if k := s.p.TopK; k > 0 && k < len(c) {
 		selectTop(c, k)
@@ -184,21 +204,7 @@ func (s *Sampler) Draw(logits []float32) int {
 		}
 		c = c[:n]
 	}
-	var total float32
-	for _, x := range c {
-		total += x.p
-	}
-	r := s.rng.Float32() * total
-	if !sorted {
-		return drawUnsorted(c, r)
-	}
-	for _, x := range c {
-		r -= x.p
-		if r < 0 {
-			return x.id
-		}
-	}
-	return c[len(c)-1].id
+	return c, sorted
 }
 
 // byProb orders candidates by probability, the lower id first on a tie.
