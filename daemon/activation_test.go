@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -72,7 +73,15 @@ func TestSocketActivation(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, sock) // starts the daemon
+	// The socket file appears at bind, a moment before listen: until then
+	// a connect is refused.
+	var c *client.Client
+	for {
+		if c, err = client.Dial(ctx, sock); err == nil || !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("dial: %v\n%s", err, logs.String())
 	}

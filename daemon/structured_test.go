@@ -17,6 +17,7 @@ import (
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/testing/jsonvalid"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -166,5 +167,28 @@ func TestStructuredOverMsgpack(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `root ::= "[" space integer ("," space integer){1,3} "]" space`) {
 		t.Errorf("batchd grammar printed:\n%s", out.String())
+	}
+}
+
+// TestCapSlotFreeWhenTheAnswerArrives: under max_requests_per_user = 1, a
+// client that submits again the moment its answer arrived is served: the
+// slot was given back before the terminal frame (msgpack) or the last
+// bytes (HTTP) went out. The next request was refused now and then.
+func TestCapSlotFreeWhenTheAnswerArrives(t *testing.T) {
+	td := startDaemonFlags(t, "[server]\nmax_requests_per_user = 1\n", ServeFlags{Model: synth.TinyFile(t, 256), HTTPSocket: "http"})
+	c := td.dial(t)
+	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
+	for i := range 40 {
+		if _, err := c.Generate(context.Background(), client.Request{Prompt: "a", MaxTokens: 1}, nil); err != nil {
+			t.Fatalf("msgpack request %d: %v", i, err)
+		}
+		resp, err := hc.Post("http://batchd/v1/completions", "application/json", strings.NewReader(`{"prompt":"a","max_tokens":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("HTTP request %d: %s", i, resp.Status)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/batchd/batchd/ipc"
@@ -134,12 +135,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 		writeError(w, fromWire(err))
 		return
 	}
-	defer s.o.Users.ReleaseUser(p)
-	st, err := s.o.Backend.Submit(r.Context(), p, sub)
+	release := sync.OnceFunc(func() { s.o.Users.ReleaseUser(p) })
+	defer release()
+	st0, err := s.o.Backend.Submit(r.Context(), p, sub)
 	if err != nil {
 		writeError(w, fromWire(err))
 		return
 	}
+	st := releasing{st0, release}
 	out := &answer{s: s, w: w, rc: http.NewResponseController(w), chat: chat, created: time.Now().Unix(), logprobs: sub.Logprobs,
 		id: fmt.Sprintf("%s-%d", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], st.RequestID())}
 	w.Header().Set("X-Request-Id", fmt.Sprint(st.RequestID()))
@@ -324,4 +327,20 @@ func (a *answer) stream(st ipc.RequestStream, includeUsage bool, cancel func()) 
 			_ = a.rc.Flush()
 		}
 	}
+}
+
+// releasing gives the user's cap slot back as soon as the terminal event
+// is read, before the last bytes go out: a client that sends its next
+// request the moment it has its answer is not over its cap.
+type releasing struct {
+	ipc.RequestStream
+	release func()
+}
+
+func (r releasing) Next(ctx context.Context) (ipc.Event, error) {
+	ev, err := r.RequestStream.Next(ctx)
+	if err == nil && ev.Done != nil {
+		r.release()
+	}
+	return ev, err
 }

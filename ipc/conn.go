@@ -244,7 +244,12 @@ func (s *Server) Policy() *Policy { return s.policy.Load() }
 // the connection is gone: the engine ends the request, and nothing leaks.
 func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 	defer c.pumps.Done()
-	defer c.release()
+	released := false
+	defer func() {
+		if !released {
+			c.release()
+		}
+	}()
 	var text strings.Builder
 	var toks []int
 	var lps []wire.Logprob
@@ -272,6 +277,10 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 		if !stream {
 			d.Text, d.Tokens, d.PromptTokens, d.Logprobs = text.String(), toks, st.PromptTokens(), lps
 		}
+		// The slot is free before the client hears: a client that submits
+		// again the moment it has its answer is not over its cap.
+		c.release()
+		released = true
 		c.send(d)
 		return
 	}
