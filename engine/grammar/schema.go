@@ -141,14 +141,9 @@ func (c *converter) resolveRefs(v value) error {
 			if !strings.HasPrefix(ref.str, "#/") && ref.str != "#" {
 				return &SchemaError{Keyword: "$ref", Msg: fmt.Sprintf("%q: only local references (#/$defs/...) are supported", ref.str)}
 			}
-			target := c.root
-			for _, sel := range strings.Split(strings.TrimPrefix(ref.str, "#"), "/")[1:] {
-				sel = strings.ReplaceAll(strings.ReplaceAll(sel, "~1", "/"), "~0", "~")
-				next, ok := target.get(sel)
-				if !ok {
-					return &SchemaError{Keyword: "$ref", Msg: fmt.Sprintf("%q: %q not found", ref.str, sel)}
-				}
-				target = next
+			target, err := pointer(c.root, ref.str)
+			if err != nil {
+				return err
 			}
 			c.refs[ref.str] = target
 			return nil
@@ -160,6 +155,20 @@ func (c *converter) resolveRefs(v value) error {
 		}
 	}
 	return nil
+}
+
+// pointer follows a local JSON pointer ("#/$defs/x") from root.
+func pointer(root value, ref string) (value, error) {
+	target := root
+	for _, sel := range strings.Split(strings.TrimPrefix(ref, "#"), "/")[1:] {
+		sel = strings.ReplaceAll(strings.ReplaceAll(sel, "~1", "/"), "~0", "~")
+		next, ok := target.get(sel)
+		if !ok {
+			return value{}, &SchemaError{Keyword: "$ref", Msg: fmt.Sprintf("%q: %q not found", ref, sel)}
+		}
+		target = next
+	}
+	return target, nil
 }
 
 func (c *converter) resolveRef(ref string) string {

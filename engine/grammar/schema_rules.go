@@ -69,9 +69,10 @@ func (c *converter) addPrimitive(name, kind string) string {
 }
 
 // repetition is llama.cpp's _build_repetition: item min to max times
-// (max < 0: unbounded), separated by sep when given.
+// (max < 0: unbounded), separated by sep when given. The separated tail
+// of a one-item array is written {0,0}, as llama.cpp writes it.
 func repetition(item string, lo, hi int, sep string) string {
-	if hi == 0 {
+	if hi == 0 && sep != "" {
 		return ""
 	}
 	if lo == 0 && hi == 1 {
