@@ -23,11 +23,14 @@ const candidatesBeforeMask = 32
 var errGrammarDeadEnd = fmt.Errorf("%w: no token of this vocabulary continues the grammar here", ErrInvalidArgument)
 
 // constrainVocab is the vocabulary as grammars see it, built once, at the
-// first constrained request: each token's text (none for control tokens).
+// first constrained request: each token's text (control tokens as
+// written, for the requests that preserve them).
 type constrainVocab struct {
-	once  sync.Once
-	text  [][]byte
-	vocab *grammar.Vocab
+	once     sync.Once
+	text     [][]byte
+	control  []bool  // control tokens: their text only where a request preserves them
+	controls []int32 // their ids
+	vocab    *grammar.Vocab
 }
 
 func (e *Engine) grammarVocab() *constrainVocab {
@@ -35,8 +38,14 @@ func (e *Engine) grammarVocab() *constrainVocab {
 	cv.once.Do(func() {
 		tok := e.m.Tokenizer
 		cv.text = make([][]byte, tok.VocabSize())
+		cv.control = make([]bool, tok.VocabSize())
 		for id := range cv.text {
 			cv.text[id] = tok.TokenBytes(-1, id)
+			if tok.IsControl(id) {
+				cv.text[id] = []byte(tok.PieceText(id))
+				cv.control[id] = true
+				cv.controls = append(cv.controls, int32(id))
+			}
 		}
 		cv.vocab = grammar.NewVocab(cv.text)
 	})
@@ -48,6 +57,12 @@ func (e *Engine) grammarVocab() *constrainVocab {
 func (rs *reqState) allowed(cv *constrainVocab, tok int) bool {
 	if slices.Contains(rs.stopIDs, tok) {
 		return rs.gm.AllowsEnd()
+	}
+	if cv.control[tok] && !rs.preserved(tok) {
+		return false
+	}
+	if rs.gate != nil && rs.gate.opensThink(cv.text[tok]) {
+		return true
 	}
 	return rs.gm.Allows(cv.text[tok])
 }
@@ -83,9 +98,14 @@ func (e *Engine) sampleConstrained(rs *reqState, logits []float32, history []int
 	}
 	end := rs.gm.AllowsEnd()
 	if s.Greedy() && mask.IDs != nil {
-		return greedySparse(logits, mask.IDs, rs.stopIDs, end)
+		return greedySparse(logits, mask.IDs, rs.stopIDs, end, func(id int) bool { return !cv.control[id] || rs.preserved(id) })
 	}
 	restrict(logits, mask, rs.stopIDs, end)
+	for _, id := range cv.controls { // control tokens the request does not keep write nothing
+		if !rs.preserved(int(id)) && !slices.Contains(rs.stopIDs, int(id)) {
+			logits[id] = float32(math.Inf(-1))
+		}
+	}
 	if s.Greedy() {
 		tok = sample.Argmax(logits)
 	} else {
@@ -102,10 +122,10 @@ func (e *Engine) sampleConstrained(rs *reqState, logits []float32, history []int
 
 // greedySparse is the best of a short list of allowed tokens (the lowest
 // id on a tie, as Argmax), end tokens among them where the grammar may end.
-func greedySparse(logits []float32, ids []int32, stops []int, end bool) (int, error) {
+func greedySparse(logits []float32, ids []int32, stops []int, end bool, ok func(int) bool) (int, error) {
 	best, bv := -1, float32(math.Inf(-1))
 	for _, id := range ids {
-		if l := logits[id]; l > bv && !slices.Contains(stops, int(id)) {
+		if l := logits[id]; l > bv && !slices.Contains(stops, int(id)) && ok(int(id)) {
 			best, bv = int(id), l
 		}
 	}

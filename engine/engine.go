@@ -114,6 +114,7 @@ type reqState struct {
 	stopIDs    []int
 	raw        []float32        // the logits row before sampling, for logprobs
 	gm         *grammar.Matcher // the request's place in its grammar; nil when unconstrained
+	gate       *gate            // what holds the grammar back (lazy, reasoning); nil: nothing
 	top        []int            // scratch of sampleConstrained
 	scheduled  bool
 	firstToken time.Time
@@ -197,7 +198,9 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	rs.sampler.PromptLen = len(r.Tokens)
 	if r.Grammar != nil {
 		rs.gm = r.Grammar.NewMatcher()
+		rs.gate = newGate(r)
 	}
+	rs.detok.Keep(r.Preserve)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

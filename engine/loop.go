@@ -117,7 +117,7 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		}
 		if sc.Logits && !sc.Seq.Padding {
 			generated++
-			if rs.gm != nil {
+			if rs.constrains() {
 				e.constrainedToken(rs, logits[i], sc.Seq.Tokens, now)
 				continue
 			}
@@ -208,7 +208,7 @@ func (e *Engine) onToken(rs *reqState, tok int, lp *sample.Logprob, now time.Tim
 		return
 	}
 	if rs.gm != nil {
-		if err := e.acceptConstrained(rs, tok); err != nil {
+		if err := e.grammarStep(rs, tok); err != nil {
 			e.finish(rs, FinishError, err, now)
 			return
 		}
@@ -246,7 +246,7 @@ func (e *Engine) onToken(rs *reqState, tok int, lp *sample.Logprob, now time.Tim
 	}
 	rs.stream.push(ev)
 	switch {
-	case stopped || rs.gm != nil && rs.gm.Done():
+	case stopped || rs.grammarActive() && rs.gm.Done():
 		rs.detok.Flush()
 		e.finish(rs, FinishStop, nil, now)
 	case seq.Generated() >= seq.MaxTokens || len(seq.Tokens) >= e.m.Config.Context:

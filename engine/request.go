@@ -69,6 +69,17 @@ type Request struct {
 	// every token fits it, end tokens come only where it may end, and the
 	// request finishes with FinishStop when nothing more may follow.
 	Grammar *grammar.Grammar
+	// GrammarTriggers make Grammar lazy (tool_choice auto): the output is
+	// free until one of these texts appears in it, and the grammar holds
+	// from the text's first byte on (as llama.cpp's lazy grammars).
+	GrammarTriggers []string
+	// Think: the grammar waits out a reasoning block, one the prompt
+	// opened or that the first token opens.
+	Think *ThinkTags
+	// Preserve are control tokens whose text the output keeps and a
+	// grammar may match (a tool-call format's markers, [TOOL_CALLS]);
+	// other control tokens write nothing and no grammar takes them.
+	Preserve []int
 }
 
 // LogValue keeps prompt text out of logs.
@@ -172,6 +183,7 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 			break
 		}
 	}
+	errs = append(errs, checkGate(r, c.Vocab)...)
 	if r.TopLogprobs < 0 || r.TopLogprobs > sample.MaxTopLogprobs || (r.TopLogprobs > 0 && !r.Logprobs) {
 		errs = append(errs, fmt.Errorf("top_logprobs %d: want 0 to %d, with logprobs", r.TopLogprobs, sample.MaxTopLogprobs))
 	}

@@ -1,6 +1,9 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 // Detokenizer turns a stream of token ids into text deltas that are always
 // valid UTF-8 and never split a character: bytes of an incomplete character
@@ -11,7 +14,12 @@ type Detokenizer struct {
 	tok     *Tokenizer
 	prev    int
 	pending []byte
+	keep    []int // control tokens written as their text
 }
+
+// Keep makes the control tokens ids write their text (a tool-call
+// format's markers); other control tokens write nothing.
+func (d *Detokenizer) Keep(ids []int) { d.keep = ids }
 
 // NewDetokenizer starts a stream after the token prev (the last prompt token).
 func NewDetokenizer(tok *Tokenizer, prev int) *Detokenizer {
@@ -20,7 +28,11 @@ func NewDetokenizer(tok *Tokenizer, prev int) *Detokenizer {
 
 // Add appends id and returns the text that is now complete.
 func (d *Detokenizer) Add(id int) string {
-	d.pending = append(d.pending, d.tok.TokenBytes(d.prev, id)...)
+	if len(d.keep) > 0 && slices.Contains(d.keep, id) && d.tok.IsControl(id) {
+		d.pending = append(d.pending, d.tok.PieceText(id)...)
+	} else {
+		d.pending = append(d.pending, d.tok.TokenBytes(d.prev, id)...)
+	}
 	d.prev = id
 	out, n := validPrefix(d.pending)
 	d.pending = append(d.pending[:0], d.pending[n:]...)

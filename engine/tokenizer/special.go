@@ -136,3 +136,14 @@ func RemoveMark(s string, mark rune) string {
 		}
 	}
 }
+
+// SpecialID returns the control, unknown or user-defined token whose text
+// is text, or -1.
+func (t *Tokenizer) SpecialID(text string) int {
+	for _, sp := range t.specials {
+		if sp.text == text {
+			return sp.id
+		}
+	}
+	return -1
+}

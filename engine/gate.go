@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/batchd/batchd/engine/grammar"
+)
+
+// Bounds on how a request's grammar waits.
+const (
+	MaxGrammarTriggers = 32
+	maxTriggerBytes    = 128
+	maxTagBytes        = 64
+	MaxPreserve        = 64
+)
+
+// ThinkTags are a reasoning block's tags: the grammar waits the block out
+// (a model thinks freely, then its answer is constrained).
+type ThinkTags struct {
+	Open, Close string
+	// Inside: the prompt opened the block (DeepSeek R1's "<think>\n").
+	Inside bool
+}
+
+// gatePhase is where a request's grammar stands.
+type gatePhase uint8
+
+const (
+	gateActive     gatePhase = iota // every token fits the grammar
+	gateThinkStart                  // the first token: the grammar's, or one that opens a reasoning block
+	gateThinking                    // in the block: free until its close tag
+	gateWaiting                     // lazy: free until a trigger
+	gateOff                         // a trigger was followed by text the grammar rejects: free to the end
+)
+
+// gate holds a request's grammar back: through a reasoning block, and
+// (lazy) until a trigger text appears, as llama.cpp's lazy grammars do
+// for tool calls.
+type gate struct {
+	phase    gatePhase
+	think    *ThinkTags
+	triggers [][]byte
+	lazy     bool
+	window   []byte // recent output: a close tag or trigger may span tokens
+}
+
+func newGate(r Request) *gate {
+	g := &gate{think: r.Think, lazy: len(r.GrammarTriggers) > 0}
+	for _, t := range r.GrammarTriggers {
+		g.triggers = append(g.triggers, []byte(t))
+	}
+	switch {
+	case g.think != nil && g.think.Inside:
+		g.phase = gateThinking
+	case g.think != nil:
+		g.phase = gateThinkStart
+	case g.lazy:
+		g.phase = gateWaiting
+	default:
+		return nil
+	}
+	return g
+}
+
+// checkGate validates the fields that shape a grammar's gate.
+func checkGate(r Request, vocab int) []error {
+	var errs []error
+	if (len(r.GrammarTriggers) > 0 || r.Think != nil) && r.Grammar == nil {
+		errs = append(errs, errors.New("grammar triggers and think tags need a grammar"))
+	}
+	if len(r.GrammarTriggers) > MaxGrammarTriggers {
+		errs = append(errs, fmt.Errorf("%d grammar triggers: at most %d", len(r.GrammarTriggers), MaxGrammarTriggers))
+	}
+	for _, t := range r.GrammarTriggers {
+		if t == "" || len(t) > maxTriggerBytes {
+			errs = append(errs, fmt.Errorf("a grammar trigger of %d bytes: want 1 to %d", len(t), maxTriggerBytes))
+			break
+		}
+	}
+	if t := r.Think; t != nil && (t.Open == "" || t.Close == "" || len(t.Open) > maxTagBytes || len(t.Close) > maxTagBytes) {
+		errs = append(errs, fmt.Errorf("think tags: want 1 to %d bytes each", maxTagBytes))
+	}
+	if len(r.Preserve) > MaxPreserve {
+		errs = append(errs, fmt.Errorf("%d preserved tokens: at most %d", len(r.Preserve), MaxPreserve))
+	}
+	for _, id := range r.Preserve {
+		if id < 0 || id >= vocab {
+			errs = append(errs, fmt.Errorf("preserved token %d outside the vocab of %d", id, vocab))
+			break
+		}
+	}
+	return errs
+}
+
+// constrains reports whether the next token is sampled under the grammar.
+func (rs *reqState) constrains() bool {
+	return rs.gm != nil && (rs.gate == nil || rs.gate.phase == gateActive || rs.gate.phase == gateThinkStart)
+}
+
+// grammarActive reports whether the grammar holds now (so its end ends the request).
+func (rs *reqState) grammarActive() bool {
+	return rs.gm != nil && (rs.gate == nil || rs.gate.phase == gateActive)
+}
+
+// opensThink reports whether a token's text opens the reasoning block.
+func (g *gate) opensThink(text []byte) bool {
+	return g.phase == gateThinkStart && bytes.HasPrefix(bytes.TrimLeft(text, " \t\r\n"), []byte(g.think.Open))
+}
+
+// grammarStep moves the grammar over a token that was not an end token,
+// through the gate; the error ends the request.
+func (e *Engine) grammarStep(rs *reqState, tok int) error {
+	g := rs.gate
+	if g == nil || g.phase == gateActive {
+		return e.acceptConstrained(rs, tok)
+	}
+	text := e.grammarVocab().text[tok]
+	if e.grammarVocab().control[tok] && !rs.preserved(tok) {
+		text = nil // not in the output
+	}
+	switch g.phase {
+	case gateThinkStart:
+		switch {
+		case g.opensThink(text):
+			g.phase = gateThinking
+			t := bytes.TrimLeft(text, " \t\r\n")
+			return e.afterText(rs, t[len(g.think.Open):])
+		case g.lazy:
+			g.phase = gateWaiting
+			return e.afterText(rs, text)
+		}
+		g.phase = gateActive
+		return e.acceptConstrained(rs, tok)
+	case gateThinking, gateWaiting:
+		return e.afterText(rs, text)
+	}
+	return nil
+}
+
+// afterText reads free output text: a reasoning block's close tag ends
+// the block, a trigger starts the grammar there.
+func (e *Engine) afterText(rs *reqState, text []byte) error {
+	g := rs.gate
+	g.window = append(g.window, text...)
+	if g.phase == gateThinking {
+		i := bytes.Index(g.window, []byte(g.think.Close))
+		if i < 0 {
+			g.window = tail(g.window, len(g.think.Close)-1)
+			return nil
+		}
+		rest := slices.Clone(g.window[i+len(g.think.Close):])
+		g.window = g.window[:0]
+		if g.lazy {
+			g.phase = gateWaiting
+			return e.afterText(rs, rest)
+		}
+		g.phase = gateActive
+		return e.feedGrammar(rs, rest)
+	}
+	if g.phase != gateWaiting {
+		return nil
+	}
+	at, longest := -1, 0
+	for _, t := range g.triggers {
+		if i := bytes.Index(g.window, t); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+		longest = max(longest, len(t))
+	}
+	if at < 0 {
+		g.window = tail(g.window, longest-1)
+		return nil
+	}
+	rest := slices.Clone(g.window[at:])
+	g.window = nil
+	g.phase = gateActive
+	return e.feedGrammar(rs, rest)
+}
+
+// feedGrammar gives the grammar text written before it took hold; text it
+// rejects turns it off for the rest of the request (the output was free
+// there, and stays so), as a model wrote a trigger it did not follow.
+func (e *Engine) feedGrammar(rs *reqState, text []byte) error {
+	if len(text) == 0 {
+		return nil
+	}
+	err := rs.gm.Accept(text)
+	if errors.Is(err, grammar.ErrTooComplex) {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	if err != nil {
+		rs.gate.phase = gateOff
+	}
+	return nil
+}
+
+func tail(b []byte, n int) []byte {
+	if n < 0 {
+		n = 0
+	}
+	if len(b) <= n {
+		return b
+	}
+	return append(b[:0], b[len(b)-n:]...)
+}
+
+// preserved reports whether the request keeps control token id's text.
+func (rs *reqState) preserved(id int) bool { return slices.Contains(rs.req.Preserve, id) }

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/batchd/batchd/engine/grammar"
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// toolGolden is one of llama.cpp's tool-calling generations in
+// models/grammar: its prompt tokens, the grammar and triggers it used.
+type toolGolden struct {
+	ID             string   `json:"id"`
+	Model          string   `json:"model"`
+	PromptTokens   []int    `json:"prompt_tokens"`
+	GrammarLazy    bool     `json:"grammar_lazy"`
+	Grammar        string   `json:"grammar"`
+	TriggerWords   []string `json:"grammar_trigger_words"`
+	TriggerTokens  []int    `json:"grammar_trigger_tokens"`
+	PreservedToken []int    `json:"preserved_tokens"`
+	StopStrings    []string `json:"stop_strings"`
+	OutputTokens   []int    `json:"output_tokens"`
+	Stop           string   `json:"stop"`
+}
+
+// TestToolGrammarsMatchLlamaCpp: under llama.cpp's tool grammars, lazy
+// ones with their triggers, the engine's greedy tokens are llama.cpp's,
+// alone and all of a model's cases together.
+func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testmodels.Dir(t), "grammar", "tools-cases.json"))
+	if err != nil {
+		t.Skip(err)
+	}
+	var gs []toolGolden
+	if err := json.Unmarshal(b, &gs); err != nil {
+		t.Fatal(err)
+	}
+	byModel := map[string][]toolGolden{}
+	for _, g := range gs {
+		byModel[g.Model] = append(byModel[g.Model], g)
+	}
+	for name, gs := range byModel {
+		t.Run(name, func(t *testing.T) {
+			m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch", name), model.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			e := startEngine(t, m, engineOpts{kvType: quant.F32})
+			req := func(g toolGolden) Request {
+				r := Request{Tokens: g.PromptTokens, MaxTokens: 128, Stop: g.StopStrings, Preserve: g.PreservedToken}
+				if g.Grammar != "" {
+					gr, err := grammar.Parse(g.Grammar)
+					if err != nil {
+						t.Fatalf("%s: %v", g.ID, err)
+					}
+					r.Grammar = gr
+					if g.GrammarLazy {
+						r.GrammarTriggers = g.TriggerWords
+						for _, id := range g.TriggerTokens {
+							r.GrammarTriggers = append(r.GrammarTriggers, m.Tokenizer.PieceText(id))
+						}
+					}
+				}
+				return r
+			}
+			for _, together := range []bool{false, true} {
+				var streams []*Stream
+				for i, g := range gs {
+					st, err := e.Submit(context.Background(), req(g))
+					if err != nil {
+						t.Fatal(err)
+					}
+					streams = append(streams, st)
+					if !together {
+						_, toks, done, err := st.Wait(context.Background())
+						if err != nil {
+							t.Fatal(err)
+						}
+						compareTool(t, together, gs[i], toks, done)
+					}
+				}
+				if together {
+					for i, st := range streams {
+						_, toks, done, err := st.Wait(context.Background())
+						if err != nil {
+							t.Fatal(err)
+						}
+						compareTool(t, together, gs[i], toks, done)
+					}
+				}
+			}
+		})
+	}
+}
+
+func compareTool(t *testing.T, together bool, g toolGolden, got []int, done Event) {
+	t.Helper()
+	want := FinishLength
+	if g.Stop == "eos" {
+		want = FinishStop
+	}
+	if !slices.Equal(got, g.OutputTokens) || done.Finish != want {
+		t.Errorf("%s (together %v): finish %s (%v), want %s\n got %v\nwant %v", g.ID, together, done.Finish, done.Err, want, got, g.OutputTokens)
+	}
+}
