@@ -111,7 +111,8 @@ func (p *pool) render(ctx context.Context, in Input) (string, error) {
 		return "", err
 	}
 	resp, err := p.call(ctx, w, &request{Op: "render", Messages: in.Messages, Tools: in.Tools, AGP: in.AddGenerationPrompt,
-		BOS: in.BOS, EOS: in.EOS, Now: in.Now.UnixNano(), TextOnly: in.TextOnly})
+		BOS: in.BOS, EOS: in.EOS, Now: in.Now.UnixNano(), TextOnly: in.TextOnly,
+		Polyfill: in.Polyfill, System: in.System, InSystem: in.ToolsInSystem, Vars: in.Vars})
 	if err != nil {
 		p.done(nil)
 		return "", err

@@ -17,6 +17,10 @@ type compiled struct {
 	// typedContent: the template prints content given as a list of parts
 	// but not content given as a string, so parts are passed as they are.
 	typedContent bool
+	// caps: what the template does with tools, probed at the first
+	// render that needs them, for the BOS and EOS texts in capsKey.
+	caps    *caps
+	capsKey string
 }
 
 func compile(name, src string) (t *compiled, err error) {
@@ -42,7 +46,7 @@ func (t *compiled) probe(typed bool) string {
 		content = `[{"type": "text", "text": "` + probeText + `"}]`
 	}
 	msgs, _ := parseJSON([]byte(`[{"role": "user", "content": ` + content + `}]`))
-	out, err := t.render(msgs, jinja.None(), Input{AddGenerationPrompt: true})
+	out, err := t.render(msgs, jinja.None(), Input{AddGenerationPrompt: true}, nil)
 	if err != nil || !strings.Contains(out, probeText) {
 		return ""
 	}
@@ -66,10 +70,51 @@ func (t *compiled) renderInput(in Input) (string, error) {
 			return "", fmt.Errorf("%w: tools: want an array", ErrInvalidMessages)
 		}
 	}
-	return t.render(msgs, tools, in)
+	vars, err := templateVars(in.Vars, sh)
+	if err != nil {
+		return "", err
+	}
+	if in.Polyfill || in.System != "" || hasToolCalls(msgs) {
+		if msgs, err = polyfill(msgs, tools, t.toolCaps(in), in); err != nil {
+			return "", err
+		}
+	}
+	return t.render(msgs, tools, in, vars)
 }
 
-func (t *compiled) render(msgs, tools jinja.Value, in Input) (out string, err error) {
+// reserved are the variables batchd sets; chat_template_kwargs may not.
+var reserved = map[string]bool{"messages": true, "tools": true, "add_generation_prompt": true, "bos_token": true,
+	"eos_token": true, "strftime_now": true, "range": true, "raise_exception": true}
+
+// templateVars reads chat_template_kwargs: a JSON object of variables.
+func templateVars(raw []byte, sh *shield) (map[string]jinja.Value, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	v, err := parseShielded(raw, sh)
+	if err != nil || !v.IsDict() {
+		return nil, fmt.Errorf("%w: chat_template_kwargs: want a JSON object", ErrInvalidMessages)
+	}
+	out := map[string]jinja.Value{}
+	for _, k := range v.AsDict().Keys {
+		if reserved[k] {
+			return nil, fmt.Errorf("%w: chat_template_kwargs: %q is set by batchd", ErrInvalidMessages, k)
+		}
+		out[k], _ = v.AsDict().Get(k)
+	}
+	return out, nil
+}
+
+func hasToolCalls(msgs jinja.Value) bool {
+	for _, m := range msgs.AsList().Items {
+		if v, ok := m.AsDict().Get("tool_calls"); ok && v.IsList() && len(v.AsList().Items) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *compiled) render(msgs, tools jinja.Value, in Input, vars map[string]jinja.Value) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &TemplateError{Name: t.name, Problem: fmt.Sprintf("the renderer failed: %v", r)}
@@ -87,6 +132,9 @@ func (t *compiled) render(msgs, tools jinja.Value, in Input) (out string, err er
 		"eos_token":             jinja.NewString(in.EOS),
 		"strftime_now":          jinja.NewCallable("strftime_now", strftime(now)),
 		"range":                 jinja.NewCallable("range", boundedRange),
+	}
+	for k, v := range vars {
+		data[k] = v
 	}
 	out, err = t.t.RenderValues(data)
 	if err != nil {

@@ -123,6 +123,18 @@ type Input struct {
 	// tokenizing with the mark (tokenizer.Options.TextMark) keeps from
 	// matching and then removes. A Marker the client wrote is doubled.
 	TextOnly []string
+	// Polyfill writes tools, calls and results the template does not
+	// render in a way it does (llama.cpp's polyfills; for requests with
+	// tools). Calls in the history are polyfilled whatever it says.
+	Polyfill bool
+	// System is text the conversation's system message gains (a tool
+	// format's instruction); ToolsInSystem puts the tools in the system
+	// message's "tools" (Phi-4-mini's template reads them there).
+	System        string
+	ToolsInSystem bool
+	// Vars are more template variables, a JSON object
+	// (chat_template_kwargs: enable_thinking, ...).
+	Vars []byte
 }
 
 // Render renders a conversation within the template's limits; ctx ending

@@ -50,6 +50,10 @@ type request struct {
 	EOS      string   `json:"eos,omitempty"`
 	Now      int64    `json:"now,omitempty"`
 	TextOnly []string `json:"text_only,omitempty"`
+	Polyfill bool     `json:"polyfill,omitempty"`
+	System   string   `json:"system,omitempty"`
+	InSystem bool     `json:"in_system,omitempty"`
+	Vars     []byte   `json:"vars,omitempty"`
 }
 
 // response is a worker's answer to one request.
@@ -115,7 +119,8 @@ func renderRequest(t *compiled, req *request, output int) response {
 		return response{Err: "no template loaded", Kind: "template"}
 	}
 	out, err := t.renderInput(Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: req.AGP,
-		BOS: req.BOS, EOS: req.EOS, Now: time.Unix(0, req.Now), TextOnly: req.TextOnly})
+		BOS: req.BOS, EOS: req.EOS, Now: time.Unix(0, req.Now), TextOnly: req.TextOnly,
+		Polyfill: req.Polyfill, System: req.System, ToolsInSystem: req.InSystem, Vars: req.Vars})
 	var te *TemplateError
 	switch {
 	case errors.Is(err, ErrInvalidMessages):
