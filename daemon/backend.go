@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/grammar"
 	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/engine/toolcall"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 )
@@ -52,12 +54,16 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 		return nil, err
 	}
 	toks := s.Tokens
+	var ct *chatTools
+	reasoningOpen := false
 	if s.Messages != nil {
-		r := chatRequest{Messages: s.Messages, Tools: s.Tools, AddGenerationPrompt: s.AddGenerationPrompt == nil || *s.AddGenerationPrompt}
-		if toks, err = chatPrompt(ctx, rt, r); err != nil {
+		if toks, ct, reasoningOpen, gr, err = b.chatPrompt(ctx, rt, s, gr); err != nil {
 			return nil, err
 		}
-	} else if toks == nil {
+	} else if len(s.Tools) > 0 || len(s.ToolChoice) > 0 || s.ReasoningFormat != "" || len(s.TemplateKwargs) > 0 {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "tools, tool_choice, reasoning_format and chat_template_kwargs need messages")
+	}
+	if s.Messages == nil && toks == nil {
 		// Reject what cannot fit before paying for tokenization.
 		tok, ctxLen := rt.Model.Tokenizer, rt.Model.Config.Context
 		if n := tok.MinTokens(s.Prompt); n+1 > ctxLen {
@@ -82,11 +88,42 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: seed,
 			FrequencyPenalty: s.FrequencyPenalty, PresencePenalty: s.PresencePenalty}}
-	st, err := rt.Engine.Submit(ctx, req)
-	if err != nil {
+	out := &stream{prompt: toks, tok: rt.Model.Tokenizer}
+	if ct != nil {
+		if err := ct.apply(&req, rt.Model.Tokenizer, reasoningOpen); err != nil {
+			return nil, err
+		}
+		out.parser = ct.parser(reasoningOpen)
+	}
+	if out.st, err = rt.Engine.Submit(ctx, req); err != nil {
 		return nil, wireError(err)
 	}
-	return &stream{st: st, prompt: toks, tok: rt.Model.Tokenizer}, nil
+	return out, nil
+}
+
+// chatPrompt renders a chat submit with its tools: the prompt tokens, the
+// request's tools, whether the prompt opened a reasoning block, and the
+// grammar (the structured-output one gr, or the tools').
+func (b ipcBackend) chatPrompt(ctx context.Context, rt *Runtime, s *wire.Submit, gr *grammar.Grammar) (
+	[]int, *chatTools, bool, *grammar.Grammar, error) {
+	ct, err := toolsOf(rt, s, gr != nil)
+	if err != nil {
+		return nil, nil, false, nil, err
+	}
+	r := chatRequest{Messages: s.Messages, Tools: s.Tools, AddGenerationPrompt: s.AddGenerationPrompt == nil || *s.AddGenerationPrompt}
+	if err := ct.render(&r, s.TemplateKwargs); err != nil {
+		return nil, nil, false, nil, err
+	}
+	toks, text, err := chatPrompt(ctx, rt, r)
+	if err != nil {
+		return nil, nil, false, nil, err
+	}
+	if gr == nil && ct.calls() {
+		if gr, err = ct.grammar(b.d); err != nil {
+			return nil, nil, false, nil, err
+		}
+	}
+	return toks, ct, ct.opensReasoning(text), gr, nil
 }
 
 func (b ipcBackend) Cancel(p ipc.Peer, id uint64, admin bool) error {
@@ -147,12 +184,22 @@ type stream struct {
 	st     *engine.Stream
 	prompt []int
 	tok    *tokenizer.Tokenizer
+	// parser splits a chat answer into content, reasoning and calls (nil:
+	// the text is the content); done is the terminal event, held while the
+	// parser's last delta goes out first.
+	parser *toolcall.Parser
+	done   *ipc.Event
 }
 
 func (s *stream) RequestID() uint64   { return s.st.ID() }
 func (s *stream) PromptTokens() []int { return s.prompt }
 
 func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
+	if s.done != nil {
+		ev := *s.done
+		s.done = nil
+		return ev, nil
+	}
 	ev, ok, err := s.st.Recv(ctx)
 	if err != nil {
 		return ipc.Event{}, err
@@ -161,7 +208,11 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 		return ipc.Event{}, errors.New("stream ended without a terminal event")
 	}
 	if !ev.Done {
-		return ipc.Event{Text: ev.Text, Tokens: ev.Tokens, Logprobs: s.logprobs(ev.Logprobs)}, nil
+		out := ipc.Event{Text: ev.Text, Tokens: ev.Tokens, Logprobs: s.logprobs(ev.Logprobs)}
+		if s.parser != nil {
+			out.Text, out.Reasoning, out.ToolCalls = deltaEvent(s.parser.Push(ev.Text))
+		}
+		return out, nil
 	}
 	d := &wire.Done{FinishReason: string(ev.Finish), Preemptions: ev.Preemptions,
 		Usage: wire.Usage{PromptTokens: ev.Usage.PromptTokens, CompletionTokens: ev.Usage.CompletionTokens,
@@ -172,7 +223,28 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 		e := wireError(ev.Err)
 		d.Code, d.Message = e.Code, e.Message
 	}
-	return ipc.Event{Text: ev.Text, Tokens: ev.Tokens, Done: d}, nil
+	if s.parser == nil {
+		return ipc.Event{Text: ev.Text, Tokens: ev.Tokens, Done: d}, nil
+	}
+	last := s.parser.Push(ev.Text)
+	fin := s.parser.Finish()
+	last.Content += fin.Content
+	last.Reasoning += fin.Reasoning
+	last.Calls = append(last.Calls, fin.Calls...)
+	if calls := s.parser.Calls(); len(calls) > 0 {
+		d.ToolCalls = wireCalls(calls)
+		if d.FinishReason == string(engine.FinishStop) {
+			d.FinishReason = "tool_calls"
+		}
+	}
+	done := ipc.Event{Tokens: ev.Tokens, Done: d}
+	if last.Empty() {
+		return done, nil
+	}
+	s.done = &done
+	out := ipc.Event{}
+	out.Text, out.Reasoning, out.ToolCalls = deltaEvent(last)
+	return out, nil
 }
 
 // logprobs gives each token its text and bytes for the wire.

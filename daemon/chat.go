@@ -64,12 +64,17 @@ type chatRequest struct {
 	// (model.parse_special_in_messages, the peers' behaviour); otherwise a
 	// user's <|im_start|> stays text and cannot forge a turn.
 	ParseSpecial bool
+	// Tool calling: chat.Input's Polyfill, System, ToolsInSystem, Vars.
+	Polyfill, ToolsInSystem bool
+	System                  string
+	Vars                    []byte
 }
 
 // renderChat renders a conversation with the template and the vocabulary's
 // BOS and EOS texts.
 func renderChat(ctx context.Context, t *chat.Template, tok *tokenizer.Tokenizer, r chatRequest) (string, error) {
-	in := chat.Input{Messages: r.Messages, Tools: r.Tools, AddGenerationPrompt: r.AddGenerationPrompt}
+	in := chat.Input{Messages: r.Messages, Tools: r.Tools, AddGenerationPrompt: r.AddGenerationPrompt,
+		Polyfill: r.Polyfill, System: r.System, ToolsInSystem: r.ToolsInSystem, Vars: r.Vars}
 	if !r.ParseSpecial {
 		in.TextOnly = tok.ControlTexts()
 	}
@@ -99,29 +104,29 @@ func tokenizeChat(ctx context.Context, tok *tokenizer.Tokenizer, text string) ([
 }
 
 // chatPrompt renders and tokenizes a chat request for the runtime, with the
-// errors a client gets on the wire.
-func chatPrompt(ctx context.Context, rt *Runtime, r chatRequest) ([]int, error) {
+// errors a client gets on the wire; it returns the tokens and the text.
+func chatPrompt(ctx context.Context, rt *Runtime, r chatRequest) ([]int, string, error) {
 	if rt.Chat == nil {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "chat: %v", rt.ChatErr)
+		return nil, "", wire.Errorf(wire.CodeInvalidArgument, "chat: %v", rt.ChatErr)
 	}
 	r.ParseSpecial = rt.ParseSpecialInMessages
 	text, err := renderChat(ctx, rt.Chat, rt.Model.Tokenizer, r)
 	var te *chat.TemplateError
 	switch {
 	case errors.As(err, &te) || errors.Is(err, chat.ErrInvalidMessages):
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+		return nil, "", wire.Errorf(wire.CodeInvalidArgument, "%v", err)
 	case ctx.Err() != nil:
-		return nil, wire.Errorf(wire.CodeUnavailable, "chat: %v", err)
+		return nil, "", wire.Errorf(wire.CodeUnavailable, "chat: %v", err)
 	case err != nil:
-		return nil, wire.Errorf(wire.CodeInternal, "chat: %v", err)
+		return nil, "", wire.Errorf(wire.CodeInternal, "chat: %v", err)
 	}
 	if n := rt.Model.Tokenizer.MinTokens(text); n+1 > rt.Model.Config.Context {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "conversation of %d bytes is at least %d tokens: more than the context of %d",
+		return nil, "", wire.Errorf(wire.CodeInvalidArgument, "conversation of %d bytes is at least %d tokens: more than the context of %d",
 			len(text), n+1, rt.Model.Config.Context)
 	}
 	toks, err := tokenizeChat(ctx, rt.Model.Tokenizer, text)
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
+		return nil, "", wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
 	}
-	return toks, nil
+	return toks, text, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/toolcall"
 	"github.com/batchd/batchd/ipc"
 )
 
@@ -80,6 +81,10 @@ type ModelConfig struct {
 	// message's control-token text is tokenized as text, the template's
 	// own markup as tokens (restart).
 	ParseSpecialInMessages bool `toml:"parse_special_in_messages"`
+	// ToolFormat is how the model writes tool calls: "auto" (default:
+	// detected from the chat template) or hermes, llama3, mistral-nemo,
+	// phi4, deepseek-r1, generic (restart).
+	ToolFormat string `toml:"tool_format"`
 }
 
 // ServerConfig is the socket and who may use it.
@@ -307,6 +312,9 @@ func (c *Config) Validate() error {
 // validateDurations checks the durations.
 func (c *Config) validateDurations() []error {
 	var errs []error
+	if _, err := toolcall.ParseFormat(c.Model.ToolFormat); err != nil {
+		errs = append(errs, fmt.Errorf("model.tool_format: %w", err))
+	}
 	if c.Model.ChatTemplateTimeout.Duration < 0 {
 		errs = append(errs, fmt.Errorf("model.chat_template_timeout %v must be >= 0", c.Model.ChatTemplateTimeout))
 	}

@@ -41,6 +41,7 @@ func restartFields() []restartField {
 		field("model.chat_template", func(c *Config) *string { return &c.Model.ChatTemplate }),
 		field("model.chat_template_timeout", func(c *Config) *Duration { return &c.Model.ChatTemplateTimeout }),
 		field("model.parse_special_in_messages", func(c *Config) *bool { return &c.Model.ParseSpecialInMessages }),
+		field("model.tool_format", func(c *Config) *string { return &c.Model.ToolFormat }),
 		field("server.socket", func(c *Config) *string { return &c.Server.Socket }),
 		field("server.socket_mode", func(c *Config) *string { return &c.Server.SocketMode }),
 		field("server.socket_group", func(c *Config) *string { return &c.Server.SocketGroup }),

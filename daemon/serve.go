@@ -468,9 +468,9 @@ func engineConfig(c Config, configPath string) EngineConfig {
 	}
 	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format, ProfilesDir: dir,
 		ChatTemplate: c.Model.ChatTemplate, ChatTemplateTimeout: c.Model.ChatTemplateTimeout.Duration,
-		ParseSpecialInMessages: c.Model.ParseSpecialInMessages,
-		Channels:               c.channelPolicies(),
-		BlockSize:              c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
+		ParseSpecialInMessages: c.Model.ParseSpecialInMessages, ToolFormat: c.Model.ToolFormat,
+		Channels:  c.channelPolicies(),
+		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
 		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.scheduler(),
 		MaxQueue: c.Engine.MaxQueue}
 }

@@ -28,6 +28,8 @@ type EngineConfig struct {
 	ChatTemplateTimeout time.Duration
 	// ParseSpecialInMessages lets chat messages spell control tokens.
 	ParseSpecialInMessages bool
+	// ToolFormat: a tool-call format name; "" or "auto" detects it.
+	ToolFormat string
 
 	// Zero values below are planned from the hardware profile (hwprofile).
 	BlockSize     int // tokens per KV block
@@ -62,8 +64,11 @@ type Runtime struct {
 	ChatErr error
 	// ParseSpecialInMessages: model.parse_special_in_messages.
 	ParseSpecialInMessages bool
-	backend                backend.Backend
-	cancel                 context.CancelFunc
+	// Tools is how the model writes tool calls and reasons (detected
+	// from the chat template unless configured).
+	Tools   toolSupport
+	backend backend.Backend
+	cancel  context.CancelFunc
 }
 
 // OpenEngine loads the model, sizes the KV pool, and starts the engine loop.
@@ -121,8 +126,13 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		"block_size", plan.BlockSize, "kv_bytes", int64(plan.KVTokens)*int64(plan.KVBytesPerToken),
 		"max_context", plan.MaxContext, "full_context_seqs", plan.FullContextSeqs, "max_num_seqs", plan.MaxNumSeqs,
 		"max_num_batched_tokens", plan.MaxNumBatchedTokens, "threads", plan.Threads, "fallbacks", det.Fallbacks)
+	tools := detectTools(tmpl, cfg.ToolFormat)
+	if tmpl != nil {
+		log.Info("chat template", "template", tmpl.Name(), "tool_format", tools.format, "tool_format_label", tools.format.Label(),
+			"reasoning", tools.reasoning != nil)
+	}
 	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: chatErr,
-		ParseSpecialInMessages: cfg.ParseSpecialInMessages, backend: be, cancel: cancel}, nil
+		ParseSpecialInMessages: cfg.ParseSpecialInMessages, Tools: tools, backend: be, cancel: cancel}, nil
 }
 
 func closeChat(t *chat.Template) error {

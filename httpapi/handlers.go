@@ -152,7 +152,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 		})
 		return
 	}
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	var lps []wire.Logprob
 	for {
 		ev, err := st.Next(context.Background())
@@ -161,9 +161,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 			return
 		}
 		text.WriteString(ev.Text)
+		reasoning.WriteString(ev.Reasoning)
 		lps = append(lps, ev.Logprobs...)
 		if ev.Done != nil {
-			out.whole(text.String(), lps, ev.Done)
+			out.whole(text.String(), reasoning.String(), lps, ev.Done)
 			return
 		}
 	}
@@ -214,7 +215,7 @@ func usageOf(d *wire.Done) *usage {
 // terminalError is the error of a request the server ended (a drain, an
 // engine failure), or nil for one that finished.
 func terminalError(d *wire.Done) *httpError {
-	if d.FinishReason == "stop" || d.FinishReason == "length" {
+	if d.FinishReason == "stop" || d.FinishReason == "length" || d.FinishReason == "tool_calls" {
 		return nil
 	}
 	if d.Code == "" {
@@ -223,7 +224,7 @@ func terminalError(d *wire.Done) *httpError {
 	return fromWire(&wire.Error{Code: d.Code, Message: d.Message})
 }
 
-func (a *answer) whole(text string, lps []wire.Logprob, d *wire.Done) {
+func (a *answer) whole(text, reasoning string, lps []wire.Logprob, d *wire.Done) {
 	if herr := terminalError(d); herr != nil {
 		writeError(a.w, herr)
 		return
@@ -231,8 +232,14 @@ func (a *answer) whole(text string, lps []wire.Logprob, d *wire.Done) {
 	finish := d.FinishReason
 	var resp response
 	if a.chat {
-		resp = a.envelope("chat.completion", []chatChoice{{Message: &chatMessage{Role: "assistant", Content: text},
-			Logprobs: a.logprobsOf(lps), FinishReason: &finish}})
+		m := &chatMessage{Role: "assistant", Content: &text, ReasoningContent: reasoning}
+		if len(d.ToolCalls) > 0 {
+			m.ToolCalls = toolCallsOf(d.ToolCalls)
+			if text == "" {
+				m.Content = nil // OpenAI's content of an answer that is only calls
+			}
+		}
+		resp = a.envelope("chat.completion", []chatChoice{{Message: m, Logprobs: a.logprobsOf(lps), FinishReason: &finish}})
 	} else {
 		resp = a.envelope("text_completion", []completionChoice{{Text: text, Logprobs: a.logprobsOf(lps), FinishReason: &finish}})
 	}
@@ -275,6 +282,27 @@ func (a *answer) chunk(text *string, role string, finish *string, lps []wire.Log
 	return a.envelope("text_completion", []completionChoice{{Text: t, Logprobs: lp, FinishReason: finish}})
 }
 
+// deltaChunk is a chunk of one event's deltas: content, reasoning and
+// calls (chat), or text.
+func (a *answer) deltaChunk(ev ipc.Event) response {
+	text := ev.Text
+	r := a.chunk(&text, "", nil, ev.Logprobs)
+	if !a.chat {
+		return r
+	}
+	d := r.Choices.([]chatChoice)[0].Delta
+	if text == "" && (ev.Reasoning != "" || len(ev.ToolCalls) > 0) {
+		d.Content = nil
+	}
+	if ev.Reasoning != "" {
+		d.ReasoningContent = &ev.Reasoning
+	}
+	if len(ev.ToolCalls) > 0 {
+		d.ToolCalls = toolDeltasOf(ev.ToolCalls)
+	}
+	return r
+}
+
 // stream answers with server-sent events: a role chunk (chat), a chunk per
 // delta, a final chunk with finish_reason, a usage chunk if asked, then
 // [DONE]. A client that stops reading gets its request cancelled.
@@ -301,9 +329,8 @@ func (a *answer) stream(st ipc.RequestStream, includeUsage bool, cancel func()) 
 			cancel()
 			cancelled = true
 		}
-		if ev.Text != "" || len(ev.Logprobs) > 0 {
-			text := ev.Text
-			a.event(a.chunk(&text, "", nil, ev.Logprobs))
+		if ev.Text != "" || len(ev.Logprobs) > 0 || ev.Reasoning != "" || len(ev.ToolCalls) > 0 {
+			a.event(a.deltaChunk(ev))
 		}
 		if ev.Done == nil {
 			continue

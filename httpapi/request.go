@@ -101,8 +101,8 @@ func chatSubmit(req *chatRequest, r *http.Request) (*wire.Submit, *httpError) {
 		return nil, herr
 	}
 	s.Messages = wire.JSON(req.Messages)
-	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		s.Tools = wire.JSON(req.Tools)
+	if herr := toolsFrom(req, s); herr != nil {
+		return nil, herr
 	}
 	return s, nil
 }

@@ -11,7 +11,16 @@ import (
 type chatRequest struct {
 	Model    string          `json:"model"`
 	Messages json.RawMessage `json:"messages"`
-	Tools    json.RawMessage `json:"tools"`
+	// Tool calling (tools.go): OpenAI's fields, llama.cpp's and vLLM's
+	// reasoning_format and chat_template_kwargs; the legacy functions and
+	// function_call are refused by name.
+	Tools              json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls  *bool           `json:"parallel_tool_calls"`
+	ReasoningFormat    string          `json:"reasoning_format"`
+	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs"`
+	Functions          json.RawMessage `json:"functions"`
+	FunctionCall       json.RawMessage `json:"function_call"`
 	samplingFields
 }
 
@@ -103,14 +112,40 @@ type promptTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+// chatMessage is an answer: content null when it is only calls.
 type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// toolCall is OpenAI's message.tool_calls[i].
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// toolCallDelta is a streamed piece of a call: index, id, type and name
+// first, then arguments in pieces.
+type toolCallDelta struct {
+	Index    int          `json:"index"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function functionCall `json:"function"`
 }
 
 type chatChoice struct {

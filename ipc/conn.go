@@ -250,7 +250,7 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 			c.release()
 		}
 	}()
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	var toks []int
 	var lps []wire.Logprob
 	for {
@@ -261,9 +261,11 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 		}
 		if ev.Done == nil {
 			if stream {
-				c.send(&wire.Token{Type: wire.TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens, Logprobs: ev.Logprobs})
+				c.send(&wire.Token{Type: wire.TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens, Logprobs: ev.Logprobs,
+					Reasoning: ev.Reasoning, ToolCalls: ev.ToolCalls})
 			} else {
 				text.WriteString(ev.Text)
+				reasoning.WriteString(ev.Reasoning)
 				toks = append(toks, ev.Tokens...)
 				lps = append(lps, ev.Logprobs...)
 			}
@@ -276,6 +278,7 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 		d.Type, d.ID = wire.TypeDone, id
 		if !stream {
 			d.Text, d.Tokens, d.PromptTokens, d.Logprobs = text.String(), toks, st.PromptTokens(), lps
+			d.Reasoning = reasoning.String()
 		}
 		// The slot is free before the client hears: a client that submits
 		// again the moment it has its answer is not over its cap.

@@ -44,10 +44,12 @@ type RequestStream interface {
 
 // Event is a text delta, or the terminal wire.Done.
 type Event struct {
-	Text     string
-	Tokens   []int
-	Logprobs []wire.Logprob
-	Done     *wire.Done
+	Text      string // content
+	Tokens    []int
+	Logprobs  []wire.Logprob
+	Reasoning string
+	ToolCalls []wire.ToolCallDelta
+	Done      *wire.Done
 }
 
 // Options configure a Server.

@@ -40,10 +40,21 @@ type Request struct {
 	// daemon parses it into tokens by default, as llama.cpp's server does).
 	LiteralSpecial bool
 	// Messages makes a chat request instead of Prompt or Tokens: the
-	// model's chat template renders them. Tools are passed to templates
-	// that use them (an OpenAI-style tools array, as JSON).
-	Messages []Message
-	Tools    json.RawMessage
+	// model's chat template renders them. Tools (an OpenAI-style tools
+	// array, as JSON) are the functions the model may call: its calls come
+	// back parsed in Result.ToolCalls. ToolChoice is "auto" (""), "none",
+	// "required" or a function's name; NoParallelToolCalls allows one
+	// call per answer.
+	Messages            []Message
+	Tools               json.RawMessage
+	ToolChoice          string
+	NoParallelToolCalls bool
+	// KeepReasoning leaves a <think> block in Text (reasoning_format
+	// none); by default it comes apart, in Reasoning.
+	KeepReasoning bool
+	// TemplateKwargs are more chat template variables, as a JSON object
+	// (Qwen 3's {"enable_thinking": false}).
+	TemplateKwargs json.RawMessage
 	// Structured output, at most one: a GBNF Grammar, a JSONSchema (refusing
 	// keywords it cannot enforce unless SchemaNotStrict), any JSON object,
 	// a Regex the whole output matches, or one of Choice.
@@ -67,6 +78,10 @@ type Delta struct {
 	Text      string
 	Tokens    []int
 	Logprobs  []wire.Logprob // one per token, when the request asked
+	// Reasoning is a piece of the model's reasoning; ToolCalls are pieces
+	// of its calls (a call's first piece has its ID and Name).
+	Reasoning string
+	ToolCalls []wire.ToolCallDelta
 }
 
 // Result is a finished request.
@@ -80,11 +95,16 @@ type Result struct {
 	Timings      wire.Timings
 	Preemptions  int
 	Logprobs     []wire.Logprob // one per token in Tokens, when the request asked
+	// Reasoning: the model's <think> block, apart from Text; ToolCalls:
+	// the calls it made (FinishReason "tool_calls").
+	Reasoning string
+	ToolCalls []wire.ToolCall
 }
 
 // Message is one turn of a conversation. Content is the text; Parts, when
 // set, is content as a list of text parts instead. Other OpenAI fields
-// (tool calls, names) go in Extra and reach the template as they are.
+// (tool calls, names) go in Extra and reach the template as they are
+// (UnmarshalJSON keeps each as its json.RawMessage, key order and all).
 type Message struct {
 	Role    string
 	Content string
@@ -160,11 +180,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		if m.Extra == nil {
 			m.Extra = map[string]any{}
 		}
-		var x any
-		if err := json.Unmarshal(v, &x); err != nil {
-			return err
-		}
-		m.Extra[k] = x
+		m.Extra[k] = append(json.RawMessage(nil), v...) // as written: a tool call's key order reaches the template
 	}
 	return nil
 }
@@ -191,6 +207,24 @@ func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
 		s.Messages = wire.JSON(b)
 		if len(r.Tools) > 0 {
 			s.Tools = wire.JSON(r.Tools)
+		}
+		switch r.ToolChoice {
+		case "":
+		case "auto", "none", "required":
+			s.ToolChoice = wire.JSON(`"` + r.ToolChoice + `"`)
+		default:
+			b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": r.ToolChoice}})
+			s.ToolChoice = wire.JSON(b)
+		}
+		if r.NoParallelToolCalls {
+			f := false
+			s.ParallelToolCalls = &f
+		}
+		if r.KeepReasoning {
+			s.ReasoningFormat = "none"
+		}
+		if len(r.TemplateKwargs) > 0 {
+			s.TemplateKwargs = wire.JSON(r.TemplateKwargs)
 		}
 		if r.NoGenerationPrompt {
 			f := false
@@ -248,10 +282,12 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 				return res, err
 			}
 			res.Text += t.Text
+			res.Reasoning += t.Reasoning
 			res.Tokens = append(res.Tokens, t.Tokens...)
 			res.Logprobs = append(res.Logprobs, t.Logprobs...)
 			if fn != nil {
-				if err := fn(Delta{RequestID: acc.RequestID, Text: t.Text, Tokens: t.Tokens, Logprobs: t.Logprobs}); err != nil {
+				if err := fn(Delta{RequestID: acc.RequestID, Text: t.Text, Tokens: t.Tokens, Logprobs: t.Logprobs,
+					Reasoning: t.Reasoning, ToolCalls: t.ToolCalls}); err != nil {
 					c.abandon(id)
 					return res, err
 				}
@@ -263,7 +299,9 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 			}
 			if fn == nil {
 				res.Text, res.Tokens, res.PromptTokens, res.Logprobs = d.Text, d.Tokens, d.PromptTokens, d.Logprobs
+				res.Reasoning = d.Reasoning
 			}
+			res.ToolCalls = d.ToolCalls
 			res.FinishReason, res.Usage, res.Timings, res.Preemptions = d.FinishReason, d.Usage, d.Timings, d.Preemptions
 			if d.FinishReason == "error" {
 				return res, &wire.Error{Code: d.Code, Message: d.Message}

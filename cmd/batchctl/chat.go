@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,9 +32,21 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 	seed := fs.Int64("seed", client.SeedRandom, "sampling seed (default -1: a new one per reply)")
 	fs.Var(&stops, "stop", "stop string (repeatable)")
 	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")
+	tools := fs.String("tools", "", "JSON file: an OpenAI-style tools array the model may call (calls are shown, not run)")
+	fs.StringVar(&r.ToolChoice, "tool-choice", "", "auto (default), none, required, or a function's name")
 	return func(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 0 {
 			return usageErr{fmt.Errorf("chat takes no arguments (use --message TEXT for one turn), got %q", args)}
+		}
+		if *tools != "" {
+			b, err := os.ReadFile(*tools)
+			if err != nil {
+				return err
+			}
+			if !json.Valid(b) {
+				return fmt.Errorf("%s: not JSON", *tools)
+			}
+			r.Tools = b
 		}
 		r.Temperature, r.TopP, r.Stop = float32(*temp), float32(*topP), stops
 		c, err := dial(ctx, socket)
@@ -51,6 +64,9 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 			r.Seed = *seed
 			var reply strings.Builder
 			res, err := c.Generate(ctx, r, func(d client.Delta) error {
+				if d.Reasoning != "" { // the thought, apart from the answer
+					_, _ = io.WriteString(stderr, d.Reasoning)
+				}
 				reply.WriteString(d.Text)
 				_, err := io.WriteString(stdout, d.Text)
 				return err
@@ -59,10 +75,20 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 			if err != nil {
 				return err
 			}
-			if res.FinishReason != "stop" && res.FinishReason != "length" {
+			if res.FinishReason != "stop" && res.FinishReason != "length" && res.FinishReason != "tool_calls" {
 				return fmt.Errorf("request %d ended: %s", res.RequestID, res.FinishReason)
 			}
-			history = append(r.Messages, client.Message{Role: "assistant", Content: reply.String()})
+			answer := client.Message{Role: "assistant", Content: reply.String()}
+			if len(res.ToolCalls) > 0 {
+				var calls []map[string]any
+				for _, tc := range res.ToolCalls {
+					fmt.Fprintf(stdout, "call %s %s(%s)\n", tc.ID, tc.Name, tc.Arguments)
+					calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
+						"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+				}
+				answer.Extra = map[string]any{"tool_calls": calls}
+			}
+			history = append(r.Messages, answer)
 			return nil
 		}
 		if *message != "" {

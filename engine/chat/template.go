@@ -98,6 +98,9 @@ func CompileLimits(name, src string, limits Limits) (*Template, error) {
 // Name says where the template came from (a file, a builtin name, "gguf").
 func (t *Template) Name() string { return t.name }
 
+// Source is the template's text.
+func (t *Template) Source() string { return t.pool.src }
+
 // Close stops the template's worker processes; renders after it fail.
 func (t *Template) Close() error {
 	t.pool.close()

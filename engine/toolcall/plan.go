@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/batchd/batchd/engine/grammar"
@@ -36,6 +37,45 @@ type Options struct {
 	// AfterReasoning: the grammar starts where a reasoning block ends, so
 	// it takes the whitespace a model writes after the block.
 	AfterReasoning bool
+}
+
+// PromptOptions are what a format needs of the rendered conversation: an
+// instruction in the system message (Generic, when calls may come), the
+// tools in the system message (Phi-4-mini's template reads them there),
+// and template variables (Llama 3.x: the tools in the system message, as
+// llama.cpp renders them). vars are JSON members, or "".
+func PromptOptions(f Format, tools []Tool, c Choice) (system string, toolsInSystem bool, vars map[string]string) {
+	if len(tools) == 0 {
+		return "", false, nil
+	}
+	switch f {
+	case Generic:
+		if c.Mode != None {
+			system = genericSystem
+		}
+	case Phi4:
+		toolsInSystem = true
+	case Llama3:
+		vars = map[string]string{"tools_in_user_message": "false"}
+	}
+	return system, toolsInSystem, vars
+}
+
+// ParseFormat reads a configured format name; "" and "auto" are ok with f "".
+func ParseFormat(name string) (Format, error) {
+	if name == "" || name == "auto" {
+		return "", nil
+	}
+	for _, f := range Formats {
+		if string(f) == name {
+			return f, nil
+		}
+	}
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("tool format %q: want auto or one of %s", name, strings.Join(names, ", "))
 }
 
 // genericSystem is llama.cpp's instruction for the Generic format.

@@ -74,8 +74,20 @@ type Submit struct {
 	// Messages: a conversation (an OpenAI-style messages array) that the
 	// model's chat template renders into the prompt; instead of Prompt and Tokens.
 	Messages JSON `msgpack:"messages,omitempty"`
-	// Tools: an OpenAI-style tools array for templates that use them.
-	Tools JSON `msgpack:"tools,omitempty"`
+	// Tools: an OpenAI-style tools array, rendered by the template; the
+	// model's calls come back parsed (Done.ToolCalls). ToolChoice is
+	// "auto" (absent), "none", "required" or {"type": "function",
+	// "function": {"name": ...}}; ParallelToolCalls (absent: true) lets
+	// one answer hold several calls.
+	Tools             JSON  `msgpack:"tools,omitempty"`
+	ToolChoice        JSON  `msgpack:"tool_choice,omitempty"`
+	ParallelToolCalls *bool `msgpack:"parallel_tool_calls,omitempty"`
+	// ReasoningFormat: "auto" (absent) returns a <think> block apart
+	// (Token.Reasoning, Done.Reasoning); "none" leaves it in the text.
+	ReasoningFormat string `msgpack:"reasoning_format,omitempty"`
+	// TemplateKwargs: more variables for the chat template, a JSON object
+	// (Qwen 3's {"enable_thinking": false}).
+	TemplateKwargs JSON `msgpack:"chat_template_kwargs,omitempty"`
 	// Structured output, at most one: a GBNF grammar, a JSON Schema (strict
 	// unless JSONSchemaStrict is false), any JSON object, a regular
 	// expression the whole output matches, or one of a list of strings.
@@ -106,6 +118,28 @@ type Token struct {
 	Text     string    `msgpack:"text"`
 	Tokens   []int     `msgpack:"tokens"`
 	Logprobs []Logprob `msgpack:"logprobs,omitempty"` // one per token, when asked
+	// Reasoning is a delta of the model's reasoning; ToolCalls are pieces
+	// of its calls (a call's first piece has its id and name, later ones
+	// more arguments). Text is then the answer's content alone.
+	Reasoning string          `msgpack:"reasoning,omitempty"`
+	ToolCalls []ToolCallDelta `msgpack:"tool_calls,omitempty"`
+}
+
+// ToolCallDelta is a piece of call Index: ID and Name on its first piece,
+// Arguments (JSON text) in pieces that add up to the call's.
+type ToolCallDelta struct {
+	Index     int    `msgpack:"index"`
+	ID        string `msgpack:"id,omitempty"`
+	Name      string `msgpack:"name,omitempty"`
+	Arguments string `msgpack:"arguments"`
+}
+
+// ToolCall is a call the model made: a function's name and its arguments
+// as JSON text.
+type ToolCall struct {
+	ID        string `msgpack:"id"`
+	Name      string `msgpack:"name"`
+	Arguments string `msgpack:"arguments"`
 }
 
 // TokenLogprob is a token with its log-probability under the model's
@@ -146,13 +180,17 @@ type Timings struct {
 type Done struct {
 	Type         string `msgpack:"type"`
 	ID           uint64 `msgpack:"id"`
-	FinishReason string `msgpack:"finish_reason"` // stop, length, cancelled, error
+	FinishReason string `msgpack:"finish_reason"` // stop, length, tool_calls, cancelled, error
 	Text         string `msgpack:"text,omitempty"`
 	Tokens       []int  `msgpack:"tokens,omitempty"`
 	PromptTokens []int  `msgpack:"prompt_tokens,omitempty"`
 	// Logprobs of a request without stream that asked for them.
-	Logprobs    []Logprob `msgpack:"logprobs,omitempty"`
-	Usage       Usage     `msgpack:"usage"`
+	Logprobs []Logprob `msgpack:"logprobs,omitempty"`
+	// Reasoning of a request without stream; ToolCalls: every call the
+	// answer made (streamed or not), finish_reason then tool_calls.
+	Reasoning   string     `msgpack:"reasoning,omitempty"`
+	ToolCalls   []ToolCall `msgpack:"tool_calls,omitempty"`
+	Usage       Usage      `msgpack:"usage"`
 	Timings     Timings   `msgpack:"timings"`
 	Preemptions int       `msgpack:"preemptions"`
 	Code        string    `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)

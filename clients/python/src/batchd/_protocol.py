@@ -64,6 +64,10 @@ def submit_message(
     parse_special: Optional[bool] = None,
     messages: Optional[Sequence[Dict[str, Any]]] = None,
     tools: Optional[Sequence[Dict[str, Any]]] = None,
+    tool_choice: Optional[Any] = None,
+    parallel_tool_calls: Optional[bool] = None,
+    reasoning_format: Optional[str] = None,
+    chat_template_kwargs: Optional[Dict[str, Any]] = None,
     add_generation_prompt: Optional[bool] = None,
     frequency_penalty: float = 0.0,
     presence_penalty: float = 0.0,
@@ -85,6 +89,17 @@ def submit_message(
         msg["messages"] = list(messages)
         if tools:
             msg["tools"] = list(tools)
+        if tool_choice is not None:
+            # "auto", "none", "required", a function's name, or OpenAI's object.
+            if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "required"):
+                tool_choice = {"type": "function", "function": {"name": tool_choice}}
+            msg["tool_choice"] = tool_choice
+        if parallel_tool_calls is not None:
+            msg["parallel_tool_calls"] = bool(parallel_tool_calls)
+        if reasoning_format:
+            msg["reasoning_format"] = reasoning_format
+        if chat_template_kwargs:
+            msg["chat_template_kwargs"] = dict(chat_template_kwargs)
         if add_generation_prompt is not None:
             msg["add_generation_prompt"] = bool(add_generation_prompt)
     elif tokens is not None:
@@ -130,6 +145,10 @@ class Result:
     preemptions: int = 0
     # With logprobs=True: per token {token, logprob, text, bytes, top: [...]}.
     logprobs: List[Dict[str, Any]] = field(default_factory=list)
+    # The model's <think> block, apart from text; its tool calls:
+    # [{id, name, arguments (JSON text)}], finish_reason "tool_calls".
+    reasoning: str = ""
+    tool_calls: List[Dict[str, Any]] = field(default_factory=list)
 
 
 def finish(result: Result, done: Dict[str, Any], streamed: bool) -> Result:
@@ -138,6 +157,8 @@ def finish(result: Result, done: Dict[str, Any], streamed: bool) -> Result:
         result.tokens = list(done.get("tokens") or [])
         result.prompt_tokens = list(done.get("prompt_tokens") or [])
         result.logprobs = list(done.get("logprobs") or [])
+        result.reasoning = done.get("reasoning", "")
+    result.tool_calls = [dict(c) for c in (done.get("tool_calls") or [])]
     result.finish_reason = done.get("finish_reason", "")
     result.usage = dict(done.get("usage") or {})
     result.timings = dict(done.get("timings") or {})

@@ -129,7 +129,8 @@ class Client:
         params: max_tokens, temperature, top_k, top_p, min_p,
         repetition_penalty, frequency_penalty, presence_penalty, seed, stop,
         stop_token_ids, priority, channel, parse_special (False keeps
-        special-token text as text); messages, tools and
+        special-token text as text); messages, tools, tool_choice,
+        parallel_tool_calls, reasoning_format, chat_template_kwargs and
         add_generation_prompt for a chat (see chat).
         """
         return self._run(prompt, tokens, params)
@@ -137,7 +138,11 @@ class Client:
     def chat(self, messages: Sequence[Dict[str, Any]], **params: Any) -> p.Result:
         """Run a chat: messages (OpenAI-style dicts, role and content) are
         rendered with the model's chat template. params as for generate,
-        with tools and add_generation_prompt (default True)."""
+        with tools (OpenAI-style; the model's calls come back parsed in
+        result.tool_calls), tool_choice ("auto", "none", "required" or a
+        function's name), parallel_tool_calls, reasoning_format ("none"
+        keeps a <think> block in text; by default it is result.reasoning),
+        chat_template_kwargs and add_generation_prompt (default True)."""
         return self._run(None, None, dict(params, messages=messages))
 
     def stream_chat(self, messages: Sequence[Dict[str, Any]], **params: Any) -> "Stream":
@@ -163,6 +168,7 @@ class Client:
                 msg = self._get(q)
                 if msg["type"] == "token":
                     result.text += msg.get("text", "")
+                    result.reasoning += msg.get("reasoning", "")
                     result.tokens.extend(msg.get("tokens") or [])
                     result.logprobs.extend(msg.get("logprobs") or [])
                     yield msg.get("text", "")
