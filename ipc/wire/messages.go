@@ -191,10 +191,10 @@ type Done struct {
 	Reasoning   string     `msgpack:"reasoning,omitempty"`
 	ToolCalls   []ToolCall `msgpack:"tool_calls,omitempty"`
 	Usage       Usage      `msgpack:"usage"`
-	Timings     Timings   `msgpack:"timings"`
-	Preemptions int       `msgpack:"preemptions"`
-	Code        string    `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)
-	Message     string    `msgpack:"message,omitempty"`
+	Timings     Timings    `msgpack:"timings"`
+	Preemptions int        `msgpack:"preemptions"`
+	Code        string     `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)
+	Message     string     `msgpack:"message,omitempty"`
 }
 
 // Cancel ends a request: by the ID it was submitted with on this connection,
