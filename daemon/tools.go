@@ -64,7 +64,7 @@ func toolsOf(rt *Runtime, s *wire.Submit, structured bool) (*chatTools, error) {
 	}
 	parallel := s.ParallelToolCalls == nil || *s.ParallelToolCalls
 	ct.plan, err = toolcall.Build(ct.support.format, ct.tools, ct.choice,
-		toolcall.Options{Parallel: parallel, AfterReasoning: ct.support.reasoning != nil})
+		toolcall.Options{Parallel: parallel})
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
 	}

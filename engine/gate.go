@@ -32,6 +32,7 @@ const (
 	gateActive     gatePhase = iota // every token fits the grammar
 	gateThinkStart                  // the first token: the grammar's, or one that opens a reasoning block
 	gateThinking                    // in the block: free until its close tag
+	gateAfterThink                  // after the block: whitespace, or the grammar's first token
 	gateWaiting                     // lazy: free until a trigger
 	gateOff                         // a trigger was followed by text the grammar rejects: free to the end
 )
@@ -97,7 +98,11 @@ func checkGate(r Request, vocab int) []error {
 
 // constrains reports whether the next token is sampled under the grammar.
 func (rs *reqState) constrains() bool {
-	return rs.gm != nil && (rs.gate == nil || rs.gate.phase == gateActive || rs.gate.phase == gateThinkStart)
+	if rs.gm == nil {
+		return false
+	}
+	g := rs.gate
+	return g == nil || g.phase == gateActive || g.phase == gateThinkStart || g.phase == gateAfterThink
 }
 
 // grammarActive reports whether the grammar holds now (so its end ends the request).
@@ -108,6 +113,22 @@ func (rs *reqState) grammarActive() bool {
 // opensThink reports whether a token's text opens the reasoning block.
 func (g *gate) opensThink(text []byte) bool {
 	return g.phase == gateThinkStart && bytes.HasPrefix(bytes.TrimLeft(text, " \t\r\n"), []byte(g.think.Open))
+}
+
+// maxSpaceAfterThink bounds the whitespace tokens taken freely after a
+// reasoning block, before the grammar's first.
+const maxSpaceAfterThink = 8
+
+// freeToken reports whether the gate takes a token that the grammar need
+// not: one that opens the reasoning block, or whitespace after it.
+func (g *gate) freeToken(text []byte) bool {
+	switch g.phase {
+	case gateThinkStart:
+		return g.opensThink(text)
+	case gateAfterThink:
+		return len(text) > 0 && len(bytes.TrimLeft(text, " \t\r\n")) == 0 && len(g.window) < maxSpaceAfterThink
+	}
+	return false
 }
 
 // grammarStep moves the grammar over a token that was not an end token,
@@ -134,6 +155,13 @@ func (e *Engine) grammarStep(rs *reqState, tok int) error {
 		}
 		g.phase = gateActive
 		return e.acceptConstrained(rs, tok)
+	case gateAfterThink:
+		if g.freeToken(text) {
+			g.window = append(g.window, ' ') // counts the whitespace tokens
+			return nil
+		}
+		g.phase, g.window = gateActive, nil
+		return e.acceptConstrained(rs, tok)
 	case gateThinking, gateWaiting:
 		return e.afterText(rs, text)
 	}
@@ -156,6 +184,11 @@ func (e *Engine) afterText(rs *reqState, text []byte) error {
 		if g.lazy {
 			g.phase = gateWaiting
 			return e.afterText(rs, rest)
+		}
+		// The whitespace a model writes after the block is not the grammar's.
+		if rest = bytes.TrimLeft(rest, " \t\r\n"); len(rest) == 0 {
+			g.phase = gateAfterThink
+			return nil
 		}
 		g.phase = gateActive
 		return e.feedGrammar(rs, rest)

@@ -292,7 +292,7 @@ func (s *jsonScan) stringByte(c byte) error {
 	case c < 0x20:
 		return errJSON
 	}
-	s.char(string(c))
+	s.char(string([]byte{c}))
 	return nil
 }
 
@@ -530,14 +530,15 @@ func formatDouble(f float64) string {
 }
 
 // escapeJSON escapes decoded text as nlohmann's dump writes strings:
-// quote, backslash and control characters, nothing else.
+// quote, backslash and control characters, nothing else. It works byte by
+// byte: a character may come one byte at a time.
 func escapeJSON(t string) string {
 	if !strings.ContainsAny(t, "\"\\") && !hasControl(t) {
 		return t
 	}
 	var b strings.Builder
-	for _, r := range t {
-		switch r {
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; c {
 		case '"':
 			b.WriteString(`\"`)
 		case '\\':
@@ -553,10 +554,10 @@ func escapeJSON(t string) string {
 		case '\t':
 			b.WriteString(`\t`)
 		default:
-			if r < 0x20 {
-				fmt.Fprintf(&b, `\u%04x`, r)
+			if c < 0x20 {
+				fmt.Fprintf(&b, `\u%04x`, c)
 			} else {
-				b.WriteRune(r)
+				b.WriteByte(c)
 			}
 		}
 	}

@@ -34,9 +34,6 @@ type Plan struct {
 type Options struct {
 	// Parallel allows several calls in one response (parallel_tool_calls).
 	Parallel bool
-	// AfterReasoning: the grammar starts where a reasoning block ends, so
-	// it takes the whitespace a model writes after the block.
-	AfterReasoning bool
 }
 
 // PromptOptions are what a format needs of the rendered conversation: an
@@ -116,10 +113,7 @@ func Build(f Format, tools []Tool, c Choice, o Options) (Plan, error) {
 	}
 	p.Lazy = c.Mode == Auto && f != Generic
 	b := grammar.NewBuilder(false)
-	root := "root"
-	if o.AfterReasoning {
-		root = "calls"
-	}
+	const root = "root"
 	var err error
 	switch f {
 	case Hermes:
@@ -146,9 +140,6 @@ func Build(f Format, tools []Tool, c Choice, o Options) (Plan, error) {
 	}
 	if err != nil {
 		return Plan{}, err
-	}
-	if o.AfterReasoning {
-		b.AddRule("root", `[ \t\n]* calls`)
 	}
 	if p.GBNF, err = b.GBNF(); err != nil {
 		return Plan{}, invalid("%v", err)
