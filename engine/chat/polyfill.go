@@ -19,15 +19,7 @@ import (
 func polyfill(msgs, tools jinja.Value, c *caps, in Input) (jinja.Value, error) {
 	list := msgs.AsList().Items
 	hasTools := tools.IsList() && len(tools.AsList().Items) > 0
-	hasCalls, hasResults := false, false
-	for _, m := range list {
-		if v, ok := m.AsDict().Get("tool_calls"); ok && v.IsList() && len(v.AsList().Items) > 0 {
-			hasCalls = true
-		}
-		if role(m) == "tool" {
-			hasResults = true
-		}
-	}
+	hasCalls, hasResults := history(list)
 	fillSystem := in.Polyfill && !c.systemRole
 	fillTools := in.Polyfill && hasTools && !c.tools
 	fillCalls := in.Polyfill && hasCalls && !c.toolCalls
@@ -98,6 +90,19 @@ func polyfill(msgs, tools jinja.Value, c *caps, in Input) (jinja.Value, error) {
 		res = append(res, userMessage(pending))
 	}
 	return jinja.NewList(res), nil
+}
+
+// history says whether the conversation holds tool calls and tool results.
+func history(list []jinja.Value) (hasCalls, hasResults bool) {
+	for _, m := range list {
+		if v, ok := m.AsDict().Get("tool_calls"); ok && v.IsList() && len(v.AsList().Items) > 0 {
+			hasCalls = true
+		}
+		if role(m) == "tool" {
+			hasResults = true
+		}
+	}
+	return hasCalls, hasResults
 }
 
 func role(m jinja.Value) string {

@@ -25,104 +25,132 @@ const (
 
 // r1Step makes progress in DeepSeek R1's calls; false: it needs more text.
 func (p *Parser) r1Step() bool {
-	st := &p.r1
-	take := func(n int) {
-		if len(p.calls) == 0 || st.stage != r1Args {
-			st.raw += p.cbuf[:n]
-		}
-		p.cbuf = p.cbuf[n:]
-	}
-	switch st.stage {
+	switch p.r1.stage {
 	case r1Between, r1After:
-		ws := len(p.cbuf) - len(strings.TrimLeft(p.cbuf, " \t\r\n"))
-		take(ws)
-		if p.cbuf == "" {
-			return false
-		}
-		expect := []string{r1CallOpen, r1CallsClose}
-		if st.stage == r1After {
-			expect = []string{"```", r1CallClose, r1CallOpen, r1CallsClose}
-		}
-		for _, m := range expect {
-			switch {
-			case strings.HasPrefix(p.cbuf, m):
-				take(len(m))
-				switch m {
-				case r1CallOpen:
-					st.stage = r1Header
-					st.name.Reset()
-				case r1CallsClose:
-					p.cstate = csRest
-				}
-				return true
-			case strings.HasPrefix(m, p.cbuf):
-				return false
-			}
-		}
-		p.r1Malformed()
-		return true
+		return p.r1Marker()
 	case r1Header:
-		i := strings.Index(p.cbuf, r1Sep)
-		if i < 0 {
-			if len(p.cbuf) > 64 {
-				p.r1Malformed()
-				return true
-			}
-			return false
-		}
-		take(i + len(r1Sep))
-		st.stage = r1Name
-		return true
+		return p.r1Header()
 	case r1Name:
-		i := strings.IndexByte(p.cbuf, '\n')
-		if i < 0 {
-			st.name.WriteString(p.cbuf)
-			take(len(p.cbuf))
-			if st.name.Len() > maxNameBytes*4 {
-				p.r1Malformed()
-				return true
-			}
-			return false
-		}
-		st.name.WriteString(p.cbuf[:i])
-		take(i + 1)
-		st.stage = r1Fence
-		return true
+		return p.r1Name()
 	case r1Fence:
-		lead := strings.TrimLeft(p.cbuf, " \t\r\n")
-		if lead == "" || strings.HasPrefix("```json", lead) && len(lead) < len("```json") {
+		return p.r1Fence()
+	case r1Args:
+		return p.r1Args()
+	}
+	return false
+}
+
+// r1Take consumes n bytes, kept as raw text until a call is out.
+func (p *Parser) r1Take(n int) {
+	if len(p.calls) == 0 || p.r1.stage != r1Args {
+		p.r1.raw += p.cbuf[:n]
+	}
+	p.cbuf = p.cbuf[n:]
+}
+
+// r1Marker reads the marker that opens a call, closes one or ends them all.
+func (p *Parser) r1Marker() bool {
+	st := &p.r1
+	p.r1Take(len(p.cbuf) - len(strings.TrimLeft(p.cbuf, " \t\r\n")))
+	if p.cbuf == "" {
+		return false
+	}
+	expect := []string{r1CallOpen, r1CallsClose}
+	if st.stage == r1After {
+		expect = []string{"```", r1CallClose, r1CallOpen, r1CallsClose}
+	}
+	for _, m := range expect {
+		switch {
+		case strings.HasPrefix(p.cbuf, m):
+			p.r1Take(len(m))
+			switch m {
+			case r1CallOpen:
+				st.stage = r1Header
+				st.name.Reset()
+			case r1CallsClose:
+				p.cstate = csRest
+			}
+			return true
+		case strings.HasPrefix(m, p.cbuf):
 			return false
 		}
-		take(len(p.cbuf) - len(lead))
-		if strings.HasPrefix(p.cbuf, "```json") {
-			take(len("```json"))
-		}
-		name := strings.TrimSpace(st.name.String())
-		if name == "" {
+	}
+	p.r1Malformed()
+	return true
+}
+
+// r1Header reads "function" up to the separator before the name.
+func (p *Parser) r1Header() bool {
+	i := strings.Index(p.cbuf, r1Sep)
+	if i < 0 {
+		if len(p.cbuf) > 64 {
 			p.r1Malformed()
 			return true
 		}
-		st.stage = r1Args
-		p.reader = newReader(p, layArgs, "")
-		p.reader.name, p.reader.named = name, true
-		p.reader.open()
-		return true
-	case r1Args:
-		n, done, ok := p.reader.feed(p.cbuf)
-		take(n)
-		if !ok {
-			p.endCall()
-			p.reader = nil
-			p.cstate = csRest
+		return false
+	}
+	p.r1Take(i + len(r1Sep))
+	p.r1.stage = r1Name
+	return true
+}
+
+// r1Name reads the function's name to the end of its line.
+func (p *Parser) r1Name() bool {
+	st := &p.r1
+	i := strings.IndexByte(p.cbuf, '\n')
+	if i < 0 {
+		st.name.WriteString(p.cbuf)
+		p.r1Take(len(p.cbuf))
+		if st.name.Len() > maxNameBytes*4 {
+			p.r1Malformed()
 			return true
 		}
-		if done {
-			p.reader = nil
-			st.stage = r1After
-		}
-		return done
+		return false
 	}
-	return false
+	st.name.WriteString(p.cbuf[:i])
+	p.r1Take(i + 1)
+	st.stage = r1Fence
+	return true
+}
+
+// r1Fence reads the ```json fence and opens the call's arguments.
+func (p *Parser) r1Fence() bool {
+	st := &p.r1
+	lead := strings.TrimLeft(p.cbuf, " \t\r\n")
+	if lead == "" || strings.HasPrefix("```json", lead) && len(lead) < len("```json") {
+		return false
+	}
+	p.r1Take(len(p.cbuf) - len(lead))
+	if strings.HasPrefix(p.cbuf, "```json") {
+		p.r1Take(len("```json"))
+	}
+	name := strings.TrimSpace(st.name.String())
+	if name == "" {
+		p.r1Malformed()
+		return true
+	}
+	st.stage = r1Args
+	p.reader = newReader(p, layArgs, "")
+	p.reader.name, p.reader.named = name, true
+	p.reader.open()
+	return true
+}
+
+// r1Args streams the call's arguments until their JSON value ends.
+func (p *Parser) r1Args() bool {
+	n, done, ok := p.reader.feed(p.cbuf)
+	p.r1Take(n)
+	if !ok {
+		p.endCall()
+		p.reader = nil
+		p.cstate = csRest
+		return true
+	}
+	if done {
+		p.reader = nil
+		p.r1.stage = r1After
+	}
+	return done
 }
 
 // r1Malformed gives up on the calls: text since the marker is content if
