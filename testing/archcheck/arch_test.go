@@ -54,7 +54,7 @@ func TestImportRules(t *testing.T) {
 		{"engine/tokenizer", []string{"engine/model/gguf"}}, // a vocabulary, no weights
 		{"engine/sample", nil},
 		{"engine/chat", nil},
-		{"engine/grammar", nil}, // token texts come from the engine; no vocabulary or tensors
+		{"engine/grammar", nil},                         // token texts come from the engine; no vocabulary or tensors
 		{"engine/toolcall", []string{"engine/grammar"}}, // text in, text out: formats, grammars, a parser; no tokens
 		{"engine/model", []string{"engine/model/gguf", "engine/quant", "engine/tokenizer"}},
 		{"engine/backend", []string{"engine/quant"}},
