@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -279,6 +281,47 @@ func TestOnlyTheConfigFileReloads(t *testing.T) {
 		if time.Now().After(deadline) {
 			r, e, mq := counts()
 			t.Fatalf("symlink swap: %d reloads, %d errors, max_queue %d", r, e, mq)
+		}
+	}
+}
+
+// TestEditOnceServingIsApplied: the config watch was set up after the
+// socket served, so an edit made as soon as the daemon answered could be
+// missed for good (batchctl's held-widening test timed out under load).
+// The watch now exists before the listener serves: an edit made when the
+// listener is handed to the server (the hook runs then) is applied.
+func TestEditOnceServingIsApplied(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "batchd.toml")
+	if err := os.WriteFile(cfgPath, []byte("[engine]\nmax_queue = 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{}),
+		wrapListener: func(ln net.Listener) net.Listener {
+			if err := os.WriteFile(cfgPath, []byte("[engine]\nmax_queue = 9\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+			return ln
+		}}
+	d.flags = ServeFlags{Model: synth.TinyFile(t, 256), Socket: filepath.Join(dir, "b.sock"), LogLevel: "error", Config: cfgPath}
+	cfg, err := d.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	log := &syncBuffer{}
+	go func() { done <- d.run(ctx, cfg, &runEnv{stdout: log, stderr: log}) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d.mu.Lock()
+		mq := d.cfg.Engine.MaxQueue
+		d.mu.Unlock()
+		if mq == 9 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("max_queue %d: the edit made as the socket began serving was never applied\n%s", mq, log.String())
 		}
 	}
 }

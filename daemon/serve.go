@@ -273,6 +273,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.srv = ipc.NewServer(ipc.Options{Backend: ipcBackend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		Budget: d.conns, HelloTimeout: cfg.Server.HelloTimeout.Duration,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
+	cw := d.watchConfig() // before serving: an edit once it answers is seen
 	var sl net.Listener = ln
 	if d.wrapListener != nil {
 		sl = d.wrapListener(ln)
@@ -282,10 +283,11 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.onStop("server", d.srv.Shutdown) // stop accepting, drain the connections, close
 	d.log.Info("listening", "socket", cfg.Server.Socket, "state", "loading")
 	if err := d.serveHTTP(cfg, rs.apiKeys); err != nil {
+		cw.stop()
 		d.closeAll()
 		return fmt.Errorf("http: %w", err)
 	}
-	stopWatch := d.watch(ctx)
+	stopWatch := d.watch(ctx, cw)
 	d.onStop("config watcher", func(context.Context) error { stopWatch(); return nil })
 
 	met := newMetrics(func() (engine.Stats, bool) {

@@ -22,37 +22,57 @@ const (
 	reloadSettle   = 50 * time.Millisecond
 )
 
-// watch reloads the config on SIGHUP and when the config file changes. It
-// watches the file's directory, so that editors' write-and-rename saves and
-// symlink swaps (as in Kubernetes ConfigMaps) are seen.
-func (d *Daemon) watch(ctx context.Context) (stop func()) {
+// configWatch is the config file's watch, set up before the daemon
+// serves so that an edit made as soon as it answers is never missed
+// (inotify queues the events until run reads them).
+type configWatch struct {
+	w    *fsnotify.Watcher
+	hup  chan os.Signal
+	seen fileID
+}
+
+// watchConfig starts watching the config file's directory, so that
+// editors' write-and-rename saves and symlink swaps (as in Kubernetes
+// ConfigMaps) are seen, and SIGHUP.
+func (d *Daemon) watchConfig() *configWatch {
+	cw := &configWatch{hup: make(chan os.Signal, 1)}
+	signal.Notify(cw.hup, syscall.SIGHUP)
+	if d.flags.Config == "" {
+		return cw
+	}
+	cw.seen = identify(filepath.Clean(d.flags.Config))
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = w.Add(filepath.Dir(d.flags.Config)); err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		d.log.Warn("config file not watched; SIGHUP still reloads", "err", err)
+		return cw
+	}
+	cw.w = w
+	return cw
+}
+
+// watch reloads the config on SIGHUP and when the config file changes.
+func (d *Daemon) watch(ctx context.Context, cw *configWatch) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	var events <-chan fsnotify.Event
-	var w *fsnotify.Watcher
-	if d.flags.Config != "" {
-		var err error
-		if w, err = fsnotify.NewWatcher(); err == nil {
-			err = w.Add(filepath.Dir(d.flags.Config))
-		}
-		if err != nil {
-			d.log.Warn("config file not watched; SIGHUP still reloads", "err", err)
-		} else {
-			events = w.Events
-		}
+	if cw.w != nil {
+		events = cw.w.Events
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var timer <-chan time.Time
 		name := filepath.Clean(d.flags.Config)
-		seen := identify(name)
+		seen := cw.seen
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-hup:
+			case <-cw.hup:
 				d.reload("SIGHUP", nil, true)
 			case ev, ok := <-events:
 				if !ok {
@@ -79,11 +99,15 @@ func (d *Daemon) watch(ctx context.Context) (stop func()) {
 	}()
 	return func() {
 		cancel()
-		signal.Stop(hup)
-		if w != nil {
-			w.Close()
-		}
+		cw.stop()
 		<-done
+	}
+}
+
+func (cw *configWatch) stop() {
+	signal.Stop(cw.hup)
+	if cw.w != nil {
+		cw.w.Close()
 	}
 }
 

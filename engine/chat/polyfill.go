@@ -43,8 +43,7 @@ func polyfill(msgs, tools jinja.Value, c *caps, in Input) (jinja.Value, error) {
 	if hasCalls && c.toolCalls && !c.parallelCalls {
 		out = oneCallPerTurn(out)
 	}
-	var res []jinja.Value
-	pending := ""
+	tw := turns{mergeSystem: fillSystem}
 	for _, m := range out {
 		d := copyDict(m.AsDict())
 		r := role(m)
@@ -56,40 +55,80 @@ func polyfill(msgs, tools jinja.Value, c *caps, in Input) (jinja.Value, error) {
 				d = callsAsContent(d, calls)
 			}
 		}
-		if fillResults && r == "tool" {
+		result := fillResults && r == "tool"
+		if result {
 			d = resultAsContent(d)
 			r = "user"
 		}
-		if content, ok := d.Get("content"); fillSystem && ok && content.IsString() {
-			switch r {
-			case "system":
-				if pending != "" {
-					pending += "\n"
-				}
-				pending += content.AsString()
-				continue
-			case "user":
-				if pending != "" {
-					text := pending
-					if content.AsString() != "" {
-						text += "\n" + content.AsString()
-					}
-					d.Set("content", jinja.NewString(text))
-					pending = ""
-				}
-			default:
-				if pending != "" {
-					res = append(res, userMessage(pending))
-					pending = ""
-				}
+		tw.add(d, r, result)
+	}
+	return jinja.NewList(tw.end()), nil
+}
+
+// turns collects the rewritten conversation. A template that refuses a
+// system role gets the system text at the start of the next user turn;
+// a result written as a user turn joins the user turn next to it, so that
+// roles still alternate (Gemma's template demands it).
+type turns struct {
+	mergeSystem bool
+	res         []jinja.Value
+	pending     string // system text not yet placed
+	lastResult  bool   // the last turn holds a polyfilled result
+}
+
+func (tw *turns) add(d *jinja.Dict, r string, result bool) {
+	content, ok := d.Get("content")
+	text := ok && content.IsString()
+	if tw.mergeSystem && text {
+		switch r {
+		case "system":
+			tw.pending = joinText(tw.pending, content.AsString())
+			return
+		case "user":
+			if tw.pending != "" {
+				d.Set("content", jinja.NewString(joinText(tw.pending, content.AsString())))
+				tw.pending = ""
 			}
+		default:
+			tw.flush()
 		}
-		res = append(res, dictValue(d))
 	}
-	if pending != "" {
-		res = append(res, userMessage(pending))
+	if r == "user" && text && (result || tw.lastResult) && len(tw.res) > 0 && role(tw.res[len(tw.res)-1]) == "user" {
+		prev := tw.res[len(tw.res)-1].AsDict()
+		if pc, ok := prev.Get("content"); ok && pc.IsString() {
+			merged := copyDict(prev)
+			merged.Set("content", jinja.NewString(joinText(pc.AsString(), content.AsString())))
+			tw.res[len(tw.res)-1] = dictValue(merged)
+			tw.lastResult = result
+			return
+		}
 	}
-	return jinja.NewList(res), nil
+	tw.res = append(tw.res, dictValue(d))
+	tw.lastResult = result
+}
+
+func (tw *turns) flush() {
+	if tw.pending != "" {
+		tw.res = append(tw.res, userMessage(tw.pending))
+		tw.pending = ""
+		tw.lastResult = false
+	}
+}
+
+func (tw *turns) end() []jinja.Value {
+	tw.flush()
+	return tw.res
+}
+
+// joinText joins two texts with a newline, either may be empty.
+func joinText(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n" + b
 }
 
 // history says whether the conversation holds tool calls and tool results.
