@@ -60,6 +60,7 @@ test: build
 	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 100x ./engine/chat
 	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 20000x ./engine/grammar
 	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 20000x ./engine/grammar
+	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 20000x ./engine/toolcall
 
 # L110: the shape ../shared/BENCHMARKS.md measures llama.cpp on.
 L110 := --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024 --seed 1 \
@@ -92,6 +93,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 2000x ./engine/chat
 	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 1000000x ./engine/grammar
 	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 1000000x ./engine/grammar
+	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 1000000x ./engine/toolcall
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
