@@ -313,6 +313,11 @@ func TestEditOnceServingIsApplied(t *testing.T) {
 	log := &syncBuffer{}
 	go func() { done <- d.run(ctx, cfg, &runEnv{stdout: log, stderr: log}) }()
 	defer func() { cancel(); <-done }()
+	select { // run sets d.cfg unlocked before it serves
+	case <-d.ready:
+	case err := <-done:
+		t.Fatalf("daemon exited: %v\n%s", err, log.String())
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		d.mu.Lock()
 		mq := d.cfg.Engine.MaxQueue
