@@ -316,6 +316,7 @@ func TestEditOnceServingIsApplied(t *testing.T) {
 	select { // run sets d.cfg unlocked before it serves
 	case <-d.ready:
 	case err := <-done:
+		done <- err // for the deferred wait
 		t.Fatalf("daemon exited: %v\n%s", err, log.String())
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
