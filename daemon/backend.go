@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/grammar"
@@ -14,6 +15,7 @@ import (
 	"github.com/batchd/batchd/engine/toolcall"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/models"
 )
 
 // ipcBackend adapts the engine to the ipc server: it maps messages to engine
@@ -31,10 +33,32 @@ const (
 )
 
 func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc.RequestStream, error) {
-	rt, err := b.d.waitReady(ctx)
+	if _, err := b.d.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	var keepAlive *time.Duration
+	if s.KeepAlive != "" {
+		ka, err := ParseKeepAlive(s.KeepAlive)
+		if err != nil {
+			return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+		}
+		keepAlive = &ka
+	}
+	rt, lease, err := b.d.acquireModel(ctx, s.Model, keepAlive)
 	if err != nil {
 		return nil, err
 	}
+	st, err := b.submit(ctx, p, s, rt)
+	if err != nil {
+		lease.Release()
+		return nil, err
+	}
+	st.lease = lease
+	return st, nil
+}
+
+// submit starts s on model rt.
+func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *Runtime) (*stream, error) {
 	if !channels[s.Channel] {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "channel %q: want realtime, standard or bulk", s.Channel)
 	}
@@ -127,12 +151,15 @@ func (b ipcBackend) chatPrompt(ctx context.Context, rt *Runtime, s *wire.Submit,
 }
 
 func (b ipcBackend) Cancel(p ipc.Peer, id uint64, admin bool) error {
-	rt := b.d.runtime()
-	if rt == nil {
-		return wire.Errorf(wire.CodeNotFound, "request %d", id)
+	var rt *Runtime
+	var owner uint32
+	for _, r := range b.d.loadedRuntimes() { // ids are unique across models
+		if o, ok := r.Engine.Owner(id); ok {
+			rt, owner = r, o
+			break
+		}
 	}
-	owner, ok := rt.Engine.Owner(id)
-	if !ok {
+	if rt == nil {
 		return wire.Errorf(wire.CodeNotFound, "request %d is not running", id)
 	}
 	if owner != p.UID && !admin {
@@ -160,16 +187,22 @@ func (b ipcBackend) Reload(p ipc.Peer) (*wire.Reload, error) {
 func (b ipcBackend) Health() wire.Health {
 	h := wire.Health{State: b.d.State().String(), Version: Version}
 	if rt := b.d.runtime(); rt != nil {
-		c := rt.Model.Config
-		h.Model = &wire.ModelInfo{Path: rt.Model.Path, Format: rt.Model.Format, Arch: c.Arch, Dim: c.Dim,
-			Layers: c.Layers, Vocab: c.Vocab, Context: c.Context}
-		if rt.Chat != nil {
-			h.Model.Chat = rt.Chat.Name()
-		} else if rt.ChatErr != nil {
-			h.Model.ChatError = rt.ChatErr.Error()
-		}
+		h.Model = modelInfo(rt)
 	}
 	return h
+}
+
+// modelInfo describes a loaded model for health and the models list.
+func modelInfo(rt *Runtime) *wire.ModelInfo {
+	c := rt.Model.Config
+	mi := &wire.ModelInfo{Path: rt.Model.Path, Format: rt.Model.Format, Arch: c.Arch, Dim: c.Dim,
+		Layers: c.Layers, Vocab: c.Vocab, Context: c.Context}
+	if rt.Chat != nil {
+		mi.Chat = rt.Chat.Name()
+	} else if rt.ChatErr != nil {
+		mi.ChatError = rt.ChatErr.Error()
+	}
+	return mi
 }
 
 func btoi(b bool) int {
@@ -189,6 +222,14 @@ type stream struct {
 	// parser's last delta goes out first.
 	parser *toolcall.Parser
 	done   *ipc.Event
+	// lease holds the model until the terminal event is read.
+	lease *models.Lease
+}
+
+func (s *stream) release() {
+	if s.lease != nil {
+		s.lease.Release()
+	}
 }
 
 func (s *stream) RequestID() uint64   { return s.st.ID() }
@@ -202,10 +243,15 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 	}
 	ev, ok, err := s.st.Recv(ctx)
 	if err != nil {
+		s.release()
 		return ipc.Event{}, err
 	}
 	if !ok {
+		s.release()
 		return ipc.Event{}, errors.New("stream ended without a terminal event")
+	}
+	if ev.Done {
+		s.release()
 	}
 	if !ev.Done {
 		out := ipc.Event{Text: ev.Text, Tokens: ev.Tokens, Logprobs: s.logprobs(ev.Logprobs)}

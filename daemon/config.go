@@ -37,6 +37,18 @@ type Config struct {
 	SleepAfter Duration `toml:"sleep_after"`
 	// SleepReleaseWeights also drops the weights' resident pages while asleep.
 	SleepReleaseWeights bool `toml:"sleep_release_weights"`
+	// ModelsDir holds more models: every *.gguf in it is one, named by its
+	// file name, loaded when a request names it (restart).
+	ModelsDir string `toml:"models_dir"`
+	// MaxLoadedModels bounds the models loaded at once; the least recently
+	// used idle one gives way. Default 3 (restart).
+	MaxLoadedModels int `toml:"max_loaded_models"`
+	// KeepAlive is how long a model other than [model]'s stays loaded once
+	// idle: a duration, 0 (unload at once) or -1 (forever); a request's
+	// keep_alive replaces it. Default 5m (restart).
+	KeepAlive KeepAlive `toml:"keep_alive"`
+	// Models are more models by name: [models.NAME] tables (restart).
+	Models map[string]ModelEntry `toml:"models"`
 
 	// resolved holds what Validate parsed (users, groups, level), so that
 	// the daemon parses a config once.
@@ -189,9 +201,11 @@ func Default() Config {
 				Share: 0.35, Deadline: Duration{2 * time.Minute}},
 			"bulk": {TTFTTarget: Duration{30 * time.Second}, Share: 0.15, Deadline: Duration{30 * time.Minute}},
 		},
-		Routing:      RoutingConfig{BulkPromptTokens: 2048},
-		LogLevel:     "info",
-		DrainTimeout: Duration{30 * time.Second},
+		Routing:         RoutingConfig{BulkPromptTokens: 2048},
+		LogLevel:        "info",
+		DrainTimeout:    Duration{30 * time.Second},
+		MaxLoadedModels: defaultMaxLoaded,
+		KeepAlive:       KeepAlive{5 * time.Minute},
 	}
 }
 
@@ -325,7 +339,7 @@ func (c *Config) validateDurations() []error {
 		errs = append(errs, fmt.Errorf("drain_timeout %v, idle_exit_after %v and sleep_after %v must be >= 0",
 			c.DrainTimeout, c.IdleExitAfter, c.SleepAfter))
 	}
-	return errs
+	return append(errs, c.validateModels()...)
 }
 
 // validateNames checks the engine knobs that are names.

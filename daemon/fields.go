@@ -60,6 +60,10 @@ func restartFields() []restartField {
 		field("engine.prefix_caching", func(c *Config) **bool { return &c.Engine.PrefixCaching }),
 		field("engine.adaptive", func(c *Config) **bool { return &c.Engine.Adaptive }),
 		field("idle_exit_after", func(c *Config) *Duration { return &c.IdleExitAfter }),
+		field("models_dir", func(c *Config) *string { return &c.ModelsDir }),
+		field("max_loaded_models", func(c *Config) *int { return &c.MaxLoadedModels }),
+		field("keep_alive", func(c *Config) *KeepAlive { return &c.KeepAlive }),
+		field("models", func(c *Config) *map[string]ModelEntry { return &c.Models }),
 	}
 	// A channel's share, queue limit and deadline are the engine's from
 	// start; its latency targets (metrics) apply live.

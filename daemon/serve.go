@@ -24,6 +24,7 @@ import (
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/models"
 )
 
 // State is the daemon's lifecycle state, as health reports it.
@@ -96,6 +97,14 @@ type Daemon struct {
 	// started lists the components in start order; shutdown closes them
 	// in reverse.
 	started []component
+	// models loads and unloads the models; rt is the default model's
+	// runtime (pinned). ids and gate are shared by every model's engine;
+	// multi: the config names models beside the default (KV shares).
+	models *models.Manager
+	ids    atomic.Uint64
+	gate   *engine.ComputeGate
+	met    *metrics
+	multi  bool
 }
 
 // component is a started part of the daemon and how to close it.
@@ -306,9 +315,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	}
 
 	// Health answers while the model loads; submits wait for it.
-	ecfg := engineConfig(cfg, d.flags.Config)
-	ecfg.Observer = met
-	rt, err := OpenEngine(ecfg, d.log)
+	rt, err := d.startModels(cfg, met)
 	if err != nil {
 		d.closeAll()
 		return err
@@ -323,11 +330,12 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	supCtx, stopSup := context.WithCancel(ctx)
 	defer stopSup()
 	go d.superviseSystemd(supCtx, rt.Engine.Heartbeat)
+	go d.models.Run(supCtx, time.Second)
 	idle := d.idleExit(supCtx, cfg.IdleExitAfter.Duration)
 	go d.sleepWhenIdle(supCtx)
 
 	fatal := d.waitForStop(ctx, served, idle, env)
-	d.shutdown(rt)
+	d.shutdown()
 	return fatal
 }
 
@@ -388,7 +396,7 @@ func (d *Daemon) waitForStop(ctx context.Context, served <-chan error, idle <-ch
 // shutdown drains: no new requests, running ones get until the drain
 // deadline, then are cancelled; then every component closes in reverse
 // start order (the engine was started last), and close errors are logged.
-func (d *Daemon) shutdown(rt *Runtime) {
+func (d *Daemon) shutdown() {
 	d.state.Store(int32(StateDraining))
 	d.notify("STOPPING=1\n" + d.statusLine())
 	d.mu.Lock()
@@ -397,10 +405,12 @@ func (d *Daemon) shutdown(rt *Runtime) {
 	d.log.Info("draining", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := rt.Engine.Drain(ctx); err != nil {
-		d.log.Warn("drain deadline passed; cancelling what is left", "running", rt.Engine.Stats().Running)
+	for _, r := range d.loadedRuntimes() {
+		if err := r.Engine.Drain(ctx); err != nil {
+			d.log.Warn("drain deadline passed; cancelling what is left", "model", r.Name, "running", r.Engine.Stats().Running)
+		}
 	}
-	if err := rt.Close(); err != nil { // ends what is left with a terminal event
+	if err := d.models.Close(); err != nil { // ends what is left with a terminal event
 		d.log.Error("close engine", "err", err)
 	}
 	for i := len(d.started) - 1; i >= 0; i-- {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchd/batchd/engine"
@@ -30,6 +31,17 @@ type EngineConfig struct {
 	ParseSpecialInMessages bool
 	// ToolFormat: a tool-call format name; "" or "auto" detects it.
 	ToolFormat string
+	// Name is the model's name in requests and lists.
+	Name string
+	// KVTokens caps the KV pool (tokens) below the plan's, so that models
+	// loaded together share the memory; 0 is KVShareSeqs sequences of the
+	// model's context (at most multiModelKVContext each), or the plan's
+	// when that is 0 too.
+	KVTokens, KVShareSeqs int
+	// IDs and Gate are shared by the engines of one daemon: request ids
+	// unique across models, and one forward pass at a time.
+	IDs  *atomic.Uint64
+	Gate *engine.ComputeGate
 
 	// Zero values below are planned from the hardware profile (hwprofile).
 	BlockSize     int // tokens per KV block
@@ -54,6 +66,7 @@ type EngineConfig struct {
 
 // Runtime is a loaded model with its backend and a running engine loop.
 type Runtime struct {
+	Name      string // the model's name in requests and lists
 	Model     *model.Model
 	Engine    *engine.Engine
 	Plan      hwprofile.Plan
@@ -74,6 +87,28 @@ type Runtime struct {
 // OpenEngine loads the model, sizes the KV pool, and starts the engine loop.
 // Close stops the loop, ending what is live, and releases the model.
 func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
+	p, err := prepareEngine(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return p.start()
+}
+
+// preparedEngine is a model opened (mapped, not read) and planned: what it
+// will hold is known before its KV memory is allocated.
+type preparedEngine struct {
+	cfg     EngineConfig
+	log     *slog.Logger
+	m       *model.Model
+	tmpl    *chat.Template
+	chatErr error
+	det     hwprofile.Detection
+	plan    hwprofile.Plan
+}
+
+// prepareEngine opens the model file, compiles its chat template and
+// plans its memory; start (or abort) follows.
+func prepareEngine(cfg EngineConfig, log *slog.Logger) (*preparedEngine, error) {
 	if cfg.Model == "" {
 		return nil, fmt.Errorf("%w: no model file given (--model)", engine.ErrInvalidArgument)
 	}
@@ -89,9 +124,32 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		log.Warn("chat requests will be refused", "err", chatErr)
 	}
 	det, plan, err := PlanFor(m, cfg)
+	kvCap := cfg.KVTokens
+	if kvCap == 0 && cfg.KVShareSeqs > 0 {
+		kvCap = cfg.KVShareSeqs * min(m.Config.Context, multiModelKVContext)
+	}
+	if err == nil && kvCap > 0 && plan.KVTokens > kvCap && cfg.KVBlocks == 0 {
+		cfg.KVBlocks = max(1, (kvCap+plan.BlockSize-1)/plan.BlockSize)
+		det, plan, err = PlanFor(m, cfg)
+	}
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), m.Close())
 	}
+	return &preparedEngine{cfg: cfg, log: log, m: m, tmpl: tmpl, chatErr: chatErr, det: det, plan: plan}, nil
+}
+
+// bytes is the memory the engine holds once started: weights, KV pool
+// and the activations' reserve.
+func (p *preparedEngine) bytes() int64 {
+	return p.plan.WeightBytes + int64(p.plan.KVBlocks)*int64(p.plan.BlockSize)*int64(p.plan.KVBytesPerToken) +
+		p.plan.ActivationReserve
+}
+
+func (p *preparedEngine) abort() { _ = errors.Join(closeChat(p.tmpl), p.m.Close()) }
+
+// start allocates the backend and its KV pool and starts the engine loop.
+func (p *preparedEngine) start() (*Runtime, error) {
+	cfg, log, m, tmpl, plan, det := p.cfg, p.log, p.m, p.tmpl, p.plan, p.det
 	for _, w := range plan.Warnings {
 		log.Warn("hardware plan: "+w, "component", "hwprofile")
 	}
@@ -114,7 +172,7 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 	}
 	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
-		Channels: cfg.Channels})
+		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}
@@ -131,7 +189,7 @@ func OpenEngine(cfg EngineConfig, log *slog.Logger) (*Runtime, error) {
 		log.Info("chat template", "template", tmpl.Name(), "tool_format", tools.format, "tool_format_label", tools.format.Label(),
 			"reasoning", tools.reasoning != nil)
 	}
-	return &Runtime{Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: chatErr,
+	return &Runtime{Name: cfg.Name, Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: p.chatErr,
 		ParseSpecialInMessages: cfg.ParseSpecialInMessages, Tools: tools, backend: be, cancel: cancel}, nil
 }
 

@@ -39,6 +39,12 @@ type Options struct {
 	// Adaptive turns on the adaptive controller within these bounds; nil
 	// keeps the scheduler's limits fixed.
 	Adaptive *ControllerConfig
+	// IDs gives request ids; engines of one process share one so that an
+	// id names one request whichever model runs it. nil: the engine's own.
+	IDs *atomic.Uint64
+	// Gate, when set, is held for each forward pass: engines sharing one
+	// take turns on the machine's cores, a step each (see ComputeGate).
+	Gate *ComputeGate
 }
 
 // Engine owns the scheduler, the KV pool and the backend, and runs them from
@@ -74,7 +80,8 @@ type Engine struct {
 	pendingC     map[string]int // the same, by channel
 	channels     map[string]ChannelPolicy
 	maxQueue     int
-	nextID       uint64
+	ids          *atomic.Uint64
+	gate         *ComputeGate
 	closed       bool
 	drained      chan struct{} // closed when draining and nothing is live
 	snap         Stats
@@ -159,6 +166,10 @@ func New(o Options) (*Engine, error) {
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		live: map[uint64]*reqState{}, states: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
 	}
+	e.ids, e.gate = o.IDs, o.Gate
+	if e.ids == nil {
+		e.ids = new(atomic.Uint64)
+	}
 	e.sched.SetConfig(e.withShares(o.Scheduler))
 	if ra, ok := o.Backend.(backend.RoleAware); ok && ra.ByRole() {
 		e.sched.promptOnly, e.byRole = true, true
@@ -217,8 +228,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("%w (%d waiting in channel %s)", ErrQueueFull, n, r.Channel)
 	}
-	e.nextID++
-	id := e.nextID
+	id := e.ids.Add(1)
 	now := e.now()
 	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
 		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens}

@@ -65,8 +65,14 @@ func (e *Engine) Run(ctx context.Context) error {
 				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
 				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, PromptLen: sc.Seq.PromptLen})
 		}
+		if e.gate != nil {
+			e.gate.Acquire()
+		}
 		fwdStart := e.now()
 		logits, err := e.backend.Forward(batch)
+		if e.gate != nil {
+			e.gate.Release()
+		}
 		now = e.now()
 		fwd := now.Sub(fwdStart)
 		e.busy += fwd

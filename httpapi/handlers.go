@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,25 +36,50 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) modelObject() modelObject {
-	return modelObject{ID: s.o.Model, Object: "model", Created: s.created, OwnedBy: "batchd"}
+func (s *Server) modelObject(id string) modelObject {
+	return modelObject{ID: id, Object: "model", Created: s.created, OwnedBy: "batchd"}
+}
+
+// modelList is every model the backend serves, by name.
+func (s *Server) modelList() []modelObject {
+	ml, ok := s.o.Backend.(ipc.ModelLister)
+	if !ok {
+		return []modelObject{s.modelObject(s.o.Model)}
+	}
+	var out []modelObject
+	for _, m := range ml.Models() {
+		out = append(out, s.modelObject(m.Name))
+	}
+	return out
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelObject{s.modelObject()}})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.modelList()})
 }
 
 func (s *Server) model(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
-	if herr := s.checkModel(r.PathValue("id")); herr != nil {
+	id := r.PathValue("id")
+	if ml, ok := s.o.Backend.(ipc.ModelLister); ok {
+		for _, m := range ml.Models() {
+			if m.Name == id || slices.Contains(m.Aliases, id) {
+				writeJSON(w, http.StatusOK, s.modelObject(m.Name))
+				return
+			}
+		}
+		writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found",
+			msg: fmt.Sprintf("the model %q does not exist (GET /v1/models)", id)})
+		return
+	}
+	if herr := s.checkModel(id); herr != nil {
 		writeError(w, herr)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.modelObject())
+	writeJSON(w, http.StatusOK, s.modelObject(s.o.Model))
 }
 
 // checkModel accepts the served model's id, or no model named.
 func (s *Server) checkModel(name string) *httpError {
-	if name == "" || name == s.o.Model {
+	if _, many := s.o.Backend.(ipc.ModelLister); many || name == "" || name == s.o.Model { // many: the backend resolves it
 		return nil
 	}
 	return &httpError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
@@ -117,6 +144,9 @@ func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, p ipc.Peer, re
 		writeError(w, herr)
 		return
 	}
+	if _, many := s.o.Backend.(ipc.ModelLister); many {
+		sub.Model = req.model()
+	}
 	s.serve(w, r, p, sub, req.fields(), chat)
 }
 
@@ -139,12 +169,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 	defer release()
 	st0, err := s.o.Backend.Submit(r.Context(), p, sub)
 	if err != nil {
-		writeError(w, fromWire(err))
+		herr := fromWire(err)
+		if herr.code == wire.CodeNotFound { // the only thing a submit looks up
+			herr.typ, herr.param, herr.code = "invalid_request_error", "model", "model_not_found"
+		}
+		writeError(w, herr)
 		return
 	}
 	st := releasing{st0, release}
 	out := &answer{s: s, w: w, rc: http.NewResponseController(w), chat: chat, created: time.Now().Unix(), logprobs: sub.Logprobs,
-		id: fmt.Sprintf("%s-%d", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], st.RequestID())}
+		model: cmp.Or(sub.Model, s.o.Model),
+		id:    fmt.Sprintf("%s-%d", map[bool]string{true: "chatcmpl", false: "cmpl"}[chat], st.RequestID())}
 	w.Header().Set("X-Request-Id", fmt.Sprint(st.RequestID()))
 	if f.Stream {
 		out.stream(st, f.StreamOptions != nil && f.StreamOptions.IncludeUsage, func() {
@@ -177,6 +212,7 @@ type answer struct {
 	rc      *http.ResponseController
 	chat    bool
 	id      string
+	model   string // the model the request named, or the default's name
 	created int64
 	failed  bool // a write failed: the client is gone or too slow
 	// logprobs: the request asked for them; offset is the completion's
@@ -201,7 +237,7 @@ func (a *answer) logprobsOf(lps []wire.Logprob) any {
 }
 
 func (a *answer) envelope(object string, choices any) response {
-	return response{ID: a.id, Object: object, Created: a.created, Model: a.s.o.Model, SystemFingerprint: "batchd",
+	return response{ID: a.id, Object: object, Created: a.created, Model: a.model, SystemFingerprint: "batchd",
 		Choices: choices}
 }
 

@@ -168,6 +168,16 @@ func (c *conn) dispatch(h wire.Header, body []byte) {
 		c.send(&wire.Stats{Type: wire.TypeStats, ID: h.ID, Stats: c.s.backend.Stats()})
 	case wire.TypeReload:
 		c.reload(h.ID)
+	case wire.TypeModels:
+		if !c.s.policy.Load().Allowed(c.peer) {
+			c.sendErr(h.ID, wire.ErrPermissionDenied)
+			return
+		}
+		m := &wire.Models{Type: wire.TypeModels, ID: h.ID}
+		if ml, ok := c.s.backend.(ModelLister); ok {
+			m.Models = ml.Models()
+		}
+		c.send(m)
 	case wire.TypeHealth:
 		hl := c.s.backend.Health()
 		hl.Type, hl.ID = wire.TypeHealth, h.ID

@@ -28,6 +28,11 @@ type Backend interface {
 	Health() wire.Health
 }
 
+// ModelLister is a Backend that serves several models (wire.Models).
+type ModelLister interface {
+	Models() []wire.ModelEntry
+}
+
 // Reloader is a Backend that can reload its configuration on an admin's
 // request (wire.Reload); a Backend without it answers that it cannot.
 type Reloader interface {

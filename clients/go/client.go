@@ -243,6 +243,13 @@ func (c *Client) Reload(ctx context.Context) (*wire.Reload, error) {
 	return &r, err
 }
 
+// Models lists every model the daemon knows, loaded or not.
+func (c *Client) Models(ctx context.Context) ([]wire.ModelEntry, error) {
+	var m wire.Models
+	err := c.call(ctx, func(id uint64) any { return &wire.Models{Type: wire.TypeModels, ID: id} }, &m)
+	return m.Models, err
+}
+
 // Health returns the daemon's state and model.
 func (c *Client) Health(ctx context.Context) (*wire.Health, error) {
 	var h wire.Health

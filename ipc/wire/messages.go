@@ -18,6 +18,7 @@ const (
 	TypeStats     = "stats"
 	TypeHealth    = "health"
 	TypeReload    = "reload"
+	TypeModels    = "models"
 	TypeError     = "error"
 )
 
@@ -46,8 +47,14 @@ const SeedRandom = -1
 // Submit asks for a generation. Either Prompt (encoded with the special
 // tokens the vocabulary adds, BOS for most) or Tokens.
 type Submit struct {
-	Type              string   `msgpack:"type"`
-	ID                uint64   `msgpack:"id"`
+	Type string `msgpack:"type"`
+	ID   uint64 `msgpack:"id"`
+	// Model names the model (a name or alias from the models list); ""
+	// is the default model. KeepAlive (Ollama's: "5m", seconds, "0"
+	// unloads once idle, "-1" forever; "" the model's default) is how
+	// long the model stays loaded after this request.
+	Model             string   `msgpack:"model,omitempty"`
+	KeepAlive         string   `msgpack:"keep_alive,omitempty"`
 	Prompt            string   `msgpack:"prompt,omitempty"`
 	Tokens            []int    `msgpack:"tokens,omitempty"`
 	MaxTokens         int      `msgpack:"max_tokens,omitempty"`
@@ -246,4 +253,32 @@ type ErrorFrame struct {
 	ID      uint64 `msgpack:"id"`
 	Code    string `msgpack:"code"`
 	Message string `msgpack:"message"`
+}
+
+// Models asks for (client) or carries (server) every model the daemon
+// knows: loaded or not, with what holds each.
+type Models struct {
+	Type   string       `msgpack:"type"`
+	ID     uint64       `msgpack:"id"`
+	Models []ModelEntry `msgpack:"models,omitempty"`
+}
+
+// ModelEntry is one model of the list.
+type ModelEntry struct {
+	Name    string   `msgpack:"name" json:"name"`
+	Aliases []string `msgpack:"aliases,omitempty" json:"aliases,omitempty"`
+	Path    string   `msgpack:"path" json:"path"`
+	// State: available, loading, loaded, failed or unloading; Error is
+	// why the last load failed.
+	State    string `msgpack:"state" json:"state"`
+	Error    string `msgpack:"error,omitempty" json:"error,omitempty"`
+	Default  bool   `msgpack:"default,omitempty" json:"default,omitempty"`
+	Size     int64  `msgpack:"size" json:"size"`   // file bytes
+	Bytes    int64  `msgpack:"bytes" json:"bytes"` // memory held while loaded
+	Requests int    `msgpack:"requests" json:"requests"`
+	// ExpiresAt: when an idle model unloads (Unix seconds; 0: not timed).
+	ExpiresAt int64      `msgpack:"expires_at,omitempty" json:"expires_at,omitempty"`
+	KeepAlive float64    `msgpack:"keep_alive_s" json:"keep_alive_s"` // -1: forever
+	LoadS     float64    `msgpack:"load_s,omitempty" json:"load_s,omitempty"`
+	Info      *ModelInfo `msgpack:"info,omitempty" json:"info,omitempty"` // while loaded
 }

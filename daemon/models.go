@@ -1,0 +1,303 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/toolcall"
+	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/models"
+)
+
+// ModelEntry is a [models.NAME] table: a model beside [model]'s, loaded
+// when a request names it (restart fields, all of them).
+type ModelEntry struct {
+	Path      string   `toml:"path"`      // GGUF or llama2.c file; required
+	Tokenizer string   `toml:"tokenizer"` // llama2.c tokenizer file
+	Format    string   `toml:"format"`    // "", "gguf" or "llama2c"
+	Aliases   []string `toml:"aliases"`   // more names ("llama3.2:3b")
+	// KeepAlive: how long the model stays loaded once idle ("10m", 0
+	// unloads it at once, -1 pins it); default keep_alive.
+	KeepAlive    *KeepAlive `toml:"keep_alive"`
+	Preload      bool       `toml:"preload"`       // load at start
+	ChatTemplate string     `toml:"chat_template"` // as model.chat_template
+	ToolFormat   string     `toml:"tool_format"`   // as model.tool_format
+	QuantDot     string     `toml:"quant_dot"`     // as engine.quant_dot
+	// KVTokens caps the model's KV pool in tokens; 0 is the default share
+	// (multiModelKVSeqs sequences of up to multiModelKVContext tokens).
+	KVTokens int `toml:"kv_tokens"`
+}
+
+// KeepAlive is Ollama's keep_alive: a duration ("5m"), a number of
+// seconds, 0 (unload when idle) or negative (forever).
+type KeepAlive struct{ time.Duration }
+
+// UnmarshalTOML takes an integer (seconds) or a string.
+func (k *KeepAlive) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		k.Duration = keepAliveSeconds(float64(x))
+		return nil
+	case float64:
+		k.Duration = keepAliveSeconds(x)
+		return nil
+	case string:
+		d, err := ParseKeepAlive(x)
+		k.Duration = d
+		return err
+	}
+	return fmt.Errorf("keep_alive: want a duration or seconds, got %T", v)
+}
+
+func keepAliveSeconds(s float64) time.Duration {
+	if s < 0 {
+		return -1
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// ParseKeepAlive reads a keep_alive string: a Go duration or a number of
+// seconds; negative is forever (-1).
+func ParseKeepAlive(s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return keepAliveSeconds(f), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("keep_alive %q: want a duration (5m), seconds, 0 or -1", s)
+	}
+	if d < 0 {
+		d = -1
+	}
+	return d, nil
+}
+
+// In a daemon of several models each one's KV pool defaults to this many
+// sequences of its context (at most multiModelKVContext tokens each),
+// so that models loaded together share the memory; one model alone
+// gets the whole plan.
+const (
+	multiModelKVSeqs    = 8
+	multiModelKVContext = 8192
+	defaultMaxLoaded    = 3 // Ollama's default
+)
+
+// modelName is the name a file's model goes by: its base name without
+// the extension, as /v1/models lists it.
+func modelName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
+// multiModel says whether the config names models beside [model]'s.
+func (c *Config) multiModel() bool { return c.ModelsDir != "" || len(c.Models) > 0 }
+
+// validateModels checks models_dir, max_loaded_models and [models.*].
+func (c *Config) validateModels() []error {
+	var errs []error
+	if c.MaxLoadedModels < 0 {
+		errs = append(errs, fmt.Errorf("max_loaded_models %d: want 0 (3) or more", c.MaxLoadedModels))
+	}
+	for name, e := range c.Models {
+		if e.Path == "" {
+			errs = append(errs, fmt.Errorf("models.%s.path: a model file is required", name))
+		}
+		if e.KVTokens < 0 {
+			errs = append(errs, fmt.Errorf("models.%s.kv_tokens %d: want 0 or more", name, e.KVTokens))
+		}
+		if _, err := toolcall.ParseFormat(e.ToolFormat); err != nil {
+			errs = append(errs, fmt.Errorf("models.%s.tool_format: %w", name, err))
+		}
+	}
+	if _, _, err := c.modelSpecs(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// modelSpecs is every configured model: [model]'s (the default, pinned:
+// it stays loaded) and each [models.NAME]; the manager adds models_dir's.
+func (c *Config) modelSpecs() ([]models.Spec, string, error) {
+	var specs []models.Spec
+	def := ""
+	if c.Model.Path != "" {
+		def = modelName(c.Model.Path)
+		forever := time.Duration(-1)
+		specs = append(specs, models.Spec{Name: def, Path: c.Model.Path, KeepAlive: &forever,
+			Options: engineConfig(*c, "")})
+	}
+	for name, e := range c.Models {
+		if name == def {
+			return nil, "", fmt.Errorf("models.%s: the name of [model]'s file (%s)", name, c.Model.Path)
+		}
+		ec := engineConfig(*c, "")
+		ec.Model, ec.Tokenizer, ec.Format = e.Path, e.Tokenizer, e.Format
+		ec.ChatTemplate, ec.ToolFormat, ec.KVTokens = e.ChatTemplate, e.ToolFormat, e.KVTokens
+		if e.QuantDot != "" {
+			ec.QuantDot = e.QuantDot
+		}
+		s := models.Spec{Name: name, Aliases: e.Aliases, Path: e.Path, Preload: e.Preload, Options: ec}
+		if e.KeepAlive != nil {
+			ka := e.KeepAlive.Duration
+			s.KeepAlive = &ka
+		}
+		specs = append(specs, s)
+	}
+	return specs, def, nil
+}
+
+// preparedModel adapts a prepared engine to the models manager.
+type preparedModel struct{ p *preparedEngine }
+
+func (m preparedModel) Bytes() int64 { return m.p.bytes() }
+func (m preparedModel) Abort()       { m.p.abort() }
+func (m preparedModel) Start(context.Context) (models.Instance, error) {
+	return m.p.start()
+}
+
+// loadModel is the manager's loader: a spec's engine config (a file in
+// models_dir gets the defaults), its KV share, the daemon's ids and gate.
+func (d *Daemon) loadModel(_ context.Context, s models.Spec) (models.Pending, error) {
+	ec, ok := s.Options.(EngineConfig)
+	if !ok {
+		d.mu.Lock()
+		ec = engineConfig(d.cfg, "")
+		d.mu.Unlock()
+		ec.Model, ec.Tokenizer, ec.Format, ec.ChatTemplate, ec.ToolFormat = s.Path, "", "", "", ""
+	}
+	ec.Name, ec.IDs, ec.Gate, ec.Observer = s.Name, &d.ids, d.gate, d.met
+	if d.multi {
+		ec.KVShareSeqs = multiModelKVSeqs
+	}
+	if ec.ProfilesDir == "" && d.flags.Config != "" {
+		ec.ProfilesDir = filepath.Join(filepath.Dir(d.flags.Config), "profiles.d")
+	}
+	p, err := prepareEngine(ec, d.log.With("model", s.Name))
+	if err != nil {
+		return nil, err
+	}
+	return preparedModel{p}, nil
+}
+
+// acquireModel holds a request's model (loading it if need be) until the
+// request ends; the default when name is "".
+func (d *Daemon) acquireModel(ctx context.Context, name string, keepAlive *time.Duration) (*Runtime, *models.Lease, error) {
+	lease, err := d.models.Acquire(ctx, name, keepAlive)
+	if err != nil {
+		return nil, nil, modelError(err)
+	}
+	return lease.Instance.(*Runtime), lease, nil
+}
+
+// modelError maps the manager's errors to wire codes.
+func modelError(err error) error {
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		return wire.Errorf(wire.CodeNotFound, "%v", err)
+	case errors.Is(err, models.ErrNoRoom):
+		return wire.Errorf(wire.CodeUnavailable, "%v", err)
+	case errors.Is(err, models.ErrLoad):
+		return wire.Errorf(wire.CodeUnavailable, "%v", err)
+	case errors.Is(err, models.ErrClosed):
+		return wire.Errorf(wire.CodeUnavailable, "batchd is shutting down")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return wire.Errorf(wire.CodeUnavailable, "gave up waiting for the model: %v", err)
+	}
+	return wire.Errorf(wire.CodeInternal, "%v", err)
+}
+
+// loadedRuntimes is every loaded model's runtime.
+func (d *Daemon) loadedRuntimes() []*Runtime {
+	if d.models == nil {
+		if rt := d.runtime(); rt != nil {
+			return []*Runtime{rt}
+		}
+		return nil
+	}
+	var out []*Runtime
+	for _, i := range d.models.Loaded() {
+		if rt, ok := i.Instance.(*Runtime); ok {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// startModels makes the models manager and loads the default model (its
+// failure is the daemon's); the memory budget is what the default's plan
+// found on the machine.
+func (d *Daemon) startModels(cfg Config, met *metrics) (*Runtime, error) {
+	d.met, d.multi = met, cfg.multiModel()
+	if d.multi {
+		d.gate = engine.NewComputeGate()
+	}
+	specs, def, err := cfg.modelSpecs()
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) > 0 && specs[0].Name == def {
+		ec := specs[0].Options.(EngineConfig)
+		ec.ProfilesDir = engineConfig(cfg, d.flags.Config).ProfilesDir
+		specs[0].Options = ec
+	}
+	maxLoaded := cfg.MaxLoadedModels
+	if maxLoaded == 0 {
+		maxLoaded = defaultMaxLoaded
+	}
+	mgr, err := models.New(models.Config{Dir: cfg.ModelsDir, Specs: specs, Default: def, KeepAlive: cfg.KeepAlive.Duration,
+		MaxLoaded: maxLoaded, Load: d.loadModel, Logger: d.log.With("component", "models")})
+	if err != nil {
+		return nil, err
+	}
+	d.models = mgr
+	lease, err := mgr.Acquire(context.Background(), def, nil)
+	if err != nil {
+		_ = mgr.Close()
+		if le := (*models.LoadError)(nil); errors.As(err, &le) {
+			return nil, le.Err // the load's own error, as before models
+		}
+		return nil, err
+	}
+	lease.Release()
+	rt := lease.Instance.(*Runtime)
+	mgr.SetMemoryBytes(int64(rt.Plan.MemoryBytes))
+	return rt, nil
+}
+
+var _ ipc.ModelLister = ipcBackend{}
+
+// Models lists every model the daemon knows, loaded or not.
+func (b ipcBackend) Models() []wire.ModelEntry {
+	if b.d.models == nil {
+		return nil
+	}
+	var out []wire.ModelEntry
+	for _, i := range b.d.models.List() {
+		e := wire.ModelEntry{Name: i.Name, Aliases: i.Aliases, Path: i.Path, State: i.State.String(), Default: i.Default,
+			Bytes: i.Bytes, Requests: i.Requests, KeepAlive: i.KeepAlive.Seconds(), LoadS: i.LoadTime.Seconds()}
+		if i.KeepAlive < 0 {
+			e.KeepAlive = -1
+		}
+		if i.Err != nil {
+			e.Error = i.Err.Error()
+		}
+		if !i.ExpiresAt.IsZero() {
+			e.ExpiresAt = i.ExpiresAt.Unix()
+		}
+		if st, err := os.Stat(i.Path); err == nil {
+			e.Size = st.Size()
+		}
+		if rt, ok := i.Instance.(*Runtime); ok {
+			e.Info = modelInfo(rt)
+		}
+		out = append(out, e)
+	}
+	return out
+}

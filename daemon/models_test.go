@@ -1,0 +1,163 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// modelsDir links models/arch files into a fresh models directory.
+func modelsDir(t *testing.T, archs ...string) string {
+	t.Helper()
+	src := filepath.Join(testmodels.Dir(t), "arch")
+	dir := t.TempDir()
+	for _, a := range archs {
+		if err := os.Symlink(filepath.Join(src, "tiny-"+a+".gguf"), filepath.Join(dir, a+".gguf")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// checkGolden runs llama.cpp's first golden for arch on model name and
+// compares the tokens up to the first near tie.
+func checkGolden(ctx context.Context, c *client.Client, name, arch string, g testmodels.ArchGolden) error {
+	res, err := c.Generate(ctx, client.Request{Model: name, Tokens: g.PromptTokens, MaxTokens: len(g.OutputTokens)}, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	for i, tok := range g.OutputTokens {
+		if g.NearTie(i) {
+			break
+		}
+		if i >= len(res.Tokens) || res.Tokens[i] != tok {
+			return fmt.Errorf("%s (%s): step %d: tokens %v, llama.cpp %v", name, arch, i, res.Tokens, g.OutputTokens)
+		}
+	}
+	return nil
+}
+
+func goldenWithPrompt(t *testing.T, arch string) testmodels.ArchGolden {
+	for _, g := range testmodels.ArchGoldens(t, arch) {
+		if len(g.PromptTokens) > 1 {
+			return g
+		}
+	}
+	t.Fatalf("no golden with a prompt for %s", arch)
+	return testmodels.ArchGolden{}
+}
+
+func modelStates(t *testing.T, c *client.Client) map[string]wire.ModelEntry {
+	t.Helper()
+	list, err := c.Models(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]wire.ModelEntry{}
+	for _, m := range list {
+		out[m.Name] = m
+	}
+	return out
+}
+
+// TestModelsLoadOnDemand: beside the default model (stories260K), two
+// models from models_dir serve concurrent requests with llama.cpp's greedy
+// tokens; a third model's request (max_loaded_models 3, the default
+// pinned) evicts the least recently used idle one, never the one with a
+// request in flight, which runs to its end; a corrupt file is
+// reported (list, error) while the others keep serving; an unknown name
+// is not_found; keep_alive 0 unloads a model as its request ends.
+func TestModelsLoadOnDemand(t *testing.T) {
+	dir := modelsDir(t, "llama3", "qwen2", "mistral")
+	if err := os.WriteFile(filepath.Join(dir, "broken.gguf"), []byte("GGUF not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	td := startDaemon(t, fmt.Sprintf("models_dir = %q\nmax_loaded_models = 3\n", dir))
+	c := td.dial(t)
+	ctx := context.Background()
+	goldens := map[string]testmodels.ArchGolden{}
+	for _, a := range []string{"llama3", "qwen2", "mistral"} {
+		goldens[a] = goldenWithPrompt(t, a)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := []string{"llama3", "qwen2"}[i%2]
+			errs <- checkGolden(ctx, c, a, a, goldens[a])
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	st := modelStates(t, c)
+	if st["llama3"].State != "loaded" || st["qwen2"].State != "loaded" || st["mistral"].State != "available" {
+		t.Fatalf("after the load: %+v", st)
+	}
+	if st["stories260K"].State != "loaded" || !st["stories260K"].Default || st["stories260K"].KeepAlive != -1 {
+		t.Errorf("the default model: %+v", st["stories260K"])
+	}
+
+	// qwen2 busy with a long request, llama3 idle (used longer ago):
+	// mistral takes llama3's place, qwen2's request runs to its end.
+	long := make(chan error, 1)
+	go func() {
+		res, err := c.Generate(ctx, client.Request{Model: "qwen2", Prompt: "a", MaxTokens: 200, IgnoreEOS: true}, nil)
+		if err == nil && len(res.Tokens) != 200 {
+			err = fmt.Errorf("the long request made %d tokens", len(res.Tokens))
+		}
+		long <- err
+	}()
+	for modelStates(t, c)["qwen2"].Requests == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := checkGolden(ctx, c, "mistral", "mistral", goldens["mistral"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-long; err != nil {
+		t.Fatalf("qwen2's request while mistral loaded: %v", err)
+	}
+	st = modelStates(t, c)
+	if st["mistral"].State != "loaded" || st["llama3"].State != "available" || st["qwen2"].State != "loaded" {
+		t.Errorf("after mistral: llama3 %s qwen2 %s mistral %s, want llama3 evicted", st["llama3"].State, st["qwen2"].State, st["mistral"].State)
+	}
+
+	_, err := c.Generate(ctx, client.Request{Model: "broken", Prompt: "a", MaxTokens: 1}, nil)
+	if !errors.Is(err, wire.ErrUnavailable) {
+		t.Errorf("a corrupt model: %v, want unavailable", err)
+	}
+	if b := modelStates(t, c)["broken"]; b.State != "failed" || b.Error == "" {
+		t.Errorf("the corrupt model listed as %+v", b)
+	}
+	if err := checkGolden(ctx, c, "qwen2", "qwen2", goldens["qwen2"]); err != nil {
+		t.Errorf("after a failed load: %v", err)
+	}
+	if _, err := c.Generate(ctx, client.Request{Model: "nope", Prompt: "a", MaxTokens: 1}, nil); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("an unknown model: %v, want not_found", err)
+	}
+	if _, err := c.Generate(ctx, client.Request{Model: "qwen2", KeepAlive: "0", Prompt: "a", MaxTokens: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := modelStates(t, c)["qwen2"].State; s != "available" {
+		t.Errorf("keep_alive 0: qwen2 %s after its request", s)
+	}
+	if _, err := c.Generate(ctx, client.Request{Model: "qwen2", KeepAlive: "soon", Prompt: "a", MaxTokens: 1}, nil); !errors.Is(err, wire.ErrInvalidArgument) {
+		t.Errorf("keep_alive soon: %v", err)
+	}
+	td.waitIdle(t)
+}
