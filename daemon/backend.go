@@ -99,6 +99,10 @@ func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *
 			return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
 		}
 	}
+	maxTokens, err := contextLimit(s, len(toks))
+	if err != nil {
+		return nil, err
+	}
 	seed, err := resolveSeed(s.Seed)
 	if err != nil {
 		return nil, err
@@ -107,7 +111,7 @@ func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *
 	if channel == "" {
 		channel = b.d.route(p.UID, s.Tags, len(toks))
 	}
-	req := engine.Request{Tokens: toks, MaxTokens: s.MaxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
+	req := engine.Request{Tokens: toks, MaxTokens: maxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
 		Logprobs: s.Logprobs || s.TopLogprobs > 0, TopLogprobs: s.TopLogprobs, Grammar: gr,
 		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: seed,
@@ -198,7 +202,7 @@ func modelInfo(rt *Runtime) *wire.ModelInfo {
 	mi := &wire.ModelInfo{Path: rt.Model.Path, Format: rt.Model.Format, Arch: c.Arch, Dim: c.Dim,
 		Layers: c.Layers, Vocab: c.Vocab, Context: c.Context}
 	if rt.Chat != nil {
-		mi.Chat = rt.Chat.Name()
+		mi.Chat, mi.ToolFormat, mi.Thinking = rt.Chat.Name(), string(rt.Tools.format), rt.Tools.reasoning != nil
 	} else if rt.ChatErr != nil {
 		mi.ChatError = rt.ChatErr.Error()
 	}
@@ -340,6 +344,25 @@ func wireError(err error) *wire.Error {
 	// leading "invalid argument: " so the client does not read it twice.
 	msg := strings.TrimPrefix(err.Error(), category.Error()+": ")
 	return &wire.Error{Code: code, Message: msg}
+}
+
+// contextLimit applies a submit's context cap (Ollama's num_ctx): the
+// prompt must fit in it, and generation stops at it.
+func contextLimit(s *wire.Submit, promptLen int) (int, error) {
+	switch {
+	case s.ContextLimit < 0:
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "context_limit %d: want 0 (the model's) or more", s.ContextLimit)
+	case s.ContextLimit == 0:
+		return s.MaxTokens, nil
+	case promptLen >= s.ContextLimit:
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "a prompt of %d tokens leaves no room in context_limit (num_ctx) %d",
+			promptLen, s.ContextLimit)
+	}
+	room := s.ContextLimit - promptLen
+	if s.MaxTokens == 0 || s.MaxTokens > room {
+		return room, nil
+	}
+	return s.MaxTokens, nil
 }
 
 // resolveSeed gives a submit's seed the one meaning both APIs share:

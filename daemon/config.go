@@ -61,6 +61,7 @@ type resolvedConfig struct {
 	userChannels map[uint32]string
 	level        slog.Level
 	apiKeys      map[string]ipc.Peer // bearer key -> the user it stands for
+	anonymous    *ipc.Peer           // who a keyless TCP request runs as; nil: 401
 }
 
 // settings returns the resolved fields, validating first if needed (a
@@ -136,6 +137,10 @@ type ServerConfig struct {
 	// APIKeys maps user names or uids to the bearer key that admits them
 	// over TCP; their requests run as that user (quotas, channels).
 	APIKeys map[string]string `toml:"api_keys"`
+	// AnonymousUser lets a TCP request without a key run as this user (a
+	// name or uid: its caps, channels and routing), for clients that send
+	// none (Ollama's); "" (default) answers them 401 (restart).
+	AnonymousUser string `toml:"anonymous_user"`
 }
 
 // ChannelConfig is one QoS channel's objectives and limits.
@@ -315,11 +320,11 @@ func (c *Config) Validate() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	keys, err := resolveAPIKeys(c.Server)
+	keys, anon, err := resolveAPIKeys(c.Server)
 	if err != nil {
 		return err
 	}
-	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level, apiKeys: keys}
+	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level, apiKeys: keys, anonymous: anon}
 	return nil
 }
 

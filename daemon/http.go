@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/batchd/batchd/httpapi"
+	"github.com/batchd/batchd/httpapi/ollama"
 	"github.com/batchd/batchd/ipc"
 )
 
@@ -36,9 +37,10 @@ func (d *Daemon) serveHTTP(cfg Config, keys map[string]ipc.Peer) error {
 	if len(lns) == 0 {
 		return nil
 	}
-	d.httpSrv = httpapi.New(httpapi.Options{Backend: ipcBackend{d}, Users: d.srv, Logger: d.log,
+	d.httpSrv = httpapi.New(httpapi.Options{Backend: ipcBackend{d}, Users: d.srv, Logger: d.log, Anonymous: cfg.settings().anonymous,
 		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration})
 	d.httpSrv.SetAPIKeys(keys)
+	ollama.Register(d.httpSrv, ipcBackend{d})
 	for _, ln := range lns {
 		go func() {
 			if err := d.httpSrv.Serve(ln); err != nil && !errors.Is(err, ipc.ErrServerClosed) {

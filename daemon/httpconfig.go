@@ -13,8 +13,9 @@ import (
 // minAPIKeyBytes keeps keys out of guessing range.
 const minAPIKeyBytes = 16
 
-// resolveAPIKeys checks the HTTP settings and maps each key to its user.
-func resolveAPIKeys(s ServerConfig) (map[string]ipc.Peer, error) {
+// resolveAPIKeys checks the HTTP settings and maps each key to its user,
+// and anonymous_user to the user keyless TCP requests run as.
+func resolveAPIKeys(s ServerConfig) (map[string]ipc.Peer, *ipc.Peer, error) {
 	var errs []error
 	out := map[string]ipc.Peer{}
 	for user, key := range s.APIKeys {
@@ -36,15 +37,24 @@ func resolveAPIKeys(s ServerConfig) (map[string]ipc.Peer, error) {
 	if s.MetricsKey != "" && len(s.MetricsKey) < minAPIKeyBytes {
 		errs = append(errs, fmt.Errorf("server.metrics_key: %d bytes; use at least %d (openssl rand -hex 24)", len(s.MetricsKey), minAPIKeyBytes))
 	}
+	var anon *ipc.Peer
+	if s.AnonymousUser != "" {
+		if uids, err := ipc.ResolveUsers([]string{s.AnonymousUser}); err != nil {
+			errs = append(errs, fmt.Errorf("server.anonymous_user: %w", err))
+		} else {
+			p := keyUser(uids[0])
+			anon = &p
+		}
+	}
 	if s.HTTPListen != "" {
 		if _, _, err := net.SplitHostPort(s.HTTPListen); err != nil {
 			errs = append(errs, fmt.Errorf("server.http_listen %q: want host:port or :port", s.HTTPListen))
 		}
-		if len(s.APIKeys) == 0 {
-			errs = append(errs, errors.New("server.http_listen needs server.api_keys: TCP clients have no peer credentials"))
+		if len(s.APIKeys) == 0 && s.AnonymousUser == "" {
+			errs = append(errs, errors.New("server.http_listen needs server.api_keys (or server.anonymous_user): TCP clients have no peer credentials"))
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, anon, errors.Join(errs...)
 }
 
 // httpListenAddr binds a bare :port to loopback; a host must be named to

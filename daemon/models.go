@@ -301,3 +301,33 @@ func (b ipcBackend) Models() []wire.ModelEntry {
 	}
 	return out
 }
+
+// LoadModel loads model name (Ollama's generate without a prompt), or
+// unloads it; the default model stays.
+func (b ipcBackend) LoadModel(name, keepAlive string, unload bool) error {
+	if unload {
+		if info, err := b.d.models.Get(name); err == nil && info.Default {
+			return nil // pinned: the daemon's own model stays
+		}
+		if _, err := b.d.models.Unload(name); err != nil {
+			return modelError(err)
+		}
+		return nil
+	}
+	var ka *time.Duration
+	if keepAlive != "" {
+		d, err := ParseKeepAlive(keepAlive)
+		if err != nil {
+			return wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+		}
+		ka = &d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, lease, err := b.d.acquireModel(ctx, name, ka)
+	if err != nil {
+		return err
+	}
+	lease.Release()
+	return nil
+}

@@ -30,7 +30,10 @@ type Users interface {
 type Options struct {
 	Backend ipc.Backend
 	Users   Users
-	Logger  *slog.Logger
+	// Anonymous is who a TCP request without a key runs as (under the
+	// same policy); nil answers it 401.
+	Anonymous *ipc.Peer
+	Logger    *slog.Logger
 	// Model is the id /v1/models lists; requests may name it, or give any
 	// model when AnyModel is set.
 	Model string
@@ -63,6 +66,7 @@ type Server struct {
 	log     *slog.Logger
 	http    *http.Server
 	keys    atomic.Pointer[[]apiKey]
+	mux     *http.ServeMux
 	created int64
 	wg      sync.WaitGroup // handlers reading streams to their end
 }
@@ -93,6 +97,7 @@ func New(o Options) *Server {
 	s := &Server{o: o, log: o.Logger.With("component", "http"), created: time.Now().Unix()}
 	s.keys.Store(&[]apiKey{})
 	mux := http.NewServeMux()
+	s.mux = mux
 	mux.HandleFunc("GET /health", s.health)
 	mux.Handle("GET /v1/models", s.auth(s.models))
 	mux.Handle("GET /v1/models/{id...}", s.auth(s.model))
@@ -163,6 +168,34 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 // auth admits a request as a peer: by its Unix credentials under the
 // policy, or by its bearer key.
 func (s *Server) auth(h func(http.ResponseWriter, *http.Request, ipc.Peer)) http.Handler {
+	return s.authWith(h, writeError)
+}
+
+// PeerHandler serves a request of an authenticated peer.
+type PeerHandler func(http.ResponseWriter, *http.Request, ipc.Peer)
+
+// Route serves another API on the same listeners, under the same access
+// rules and connection budget (Ollama's, from httpapi/ollama): pattern as
+// http.ServeMux takes it; fail writes a refusal in that API's shape.
+// A nil fail serves pattern without authentication (a liveness probe).
+func (s *Server) Route(pattern string, h PeerHandler, fail func(w http.ResponseWriter, status int, msg string)) {
+	if fail == nil {
+		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { h(w, r, ipc.Peer{}) })
+		return
+	}
+	s.mux.Handle(pattern, s.authWith(h, func(w http.ResponseWriter, herr *httpError) {
+		if herr.authHeader {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+		}
+		fail(w, herr.status, herr.msg)
+	}))
+}
+
+// Users is who counts and admits requests: the ipc server's.
+func (s *Server) Users() Users { return s.o.Users }
+
+// authWith checks the peer, writing a refusal with writeErr.
+func (s *Server) authWith(h func(http.ResponseWriter, *http.Request, ipc.Peer), writeErr func(http.ResponseWriter, *httpError)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ci, _ := r.Context().Value(peerKey{}).(*connInfo)
 		if ci == nil {
@@ -178,7 +211,7 @@ func (s *Server) auth(h func(http.ResponseWriter, *http.Request, ipc.Peer)) http
 			// A request that fails authentication ends its connection: a
 			// client without a key must not hold a slot with keep-alive.
 			w.Header().Set("Connection", "close")
-			writeError(w, herr)
+			writeErr(w, herr)
 			return
 		}
 		h(w, r, p)
@@ -199,6 +232,9 @@ func (s *Server) authenticate(r *http.Request, ci *connInfo) (ipc.Peer, *httpErr
 		return ci.peer, nil
 	}
 	p, ok := s.bearer(r)
+	if !ok && s.o.Anonymous != nil && r.Header.Get("Authorization") == "" {
+		p, ok = *s.o.Anonymous, true // a wrong key stays a 401
+	}
 	if !ok {
 		return ipc.Peer{}, &httpError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
 			msg: "missing or unknown API key: send Authorization: Bearer KEY with a key from server.api_keys", authHeader: true}

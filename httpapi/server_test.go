@@ -491,3 +491,26 @@ func TestKeylessFloodCannotLockOutAKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAnonymousUser: with Options.Anonymous a keyless TCP request runs as
+// that user (Ollama's clients send no key); a wrong key is still a 401,
+// and without the option a keyless request is a 401.
+func TestAnonymousUser(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{Anonymous: &ipc.Peer{UID: 777, GID: 778}})
+	if resp, _ := post(t, base+"/v1/completions", "", `{"prompt":"a"}`); resp.StatusCode != 200 {
+		t.Fatalf("keyless: %d", resp.StatusCode)
+	}
+	if resp, _ := post(t, base+"/v1/completions", "wrong-key-0123456789", `{"prompt":"a"}`); resp.StatusCode != 401 {
+		t.Errorf("a wrong key: %d, want 401", resp.StatusCode)
+	}
+	b.mu.Lock()
+	if len(b.peers) != 1 || b.peers[0].UID != 777 {
+		t.Errorf("peers %+v, want the anonymous user", b.peers)
+	}
+	b.mu.Unlock()
+	_, strict := startTCP(t, &fakeBackend{}, &fakeUsers{}, Options{})
+	if resp, _ := post(t, strict+"/v1/completions", "", `{"prompt":"a"}`); resp.StatusCode != 401 {
+		t.Errorf("keyless without anonymous_user: %d, want 401", resp.StatusCode)
+	}
+}

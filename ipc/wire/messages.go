@@ -53,8 +53,11 @@ type Submit struct {
 	// is the default model. KeepAlive (Ollama's: "5m", seconds, "0"
 	// unloads once idle, "-1" forever; "" the model's default) is how
 	// long the model stays loaded after this request.
-	Model             string   `msgpack:"model,omitempty"`
-	KeepAlive         string   `msgpack:"keep_alive,omitempty"`
+	Model     string `msgpack:"model,omitempty"`
+	KeepAlive string `msgpack:"keep_alive,omitempty"`
+	// ContextLimit caps prompt plus output in tokens (Ollama's num_ctx):
+	// a longer prompt is invalid, generation stops at it; 0 is the model's.
+	ContextLimit      int      `msgpack:"context_limit,omitempty"`
 	Prompt            string   `msgpack:"prompt,omitempty"`
 	Tokens            []int    `msgpack:"tokens,omitempty"`
 	MaxTokens         int      `msgpack:"max_tokens,omitempty"`

@@ -130,6 +130,10 @@ type ModelInfo struct {
 	// chat is off); ChatError says why chat is off.
 	Chat      string `msgpack:"chat,omitempty" json:"chat,omitempty"`
 	ChatError string `msgpack:"chat_error,omitempty" json:"chat_error,omitempty"`
+	// ToolFormat is how the model writes tool calls ("" without chat);
+	// Thinking: its template opens a reasoning block.
+	ToolFormat string `msgpack:"tool_format,omitempty" json:"tool_format,omitempty"`
+	Thinking   bool   `msgpack:"thinking,omitempty" json:"thinking,omitempty"`
 }
 
 // Connections are the connection budget's figures: every listener together.

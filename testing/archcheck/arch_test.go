@@ -63,7 +63,8 @@ func TestImportRules(t *testing.T) {
 		{"engine/backend/cpu", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer"}},
 		{"ipc/wire", nil},
 		{"clients/go", []string{"ipc/wire"}},
-		{"httpapi", []string{"ipc"}}, // ipc and ipc/wire: the same backend, policy and wire errors
+		{"httpapi", []string{"ipc"}},                   // ipc and ipc/wire: the same backend, policy and wire errors
+		{"httpapi/ollama", []string{"httpapi", "ipc"}}, // routes on httpapi's listeners; requests are wire.Submits
 	} {
 		for _, d := range deps(t, r.pkg) {
 			ok := false
