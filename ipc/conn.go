@@ -168,16 +168,27 @@ func (c *conn) dispatch(h wire.Header, body []byte) {
 		c.send(&wire.Stats{Type: wire.TypeStats, ID: h.ID, Stats: c.s.backend.Stats()})
 	case wire.TypeReload:
 		c.reload(h.ID)
-	case wire.TypeModels:
+	case wire.TypeModels, wire.TypePS:
 		if !c.s.policy.Load().Allowed(c.peer) {
 			c.sendErr(h.ID, wire.ErrPermissionDenied)
 			return
 		}
-		m := &wire.Models{Type: wire.TypeModels, ID: h.ID}
+		m := &wire.Models{Type: h.Type, ID: h.ID}
 		if ml, ok := c.s.backend.(ModelLister); ok {
-			m.Models = ml.Models()
+			for _, e := range ml.Models() {
+				if h.Type == wire.TypeModels || e.State == "loaded" {
+					m.Models = append(m.Models, e)
+				}
+			}
 		}
 		c.send(m)
+	case wire.TypeLoad, wire.TypeUnload:
+		var m wire.Load
+		if err := wire.Decode(body, &m); err != nil {
+			c.sendErr(h.ID, decodeErr(h.Type, err))
+			return
+		}
+		c.load(h.Type, &m)
 	case wire.TypeHealth:
 		hl := c.s.backend.Health()
 		hl.Type, hl.ID = wire.TypeHealth, h.ID
@@ -334,6 +345,29 @@ func decodeErr(what string, err error) *wire.Error {
 func (p Peer) String() string { return fmt.Sprintf("uid=%d gid=%d pid=%d", p.UID, p.GID, p.PID) }
 
 // reload runs an admin's explicit config reload.
+// load loads or unloads a model, in its own goroutine: a load may take
+// long, and the connection's other frames go on meanwhile.
+func (c *conn) load(typ string, m *wire.Load) {
+	if !c.s.policy.Load().Allowed(c.peer) {
+		c.sendErr(m.ID, wire.ErrPermissionDenied)
+		return
+	}
+	ml, ok := c.s.backend.(ModelLoader)
+	if !ok {
+		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "%s: this server serves one model", typ))
+		return
+	}
+	c.pumps.Add(1)
+	go func() {
+		defer c.pumps.Done()
+		if err := ml.LoadModel(m.Model, m.KeepAlive, typ == wire.TypeUnload); err != nil {
+			c.sendErr(m.ID, err)
+			return
+		}
+		c.send(&wire.Load{Type: typ, ID: m.ID, Model: m.Model})
+	}()
+}
+
 func (c *conn) reload(id uint64) {
 	pol := c.s.policy.Load()
 	if !pol.Allowed(c.peer) || !pol.Admin(c.peer) {

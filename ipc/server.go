@@ -33,6 +33,12 @@ type ModelLister interface {
 	Models() []wire.ModelEntry
 }
 
+// ModelLoader is a Backend that loads and unloads models on request
+// (wire.Load; unload: wire.TypeUnload).
+type ModelLoader interface {
+	LoadModel(name, keepAlive string, unload bool) error
+}
+
 // Reloader is a Backend that can reload its configuration on an admin's
 // request (wire.Reload); a Backend without it answers that it cannot.
 type Reloader interface {

@@ -250,6 +250,28 @@ func (c *Client) Models(ctx context.Context) ([]wire.ModelEntry, error) {
 	return m.Models, err
 }
 
+// Running lists the models loaded now.
+func (c *Client) Running(ctx context.Context) ([]wire.ModelEntry, error) {
+	var m wire.Models
+	err := c.call(ctx, func(id uint64) any { return &wire.Models{Type: wire.TypePS, ID: id} }, &m)
+	return m.Models, err
+}
+
+// Load loads model (waiting until it is) and keeps it keepAlive once idle
+// ("" its default, "-1" forever); Unload unloads it once idle.
+func (c *Client) Load(ctx context.Context, model, keepAlive string) error {
+	var r wire.Load
+	return c.call(ctx, func(id uint64) any {
+		return &wire.Load{Type: wire.TypeLoad, ID: id, Model: model, KeepAlive: keepAlive}
+	}, &r)
+}
+
+// Unload unloads model once no request runs on it.
+func (c *Client) Unload(ctx context.Context, model string) error {
+	var r wire.Load
+	return c.call(ctx, func(id uint64) any { return &wire.Load{Type: wire.TypeUnload, ID: id, Model: model} }, &r)
+}
+
 // Health returns the daemon's state and model.
 func (c *Client) Health(ctx context.Context) (*wire.Health, error) {
 	var h wire.Health

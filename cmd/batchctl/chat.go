@@ -32,6 +32,7 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 	seed := fs.Int64("seed", client.SeedRandom, "sampling seed (default -1: a new one per reply)")
 	fs.Var(&stops, "stop", "stop string (repeatable)")
 	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")
+	fs.StringVar(&r.Model, "model", "", "the model (batchctl models; default: the daemon's default)")
 	tools := fs.String("tools", "", "JSON file: an OpenAI-style tools array the model may call (calls are shown, not run)")
 	fs.StringVar(&r.ToolChoice, "tool-choice", "", "auto (default), none, required, or a function's name")
 	return func(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error {

@@ -27,6 +27,7 @@ func generateCmd(fs *flag.FlagSet) runFunc {
 	fs.Var(&stops, "stop", "stop string (repeatable)")
 	fs.IntVar(&r.Priority, "priority", 0, "priority (higher first, under the priority policy)")
 	fs.StringVar(&r.Channel, "channel", "", "QoS channel: realtime, standard or bulk")
+	fs.StringVar(&r.Model, "model", "", "the model (batchctl models; default: the daemon's default)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object instead of streaming text")
 	verbose := fs.Bool("verbose", false, "print the request id (for cancel) and the usage to stderr")
 	schema := fs.String("schema", "", "JSON Schema file the output must match (structured output)")

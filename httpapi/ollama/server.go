@@ -31,7 +31,7 @@ const maxBody = 8 << 20
 type Backend interface {
 	ipc.Backend
 	ipc.ModelLister
-	LoadModel(name, keepAlive string, unload bool) error
+	ipc.ModelLoader
 }
 
 // API is the Ollama API over a backend.

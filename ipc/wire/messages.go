@@ -19,6 +19,9 @@ const (
 	TypeHealth    = "health"
 	TypeReload    = "reload"
 	TypeModels    = "models"
+	TypePS        = "ps"
+	TypeLoad      = "load"
+	TypeUnload    = "unload"
 	TypeError     = "error"
 )
 
@@ -284,4 +287,14 @@ type ModelEntry struct {
 	KeepAlive float64    `msgpack:"keep_alive_s" json:"keep_alive_s"` // -1: forever
 	LoadS     float64    `msgpack:"load_s,omitempty" json:"load_s,omitempty"`
 	Info      *ModelInfo `msgpack:"info,omitempty" json:"info,omitempty"` // while loaded
+}
+
+// Load asks for a model to be loaded (and kept keep_alive once idle); the
+// reply, once it is, has the same type. Unload asks for it to unload once
+// idle (now if nothing runs on it); the default model stays.
+type Load struct {
+	Type      string `msgpack:"type"`
+	ID        uint64 `msgpack:"id"`
+	Model     string `msgpack:"model"`
+	KeepAlive string `msgpack:"keep_alive,omitempty"`
 }

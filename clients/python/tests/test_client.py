@@ -256,3 +256,27 @@ def test_logprobs(qwen_daemon):
     for tok, lp in zip(r.tokens, r.logprobs):
         assert lp["token"] == tok == lp["top"][0]["token"] and lp["logprob"] <= 0 and len(lp["top"]) == 3
     assert [lp["logprob"] for lp in s.result.logprobs] == [lp["logprob"] for lp in r.logprobs]
+
+
+def test_models_load_and_unload(batchd_bin, synth_model, tmp_path):
+    """A model from models_dir: listed, loaded, run by name, unloaded."""
+    mdir = tmp_path / "models"
+    mdir.mkdir()
+    (mdir / "other.gguf").symlink_to(synth_model)
+    proc = start(batchd_bin, tmp_path, config=f'models_dir = "{mdir}"\n', model=Path(synth_model))
+    try:
+        with batchd.Client(proc.socket) as c:
+            names = {m["name"]: m for m in c.models()}
+            assert names["other"]["state"] == "available"
+            assert any(m.get("default") for m in names.values())
+            c.load("other", keep_alive="-1")
+            assert "other" in {m["name"] for m in c.running()}
+            r = c.generate("hello", model="other", max_tokens=3, ignore_eos=True)
+            assert len(r.tokens) == 3
+            c.unload("other")
+            assert "other" not in {m["name"] for m in c.running()}
+            with pytest.raises(batchd.BatchdError):
+                c.generate("hello", model="nope", max_tokens=1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -80,8 +80,14 @@ def submit_message(
     json_object: bool = False,
     regex: Optional[str] = None,
     choice: Optional[Sequence[str]] = None,
+    model: str = "",
+    keep_alive: Optional[str] = None,
 ) -> Dict[str, Any]:
     msg: Dict[str, Any] = {"type": "submit", "id": req_id, "stream": stream}
+    if model:
+        msg["model"] = model  # a name or alias of models(); "" is the default
+    if keep_alive is not None:
+        msg["keep_alive"] = str(keep_alive)  # "5m", seconds, "0", "-1"
     if messages is not None:
         if prompt is not None or tokens is not None:
             raise ValueError("give one of prompt, tokens and messages")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Dict, Optional, Sequence
+from typing import Any, AsyncIterator, Dict, List, Optional, Sequence
 
 from . import _protocol as p
 from ._types import Health, Stats, health_of, stats_of
@@ -161,6 +161,25 @@ class AsyncClient:
 
     async def health(self) -> Health:
         return health_of(await self._call({"type": "health"}))
+
+    async def models(self) -> List[Dict[str, Any]]:
+        """Every model the daemon knows: {name, state, path, bytes, requests, ...}."""
+        return list((await self._call({"type": "models"})).get("models") or [])
+
+    async def running(self) -> List[Dict[str, Any]]:
+        """The models loaded now."""
+        return list((await self._call({"type": "ps"})).get("models") or [])
+
+    async def load(self, model: str, keep_alive: Optional[str] = None) -> None:
+        """Load model (returns once it is) and keep it keep_alive once idle."""
+        msg: Dict[str, Any] = {"type": "load", "model": model}
+        if keep_alive is not None:
+            msg["keep_alive"] = str(keep_alive)
+        await self._call(msg)
+
+    async def unload(self, model: str) -> None:
+        """Unload model once no request runs on it."""
+        await self._call({"type": "unload", "model": model})
 
     async def reload(self) -> Dict[str, Any]:
         """Re-read the daemon's config file, as SIGHUP does (admins only)."""

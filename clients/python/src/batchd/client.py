@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import socket
 import threading
-from typing import Any, Dict, Iterator, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from . import _protocol as p
 from ._types import Health, Stats, health_of, stats_of
@@ -217,6 +217,25 @@ class Client:
 
     def health(self) -> Health:
         return health_of(self._call({"type": "health"}))
+
+    def models(self) -> List[Dict[str, Any]]:
+        """Every model the daemon knows: {name, state, path, bytes, requests, ...}."""
+        return list((self._call({"type": "models"})).get("models") or [])
+
+    def running(self) -> List[Dict[str, Any]]:
+        """The models loaded now."""
+        return list((self._call({"type": "ps"})).get("models") or [])
+
+    def load(self, model: str, keep_alive: Optional[str] = None) -> None:
+        """Load model (returns once it is) and keep it keep_alive once idle."""
+        msg: Dict[str, Any] = {"type": "load", "model": model}
+        if keep_alive is not None:
+            msg["keep_alive"] = str(keep_alive)
+        self._call(msg)
+
+    def unload(self, model: str) -> None:
+        """Unload model once no request runs on it."""
+        self._call({"type": "unload", "model": model})
 
     def reload(self) -> Dict[str, Any]:
         """Re-read the daemon's config file, as SIGHUP does (admins only):

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/batchd/batchd/ipc/wire"
+)
+
+// modelsCmd lists every model (models) or the loaded ones (ps).
+func modelsCmd(loadedOnly bool) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		asJSON := fs.Bool("json", false, "print the list as JSON")
+		return func(ctx context.Context, socket string, args []string, stdout, _ io.Writer) error {
+			c, err := dialNoArgs(ctx, socket, args)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			list, err := c.Models(ctx)
+			if loadedOnly {
+				list, err = c.Running(ctx)
+			}
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				if list == nil {
+					list = []wire.ModelEntry{}
+				}
+				return json.NewEncoder(stdout).Encode(list)
+			}
+			printModels(stdout, list)
+			return nil
+		}
+	}
+}
+
+func printModels(w io.Writer, list []wire.ModelEntry) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tSIZE\tMEMORY\tREQUESTS\tUNTIL\tPATH")
+	for _, m := range list {
+		name := m.Name
+		if m.Default {
+			name += " (default)"
+		}
+		until := ""
+		switch {
+		case m.State != "loaded":
+		case m.KeepAlive < 0:
+			until = "forever"
+		case m.ExpiresAt != 0:
+			until = time.Unix(m.ExpiresAt, 0).Format(time.DateTime)
+		case m.Requests > 0:
+			until = "in use"
+		}
+		state := m.State
+		if m.Error != "" {
+			state += ": " + m.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, state, mib(m.Size), mib(m.Bytes), m.Requests, until, m.Path)
+	}
+	_ = tw.Flush()
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// loadCmd loads a model (or unloads it).
+func loadCmd(unload bool) func(fs *flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		keepAlive := ""
+		if !unload {
+			fs.StringVar(&keepAlive, "keep-alive", "", `how long it stays loaded once idle ("10m", "-1" forever; default the model's)`)
+		}
+		return func(ctx context.Context, socket string, args []string, stdout, _ io.Writer) error {
+			if len(args) != 1 {
+				return usageErr{fmt.Errorf("want exactly one MODEL argument, got %d", len(args))}
+			}
+			c, err := dial(ctx, socket)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if unload {
+				if err := c.Unload(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "%s unloads once idle\n", args[0])
+				return nil
+			}
+			start := time.Now()
+			if err := c.Load(ctx, args[0], keepAlive); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s loaded (%.2fs)\n", args[0], time.Since(start).Seconds())
+			return nil
+		}
+	}
+}

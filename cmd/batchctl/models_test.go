@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// TestModelsCommands: batchctl models lists the default model and a
+// models_dir file, load loads it (ps shows it), generate --model runs on
+// it, unload unloads it, and an unknown name fails.
+func TestModelsCommands(t *testing.T) {
+	dir, mdir := t.TempDir(), t.TempDir()
+	if err := os.Symlink(synth.TinyFile(t, 256), filepath.Join(mdir, "other.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	sock, cfg := filepath.Join(dir, "b.sock"), filepath.Join(dir, "batchd.toml")
+	if err := os.WriteFile(cfg, []byte("models_dir = \""+mdir+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctl := serveForCtl(t, sock, "serve", "--model", synth.TinyFile(t, 256), "--config", cfg, "--socket", sock, "--log-level", "error")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if out, code := ctl("health"); code == 0 && strings.Contains(out, "ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon never became healthy")
+		}
+	}
+	out, code := ctl("models")
+	if code != 0 || !strings.Contains(out, "other") || !strings.Contains(out, "(default)") || !strings.Contains(out, "available") {
+		t.Fatalf("models: %d\n%s", code, out)
+	}
+	if out, code := ctl("load", "other", "--keep-alive", "-1"); code != 0 || !strings.Contains(out, "other loaded") {
+		t.Fatalf("load: %d %s", code, out)
+	}
+	if out, _ := ctl("ps"); !strings.Contains(out, "other") || !strings.Contains(out, "forever") {
+		t.Errorf("ps after load:\n%s", out)
+	}
+	if out, code := ctl("generate", "hello", "--model", "other", "--max-tokens", "3", "--json"); code != 0 || !strings.Contains(out, `"output_tokens"`) {
+		t.Errorf("generate --model other: %d %s", code, out)
+	}
+	if out, code := ctl("unload", "other"); code != 0 {
+		t.Fatalf("unload: %d %s", code, out)
+	}
+	if out, _ := ctl("ps"); strings.Contains(out, "other") {
+		t.Errorf("ps after unload:\n%s", out)
+	}
+	if out, code := ctl("load", "nope"); code == 0 || !strings.Contains(out, "nope") {
+		t.Errorf("load nope: %d %s", code, out)
+	}
+}
