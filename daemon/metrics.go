@@ -28,28 +28,54 @@ var channelNames = []string{"realtime", "standard", "bulk"}
 // metrics is the Prometheus view of the daemon: histograms fed by the engine
 // as things happen (engine.Observer), gauges and counters read from the
 // engine's stats at scrape time.
+//
+// Every series has a model_name label: only the names of configured and
+// loaded models (an operator's files), never a client's string, so the
+// label set stays bounded.
 type metrics struct {
 	reg                                    *prometheus.Registry
 	ttft, itl, e2e, queue, prefill, decode *prometheus.HistogramVec
-	batch                                  prometheus.Histogram
-	iterTokens                             prometheus.Counter
+	batch                                  *prometheus.HistogramVec
+	iterTokens                             *prometheus.CounterVec
 	finished                               *prometheus.CounterVec
 	sloMet, sloAll                         *prometheus.CounterVec
 	targets                                func(channel string) time.Duration
-	stats                                  func() (engine.Stats, bool)
+	stats                                  func() []modelStats
 }
 
-var _ engine.Observer = (*metrics)(nil)
+// modelStats is one loaded model's engine figures, for a scrape.
+type modelStats struct {
+	name string
+	s    engine.Stats
+}
+
+// modelObserver is the engine.Observer of one model's engine.
+type modelObserver struct {
+	m    *metrics
+	name string
+}
+
+var _ engine.Observer = modelObserver{}
+
+// forModel is the observer for model name's engine; its series exist from
+// the start.
+func (m *metrics) forModel(name string) engine.Observer {
+	for _, c := range channelNames {
+		m.sloMet.WithLabelValues(name, c)
+		m.sloAll.WithLabelValues(name, c)
+	}
+	return modelObserver{m, name}
+}
 
 func latencyBuckets() []float64 {
 	return []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
 }
 
-func newMetrics(stats func() (engine.Stats, bool), targets func(string) time.Duration) *metrics {
+func newMetrics(stats func() []modelStats, targets func(string) time.Duration) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry(), stats: stats, targets: targets}
 	hist := func(name, help string) *prometheus.HistogramVec {
 		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricPrefix + name, Help: help,
-			Buckets: latencyBuckets()}, []string{"channel"})
+			Buckets: latencyBuckets()}, []string{"model_name", "channel"})
 		m.reg.MustRegister(h)
 		return h
 	}
@@ -59,65 +85,63 @@ func newMetrics(stats func() (engine.Stats, bool), targets func(string) time.Dur
 	m.queue = hist("request_queue_time_seconds", "Time from arrival to first being scheduled.")
 	m.prefill = hist("request_prefill_time_seconds", "Time from first being scheduled to the first token.")
 	m.decode = hist("request_decode_time_seconds", "Time from the first token to the end.")
-	m.batch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: metricPrefix + "iteration_batch_size",
-		Help: "Sequences per engine step.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}})
-	m.iterTokens = prometheus.NewCounter(prometheus.CounterOpts{Name: metricPrefix + "iteration_tokens_total",
-		Help: "Tokens processed by engine steps (prompt and generated)."})
+	m.batch = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricPrefix + "iteration_batch_size",
+		Help: "Sequences per engine step.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}}, []string{"model_name"})
+	m.iterTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + "iteration_tokens_total",
+		Help: "Tokens processed by engine steps (prompt and generated)."}, []string{"model_name"})
 	m.finished = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + "request_success_total",
-		Help: "Requests ended, by finish reason."}, []string{"finished_reason", "channel"})
+		Help: "Requests ended, by finish reason."}, []string{"model_name", "finished_reason", "channel"})
 	m.sloMet = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + "slo_ttft_met_total",
-		Help: "Requests whose first token came within their channel's TTFT target."}, []string{"channel"})
+		Help: "Requests whose first token came within their channel's TTFT target."}, []string{"model_name", "channel"})
 	m.sloAll = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + "slo_ttft_requests_total",
-		Help: "Requests measured against their channel's TTFT target."}, []string{"channel"})
+		Help: "Requests measured against their channel's TTFT target."}, []string{"model_name", "channel"})
 	m.reg.MustRegister(m.batch, m.iterTokens, m.finished, m.sloMet, m.sloAll, m)
-	for _, c := range channelNames { // every channel's series exists from the start
-		m.sloMet.WithLabelValues(c)
-		m.sloAll.WithLabelValues(c)
-	}
 	return m
 }
 
-func (m *metrics) FirstToken(ch string, ttft, prefill time.Duration) {
-	m.ttft.WithLabelValues(ch).Observe(ttft.Seconds())
-	m.prefill.WithLabelValues(ch).Observe(prefill.Seconds())
-	m.sloAll.WithLabelValues(ch).Inc()
+func (o modelObserver) FirstToken(ch string, ttft, prefill time.Duration) {
+	m := o.m
+	m.ttft.WithLabelValues(o.name, ch).Observe(ttft.Seconds())
+	m.prefill.WithLabelValues(o.name, ch).Observe(prefill.Seconds())
+	m.sloAll.WithLabelValues(o.name, ch).Inc()
 	if t := m.targets(ch); t <= 0 || ttft <= t {
-		m.sloMet.WithLabelValues(ch).Inc()
+		m.sloMet.WithLabelValues(o.name, ch).Inc()
 	}
 }
 
-func (m *metrics) InterToken(ch string, d time.Duration) {
-	m.itl.WithLabelValues(ch).Observe(d.Seconds())
+func (o modelObserver) InterToken(ch string, d time.Duration) {
+	o.m.itl.WithLabelValues(o.name, ch).Observe(d.Seconds())
 }
 
-func (m *metrics) Finished(r engine.FinishRecord) {
-	m.e2e.WithLabelValues(r.Channel).Observe(r.E2E.Seconds())
-	m.queue.WithLabelValues(r.Channel).Observe(r.Queue.Seconds())
+func (o modelObserver) Finished(r engine.FinishRecord) {
+	m := o.m
+	m.e2e.WithLabelValues(o.name, r.Channel).Observe(r.E2E.Seconds())
+	m.queue.WithLabelValues(o.name, r.Channel).Observe(r.Queue.Seconds())
 	if r.Decode > 0 {
-		m.decode.WithLabelValues(r.Channel).Observe(r.Decode.Seconds())
+		m.decode.WithLabelValues(o.name, r.Channel).Observe(r.Decode.Seconds())
 	}
-	m.finished.WithLabelValues(string(r.Reason), r.Channel).Inc()
+	m.finished.WithLabelValues(o.name, string(r.Reason), r.Channel).Inc()
 }
 
-func (m *metrics) Step(seqs, tokens int) {
-	m.batch.Observe(float64(seqs))
-	m.iterTokens.Add(float64(tokens))
+func (o modelObserver) Step(seqs, tokens int) {
+	o.m.batch.WithLabelValues(o.name).Observe(float64(seqs))
+	o.m.iterTokens.WithLabelValues(o.name).Add(float64(tokens))
 }
 
 // The scrape-time series, read from the engine's stats snapshot.
 var (
-	descRunning  = prometheus.NewDesc(metricPrefix+"num_requests_running", "Requests running.", []string{"channel"}, nil)
-	descWaiting  = prometheus.NewDesc(metricPrefix+"num_requests_waiting", "Requests waiting.", []string{"channel"}, nil)
-	descKV       = prometheus.NewDesc(metricPrefix+"kv_cache_usage_perc", "KV cache blocks in use (0 to 1).", nil, nil)
-	descPreempt  = prometheus.NewDesc(metricPrefix+"num_preemptions_total", "Preemptions.", nil, nil)
-	descPQueries = prometheus.NewDesc(metricPrefix+"prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", nil, nil)
-	descPHits    = prometheus.NewDesc(metricPrefix+"prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", nil, nil)
-	descGen      = prometheus.NewDesc(metricPrefix+"generation_tokens_total", "Tokens generated.", nil, nil)
-	descPrompt   = prometheus.NewDesc(metricPrefix+"prompt_tokens_total", "Prompt tokens computed.", nil, nil)
-	descMaxSeqs  = prometheus.NewDesc(metricPrefix+"max_num_seqs", "Effective max_num_seqs.", nil, nil)
-	descBudget   = prometheus.NewDesc(metricPrefix+"max_num_batched_tokens", "Effective token budget per step.", nil, nil)
-	descLevel    = prometheus.NewDesc(metricPrefix+"controller_load_level", "Adaptive controller's load level (1 for the current one).", []string{"level"}, nil)
-	descMoves    = prometheus.NewDesc(metricPrefix+"controller_moves_total", "Adaptive controller decisions that changed the limits.", nil, nil)
+	descRunning  = prometheus.NewDesc(metricPrefix+"num_requests_running", "Requests running.", []string{"model_name", "channel"}, nil)
+	descWaiting  = prometheus.NewDesc(metricPrefix+"num_requests_waiting", "Requests waiting.", []string{"model_name", "channel"}, nil)
+	descKV       = prometheus.NewDesc(metricPrefix+"kv_cache_usage_perc", "KV cache blocks in use (0 to 1).", []string{"model_name"}, nil)
+	descPreempt  = prometheus.NewDesc(metricPrefix+"num_preemptions_total", "Preemptions.", []string{"model_name"}, nil)
+	descPQueries = prometheus.NewDesc(metricPrefix+"prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", []string{"model_name"}, nil)
+	descPHits    = prometheus.NewDesc(metricPrefix+"prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", []string{"model_name"}, nil)
+	descGen      = prometheus.NewDesc(metricPrefix+"generation_tokens_total", "Tokens generated.", []string{"model_name"}, nil)
+	descPrompt   = prometheus.NewDesc(metricPrefix+"prompt_tokens_total", "Prompt tokens computed.", []string{"model_name"}, nil)
+	descMaxSeqs  = prometheus.NewDesc(metricPrefix+"max_num_seqs", "Effective max_num_seqs.", []string{"model_name"}, nil)
+	descBudget   = prometheus.NewDesc(metricPrefix+"max_num_batched_tokens", "Effective token budget per step.", []string{"model_name"}, nil)
+	descLevel    = prometheus.NewDesc(metricPrefix+"controller_load_level", "Adaptive controller's load level (1 for the current one).", []string{"model_name", "level"}, nil)
+	descMoves    = prometheus.NewDesc(metricPrefix+"controller_moves_total", "Adaptive controller decisions that changed the limits.", []string{"model_name"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -130,31 +154,39 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	s, ok := m.stats()
-	if !ok {
-		return
+	for _, ms := range m.stats() {
+		collectModel(ch, ms.name, ms.s)
+	}
+}
+
+func collectModel(ch chan<- prometheus.Metric, name string, s engine.Stats) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{name}, labels...)...)
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, name)
 	}
 	for _, c := range channelNames {
-		ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(s.RunningByChannel[c]), c)
-		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(s.WaitingByChannel[c]), c)
+		gauge(descRunning, float64(s.RunningByChannel[c]), c)
+		gauge(descWaiting, float64(s.WaitingByChannel[c]), c)
 	}
-	ch <- prometheus.MustNewConstMetric(descKV, prometheus.GaugeValue, s.KVUsage)
-	ch <- prometheus.MustNewConstMetric(descPreempt, prometheus.CounterValue, float64(s.Preemptions))
-	ch <- prometheus.MustNewConstMetric(descPQueries, prometheus.CounterValue, float64(s.PrefixQueries))
-	ch <- prometheus.MustNewConstMetric(descPHits, prometheus.CounterValue, float64(s.PrefixHits))
-	ch <- prometheus.MustNewConstMetric(descGen, prometheus.CounterValue, float64(s.GeneratedTokens))
-	ch <- prometheus.MustNewConstMetric(descPrompt, prometheus.CounterValue, float64(s.PromptTokens))
-	ch <- prometheus.MustNewConstMetric(descMaxSeqs, prometheus.GaugeValue, float64(s.MaxNumSeqs))
-	ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(s.MaxNumBatchedTokens))
+	gauge(descKV, s.KVUsage)
+	counter(descPreempt, float64(s.Preemptions))
+	counter(descPQueries, float64(s.PrefixQueries))
+	counter(descPHits, float64(s.PrefixHits))
+	counter(descGen, float64(s.GeneratedTokens))
+	counter(descPrompt, float64(s.PromptTokens))
+	gauge(descMaxSeqs, float64(s.MaxNumSeqs))
+	gauge(descBudget, float64(s.MaxNumBatchedTokens))
 	if c := s.Controller; c != nil {
 		for _, l := range []string{"idle", "low", "normal", "high", "critical"} {
 			v := 0.0
 			if l == c.Level {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(descLevel, prometheus.GaugeValue, v, l)
+			gauge(descLevel, v, l)
 		}
-		ch <- prometheus.MustNewConstMetric(descMoves, prometheus.CounterValue, float64(c.Moves))
+		counter(descMoves, float64(c.Moves))
 	}
 }
 

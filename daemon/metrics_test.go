@@ -56,7 +56,11 @@ func TestMetricsEndpoint(t *testing.T) {
 	var count uint64
 	for _, m := range ttft.GetMetric() {
 		for _, l := range m.GetLabel() {
-			chans = append(chans, l.GetValue())
+			if l.GetName() == "channel" {
+				chans = append(chans, l.GetValue())
+			} else if l.GetName() != "model_name" || l.GetValue() != "stories260K" {
+				t.Errorf("label %s=%q, want model_name=stories260K and channel", l.GetName(), l.GetValue())
+			}
 		}
 		count += m.GetHistogram().GetSampleCount()
 	}

@@ -172,7 +172,10 @@ func (d *Daemon) loadModel(_ context.Context, s models.Spec) (models.Pending, er
 		d.mu.Unlock()
 		ec.Model, ec.Tokenizer, ec.Format, ec.ChatTemplate, ec.ToolFormat = s.Path, "", "", "", ""
 	}
-	ec.Name, ec.IDs, ec.Gate, ec.Observer = s.Name, &d.ids, d.gate, d.met
+	ec.Name, ec.IDs, ec.Gate = s.Name, &d.ids, d.gate
+	if d.met != nil {
+		ec.Observer = d.met.forModel(s.Name)
+	}
 	if d.multi {
 		ec.KVShareSeqs = multiModelKVSeqs
 	}

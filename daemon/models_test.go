@@ -159,5 +159,27 @@ func TestModelsLoadOnDemand(t *testing.T) {
 	if _, err := c.Generate(ctx, client.Request{Model: "qwen2", KeepAlive: "soon", Prompt: "a", MaxTokens: 1}, nil); !errors.Is(err, wire.ErrInvalidArgument) {
 		t.Errorf("keep_alive soon: %v", err)
 	}
+	// Metrics carry each loaded model's name, and only those.
+	fams, err := td.d.met.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "batchd:iteration_tokens_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			seen[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	for _, name := range []string{"llama3", "qwen2", "mistral"} {
+		if seen[name] == 0 {
+			t.Errorf("iteration_tokens_total by model: %v, want %s's", seen, name)
+		}
+	}
+	if _, ok := seen["nope"]; ok {
+		t.Error("a client's unknown model name became a label")
+	}
 	td.waitIdle(t)
 }

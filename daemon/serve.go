@@ -299,11 +299,12 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	stopWatch := d.watch(ctx, cw)
 	d.onStop("config watcher", func(context.Context) error { stopWatch(); return nil })
 
-	met := newMetrics(func() (engine.Stats, bool) {
-		if rt := d.runtime(); rt != nil {
-			return rt.Engine.Stats(), true
+	met := newMetrics(func() []modelStats {
+		var out []modelStats
+		for _, rt := range d.loadedRuntimes() {
+			out = append(out, modelStats{rt.Name, rt.Engine.Stats()})
 		}
-		return engine.Stats{}, false
+		return out
 	}, d.ttftTarget)
 	if cfg.Server.MetricsListen != "" {
 		stop, err := serveMetrics(cfg.Server, met, d.conns, d.log)

@@ -16,7 +16,25 @@ func (d *Daemon) statsReport() *wire.StatsReport {
 	r := &wire.StatsReport{}
 	if rt := d.runtime(); rt != nil {
 		engineFigures(r, rt.Engine.Stats())
-		r.Requests = requestList(rt.Engine.Requests(maxListedRequests))
+	}
+	for _, rt := range d.loadedRuntimes() {
+		s := rt.Engine.Stats()
+		var finished uint64
+		for _, n := range s.Finished {
+			finished += n
+		}
+		r.Models = append(r.Models, wire.ModelStats{Name: rt.Name, Running: s.Running, Waiting: s.Waiting, KVUsage: s.KVUsage,
+			KVBlocksTotal: s.KVBlocksTotal, PromptTokens: s.PromptTokens, GeneratedTokens: s.GeneratedTokens,
+			TokensPerSec: s.TokensPerSec, Finished: finished})
+		if room := maxListedRequests - len(r.Requests); room > 0 {
+			for _, ri := range requestList(rt.Engine.Requests(room)) {
+				ri.Model = rt.Name
+				r.Requests = append(r.Requests, ri)
+			}
+		}
+	}
+	if r.Requests == nil {
+		r.Requests = []wire.RequestInfo{}
 	}
 	d.daemonFigures(r)
 	return r

@@ -59,6 +59,22 @@ type StatsReport struct {
 	// that widens applies only by an explicit reload (SIGHUP, batchctl reload).
 	ReloadHeld []string      `msgpack:"reload_held" json:"reload_held"`
 	Requests   []RequestInfo `msgpack:"requests" json:"requests"` // in flight, oldest first, at most 100
+	// Models: each loaded model's engine figures (the ones above are the
+	// default model's).
+	Models []ModelStats `msgpack:"models,omitempty" json:"models,omitempty"`
+}
+
+// ModelStats is one loaded model's engine figures.
+type ModelStats struct {
+	Name            string  `msgpack:"name" json:"name"`
+	Running         int     `msgpack:"running" json:"running"`
+	Waiting         int     `msgpack:"waiting" json:"waiting"`
+	KVUsage         float64 `msgpack:"kv_usage" json:"kv_usage"`
+	KVBlocksTotal   int     `msgpack:"kv_blocks_total" json:"kv_blocks_total"`
+	PromptTokens    uint64  `msgpack:"prompt_tokens" json:"prompt_tokens"`
+	GeneratedTokens uint64  `msgpack:"generated_tokens" json:"generated_tokens"`
+	TokensPerSec    float64 `msgpack:"tokens_per_sec" json:"tokens_per_sec"`
+	Finished        uint64  `msgpack:"finished" json:"finished"`
 }
 
 // Dist summarizes a latency distribution over the recent samples, in seconds.
@@ -106,6 +122,7 @@ type ConfigSummary struct {
 // RequestInfo is one request in flight: who, where, how far; never its text.
 type RequestInfo struct {
 	ID              uint64  `msgpack:"id" json:"id"`
+	Model           string  `msgpack:"model,omitempty" json:"model,omitempty"`
 	UID             uint32  `msgpack:"uid" json:"uid"`
 	User            string  `msgpack:"user" json:"user"`
 	Channel         string  `msgpack:"channel" json:"channel"`
