@@ -87,16 +87,26 @@ func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *
 	} else if len(s.Tools) > 0 || len(s.ToolChoice) > 0 || s.ReasoningFormat != "" || len(s.TemplateKwargs) > 0 {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "tools, tool_choice, reasoning_format and chat_template_kwargs need messages")
 	}
+	if s.Suffix != "" && (s.Messages != nil || s.Tokens != nil) {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "suffix goes with prompt (fill in the middle), not messages or tokens")
+	}
 	if s.Messages == nil && toks == nil {
 		// Reject what cannot fit before paying for tokenization.
 		tok, ctxLen := rt.Model.Tokenizer, rt.Model.Config.Context
-		if n := tok.MinTokens(s.Prompt); n+1 > ctxLen {
+		if n := tok.MinTokens(s.Prompt) + tok.MinTokens(s.Suffix); n+1 > ctxLen {
 			return nil, wire.Errorf(wire.CodeInvalidArgument, "prompt of %d bytes is at least %d tokens: more than the context of %d",
-				len(s.Prompt), n+1, ctxLen)
+				len(s.Prompt)+len(s.Suffix), n+1, ctxLen)
 		}
-		o := tokenizer.Options{AddSpecial: true, ParseSpecial: s.ParseSpecial == nil || *s.ParseSpecial}
-		if toks, err = tok.Tokenize(ctx, s.Prompt, o); err != nil {
-			return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
+		if s.Suffix != "" {
+			toks, err = infillPrompt(ctx, tok, s.Prompt, s.Suffix)
+		} else {
+			o := tokenizer.Options{AddSpecial: true, ParseSpecial: s.ParseSpecial == nil || *s.ParseSpecial}
+			if toks, err = tok.Tokenize(ctx, s.Prompt, o); err != nil {
+				err = wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
+			}
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	maxTokens, err := contextLimit(s, len(toks))
@@ -344,6 +354,28 @@ func wireError(err error) *wire.Error {
 	// leading "invalid argument: " so the client does not read it twice.
 	msg := strings.TrimPrefix(err.Error(), category.Error()+": ")
 	return &wire.Error{Code: code, Message: msg}
+}
+
+// infillPrompt is llama.cpp's fill-in-the-middle prompt (prefix, suffix,
+// middle: PSM): [BOS] FIM_PRE prefix FIM_SUF suffix FIM_MID, the texts
+// tokenized with special-token text as text.
+func infillPrompt(ctx context.Context, tok *tokenizer.Tokenizer, prefix, suffix string) ([]int, error) {
+	pre, suf, mid, ok := tok.FIM()
+	if !ok {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "suffix: this model's vocabulary has no fill-in-the-middle tokens")
+	}
+	var out []int
+	if tok.AddBOS && tok.BOS >= 0 {
+		out = append(out, tok.BOS)
+	}
+	for i, text := range []string{prefix, suffix} {
+		ids, err := tok.Tokenize(ctx, text, tokenizer.Options{})
+		if err != nil {
+			return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
+		}
+		out = append(append(out, []int{pre, suf}[i]), ids...)
+	}
+	return append(out, mid), nil
 }
 
 // contextLimit applies a submit's context cap (Ollama's num_ctx): the

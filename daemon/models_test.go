@@ -2,13 +2,18 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ollama/ollama/api"
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/ipc/wire"
@@ -182,4 +187,63 @@ func TestModelsLoadOnDemand(t *testing.T) {
 		t.Error("a client's unknown model name became a label")
 	}
 	td.waitIdle(t)
+}
+
+// TestFillInTheMiddle: a prompt with a suffix becomes llama.cpp's infill
+// prompt (FIM prefix, the prefix, FIM suffix, the suffix, FIM middle) on a
+// vocabulary that has the tokens, through msgpack, /v1/completions and
+// Ollama's generate; a vocabulary without them refuses it.
+func TestFillInTheMiddle(t *testing.T) {
+	model := filepath.Join(testmodels.Dir(t), "arch", "tiny-qwen2.gguf")
+	td := startDaemonFlags(t, "", ServeFlags{Model: model, HTTPSocket: "http"})
+	c := td.dial(t)
+	ctx := context.Background()
+	prefix, suffix := "def add(a, b):\n", "\n    return c\n"
+	res, err := c.Generate(ctx, client.Request{Prompt: prefix, Suffix: suffix, MaxTokens: 3, IgnoreEOS: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := td.d.runtime().Model.Tokenizer
+	pre, suf, mid, ok := tok.FIM()
+	if !ok {
+		t.Fatal("the Qwen vocabulary has no FIM tokens")
+	}
+	p := res.PromptTokens
+	i := slices.Index(p, suf)
+	if len(p) < 4 || p[0] != pre || p[len(p)-1] != mid || i < 2 || tok.Decode(-1, p[1:i]) != prefix || tok.Decode(-1, p[i+1:len(p)-1]) != suffix {
+		t.Fatalf("infill prompt %v (pre %d suf %d mid %d)", p, pre, suf, mid)
+	}
+	if len(res.Tokens) != 3 {
+		t.Errorf("%d tokens", len(res.Tokens))
+	}
+	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
+	body := fmt.Sprintf(`{"prompt": %q, "suffix": %q, "max_tokens": 3, "temperature": 0}`, prefix, suffix)
+	resp, err := hc.Post("http://batchd/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || out.Usage.PromptTokens != len(p) {
+		t.Errorf("/v1/completions with suffix: %d, %d prompt tokens, want %d", resp.StatusCode, out.Usage.PromptTokens, len(p))
+	}
+	no := false
+	var gen api.GenerateResponse
+	if err := td.ollama(t).Generate(ctx, &api.GenerateRequest{Model: "tiny-qwen2", Prompt: prefix, Suffix: suffix, Stream: &no,
+		Options: map[string]any{"num_predict": 3, "temperature": 0}}, func(r api.GenerateResponse) error { gen = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if gen.PromptEvalCount != len(p) {
+		t.Errorf("Ollama generate with suffix: %d prompt tokens, want %d", gen.PromptEvalCount, len(p))
+	}
+	plain := startDaemon(t, "") // stories260K: a llama2.c vocabulary without FIM tokens
+	_, err = plain.dial(t).Generate(ctx, client.Request{Prompt: "a", Suffix: "b", MaxTokens: 1}, nil)
+	if !errors.Is(err, wire.ErrInvalidArgument) || !strings.Contains(err.Error(), "fill-in-the-middle") {
+		t.Errorf("suffix on a vocabulary without FIM tokens: %v", err)
+	}
 }

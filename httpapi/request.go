@@ -114,9 +114,6 @@ func completionSubmit(req *completionRequest, r *http.Request) (*wire.Submit, *h
 	if req.Echo {
 		return nil, errInvalid("echo", "echo is not supported")
 	}
-	if req.Suffix != nil && *req.Suffix != "" {
-		return nil, errInvalid("suffix", "suffix is not supported")
-	}
 	if req.BestOf != nil && *req.BestOf != 1 {
 		return nil, errInvalid("best_of", "best_of = %d: only 1 is served", *req.BestOf)
 	}
@@ -128,11 +125,17 @@ func completionSubmit(req *completionRequest, r *http.Request) (*wire.Submit, *h
 	var texts []string
 	var ids []int
 	var idss [][]int
+	if req.Suffix != nil && *req.Suffix != "" && json.Unmarshal(req.Prompt, &text) != nil {
+		return nil, errInvalid("suffix", "suffix needs a prompt that is one string")
+	}
 	switch p := req.Prompt; {
 	case len(p) == 0 || string(p) == "null":
 		return nil, errInvalid("prompt", "prompt: required")
 	case json.Unmarshal(p, &text) == nil:
 		s.Prompt = text
+		if req.Suffix != nil {
+			s.Suffix = *req.Suffix // fill in the middle (the vocabulary's FIM tokens)
+		}
 	case json.Unmarshal(p, &texts) == nil && len(texts) == 1:
 		s.Prompt = texts[0]
 	case json.Unmarshal(p, &ids) == nil && len(ids) > 0:

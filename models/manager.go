@@ -232,12 +232,15 @@ func (m *Manager) Acquire(ctx context.Context, name string, keepAlive *time.Dura
 		if err != nil {
 			return nil, err
 		}
-		if pinned := e.spec.KeepAlive != nil && *e.spec.KeepAlive < 0; !pinned {
-			// A request's keep_alive, or the default: Ollama's meaning.
+		// A request's keep_alive, or the default (Ollama's meaning); a
+		// pinned spec stays pinned, also after an explicit Unload.
+		switch {
+		case e.spec.KeepAlive != nil && *e.spec.KeepAlive < 0:
+			e.keepAlive = *e.spec.KeepAlive
+		case keepAlive != nil:
+			e.keepAlive = *keepAlive
+		default:
 			e.keepAlive = m.keepAliveOf(e.spec)
-			if keepAlive != nil {
-				e.keepAlive = *keepAlive
-			}
 		}
 		switch e.state {
 		case Loaded:

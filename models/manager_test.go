@@ -235,6 +235,14 @@ func TestMaxLoadedAndPinning(t *testing.T) {
 	if n := len(m.Loaded()); n != 2 {
 		t.Errorf("%d loaded, max 2", n)
 	}
+	// An explicit unload of the pinned model, then a request: pinned again.
+	if ok, err := m.Unload("p"); !ok || err != nil || stateOf(t, m, "p") != Available {
+		t.Fatalf("unload p: %v %v %v", ok, err, stateOf(t, m, "p"))
+	}
+	acquire(t, m, "p").Release()
+	if stateOf(t, m, "p") != Loaded {
+		t.Error("a pinned model reloaded after an unload did not stay")
+	}
 }
 
 // TestKeepAlive: 0 unloads as the last request ends (not before: a

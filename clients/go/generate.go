@@ -18,8 +18,11 @@ type Request struct {
 	// Model names the model (a name or alias of Client.Models); "" is the
 	// daemon's default. KeepAlive is how long it stays loaded after this
 	// request ("5m", "0", "-1" forever; "" its default).
-	Model, KeepAlive  string
-	Prompt            string
+	Model, KeepAlive string
+	Prompt           string
+	// Suffix, with Prompt, asks for the text between them (fill in the
+	// middle, through the vocabulary's FIM tokens).
+	Suffix            string
 	Tokens            []int
 	MaxTokens         int
 	Temperature       float32
@@ -190,7 +193,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 }
 
 func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
-	s := &wire.Submit{Type: wire.TypeSubmit, ID: id, Model: r.Model, KeepAlive: r.KeepAlive, Prompt: r.Prompt, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
+	s := &wire.Submit{Type: wire.TypeSubmit, ID: id, Model: r.Model, KeepAlive: r.KeepAlive, Prompt: r.Prompt, Suffix: r.Suffix, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
 		FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
 		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,

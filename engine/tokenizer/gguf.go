@@ -62,6 +62,7 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	// run.c do (llama-server's stream keeps it).
 	t.stripAfterBOS = t.kind == SPM && t.AddSpacePrefix
 	t.eog = eogSet(f, t, raw, id)
+	t.fim = fimSet(f, raw, id)
 	t.initSpecials(raw)
 	if name, _ := f.MetaString("general.name"); containsAny(strings.ToLower(name), "phi-3", "phi3") {
 		// llama.cpp: Phi-3's special tokens eat the whitespace after them,
@@ -92,7 +93,7 @@ func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 		return nil, fmt.Errorf("%w: tokenizer.ggml.merges missing or not a string array", ErrInvalid)
 	}
 	pre, _ := f.MetaString("tokenizer.ggml.pre")
-	t := &Tokenizer{kind: BPE, pieces: raw, scores: make([]float32, len(raw)), types: types,
+	t := &Tokenizer{fim: [3]int{-1, -1, -1}, kind: BPE, pieces: raw, scores: make([]float32, len(raw)), types: types,
 		lookup: make(map[string]int, len(raw)), text: make([]string, len(raw)),
 		BOS: id("tokenizer.ggml.bos_token_id", 11), EOS: id("tokenizer.ggml.eos_token_id", 11),
 		Unknown: id("tokenizer.ggml.unknown_token_id", -1), maxPiece: 1}

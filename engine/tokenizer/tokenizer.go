@@ -63,6 +63,8 @@ type Tokenizer struct {
 	stripAfterBOS bool
 	// eog is the end-of-generation set.
 	eog []int
+	// fim: the fill-in-the-middle prefix, suffix and middle ids (-1: none).
+	fim [3]int
 }
 
 // New builds an SPM tokenizer from pieces, scores and types (types may be nil).
@@ -71,7 +73,7 @@ func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*
 		return nil, fmt.Errorf("%w: tokenizer has %d pieces, %d scores, %d types",
 			ErrInvalid, len(pieces), len(scores), len(types))
 	}
-	t := &Tokenizer{pieces: pieces, scores: scores, types: types, lookup: make(map[string]int, len(pieces)),
+	t := &Tokenizer{fim: [3]int{-1, -1, -1}, pieces: pieces, scores: scores, types: types, lookup: make(map[string]int, len(pieces)),
 		BOS: bos, EOS: eos, Unknown: unk, AddBOS: bos >= 0, AddSpacePrefix: true}
 	if t.types == nil {
 		t.types = make([]int32, len(pieces))

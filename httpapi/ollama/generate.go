@@ -145,8 +145,6 @@ func submitOf(req *request, chat bool) (*wire.Submit, string) {
 	switch {
 	case len(req.Images) > 0 && string(req.Images) != "null":
 		return nil, "images: batchd serves text models only"
-	case req.Suffix != "":
-		return nil, "suffix: fill-in-the-middle is not served by batchd"
 	case len(req.Context) > 0:
 		return nil, "context: the deprecated token context is not served; send the conversation to /api/chat"
 	case req.Template != "":
@@ -158,6 +156,13 @@ func submitOf(req *request, chat bool) (*wire.Submit, string) {
 	think, msg := applyThink(s, req.Think)
 	if msg != "" {
 		return nil, msg
+	}
+	if !chat && req.Suffix != "" { // fill in the middle: the vocabulary's FIM tokens, no template
+		if req.System != "" || len(req.Tools) > 0 || think {
+			return nil, "suffix: no system, tools or think with fill-in-the-middle"
+		}
+		s.Prompt, s.Suffix, s.ReasoningFormat, s.TemplateKwargs = *req.Prompt, req.Suffix, "", nil
+		return s, ""
 	}
 	if !chat && req.Raw {
 		if len(req.Tools) > 0 || think {

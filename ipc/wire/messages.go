@@ -60,7 +60,10 @@ type Submit struct {
 	KeepAlive string `msgpack:"keep_alive,omitempty"`
 	// ContextLimit caps prompt plus output in tokens (Ollama's num_ctx):
 	// a longer prompt is invalid, generation stops at it; 0 is the model's.
-	ContextLimit      int      `msgpack:"context_limit,omitempty"`
+	ContextLimit int `msgpack:"context_limit,omitempty"`
+	// Suffix, with Prompt, asks for the text between them (fill in the
+	// middle) through the vocabulary's FIM tokens, as llama.cpp's infill.
+	Suffix            string   `msgpack:"suffix,omitempty"`
 	Prompt            string   `msgpack:"prompt,omitempty"`
 	Tokens            []int    `msgpack:"tokens,omitempty"`
 	MaxTokens         int      `msgpack:"max_tokens,omitempty"`
