@@ -10,19 +10,21 @@ import (
 // asked, and a holder that asks again goes behind them.
 func TestComputeGateTakesTurns(t *testing.T) {
 	g := NewComputeGate()
-	g.Acquire()
+	holder := g.Seat()
+	holder.Acquire()
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)
+		seat := g.Seat()
 		go func() {
 			defer wg.Done()
-			g.Acquire()
+			seat.Acquire()
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			g.Release()
+			seat.Release()
 		}()
 		for { // each waiter queues before the next starts
 			g.mu.Lock()
@@ -34,14 +36,32 @@ func TestComputeGateTakesTurns(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	g.Release()
-	g.Acquire() // behind all four
+	holder.Release()
+	holder.Acquire() // behind all four
 	mu.Lock()
 	got := append([]int(nil), order...)
 	mu.Unlock()
-	g.Release()
+	holder.Release()
 	wg.Wait()
 	if len(got) != 4 || got[0] != 0 || got[1] != 1 || got[2] != 2 || got[3] != 3 {
 		t.Fatalf("order %v, want 0 1 2 3 before the holder's second turn", got)
+	}
+}
+
+// TestSeatContended: a seat sees contention only from another seat's
+// recent turn.
+func TestSeatContended(t *testing.T) {
+	g := NewComputeGate()
+	now := time.Unix(100, 0)
+	g.now = func() time.Time { return now }
+	a, b := g.Seat(), g.Seat()
+	a.Acquire()
+	a.Release()
+	if a.Contended() || !b.Contended() {
+		t.Fatalf("after a's turn: a %v b %v, want only b contended", a.Contended(), b.Contended())
+	}
+	now = now.Add(contendedWindow)
+	if b.Contended() {
+		t.Error("a's turn long ago still counts")
 	}
 }

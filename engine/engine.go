@@ -81,7 +81,8 @@ type Engine struct {
 	channels     map[string]ChannelPolicy
 	maxQueue     int
 	ids          *atomic.Uint64
-	gate         *ComputeGate
+	seat         *Seat   // at the shared ComputeGate; nil: the cores are the engine's
+	prefillRate  float64 // prompt tokens per second of forward (loop only)
 	closed       bool
 	drained      chan struct{} // closed when draining and nothing is live
 	snap         Stats
@@ -166,7 +167,10 @@ func New(o Options) (*Engine, error) {
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		live: map[uint64]*reqState{}, states: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
 	}
-	e.ids, e.gate = o.IDs, o.Gate
+	e.ids = o.IDs
+	if o.Gate != nil {
+		e.seat = o.Gate.Seat()
+	}
 	if e.ids == nil {
 		e.ids = new(atomic.Uint64)
 	}

@@ -31,6 +31,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.takeInbox(now)
 		e.control(now)
+		e.sched.stepCap = e.contendedCap()
 		step := e.sched.Schedule(now)
 		e.notePreempted(step)
 		for _, q := range step.Expired {
@@ -65,17 +66,18 @@ func (e *Engine) Run(ctx context.Context) error {
 				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
 				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, PromptLen: sc.Seq.PromptLen})
 		}
-		if e.gate != nil {
-			e.gate.Acquire()
+		if e.seat != nil {
+			e.seat.Acquire()
 		}
 		fwdStart := e.now()
 		logits, err := e.backend.Forward(batch)
-		if e.gate != nil {
-			e.gate.Release()
+		if e.seat != nil {
+			e.seat.Release()
 		}
 		now = e.now()
 		fwd := now.Sub(fwdStart)
 		e.busy += fwd
+		e.notePrefillRate(step.Tokens, fwd)
 		if err != nil {
 			e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
 			for _, sc := range step.Seqs {
@@ -85,6 +87,33 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.afterForward(step, logits, now, fwd)
 	}
+}
+
+// contendedCap is the prefill a step may take while another engine shares
+// the cores: about contendedStep of forward work at this engine's prompt
+// rate (0: no cap).
+func (e *Engine) contendedCap() int {
+	if e.seat == nil || !e.seat.Contended() {
+		return 0
+	}
+	if e.prefillRate == 0 {
+		return 256
+	}
+	return max(32, int(e.prefillRate*contendedStep.Seconds()))
+}
+
+// notePrefillRate keeps the tokens per second of steps that were mostly
+// prompt (a smoothed figure), for contendedCap.
+func (e *Engine) notePrefillRate(tokens int, fwd time.Duration) {
+	if tokens < 64 || fwd <= 0 {
+		return
+	}
+	r := float64(tokens) / fwd.Seconds()
+	if e.prefillRate == 0 {
+		e.prefillRate = r
+		return
+	}
+	e.prefillRate = 0.8*e.prefillRate + 0.2*r
 }
 
 // promptFirst orders a step's chunks, stably, with those that are all

@@ -198,6 +198,10 @@ type Scheduler struct {
 	// a block a request generated would differ from the same tokens
 	// computed as another request's prompt.
 	promptOnly bool
+	// stepCap, when set, bounds a step's prefill to about this many tokens
+	// besides one token per running sequence (another engine shares the
+	// cores; see ComputeGate).
+	stepCap int
 }
 
 // NewScheduler returns a scheduler over pool.
@@ -312,6 +316,9 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	}
 	displaced := len(st.Preempted)
 	budget, partial := s.cfg.MaxNumBatchedTokens, 0
+	if s.stepCap > 0 {
+		budget = min(budget, s.stepCap+len(s.running))
+	}
 	var head *Sequence
 	if len(s.waiting) > 0 {
 		head = s.waiting[0]

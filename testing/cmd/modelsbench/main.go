@@ -232,10 +232,22 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
+// rate is tokens per second over a stream's gaps.
+func rate(gaps []time.Duration) float64 {
+	var sum time.Duration
+	for _, g := range gaps {
+		sum += g
+	}
+	if sum == 0 {
+		return 0
+	}
+	return float64(len(gaps)) / sum.Seconds()
+}
+
 func prefill(ctx context.Context, c *client.Client, a string, rounds, words int) error {
-	long := strings.Repeat("the little dog ran to the park and ", words/8+1)
+
 	fmt.Printf("prefill: A's inter-token gaps (one stream) alone, and while B prefills a %d-word prompt\n", words)
-	fmt.Println("| round | A alone p50 | A alone max | A beside B's prefill p50 | max | B's TTFT |")
+	fmt.Println("| round | A alone: tok/s | max gap | A beside B's prefill: tok/s | max gap | B's TTFT |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for r := 1; r <= rounds; r++ {
 		alone, err := gaps(ctx, c, a, 48)
@@ -249,7 +261,8 @@ func prefill(ctx context.Context, c *client.Client, a string, rounds, words int)
 		go func() {
 			defer wg.Done()
 			time.Sleep(30 * time.Millisecond) // A is decoding when B's prompt arrives
-			bTTFT, bErr = firstToken(ctx, c, "b", long)
+			long := fmt.Sprintf("Round %d. ", r) + strings.Repeat(fmt.Sprintf("the little dog %d ran to the park and ", r), words/8+1)
+			bTTFT, bErr = firstToken(ctx, c, "b", long) // a new prompt each round: no prefix cache
 		}()
 		beside, err := gaps(ctx, c, a, 48)
 		wg.Wait()
@@ -259,8 +272,8 @@ func prefill(ctx context.Context, c *client.Client, a string, rounds, words int)
 		if bErr != nil {
 			return bErr
 		}
-		fmt.Printf("| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.0f ms |\n", r, ms(pct(alone, 0.5)), ms(pct(alone, 1)),
-			ms(pct(beside, 0.5)), ms(pct(beside, 1)), ms(bTTFT))
+		fmt.Printf("| %d | %.0f | %.1f ms | %.0f | %.1f ms | %.0f ms |\n", r, rate(alone), ms(pct(alone, 1)),
+			rate(beside), ms(pct(beside, 1)), ms(bTTFT))
 	}
 	return nil
 }
