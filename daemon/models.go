@@ -154,12 +154,29 @@ func (c *Config) modelSpecs() ([]models.Spec, string, error) {
 }
 
 // preparedModel adapts a prepared engine to the models manager.
-type preparedModel struct{ p *preparedEngine }
+type preparedModel struct {
+	p *preparedEngine
+	d *Daemon
+}
 
 func (m preparedModel) Bytes() int64 { return m.p.bytes() }
 func (m preparedModel) Abort()       { m.p.abort() }
+
+// Start starts the engine with the live config's scheduler knobs (a
+// reload may have changed them since the daemon started).
 func (m preparedModel) Start(context.Context) (models.Instance, error) {
-	return m.p.start()
+	rt, err := m.p.start()
+	if err != nil {
+		return nil, err
+	}
+	m.d.mu.Lock()
+	cfg, started := m.d.cfg, m.d.reloads > 0
+	m.d.mu.Unlock()
+	if started {
+		rt.Engine.SetScheduler(m.d.liveScheduler(cfg, rt))
+		rt.Engine.SetMaxQueue(cfg.Engine.MaxQueue)
+	}
+	return rt, nil
 }
 
 // loadModel is the manager's loader: a spec's engine config (a file in
@@ -186,7 +203,7 @@ func (d *Daemon) loadModel(_ context.Context, s models.Spec) (models.Pending, er
 	if err != nil {
 		return nil, err
 	}
-	return preparedModel{p}, nil
+	return preparedModel{p, d}, nil
 }
 
 // acquireModel holds a request's model (loading it if need be) until the

@@ -59,6 +59,19 @@ func TestOllamaAPI(t *testing.T) {
 		t.Fatalf("tags: %v", names)
 	}
 
+	oc := td.openai(t)
+	page, err := oc.Models.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "qwen2,tiny-llama3" {
+		t.Errorf("/v1/models: %v, want every model", ids)
+	}
+
 	// Greedy chat: the same text as the OpenAI API's.
 	msgs := []api.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello there"}}
 	opts := map[string]any{"temperature": 0, "num_predict": 10}
@@ -68,7 +81,6 @@ func TestOllamaAPI(t *testing.T) {
 		func(r api.ChatResponse) error { whole = r; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	oc := td.openai(t)
 	oa, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "tiny-llama3",
 		Messages:  []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief."), openai.UserMessage("Hello there")},
 		MaxTokens: openai.Int(10), Temperature: openai.Float(0)})

@@ -73,9 +73,13 @@ func (d *Daemon) reload(why string, b []byte, explicit bool) reloadResult {
 	if d.httpSrv != nil {
 		d.httpSrv.SetAPIKeys(rs.apiKeys)
 	}
-	if d.rt != nil {
-		d.rt.Engine.SetScheduler(d.liveScheduler(next))
-		d.rt.Engine.SetMaxQueue(next.Engine.MaxQueue)
+	if d.models != nil { // every loaded model; later loads take the live config too
+		for _, i := range d.models.Loaded() {
+			if rt, ok := i.Instance.(*Runtime); ok {
+				rt.Engine.SetScheduler(d.liveScheduler(next, rt))
+				rt.Engine.SetMaxQueue(next.Engine.MaxQueue)
+			}
+		}
 	}
 	d.level.Set(rs.level)
 	d.cfg = next

@@ -459,9 +459,9 @@ func (d *Daemon) sleepWhenIdle(ctx context.Context) {
 
 // liveScheduler is next's scheduler knobs, zeros filled from the plan and
 // max_num_seqs clamped to the KV blocks.
-func (d *Daemon) liveScheduler(next Config) engine.SchedulerConfig {
+func (d *Daemon) liveScheduler(next Config, rt *Runtime) engine.SchedulerConfig {
 	sc := next.scheduler()
-	plan := d.rt.Plan
+	plan := rt.Plan
 	if sc.MaxNumSeqs == 0 {
 		sc.MaxNumSeqs = plan.MaxNumSeqs
 	} else if sc.MaxNumSeqs > plan.KVBlocks {

@@ -89,9 +89,12 @@ type Config struct {
 	// MemoryBytes bounds the loaded models' Pending.Bytes together; 0 is
 	// no limit.
 	MemoryBytes int64
-	Load        Loader
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// RoomWait bounds how long a request waits for room (models busy
+	// until then) before ErrNoRoom; default 30s, and never past its ctx.
+	RoomWait time.Duration
+	Load     Loader
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // DefaultKeepAlive is Ollama's.
@@ -135,6 +138,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.RoomWait <= 0 {
+		cfg.RoomWait = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -375,11 +381,14 @@ func (m *Manager) usedLocked(except *entry) (bytes int64, n int) {
 }
 
 // makeRoomLocked unloads idle models, least recently used first, until e
-// (need bytes) fits, or waits for some to become idle until ctx ends.
+// (need bytes) fits, or waits for some to become idle until ctx ends or
+// RoomWait passes.
 func (m *Manager) makeRoomLocked(ctx context.Context, e *entry, need int64) error {
 	if b := m.cfg.MemoryBytes; b > 0 && need > b {
 		return fmt.Errorf("%w: %s needs %d MiB, more than the %d MiB budget", ErrNoRoom, e.spec.Name, need>>20, b>>20)
 	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.RoomWait)
+	defer cancel()
 	for {
 		used, n := m.usedLocked(e)
 		memOK := m.cfg.MemoryBytes <= 0 || used+need <= m.cfg.MemoryBytes

@@ -202,9 +202,17 @@ func TestLeastRecentlyUsedIdleModelGivesWay(t *testing.T) {
 		t.Errorf("a %v c %v: want a unloaded for b, c kept (busy)", stateOf(t, m, "a"), stateOf(t, m, "c"))
 	}
 	lc.Release()
-	if _, err := m.Acquire(context.Background(), "b", nil); err != nil {
-		t.Fatal(err)
+	// b and c loaded, both busy: a request for a without a deadline of its
+	// own waits RoomWait, then is told.
+	lb, lc := acquire(t, m, "b"), acquire(t, m, "c")
+	m.mu.Lock()
+	m.cfg.RoomWait = 30 * time.Millisecond
+	m.mu.Unlock()
+	if _, err := m.Acquire(context.Background(), "a", nil); !errors.Is(err, ErrNoRoom) {
+		t.Errorf("a request without a deadline while every model is busy: %v, want ErrNoRoom after RoomWait", err)
 	}
+	lb.Release()
+	lc.Release()
 	big := newFakeLoader(map[string]int64{"huge": 200 << 20})
 	m2 := newManager(t, Config{Specs: specs("huge"), MemoryBytes: 100 << 20}, big)
 	if _, err := m2.Acquire(context.Background(), "huge", nil); !errors.Is(err, ErrNoRoom) || !strings.Contains(err.Error(), "budget") {
