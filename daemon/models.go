@@ -351,3 +351,78 @@ func (b ipcBackend) LoadModel(name, keepAlive string, unload bool) error {
 	lease.Release()
 	return nil
 }
+
+var _ ipc.ModelAdmin = ipcBackend{}
+
+// DeleteModel removes a models_dir model's file (an admin's /api/delete):
+// the model unloads once idle and leaves the list.
+func (b ipcBackend) DeleteModel(p ipc.Peer, name string) error {
+	if err := b.adminOnly(p, "delete"); err != nil {
+		return err
+	}
+	info, err := b.d.models.Get(name)
+	if err != nil {
+		return modelError(err)
+	}
+	if !info.FromDir || info.Default {
+		return wire.Errorf(wire.CodeInvalidArgument, "%s is configured (batchd.toml), not a file of models_dir: remove it there", info.Name)
+	}
+	if err := os.Remove(info.Path); err != nil {
+		return wire.Errorf(wire.CodeUnavailable, "delete %s: %v", info.Name, err)
+	}
+	if err := b.d.models.Remove(info.Name); err != nil {
+		return modelError(err)
+	}
+	return nil
+}
+
+// CopyModel gives a model another name in models_dir (an admin's
+// /api/copy): a symbolic link to its file, named dst.gguf.
+func (b ipcBackend) CopyModel(p ipc.Peer, src, dst string) error {
+	if err := b.adminOnly(p, "copy"); err != nil {
+		return err
+	}
+	dir := b.d.models.Dir()
+	if dir == "" {
+		return wire.Errorf(wire.CodeInvalidArgument, "copy: no models_dir to write the new name in")
+	}
+	info, err := b.d.models.Get(src)
+	if err != nil {
+		return modelError(err)
+	}
+	dst = strings.TrimSuffix(dst, ":latest")
+	if !validModelName(dst) {
+		return wire.Errorf(wire.CodeInvalidArgument, "copy: name %q: want letters, digits and . _ - (at most 128)", dst)
+	}
+	if _, err := b.d.models.Get(dst); err == nil {
+		return wire.Errorf(wire.CodeInvalidArgument, "copy: a model named %q exists", dst)
+	}
+	target, err := filepath.Abs(info.Path)
+	if err != nil {
+		return wire.Errorf(wire.CodeInternal, "copy: %v", err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, dst+".gguf")); err != nil {
+		return wire.Errorf(wire.CodeUnavailable, "copy %s to %s: %v", info.Name, dst, err)
+	}
+	return nil
+}
+
+func (b ipcBackend) adminOnly(p ipc.Peer, what string) error {
+	if !b.d.srv.Policy().Admin(p) {
+		return wire.Errorf(wire.CodePermissionDenied, "%s: uid %d is not an admin (server.admin_users)", what, p.UID)
+	}
+	return nil
+}
+
+// validModelName is a name a file in models_dir may take.
+func validModelName(n string) bool {
+	if n == "" || len(n) > 128 || strings.HasPrefix(n, ".") {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r)) {
+			return false
+		}
+	}
+	return true
+}

@@ -167,6 +167,23 @@ func TestOllamaAPI(t *testing.T) {
 		!strings.Contains(err.Error(), "models_dir") {
 		t.Errorf("pull: %v, want how to add a model", err)
 	}
+	// An admin (this test runs as root) copies and deletes models_dir models.
+	if err := c.Copy(ctx, &api.CopyRequest{Source: "qwen2", Destination: "qwen-copy:latest"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Generate(ctx, &api.GenerateRequest{Model: "qwen-copy", Prompt: "a", Raw: true, Options: opts},
+		func(api.GenerateResponse) error { return nil }); err != nil {
+		t.Errorf("generate on the copy: %v", err)
+	}
+	if err := c.Delete(ctx, &api.DeleteRequest{Model: "qwen-copy"}); err != nil {
+		t.Fatal(err)
+	}
+	if tags, _ = c.List(ctx); len(tags.Models) != 2 {
+		t.Errorf("after delete: %+v", tags.Models)
+	}
+	if err := c.Delete(ctx, &api.DeleteRequest{Model: "tiny-llama3"}); statusOfErr(err) != 400 {
+		t.Errorf("deleting the configured default model: %v, want 400", err)
+	}
 	// num_ctx caps prompt plus output.
 	var capped api.ChatResponse
 	if err := c.Chat(ctx, &api.ChatRequest{Model: "tiny-llama3", Messages: msgs, Stream: &no,

@@ -39,6 +39,13 @@ type ModelLoader interface {
 	LoadModel(name, keepAlive string, unload bool) error
 }
 
+// ModelAdmin is a Backend whose admins may delete a model's file and give
+// a model another name (Ollama's /api/delete and /api/copy).
+type ModelAdmin interface {
+	DeleteModel(p Peer, name string) error
+	CopyModel(p Peer, src, dst string) error
+}
+
 // Reloader is a Backend that can reload its configuration on an admin's
 // request (wire.Reload); a Backend without it answers that it cannot.
 type Reloader interface {

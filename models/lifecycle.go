@@ -153,6 +153,7 @@ type Info struct {
 	State      State
 	Err        error // the last load's, when State is Failed
 	Default    bool
+	FromDir    bool  // a file of the models directory (not configured)
 	Bytes      int64 // memory held, while loaded
 	Requests   int   // requests holding it
 	KeepAlive  time.Duration
@@ -201,7 +202,7 @@ func (m *Manager) infosLocked(loadedOnly bool) []Info {
 
 func (m *Manager) infoLocked(e *entry) Info {
 	return Info{Name: e.spec.Name, Path: e.spec.Path, Aliases: e.spec.Aliases, State: e.state, Err: e.err,
-		Default: e.spec.Name == m.defaultLocked(), Bytes: e.bytes, Requests: e.leases, KeepAlive: e.keepAlive,
+		Default: e.spec.Name == m.defaultLocked(), FromDir: e.spec.fromDir, Bytes: e.bytes, Requests: e.leases, KeepAlive: e.keepAlive,
 		ExpiresAt: e.expires, LoadedAt: e.loadedAt, LoadTime: e.loadTime, Instance: e.inst}
 }
 
@@ -213,3 +214,30 @@ func (m *Manager) sortedLocked() []*entry {
 	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
 	return out
 }
+
+// Remove forgets a model of the directory once its file is gone: it is
+// unloaded now if idle, else when its last request ends.
+func (m *Manager) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.lookupLocked(name)
+	if err != nil {
+		return err
+	}
+	if !e.spec.fromDir {
+		return fmt.Errorf("%w: %s is configured, not a file of the models directory", ErrNotFound, e.spec.Name)
+	}
+	e.gone = true
+	switch e.state {
+	case Loaded:
+		if e.leases == 0 {
+			m.unloadLocked(e)
+		}
+	case Available, Failed:
+		delete(m.entries, e.spec.Name)
+	}
+	return nil
+}
+
+// Dir is the models directory ("" without one).
+func (m *Manager) Dir() string { return m.cfg.Dir }

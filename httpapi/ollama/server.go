@@ -6,6 +6,7 @@
 package ollama
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,6 +33,7 @@ type Backend interface {
 	ipc.Backend
 	ipc.ModelLister
 	ipc.ModelLoader
+	ipc.ModelAdmin
 }
 
 // API is the Ollama API over a backend.
@@ -56,8 +58,8 @@ func Register(srv *httpapi.Server, b Backend) {
 		"POST /api/pull":       a.noPull,
 		"POST /api/push":       a.noPull,
 		"POST /api/create":     a.noPull,
-		"POST /api/copy":       a.notYet,
-		"DELETE /api/delete":   a.notYet,
+		"POST /api/copy":       a.copyModel,
+		"DELETE /api/delete":   a.deleteModel,
 	} {
 		srv.Route(pattern, h, writeError)
 	}
@@ -257,6 +259,35 @@ func (a *API) noPull(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
 		"models directory (models_dir, /var/lib/batchd/models in the package) and it is served under its file name")
 }
 
-func (a *API) notYet(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
-	writeError(w, http.StatusNotImplemented, "copy and delete are not served by batchd: manage the files in models_dir")
+// deleteModel removes a models_dir file (admins only).
+func (a *API) deleteModel(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
+	var req struct {
+		Model string `json:"model"`
+		Name  string `json:"name"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	name := cmp.Or(req.Model, req.Name)
+	if err := a.b.DeleteModel(p, name); err != nil {
+		writeWireError(w, err, name)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// copyModel gives a model another name in models_dir (admins only).
+func (a *API) copyModel(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
+	var req struct {
+		Source      string `json:"source"`
+		Destination string `json:"destination"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if err := a.b.CopyModel(p, req.Source, req.Destination); err != nil {
+		writeWireError(w, err, req.Source)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
