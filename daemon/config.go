@@ -49,6 +49,9 @@ type Config struct {
 	KeepAlive KeepAlive `toml:"keep_alive"`
 	// Models are more models by name: [models.NAME] tables (restart).
 	Models map[string]ModelEntry `toml:"models"`
+	// DefaultModel names the model a request without one gets when
+	// model.path is empty ("": such requests are refused) (restart).
+	DefaultModel string `toml:"default_model"`
 
 	// resolved holds what Validate parsed (users, groups, level), so that
 	// the daemon parses a config once.
@@ -256,8 +259,11 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 // Validate reports every problem at once.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Model.Path == "" {
-		errs = append(errs, errors.New("model.path is required"))
+	if c.Model.Path == "" && !c.multiModel() {
+		errs = append(errs, errors.New("model.path is required (or models_dir, or [models.NAME] tables)"))
+	} else if c.Model.Path == "" {
+		// Models load when requests name them; default_model names the one
+		// a request without a model gets.
 	} else if _, err := os.Stat(c.Model.Path); err != nil {
 		errs = append(errs, fmt.Errorf("model.path: %w", err))
 	}

@@ -65,6 +65,7 @@ func restartFields() []restartField {
 		field("max_loaded_models", func(c *Config) *int { return &c.MaxLoadedModels }),
 		field("keep_alive", func(c *Config) *KeepAlive { return &c.KeepAlive }),
 		field("models", func(c *Config) *map[string]ModelEntry { return &c.Models }),
+		field("default_model", func(c *Config) *string { return &c.DefaultModel }),
 	}
 	// A channel's share, queue limit and deadline are the engine's from
 	// start; its latency targets (metrics) apply live.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/toolcall"
+	"github.com/batchd/batchd/hwprofile"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/models"
@@ -126,7 +127,10 @@ func (c *Config) validateModels() []error {
 // it stays loaded) and each [models.NAME]; the manager adds models_dir's.
 func (c *Config) modelSpecs() ([]models.Spec, string, error) {
 	var specs []models.Spec
-	def := ""
+	def := c.DefaultModel
+	if c.Model.Path != "" && def != "" {
+		return nil, "", fmt.Errorf("default_model %q: [model]'s file is the default; set one of them", def)
+	}
 	if c.Model.Path != "" {
 		def = modelName(c.Model.Path)
 		forever := time.Duration(-1)
@@ -250,17 +254,16 @@ func (d *Daemon) loadedRuntimes() []*Runtime {
 	return out
 }
 
-// startModels makes the models manager and loads the default model (its
-// failure is the daemon's); the memory budget is what the default's plan
-// found on the machine.
-func (d *Daemon) startModels(cfg Config, met *metrics) (*Runtime, error) {
-	d.met, d.multi = met, cfg.multiModel()
+// newModels makes the models manager, before the socket serves (lists
+// answer while the default model loads); loads wait for d.ready.
+func (d *Daemon) newModels(cfg Config) error {
+	d.multi = cfg.multiModel()
 	if d.multi {
 		d.gate = engine.NewComputeGate()
 	}
 	specs, def, err := cfg.modelSpecs()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(specs) > 0 && specs[0].Name == def {
 		ec := specs[0].Options.(EngineConfig)
@@ -274,9 +277,33 @@ func (d *Daemon) startModels(cfg Config, met *metrics) (*Runtime, error) {
 	mgr, err := models.New(models.Config{Dir: cfg.ModelsDir, Specs: specs, Default: def, KeepAlive: cfg.KeepAlive.Duration,
 		MaxLoaded: maxLoaded, Load: d.loadModel, Logger: d.log.With("component", "models")})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.models = mgr
+	return nil
+}
+
+// startModels loads the default model (its failure is the daemon's); the
+// memory budget is what the default's plan found on the machine, or the
+// machine's without a default model.
+func (d *Daemon) startModels(cfg Config, met *metrics) (*Runtime, error) {
+	d.met = met
+	mgr := d.models
+	def := ""
+	if cfg.Model.Path != "" {
+		def = modelName(cfg.Model.Path)
+	}
+	if cfg.Model.Path == "" { // no model of its own: the machine's memory, shared
+		det := hwprofile.Detect(context.Background(), hwprofile.DefaultGPUProbers(), hwprofile.HostCPU{}, 0)
+		profiles := hwprofile.BuiltinProfiles()
+		if dir := engineConfig(cfg, d.flags.Config).ProfilesDir; dir != "" {
+			if p, err := hwprofile.LoadProfiles(dir); err == nil {
+				profiles = p
+			}
+		}
+		mgr.SetMemoryBytes(int64(hwprofile.MemoryBudget(det, profiles, "cpu")))
+		return nil, nil
+	}
 	lease, err := mgr.Acquire(context.Background(), def, nil)
 	if err != nil {
 		_ = mgr.Close()
@@ -325,6 +352,11 @@ func (b ipcBackend) Models() []wire.ModelEntry {
 // LoadModel loads model name (Ollama's generate without a prompt), or
 // unloads it; the default model stays.
 func (b ipcBackend) LoadModel(name, keepAlive string, unload bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := b.d.waitReady(ctx); err != nil { // loads begin once the daemon is ready
+		return err
+	}
 	if unload {
 		if info, err := b.d.models.Get(name); err == nil && info.Default {
 			return nil // pinned: the daemon's own model stays
@@ -342,8 +374,6 @@ func (b ipcBackend) LoadModel(name, keepAlive string, unload bool) error {
 		}
 		ka = &d
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	_, lease, err := b.d.acquireModel(ctx, name, ka)
 	if err != nil {
 		return err

@@ -247,3 +247,52 @@ func TestFillInTheMiddle(t *testing.T) {
 		t.Errorf("suffix on a vocabulary without FIM tokens: %v", err)
 	}
 }
+
+// TestModelsWithoutADefaultFile: a daemon with models_dir and no
+// model.path starts with nothing loaded; default_model serves requests
+// that name none, and loads on the first; without default_model such a
+// request is not_found while named ones are served.
+func TestModelsWithoutADefaultFile(t *testing.T) {
+	dir := modelsDir(t, "qwen2", "llama3")
+	start := func(cfg string) *testDaemon {
+		return startDaemonFlags(t, fmt.Sprintf("models_dir = %q\n%s", dir, cfg), ServeFlags{HTTPSocket: "http"})
+	}
+	td := start("default_model = \"qwen2\"\n")
+	c := td.dial(t)
+	ctx := context.Background()
+	if ps, err := c.Running(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("at start: %v %v, want nothing loaded", ps, err)
+	}
+	g := goldenWithPrompt(t, "qwen2")
+	if err := checkGolden(ctx, c, "", "qwen2", g); err != nil {
+		t.Fatal(err)
+	}
+	if st := modelStates(t, c); st["qwen2"].State != "loaded" || !st["qwen2"].Default {
+		t.Errorf("after a request without a model: %+v", st["qwen2"])
+	}
+	if h, err := c.Health(ctx); err != nil || h.State != "ready" {
+		t.Errorf("health %+v %v", h, err)
+	}
+	td2 := start("")
+	c2 := td2.dial(t)
+	if _, err := c2.Generate(ctx, client.Request{Prompt: "a", MaxTokens: 1}, nil); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("no model named, no default: %v", err)
+	}
+	if err := checkGolden(ctx, c2, "llama3", "llama3", goldenWithPrompt(t, "llama3")); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []string{"default_model = \"nope\"\n"} {
+		d := &Daemon{getenv: func(string) string { return "" }, ready: make(chan struct{})}
+		d.flags = ServeFlags{Socket: filepath.Join(t.TempDir(), "b.sock"), Config: filepath.Join(t.TempDir(), "c.toml")}
+		if err := os.WriteFile(d.flags.Config, []byte(fmt.Sprintf("models_dir = %q\n%s", dir, bad)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := d.loadConfig()
+		if err == nil {
+			err = d.run(ctx, cfg, &runEnv{stdout: &syncBuffer{}, stderr: &syncBuffer{}})
+		}
+		if err == nil || !strings.Contains(err.Error(), "nope") {
+			t.Errorf("%s: %v, want a start error naming it", bad, err)
+		}
+	}
+}

@@ -218,11 +218,22 @@ func (d *Daemon) waitReady(ctx context.Context) (*Runtime, error) {
 	case <-ctx.Done():
 		return nil, wire.Errorf(wire.CodeUnavailable, "gave up waiting for the model to load: %v", ctx.Err())
 	}
-	rt := d.runtime()
-	if rt == nil || d.State() == StateDraining {
+	if d.State() == StateDraining {
 		return nil, wire.Errorf(wire.CodeUnavailable, "batchd is shutting down")
 	}
-	return rt, nil
+	return d.runtime(), nil // nil without a default model: requests name theirs
+}
+
+// heartbeat is the oldest engine loop's heartbeat among the loaded
+// models (one wedged loop withholds the watchdog); now when none is.
+func (d *Daemon) heartbeat() time.Time {
+	hb := time.Now()
+	for _, rt := range d.loadedRuntimes() {
+		if t := rt.Engine.Heartbeat(); t.Before(hb) {
+			hb = t
+		}
+	}
+	return hb
 }
 
 // runServe is `batchd serve`.
@@ -282,6 +293,10 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.srv = ipc.NewServer(ipc.Options{Backend: ipcBackend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		Budget: d.conns, HelloTimeout: cfg.Server.HelloTimeout.Duration,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
+	if err := d.newModels(cfg); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	cw := d.watchConfig() // before serving: an edit once it answers is seen
 	var sl net.Listener = ln
 	if d.wrapListener != nil {
@@ -327,10 +342,10 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.state.Store(int32(StateReady))
 	d.notify("READY=1\n" + d.statusLine()) // the socket is serving and the model loaded
 	close(d.ready)
-	d.log.Info("ready", "model", rt.Model.Path)
+	d.log.Info("ready", "default_model", cfg.Model.Path, "models_dir", cfg.ModelsDir)
 	supCtx, stopSup := context.WithCancel(ctx)
 	defer stopSup()
-	go d.superviseSystemd(supCtx, rt.Engine.Heartbeat)
+	go d.superviseSystemd(supCtx, d.heartbeat)
 	go d.models.Run(supCtx, time.Second)
 	idle := d.idleExit(supCtx, cfg.IdleExitAfter.Duration)
 	go d.sleepWhenIdle(supCtx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
@@ -27,13 +28,31 @@ func (d *Daemon) notify(state string) {
 
 // statusLine is the one-line summary systemctl status shows.
 func (d *Daemon) statusLine() string {
-	rt := d.runtime()
-	if rt == nil {
+	rts := d.loadedRuntimes()
+	if len(rts) == 0 {
 		return fmt.Sprintf("STATUS=%s", d.State())
 	}
-	s := rt.Engine.Stats()
+	var running, waiting int
+	var tps float64
+	var names []string
+	for _, rt := range rts {
+		s := rt.Engine.Stats()
+		running, waiting, tps = running+s.Running, waiting+s.Waiting, tps+s.TokensPerSec
+		names = append(names, shortName(rt.Model.Path))
+	}
+	kv := rts[0].Engine.Stats().KVUsage
 	return fmt.Sprintf("STATUS=%s: %s, running %d, waiting %d, KV %.0f%%, %.1f tok/s", d.State(),
-		shortName(rt.Model.Path), s.Running, s.Waiting, 100*s.KVUsage, s.TokensPerSec)
+		strings.Join(names, " "), running, waiting, 100*kv, tps)
+}
+
+// busy reports whether any loaded model runs or queues a request.
+func (d *Daemon) busy() bool {
+	for _, rt := range d.loadedRuntimes() {
+		if s := rt.Engine.Stats(); s.Running+s.Waiting > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func shortName(path string) string {
@@ -119,11 +138,7 @@ func (d *Daemon) idleExit(ctx context.Context, after time.Duration) <-chan struc
 				return
 			case <-t.C:
 				idle, since := d.srv.Idle()
-				rt := d.runtime()
-				if !idle || rt == nil {
-					continue
-				}
-				if s := rt.Engine.Stats(); s.Running+s.Waiting > 0 {
+				if !idle || d.busy() {
 					continue
 				}
 				if time.Since(since) >= after {

@@ -185,3 +185,16 @@ func TestHostCPUReadsProcAndCgroup(t *testing.T) {
 		t.Fatalf("this host: %v", err)
 	}
 }
+
+// TestMemoryBudgetIsThePlans: the budget a daemon of several models
+// shares is the memory a plan would use (half of 8 GiB on the CPU).
+func TestMemoryBudgetIsThePlans(t *testing.T) {
+	det := Detection{CPU: CPU{Cores: 2, MemAvailable: 8 * gib}}
+	p, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, "cpu", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := MemoryBudget(det, BuiltinProfiles(), "cpu"); b != p.MemoryBytes || b != 4*gib {
+		t.Errorf("budget %d, plan %d, want 4 GiB", b, p.MemoryBytes)
+	}
+}

@@ -80,12 +80,10 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 		}
 	} else {
 		p.Device = "cpu " + det.CPU.Model
-		mem := det.CPU.MemAvailable
-		if mem == 0 {
-			mem = 4 << 30
+		if det.CPU.MemAvailable == 0 {
 			p.warn("available memory unknown (%s); assuming 4 GiB", det.CPUProbeError)
 		}
-		p.MemoryBytes = uint64(float64(mem) * prof.MemoryUtilization)
+		p.MemoryBytes = cpuMemory(det, prof)
 	}
 
 	p.BlockSize = pick(req.BlockSize, prof.BlockSize)
@@ -131,6 +129,34 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	}
 	p.FullContextSeqs = p.KVBlocks / ((p.MaxContext + p.BlockSize - 1) / p.BlockSize)
 	return p, nil
+}
+
+// cpuMemory is the memory a CPU plan may use: what is available now (4
+// GiB when unknown) times the profile's utilization.
+func cpuMemory(det Detection, prof Profile) uint64 {
+	mem := det.CPU.MemAvailable
+	if mem == 0 {
+		mem = 4 << 30
+	}
+	return uint64(float64(mem) * prof.MemoryUtilization)
+}
+
+// MemoryBudget is the memory plans for backend may use on this machine
+// (the CPU's for "cpu"), before any model is loaded: what a daemon of
+// several models shares among them.
+func MemoryBudget(det Detection, profiles []Profile, backend string) uint64 {
+	if backend == "cuda" && len(det.GPUs) > 0 {
+		gpu := &det.GPUs[0]
+		for i := range det.GPUs {
+			if det.GPUs[i].MemFree > gpu.MemFree {
+				gpu = &det.GPUs[i]
+			}
+		}
+		prof := Choose(profiles, gpu)
+		limit := uint64(float64(gpu.MemTotal) * prof.MemoryUtilization)
+		return limit - min(gpu.MemTotal-gpu.MemFree, limit)
+	}
+	return cpuMemory(det, Choose(profiles, nil))
 }
 
 func pick(requested, def int) int {
