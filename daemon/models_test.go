@@ -296,3 +296,52 @@ func TestModelsWithoutADefaultFile(t *testing.T) {
 		}
 	}
 }
+
+// TestConfiguredModels: a [models.NAME] table names a file anywhere, with
+// aliases (Ollama-style tags), its own keep_alive and preload: it is
+// loaded at start and kept, and its aliases reach it over HTTP.
+func TestConfiguredModels(t *testing.T) {
+	path := filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf")
+	cfg := fmt.Sprintf("[models.chat]\npath = %q\naliases = [\"llama3.2:3b\"]\nkeep_alive = -1\npreload = true\n", path)
+	td := startDaemonFlags(t, cfg, ServeFlags{HTTPSocket: "http"})
+	c := td.dial(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for modelStates(t, c)["chat"].State != "loaded" {
+		if time.Now().After(deadline) {
+			t.Fatalf("preload: %+v", modelStates(t, c))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m := modelStates(t, c)["chat"]; m.KeepAlive != -1 || len(m.Aliases) != 1 || !m.Default {
+		t.Errorf("chat: %+v (the only model is the default)", m)
+	}
+	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
+	body := `{"model": "llama3.2:3b", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}`
+	resp, err := hc.Post("http://batchd/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Model string `json:"model"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || out.Model != "llama3.2:3b" {
+		t.Errorf("by alias: %d, model %q", resp.StatusCode, out.Model)
+	}
+	resp, err = hc.Post("http://batchd/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Error struct {
+			Code, Param string
+		} `json:"error"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || e.Error.Code != "model_not_found" || e.Error.Param != "model" {
+		t.Errorf("an unknown model over HTTP: %d %+v", resp.StatusCode, e)
+	}
+}
