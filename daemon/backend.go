@@ -109,7 +109,7 @@ func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *
 			return nil, err
 		}
 	}
-	maxTokens, err := contextLimit(s, len(toks))
+	maxTokens, err := contextLimit(s.MaxTokens, effectiveLimit(s.ContextLimit, rt.ContextLimit), len(toks))
 	if err != nil {
 		return nil, err
 	}
@@ -378,23 +378,32 @@ func infillPrompt(ctx context.Context, tok *tokenizer.Tokenizer, prefix, suffix 
 	return append(out, mid), nil
 }
 
-// contextLimit applies a submit's context cap (Ollama's num_ctx): the
-// prompt must fit in it, and generation stops at it.
-func contextLimit(s *wire.Submit, promptLen int) (int, error) {
-	switch {
-	case s.ContextLimit < 0:
-		return 0, wire.Errorf(wire.CodeInvalidArgument, "context_limit %d: want 0 (the model's) or more", s.ContextLimit)
-	case s.ContextLimit == 0:
-		return s.MaxTokens, nil
-	case promptLen >= s.ContextLimit:
-		return 0, wire.Errorf(wire.CodeInvalidArgument, "a prompt of %d tokens leaves no room in context_limit (num_ctx) %d",
-			promptLen, s.ContextLimit)
+// effectiveLimit is a request's context cap: its own (-1 refused later)
+// within the model's.
+func effectiveLimit(request, model int) int {
+	if request < 0 || model == 0 || request > 0 && request < model {
+		return request
 	}
-	room := s.ContextLimit - promptLen
-	if s.MaxTokens == 0 || s.MaxTokens > room {
+	return model
+}
+
+// contextLimit applies a context cap (a request's num_ctx, a model's
+// context): the prompt must fit in it, and generation stops at it.
+func contextLimit(maxTokens, limit, promptLen int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "context_limit %d: want 0 (the model's) or more", limit)
+	case limit == 0:
+		return maxTokens, nil
+	case promptLen >= limit:
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "a prompt of %d tokens leaves no room in the context limit (num_ctx, the model's context setting) of %d",
+			promptLen, limit)
+	}
+	room := limit - promptLen
+	if maxTokens == 0 || maxTokens > room {
 		return room, nil
 	}
-	return s.MaxTokens, nil
+	return maxTokens, nil
 }
 
 // resolveSeed gives a submit's seed the one meaning both APIs share:

@@ -35,6 +35,10 @@ type ModelEntry struct {
 	// KVTokens caps the model's KV pool in tokens; 0 is the default share
 	// (multiModelKVSeqs sequences of up to multiModelKVContext tokens).
 	KVTokens int `toml:"kv_tokens"`
+	// Context caps each request's prompt plus output in tokens (as a
+	// request's num_ctx does; a request may ask for less), and the
+	// sequences its default KV share holds; 0 is the model's.
+	Context int `toml:"context"`
 }
 
 // KeepAlive is Ollama's keep_alive: a duration ("5m"), a number of
@@ -110,8 +114,8 @@ func (c *Config) validateModels() []error {
 		if e.Path == "" {
 			errs = append(errs, fmt.Errorf("models.%s.path: a model file is required", name))
 		}
-		if e.KVTokens < 0 {
-			errs = append(errs, fmt.Errorf("models.%s.kv_tokens %d: want 0 or more", name, e.KVTokens))
+		if e.KVTokens < 0 || e.Context < 0 {
+			errs = append(errs, fmt.Errorf("models.%s: kv_tokens %d and context %d: want 0 or more", name, e.KVTokens, e.Context))
 		}
 		if _, err := toolcall.ParseFormat(e.ToolFormat); err != nil {
 			errs = append(errs, fmt.Errorf("models.%s.tool_format: %w", name, err))
@@ -143,7 +147,7 @@ func (c *Config) modelSpecs() ([]models.Spec, string, error) {
 		}
 		ec := engineConfig(*c, "")
 		ec.Model, ec.Tokenizer, ec.Format = e.Path, e.Tokenizer, e.Format
-		ec.ChatTemplate, ec.ToolFormat, ec.KVTokens = e.ChatTemplate, e.ToolFormat, e.KVTokens
+		ec.ChatTemplate, ec.ToolFormat, ec.KVTokens, ec.Context = e.ChatTemplate, e.ToolFormat, e.KVTokens, e.Context
 		if e.QuantDot != "" {
 			ec.QuantDot = e.QuantDot
 		}

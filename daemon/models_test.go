@@ -298,11 +298,12 @@ func TestModelsWithoutADefaultFile(t *testing.T) {
 }
 
 // TestConfiguredModels: a [models.NAME] table names a file anywhere, with
-// aliases (Ollama-style tags), its own keep_alive and preload: it is
-// loaded at start and kept, and its aliases reach it over HTTP.
+// aliases (Ollama-style tags), its own keep_alive, preload and context: it
+// is loaded at start and kept, requests fit in its context, and its aliases
+// reach it over HTTP.
 func TestConfiguredModels(t *testing.T) {
 	path := filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf")
-	cfg := fmt.Sprintf("[models.chat]\npath = %q\naliases = [\"llama3.2:3b\"]\nkeep_alive = -1\npreload = true\n", path)
+	cfg := fmt.Sprintf("[models.chat]\npath = %q\naliases = [\"llama3.2:3b\"]\nkeep_alive = -1\npreload = true\ncontext = 40\n", path)
 	td := startDaemonFlags(t, cfg, ServeFlags{HTTPSocket: "http"})
 	c := td.dial(t)
 	deadline := time.Now().Add(20 * time.Second)
@@ -314,6 +315,18 @@ func TestConfiguredModels(t *testing.T) {
 	}
 	if m := modelStates(t, c)["chat"]; m.KeepAlive != -1 || len(m.Aliases) != 1 || !m.Default {
 		t.Errorf("chat: %+v (the only model is the default)", m)
+	}
+	// context caps a request's prompt plus output.
+	res, err := c.Generate(context.Background(), client.Request{Model: "chat", Prompt: "Hello", MaxTokens: 100, IgnoreEOS: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.PromptTokens) + len(res.Tokens); n != 40 || res.FinishReason != "length" {
+		t.Errorf("context 40: %d tokens in all (%s)", n, res.FinishReason)
+	}
+	long := strings.Repeat("hello ", 60)
+	if _, err := c.Generate(context.Background(), client.Request{Model: "chat", Prompt: long, MaxTokens: 1}, nil); !errors.Is(err, wire.ErrInvalidArgument) {
+		t.Errorf("a prompt over the model's context: %v", err)
 	}
 	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
 	body := `{"model": "llama3.2:3b", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}`

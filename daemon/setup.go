@@ -38,6 +38,8 @@ type EngineConfig struct {
 	// model's context (at most multiModelKVContext each), or the plan's
 	// when that is 0 too.
 	KVTokens, KVShareSeqs int
+	// Context caps each request's prompt plus output (0: the model's).
+	Context int
 	// IDs and Gate are shared by the engines of one daemon: request ids
 	// unique across models, and one forward pass at a time.
 	IDs  *atomic.Uint64
@@ -67,6 +69,9 @@ type EngineConfig struct {
 // Runtime is a loaded model with its backend and a running engine loop.
 type Runtime struct {
 	Name      string // the model's name in requests and lists
+	// ContextLimit is the model's cap on a request's prompt plus output
+	// ([models.NAME] context); 0 is the model's context.
+	ContextLimit int
 	Model     *model.Model
 	Engine    *engine.Engine
 	Plan      hwprofile.Plan
@@ -124,9 +129,12 @@ func prepareEngine(cfg EngineConfig, log *slog.Logger) (*preparedEngine, error) 
 		log.Warn("chat requests will be refused", "err", chatErr)
 	}
 	det, plan, err := PlanFor(m, cfg)
-	kvCap := cfg.KVTokens
+	kvCap, seqLen := cfg.KVTokens, min(m.Config.Context, multiModelKVContext)
+	if cfg.Context > 0 {
+		seqLen = min(m.Config.Context, cfg.Context)
+	}
 	if kvCap == 0 && cfg.KVShareSeqs > 0 {
-		kvCap = cfg.KVShareSeqs * min(m.Config.Context, multiModelKVContext)
+		kvCap = cfg.KVShareSeqs * seqLen
 	}
 	if err == nil && kvCap > 0 && plan.KVTokens > kvCap && cfg.KVBlocks == 0 {
 		cfg.KVBlocks = max(1, (kvCap+plan.BlockSize-1)/plan.BlockSize)
@@ -189,7 +197,7 @@ func (p *preparedEngine) start() (*Runtime, error) {
 		log.Info("chat template", "template", tmpl.Name(), "tool_format", tools.format, "tool_format_label", tools.format.Label(),
 			"reasoning", tools.reasoning != nil)
 	}
-	return &Runtime{Name: cfg.Name, Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: p.chatErr,
+	return &Runtime{Name: cfg.Name, ContextLimit: cfg.Context, Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: p.chatErr,
 		ParseSpecialInMessages: cfg.ParseSpecialInMessages, Tools: tools, backend: be, cancel: cancel}, nil
 }
 
