@@ -68,14 +68,14 @@ type EngineConfig struct {
 
 // Runtime is a loaded model with its backend and a running engine loop.
 type Runtime struct {
-	Name      string // the model's name in requests and lists
+	Name string // the model's name in requests and lists
 	// ContextLimit is the model's cap on a request's prompt plus output
 	// ([models.NAME] context); 0 is the model's context.
 	ContextLimit int
-	Model     *model.Model
-	Engine    *engine.Engine
-	Plan      hwprofile.Plan
-	Detection hwprofile.Detection
+	Model        *model.Model
+	Engine       *engine.Engine
+	Plan         hwprofile.Plan
+	Detection    hwprofile.Detection
 	// Chat renders chat requests; nil when the model has no usable
 	// template, and ChatErr says why.
 	Chat    *chat.Template
