@@ -314,20 +314,10 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	stopWatch := d.watch(ctx, cw)
 	d.onStop("config watcher", func(context.Context) error { stopWatch(); return nil })
 
-	met := newMetrics(func() []modelStats {
-		var out []modelStats
-		for _, rt := range d.loadedRuntimes() {
-			out = append(out, modelStats{rt.Name, rt.Engine.Stats()})
-		}
-		return out
-	}, d.ttftTarget)
-	if cfg.Server.MetricsListen != "" {
-		stop, err := serveMetrics(cfg.Server, met, d.conns, d.log)
-		if err != nil {
-			d.closeAll()
-			return fmt.Errorf("metrics: %w", err)
-		}
-		d.onStop("metrics server", stop)
+	met, err := d.startMetrics(cfg)
+	if err != nil {
+		d.closeAll()
+		return fmt.Errorf("metrics: %w", err)
 	}
 
 	// Health answers while the model loads; submits wait for it.
@@ -353,6 +343,26 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	fatal := d.waitForStop(ctx, served, idle, env)
 	d.shutdown()
 	return fatal
+}
+
+// startMetrics makes the metrics of every loaded model and serves them on
+// server.metrics_listen, if set.
+func (d *Daemon) startMetrics(cfg Config) (*metrics, error) {
+	met := newMetrics(func() []modelStats {
+		var out []modelStats
+		for _, rt := range d.loadedRuntimes() {
+			out = append(out, modelStats{rt.Name, rt.Engine.Stats()})
+		}
+		return out
+	}, d.ttftTarget)
+	if cfg.Server.MetricsListen != "" {
+		stop, err := serveMetrics(cfg.Server, met, d.conns, d.log)
+		if err != nil {
+			return nil, err
+		}
+		d.onStop("metrics server", stop)
+	}
+	return met, nil
 }
 
 // closeAll closes what started, in reverse order, at once (a failed start).
