@@ -13,8 +13,8 @@ import (
 // absent (src/llama-vocab.cpp, llama_vocab::impl::load).
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	kind, _ := f.MetaString("tokenizer.ggml.model")
-	if kind != "llama" && kind != "gpt2" {
-		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports \"llama\" (SentencePiece) and \"gpt2\" (byte-level BPE))",
+	if kind != "llama" && kind != "gpt2" && kind != "bert" {
+		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports \"llama\" (SentencePiece), \"gpt2\" (byte-level BPE) and \"bert\" (WordPiece))",
 			ErrUnsupported, kind)
 	}
 	raw, ok := f.Meta["tokenizer.ggml.tokens"].([]string)
@@ -41,9 +41,12 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	}
 	var t *Tokenizer
 	var err error
-	if kind == "llama" {
+	switch kind {
+	case "llama":
 		t, err = spmFromGGUF(f, raw, scores, types, id)
-	} else {
+	case "bert":
+		t, err = wpmFromGGUF(f, raw, types, id)
+	default:
 		t, err = bpeFromGGUF(f, raw, types, id)
 	}
 	if err != nil {
@@ -93,7 +96,7 @@ func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 		return nil, fmt.Errorf("%w: tokenizer.ggml.merges missing or not a string array", ErrInvalid)
 	}
 	pre, _ := f.MetaString("tokenizer.ggml.pre")
-	t := &Tokenizer{fim: [3]int{-1, -1, -1}, kind: BPE, pieces: raw, scores: make([]float32, len(raw)), types: types,
+	t := &Tokenizer{fim: [3]int{-1, -1, -1}, sep: -1, kind: BPE, pieces: raw, scores: make([]float32, len(raw)), types: types,
 		lookup: make(map[string]int, len(raw)), text: make([]string, len(raw)),
 		BOS: id("tokenizer.ggml.bos_token_id", 11), EOS: id("tokenizer.ggml.eos_token_id", 11),
 		Unknown: id("tokenizer.ggml.unknown_token_id", -1), maxPiece: 1}

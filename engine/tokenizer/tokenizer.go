@@ -32,6 +32,9 @@ const (
 	// BPE is byte-level BPE (tokenizer.ggml.model "gpt2"): pre-tokenizer
 	// words, GPT-2's byte alphabet, merges by rank.
 	BPE
+	// WPM is WordPiece (tokenizer.ggml.model "bert"): llama.cpp's BERT
+	// normalisation, words split by greedy longest match, [CLS] and [SEP].
+	WPM
 )
 
 // Tokenizer is a vocabulary and the algorithm that encodes with it, the way
@@ -65,6 +68,8 @@ type Tokenizer struct {
 	eog []int
 	// fim: the fill-in-the-middle prefix, suffix and middle ids (-1: none).
 	fim [3]int
+	// sep is WordPiece's [SEP], added last with AddSpecial (-1: none).
+	sep int
 }
 
 // New builds an SPM tokenizer from pieces, scores and types (types may be nil).
@@ -73,7 +78,7 @@ func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*
 		return nil, fmt.Errorf("%w: tokenizer has %d pieces, %d scores, %d types",
 			ErrInvalid, len(pieces), len(scores), len(types))
 	}
-	t := &Tokenizer{fim: [3]int{-1, -1, -1}, pieces: pieces, scores: scores, types: types, lookup: make(map[string]int, len(pieces)),
+	t := &Tokenizer{fim: [3]int{-1, -1, -1}, sep: -1, pieces: pieces, scores: scores, types: types, lookup: make(map[string]int, len(pieces)),
 		BOS: bos, EOS: eos, Unknown: unk, AddBOS: bos >= 0, AddSpacePrefix: true}
 	if t.types == nil {
 		t.types = make([]int32, len(pieces))
@@ -234,9 +239,12 @@ func (t *Tokenizer) Tokenize(ctx context.Context, text string, o Options) ([]int
 		if o.TextMark != 0 {
 			text = RemoveMark(text, o.TextMark)
 		}
-		if t.kind == BPE {
+		switch t.kind {
+		case BPE:
 			toks, err = t.bpe.encode(ctx, t, text, toks)
-		} else {
+		case WPM:
+			toks, err = t.encodeWPM(ctx, text, toks)
+		default:
 			toks, err = t.encodeSPM(ctx, text, t.AddSpacePrefix && prevSpecial, toks)
 		}
 		if err != nil {
@@ -246,6 +254,9 @@ func (t *Tokenizer) Tokenize(ctx context.Context, text string, o Options) ([]int
 	}
 	if o.AddSpecial && t.AddEOS && t.EOS >= 0 {
 		toks = append(toks, t.EOS)
+	}
+	if o.AddSpecial && t.kind == WPM && t.sep >= 0 {
+		toks = append(toks, t.sep)
 	}
 	return toks, nil
 }
@@ -305,8 +316,11 @@ func (t *Tokenizer) TokenBytes(prev, id int) []byte {
 	if id < 0 || id >= len(t.pieces) || t.IsControl(id) {
 		return nil
 	}
-	if t.kind == BPE {
+	switch t.kind {
+	case BPE:
 		return []byte(t.text[id])
+	case WPM: // the phantom space is a space; continuations join the word
+		return []byte(strings.ReplaceAll(t.pieces[id], wpmSpace, " "))
 	}
 	p := t.pieces[id]
 	if b := t.byteOf[id]; b >= 0 {
