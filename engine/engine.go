@@ -128,6 +128,8 @@ type reqState struct {
 	firstToken time.Time
 	lastToken  time.Time
 	ended      bool         // finish ran
+	pool       *pooler      // an embedding's hidden states; nil for generation
+	embedding  []float32    // its vector, once the prompt has run
 	done       *Event       // terminal event held until a request-level batch ends
 	reason     FinishReason // of done
 	cancelled  bool         // a cancel was acknowledged; guarded by Engine.mu
@@ -235,7 +237,10 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	id := e.ids.Add(1)
 	now := e.now()
 	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
-		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens}
+		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens, Embed: r.Embed != nil}
+	if r.Embed != nil {
+		rs.pool = &pooler{embed: *r.Embed}
+	}
 	if d := cmp.Or(r.Deadline, cp.Deadline); d > 0 {
 		rs.seq.Deadline = now.Add(d)
 	}

@@ -64,7 +64,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		for _, sc := range step.Seqs {
 			batch.Seqs = append(batch.Seqs, backend.SeqInput{
 				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
-				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, PromptLen: sc.Seq.PromptLen})
+				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen})
 		}
 		if e.seat != nil {
 			e.seat.Acquire()
@@ -149,6 +149,10 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		e.sched.Advance(sc)
 		if sc.Start < sc.Seq.PromptLen {
 			prompt += min(sc.Start+sc.N, sc.Seq.PromptLen) - sc.Start
+		}
+		if sc.Hidden && rs.pool != nil {
+			e.pooled(rs, sc, logits[i], now)
+			continue
 		}
 		if sc.Logits && !sc.Seq.Padding {
 			generated++
@@ -306,7 +310,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 	if tail != "" {
 		rs.stream.push(Event{Text: tail})
 	}
-	done := Event{Done: true, Finish: reason, Err: err, Preemptions: seq.Preemptions,
+	done := Event{Done: true, Finish: reason, Err: err, Preemptions: seq.Preemptions, Embedding: rs.embedding,
 		Usage:   Usage{PromptTokens: seq.PromptLen, CompletionTokens: seq.Generated(), CachedPromptTokens: seq.CachedTokens},
 		Timings: Timings{Total: now.Sub(seq.Arrival)}}
 	if !seq.FirstSched.IsZero() {

@@ -80,6 +80,8 @@ type Request struct {
 	// grammar may match (a tool-call format's markers, [TOOL_CALLS]);
 	// other control tokens write nothing and no grammar takes them.
 	Preserve []int
+	// Embed, when set, makes this an embedding request (see Embed).
+	Embed *Embed
 }
 
 // LogValue keeps prompt text out of logs.
@@ -124,7 +126,8 @@ type Event struct {
 
 	Done        bool
 	Finish      FinishReason
-	Err         error // set when Finish is "error" or "cancelled" by shutdown
+	Embedding   []float32 // an embedding request's vector (terminal event)
+	Err         error     // set when Finish is "error" or "cancelled" by shutdown
 	Usage       Usage
 	Timings     Timings
 	Preemptions int // times the request was preempted and recomputed
@@ -196,7 +199,14 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 	if r.MaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("max_tokens %d must be >= 0", r.MaxTokens))
 	}
+	if r.Embed != nil {
+		errs = append(errs, checkEmbed(r)...)
+		r.MaxTokens = 1 // the KV holds every prompt token; nothing is generated
+	}
 	room := c.Context - len(r.Tokens)
+	if r.Embed != nil && room >= 0 {
+		room = 1 // an embedding may fill the context
+	}
 	if room <= 0 {
 		errs = append(errs, fmt.Errorf("prompt of %d tokens leaves no room in the context of %d", len(r.Tokens), c.Context))
 	} else if r.MaxTokens > room {

@@ -148,7 +148,10 @@ type Sequence struct {
 	Preemptions  int
 	CachedTokens int       // prompt tokens served from the prefix cache at first admission
 	FirstSched   time.Time // zero until first scheduled
-	order        uint64
+	// Embed: the prompt is all there is (an embedding); every token is
+	// computed, none served from the prefix cache.
+	Embed bool
+	order uint64
 }
 
 // Generated returns how many tokens the sequence has produced.
@@ -160,6 +163,7 @@ type Scheduled struct {
 	Start  int
 	N      int
 	Logits bool // the share ends at the last known token: sample the next
+	Hidden bool // an embedding's share: its tokens' final hidden states
 }
 
 // Step is the plan for one forward pass.
@@ -173,7 +177,8 @@ type Step struct {
 }
 
 func (st *Step) add(seq *Sequence, n int) {
-	st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed, N: n, Logits: seq.Computed+n == len(seq.Tokens)})
+	st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed, N: n,
+		Logits: !seq.Embed && seq.Computed+n == len(seq.Tokens), Hidden: seq.Embed})
 	st.Tokens += n
 	if seq.FirstSched.IsZero() {
 		seq.FirstSched = st.Now
@@ -421,6 +426,9 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 			continue
 		}
 		blocks, cached := s.pool.Lookup(seq.Tokens[:s.cacheable(seq, len(seq.Tokens)-1)])
+		if seq.Embed { // pooling needs every token's state
+			blocks, cached = nil, 0
+		}
 		rest := len(seq.Tokens) - cached
 		n := min(rest, *budget)
 		if n < rest {

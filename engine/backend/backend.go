@@ -20,7 +20,9 @@ import (
 // Backend runs forward passes over the paged KV store.
 type Backend interface {
 	// Forward runs one step; it returns the last-token logits of every
-	// sequence that asked (nil for the others), valid until the next call.
+	// sequence that asked (nil for the others), or with Hidden the final
+	// hidden state of each of its tokens (len(Tokens) rows of the model's
+	// dim, row-major), valid until the next call.
 	Forward(*Batch) ([][]float32, error)
 	Close() error
 }
@@ -44,6 +46,10 @@ type SeqInput struct {
 	Pos    int
 	Blocks []int
 	Logits bool // return logits for the last token
+	// Hidden returns instead the final hidden state (after the output norm,
+	// before the classifier) of every token of this share: what embedding
+	// models pool. Not with Logits.
+	Hidden bool
 	// PromptLen: positions below it hold the request's prompt, the rest
 	// tokens it generated. A backend that computes the two alike ignores
 	// it; one that does not (RoleAware) must decide by position alone.

@@ -32,6 +32,7 @@ type Backend struct {
 	tokSeq, tokPos     []int
 	gen, genRows       []bool // QuantDot "auto": per token, per logits row: a generated token
 	logits, logitsNorm []float32
+	hidden             []float32 // final hidden states of Hidden shares
 	out                [][]float32
 	q8                 acts // the current matmul input, quantized (int8 path)
 	mm                 matmulJob
@@ -323,9 +324,12 @@ func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
 // sequence that wants logits.
 func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 	c := b.c
-	rows := 0
+	rows, hidden := 0, 0
 	for _, s := range batch.Seqs {
-		if s.Logits {
+		switch {
+		case s.Hidden:
+			hidden += len(s.Tokens)
+		case s.Logits:
 			rows++
 		}
 	}
@@ -333,11 +337,26 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		b.logits = make([]float32, rows*c.Vocab)
 		b.logitsNorm = make([]float32, rows*c.Dim)
 	}
+	if cap(b.hidden) < hidden*c.Dim {
+		b.hidden = make([]float32, hidden*c.Dim)
+	}
 	b.out = b.out[:0]
 	b.genRows = b.genRows[:0]
-	t, r := 0, 0
+	t, r, h := 0, 0, 0
 	for _, s := range batch.Seqs {
+		start := t
 		t += len(s.Tokens)
+		if s.Hidden { // every token's final hidden state, for pooling
+			out := b.hidden[h*c.Dim : (h+len(s.Tokens))*c.Dim]
+			for i := start; i < t; i++ {
+				x := b.x[i*c.Dim : (i+1)*c.Dim]
+				addTo(x, b.xb[i*c.Dim:(i+1)*c.Dim]) // the last layer's pending residual
+				rmsnorm(out[(i-start)*c.Dim:(i-start+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
+			}
+			b.out = append(b.out, out)
+			h += len(s.Tokens)
+			continue
+		}
 		if !s.Logits {
 			b.out = append(b.out, nil)
 			continue
