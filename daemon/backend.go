@@ -36,13 +36,9 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	if _, err := b.d.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	var keepAlive *time.Duration
-	if s.KeepAlive != "" {
-		ka, err := ParseKeepAlive(s.KeepAlive)
-		if err != nil {
-			return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
-		}
-		keepAlive = &ka
+	keepAlive, err := keepAliveOf(s.KeepAlive)
+	if err != nil {
+		return nil, err
 	}
 	rt, lease, err := b.d.acquireModel(ctx, s.Model, keepAlive)
 	if err != nil {
@@ -55,6 +51,18 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	}
 	st.lease = lease
 	return st, nil
+}
+
+// keepAliveOf reads a request's keep_alive ("": the model's default).
+func keepAliveOf(s string) (*time.Duration, error) {
+	if s == "" {
+		return nil, nil
+	}
+	ka, err := ParseKeepAlive(s)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+	}
+	return &ka, nil
 }
 
 // submit starts s on model rt.

@@ -103,6 +103,7 @@ func New(o Options) *Server {
 	mux.Handle("GET /v1/models/{id...}", s.auth(s.model))
 	mux.Handle("POST /v1/chat/completions", s.auth(s.chat))
 	mux.Handle("POST /v1/completions", s.auth(s.completions))
+	mux.Handle("POST /v1/embeddings", s.auth(s.embeddings))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error",
 			msg: "no route " + r.Method + " " + r.URL.Path})

@@ -167,7 +167,8 @@ func TestAPIKeysAndStatusCodes(t *testing.T) {
 		{"seed -2", "/v1/completions", testKey, `{"prompt":"a","seed":-2}`, 400, "invalid_request_error"},
 		{"two prompts", "/v1/completions", testKey, `{"prompt":["a","b"]}`, 400, "invalid_request_error"},
 		{"stop type", "/v1/completions", testKey, `{"prompt":"a","stop":5}`, 400, "invalid_request_error"},
-		{"no route", "/v1/embeddings", testKey, `{}`, 404, "invalid_request_error"},
+		{"no route", "/v1/nothing", testKey, `{}`, 404, "invalid_request_error"},
+		{"no embeddings", "/v1/embeddings", testKey, `{"input": "x"}`, 501, "invalid_request_error"},
 	} {
 		resp, m := post(t, base+tc.path, tc.key, tc.body)
 		if resp.StatusCode != tc.status {

@@ -182,6 +182,13 @@ func (c *conn) dispatch(h wire.Header, body []byte) {
 			}
 		}
 		c.send(m)
+	case wire.TypeEmbed:
+		var m wire.Embed
+		if err := wire.Decode(body, &m); err != nil {
+			c.sendErr(h.ID, decodeErr("embed", err))
+			return
+		}
+		c.embed(&m)
 	case wire.TypeLoad, wire.TypeUnload:
 		var m wire.Load
 		if err := wire.Decode(body, &m); err != nil {
@@ -345,6 +352,36 @@ func decodeErr(what string, err error) *wire.Error {
 func (p Peer) String() string { return fmt.Sprintf("uid=%d gid=%d pid=%d", p.UID, p.GID, p.PID) }
 
 // reload runs an admin's explicit config reload.
+// embed computes embeddings in its own goroutine, counted against the
+// user's cap like a request; the connection's end cancels it.
+func (c *conn) embed(m *wire.Embed) {
+	if !c.s.policy.Load().Allowed(c.peer) {
+		c.sendErr(m.ID, wire.ErrPermissionDenied)
+		return
+	}
+	eb, ok := c.s.backend.(Embedder)
+	if !ok {
+		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "embed: this server computes no embeddings"))
+		return
+	}
+	if err := c.s.AcquireUser(c.peer); err != nil {
+		c.sendErr(m.ID, err)
+		return
+	}
+	c.pumps.Add(1)
+	go func() {
+		defer c.pumps.Done()
+		res, err := eb.Embed(c.ctx, c.peer, m)
+		c.release()
+		if err != nil {
+			c.sendErr(m.ID, err)
+			return
+		}
+		res.Type, res.ID = wire.TypeEmbed, m.ID
+		c.send(res)
+	}()
+}
+
 // load loads or unloads a model, in its own goroutine: a load may take
 // long, and the connection's other frames go on meanwhile.
 func (c *conn) load(typ string, m *wire.Load) {

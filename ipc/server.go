@@ -46,6 +46,11 @@ type ModelAdmin interface {
 	CopyModel(p Peer, src, dst string) error
 }
 
+// Embedder is a Backend that computes embeddings (wire.Embed).
+type Embedder interface {
+	Embed(ctx context.Context, p Peer, e *wire.Embed) (*wire.Embed, error)
+}
+
 // Reloader is a Backend that can reload its configuration on an admin's
 // request (wire.Reload); a Backend without it answers that it cannot.
 type Reloader interface {

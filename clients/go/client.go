@@ -272,6 +272,39 @@ func (c *Client) Unload(ctx context.Context, model string) error {
 	return c.call(ctx, func(id uint64) any { return &wire.Load{Type: wire.TypeUnload, ID: id, Model: model} }, &r)
 }
 
+// EmbedRequest asks for one vector per input.
+type EmbedRequest struct {
+	Model  string
+	Input  []string // texts; or Tokens, token ids per input
+	Tokens [][]int
+	// NoTruncate refuses an input longer than the context instead of
+	// cutting it; Raw returns the pooled state un-normalised; Dimensions
+	// keeps the first this many values (normalised again).
+	NoTruncate, Raw bool
+	Dimensions      int
+	KeepAlive       string
+}
+
+// Embed returns the inputs' embeddings, in order, and the prompt tokens
+// they took.
+func (c *Client) Embed(ctx context.Context, r EmbedRequest) ([][]float32, int, error) {
+	var res wire.Embed
+	err := c.call(ctx, func(id uint64) any {
+		e := &wire.Embed{Type: wire.TypeEmbed, ID: id, Model: r.Model, Input: r.Input, Tokens: r.Tokens,
+			Dimensions: r.Dimensions, KeepAlive: r.KeepAlive}
+		if r.NoTruncate {
+			f := false
+			e.Truncate = &f
+		}
+		if r.Raw {
+			f := false
+			e.Normalize = &f
+		}
+		return e
+	}, &res)
+	return res.Embeddings, res.PromptTokens, err
+}
+
 // Health returns the daemon's state and model.
 func (c *Client) Health(ctx context.Context) (*wire.Health, error) {
 	var h wire.Health

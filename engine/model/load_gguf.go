@@ -96,6 +96,7 @@ func ggufConfig(f *gguf.File, arch string) (Config, error) {
 	get("attention.head_count", &c.Heads, true)
 	get("context_length", &c.Context, true)
 	get("vocab_size", &c.Vocab, false)
+	get("pooling_type", &c.Pooling, false)
 	c.KVHeads = c.Heads
 	get("attention.head_count_kv", &c.KVHeads, false)
 	if c.Heads > 0 {

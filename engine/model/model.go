@@ -39,6 +39,10 @@ type Config struct {
 	SlidingEven   bool    // only even-numbered layers slide (gemma2); else every layer
 	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
 	FFNGELU       bool    // the FFN is gelu(gate)*up (gemma2), not silu(gate)*up
+
+	// Pooling is <arch>.pooling_type (llama.h: 0 none, 1 mean, 2 cls, 3
+	// last, 4 rank): how an embedding model pools; 0 when the file says none.
+	Pooling int
 }
 
 // RopeScaling stretches RoPE past the trained context, as llama.cpp's

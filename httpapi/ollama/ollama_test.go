@@ -36,6 +36,9 @@ func (b *fakeBackend) Models() []wire.ModelEntry {
 func (b *fakeBackend) LoadModel(string, string, bool) error     { return nil }
 func (b *fakeBackend) DeleteModel(ipc.Peer, string) error       { return nil }
 func (b *fakeBackend) CopyModel(ipc.Peer, string, string) error { return nil }
+func (b *fakeBackend) Embed(context.Context, ipc.Peer, *wire.Embed) (*wire.Embed, error) {
+	return nil, wire.Errorf(wire.CodeUnavailable, "no embeddings here")
+}
 
 type fakeStream struct {
 	tools bool
@@ -160,8 +163,8 @@ func TestOptionsAndRefusals(t *testing.T) {
 	if status, resp := post(t, base+"/api/pull", `{"model": "llama3.2"}`); status != 400 || !strings.Contains(resp["error"].(string), "models_dir") {
 		t.Errorf("pull: %d %v", status, resp)
 	}
-	if status, resp := post(t, base+"/api/embed", `{"model": "m", "input": "x"}`); status != 501 || resp["error"] == nil {
-		t.Errorf("embed: %d %v", status, resp)
+	if status, resp := post(t, base+"/api/embed", `{"model": "m", "input": 5}`); status != 400 || resp["error"] == nil {
+		t.Errorf("embed of a number: %d %v", status, resp)
 	}
 	resp, err := http.Get(base + "/")
 	if err != nil || resp.StatusCode != 200 {

@@ -34,6 +34,7 @@ type Backend interface {
 	ipc.ModelLister
 	ipc.ModelLoader
 	ipc.ModelAdmin
+	ipc.Embedder
 }
 
 // API is the Ollama API over a backend.
@@ -53,8 +54,8 @@ func Register(srv *httpapi.Server, b Backend) {
 		"POST /api/show":       a.show,
 		"POST /api/chat":       a.chat,
 		"POST /api/generate":   a.generate,
-		"POST /api/embed":      a.noEmbeddings,
-		"POST /api/embeddings": a.noEmbeddings,
+		"POST /api/embed":      a.embed,
+		"POST /api/embeddings": a.embeddingsLegacy,
 		"POST /api/pull":       a.noPull,
 		"POST /api/push":       a.noPull,
 		"POST /api/create":     a.noPull,
@@ -248,10 +249,6 @@ func (a *API) show(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
 	writeJSON(w, http.StatusOK, map[string]any{"modelfile": "# batchd serves " + m.Path + "\nFROM " + m.Path + "\n",
 		"parameters": "", "template": "", "details": l.Details, "model_info": info, "capabilities": caps,
 		"modified_at": l.ModifiedAt})
-}
-
-func (a *API) noEmbeddings(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
-	writeError(w, http.StatusNotImplemented, "embeddings are not served by this batchd yet")
 }
 
 func (a *API) noPull(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {

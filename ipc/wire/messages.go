@@ -22,6 +22,7 @@ const (
 	TypePS        = "ps"
 	TypeLoad      = "load"
 	TypeUnload    = "unload"
+	TypeEmbed     = "embed"
 	TypeError     = "error"
 )
 
@@ -301,3 +302,31 @@ type Load struct {
 	Model     string `msgpack:"model"`
 	KeepAlive string `msgpack:"keep_alive,omitempty"`
 }
+
+// Embed asks for the embeddings of Input (texts) or Tokens (token ids per
+// input), one vector each; the reply has the same type, with Embeddings
+// in input order. At most MaxEmbedInputs inputs.
+type Embed struct {
+	Type   string   `msgpack:"type"`
+	ID     uint64   `msgpack:"id"`
+	Model  string   `msgpack:"model,omitempty"`
+	Input  []string `msgpack:"input,omitempty"`
+	Tokens [][]int  `msgpack:"tokens,omitempty"`
+	// Truncate (absent: true) cuts an input longer than the model's
+	// context to fit; false refuses it.
+	Truncate *bool `msgpack:"truncate,omitempty"`
+	// Dimensions keeps the first this many values, normalised again
+	// (Matryoshka models); 0 keeps all.
+	Dimensions int `msgpack:"dimensions,omitempty"`
+	// Normalize (absent: true) returns unit vectors, as OpenAI's and
+	// Ollama's /api/embed do; false the pooled state as it is.
+	Normalize *bool  `msgpack:"normalize,omitempty"`
+	KeepAlive string `msgpack:"keep_alive,omitempty"`
+	Channel   string `msgpack:"channel,omitempty"`
+	// Reply.
+	Embeddings   [][]float32 `msgpack:"embeddings,omitempty"`
+	PromptTokens int         `msgpack:"prompt_tokens,omitempty"`
+}
+
+// MaxEmbedInputs bounds the inputs of one embed request (OpenAI's limit).
+const MaxEmbedInputs = 2048
