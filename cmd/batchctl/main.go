@@ -37,6 +37,7 @@ commands:
   stats             show the engine's figures and the requests in flight
   health            show the daemon's state (exit status 0 only when ready)
   reload            re-read the daemon's config file, as SIGHUP does (admins)
+  embed TEXT...     print embeddings, one JSON array per text
   models            list every model, loaded or not; ps: the loaded ones
   load MODEL        load a model (--keep-alive D); unload MODEL: unload it once idle
   version           print batchctl's version and the daemon's
@@ -78,6 +79,7 @@ var commands = []command{
 	{"stats", "[--json]", "Show the engine's figures and the requests in flight.", statsCmd},
 	{"health", "[--json]", "Show the daemon's state; exit status 0 only when it is ready.", healthCmd},
 	{"reload", "", "Re-read the daemon's config file, as SIGHUP does (admins): the way to apply a change that widens access.", reloadCmd},
+	{"embed", "[--model M] [--dimensions N] TEXT...", "Print each TEXT's embedding as a JSON array, one per line.", embedCmd},
 	{"models", "[--json]", "List every model the daemon knows, loaded or not.", modelsCmd(false)},
 	{"ps", "[--json]", "List the models loaded now.", modelsCmd(true)},
 	{"load", "[--keep-alive D] MODEL", "Load MODEL and keep it D once idle.", loadCmd(false)},

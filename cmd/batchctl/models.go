@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/ipc/wire"
 )
 
@@ -105,5 +106,34 @@ func loadCmd(unload bool) func(fs *flag.FlagSet) runFunc {
 			fmt.Fprintf(stdout, "%s loaded (%.2fs)\n", args[0], time.Since(start).Seconds())
 			return nil
 		}
+	}
+}
+
+// embedCmd prints the embeddings of its arguments, one JSON array each.
+func embedCmd(fs *flag.FlagSet) runFunc {
+	model := fs.String("model", "", "the embedding model (batchctl models; default: the daemon's default)")
+	dims := fs.Int("dimensions", 0, "keep the first N values, normalised again (0: all)")
+	raw := fs.Bool("raw", false, "the pooled state as it is, not a unit vector")
+	noTruncate := fs.Bool("no-truncate", false, "refuse an input longer than the context instead of cutting it")
+	return func(ctx context.Context, socket string, args []string, stdout, _ io.Writer) error {
+		if len(args) == 0 {
+			return usageErr{fmt.Errorf("want one or more TEXT arguments")}
+		}
+		c, err := dial(ctx, socket)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		vecs, _, err := c.Embed(ctx, client.EmbedRequest{Model: *model, Input: args, Dimensions: *dims, Raw: *raw, NoTruncate: *noTruncate})
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(stdout)
+		for _, v := range vecs {
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }

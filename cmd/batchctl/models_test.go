@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +54,41 @@ func TestModelsCommands(t *testing.T) {
 	}
 	if out, code := ctl("load", "nope"); code == 0 || !strings.Contains(out, "nope") {
 		t.Errorf("load nope: %d %s", code, out)
+	}
+}
+
+// TestEmbedCommand: batchctl embed prints one unit vector per text.
+func TestEmbedCommand(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "b.sock")
+	ctl := serveForCtl(t, sock, "serve", "--model", synth.TinyFile(t, 256), "--socket", sock, "--log-level", "error")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if out, code := ctl("health"); code == 0 && strings.Contains(out, "ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon never became healthy")
+		}
+	}
+	out, code := ctl("embed", "hello there", "another text", "--dimensions", "8")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 {
+		t.Fatalf("embed: %d\n%s", code, out)
+	}
+	for _, l := range lines {
+		var v []float64
+		if err := json.Unmarshal([]byte(l), &v); err != nil || len(v) != 8 {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		var ss float64
+		for _, x := range v {
+			ss += x * x
+		}
+		if math.Abs(ss-1) > 1e-5 {
+			t.Errorf("norm² %g, want 1", ss)
+		}
+	}
+	if _, code := ctl("embed"); code != 2 {
+		t.Errorf("embed without text: exit %d, want 2", code)
 	}
 }

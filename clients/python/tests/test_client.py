@@ -280,3 +280,16 @@ def test_models_load_and_unload(batchd_bin, synth_model, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_embed(synth_daemon):
+    """One unit vector per input; dimensions keeps a normalised prefix."""
+    with batchd.Client(synth_daemon) as c:
+        vecs = c.embed(["hello", "world wide"])
+        assert len(vecs) == 2
+        for v in vecs:
+            assert abs(sum(x * x for x in v) - 1) < 1e-5
+        short = c.embed("hello", dimensions=4)
+        assert len(short) == 1 and len(short[0]) == 4
+        raw = c.embed("hello", normalize=False)
+        assert abs(sum(x * x for x in raw[0]) - 1) > 1e-3

@@ -218,6 +218,24 @@ class Client:
     def health(self) -> Health:
         return health_of(self._call({"type": "health"}))
 
+    def embed(self, input: Any, *, model: str = "", dimensions: int = 0, truncate: bool = True,
+              normalize: bool = True, keep_alive: Optional[str] = None) -> List[List[float]]:
+        """Embeddings of input (a string, or a list of strings), one vector
+        per input in order: unit vectors unless normalize is False."""
+        texts = [input] if isinstance(input, str) else list(input)
+        msg: Dict[str, Any] = {"type": "embed", "input": texts}
+        if model:
+            msg["model"] = model
+        if dimensions:
+            msg["dimensions"] = int(dimensions)
+        if not truncate:
+            msg["truncate"] = False
+        if not normalize:
+            msg["normalize"] = False
+        if keep_alive is not None:
+            msg["keep_alive"] = str(keep_alive)
+        return [list(v) for v in ((self._call(msg)).get("embeddings") or [])]
+
     def models(self) -> List[Dict[str, Any]]:
         """Every model the daemon knows: {name, state, path, bytes, requests, ...}."""
         return list((self._call({"type": "models"})).get("models") or [])
