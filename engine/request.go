@@ -91,6 +91,28 @@ func (r Request) LogValue() slog.Value {
 		slog.Int("max_tokens", r.MaxTokens), slog.Int("priority", r.Priority))
 }
 
+// contextRoom is what the context leaves after r's prompt (an embedding's
+// max_tokens is 1: the KV holds every prompt token, nothing is generated,
+// and it may fill the context), with r's problems of length.
+func contextRoom(r *Request, context int) (int, []error) {
+	var errs []error
+	if r.Embed != nil {
+		errs = append(errs, checkEmbed(*r)...)
+		r.MaxTokens = 1
+	}
+	room := context - len(r.Tokens)
+	if r.Embed != nil && room >= 0 {
+		room = 1
+	}
+	if room <= 0 {
+		errs = append(errs, fmt.Errorf("prompt of %d tokens leaves no room in the context of %d", len(r.Tokens), context))
+	} else if r.MaxTokens > room {
+		errs = append(errs, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the context of %d",
+			len(r.Tokens), r.MaxTokens, context))
+	}
+	return room, errs
+}
+
 // FinishReason says why a request ended.
 type FinishReason string
 
@@ -199,19 +221,9 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 	if r.MaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("max_tokens %d must be >= 0", r.MaxTokens))
 	}
-	if r.Embed != nil {
-		errs = append(errs, checkEmbed(r)...)
-		r.MaxTokens = 1 // the KV holds every prompt token; nothing is generated
-	}
-	room := c.Context - len(r.Tokens)
-	if r.Embed != nil && room >= 0 {
-		room = 1 // an embedding may fill the context
-	}
-	if room <= 0 {
-		errs = append(errs, fmt.Errorf("prompt of %d tokens leaves no room in the context of %d", len(r.Tokens), c.Context))
-	} else if r.MaxTokens > room {
-		errs = append(errs, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the context of %d",
-			len(r.Tokens), r.MaxTokens, c.Context))
+	room, roomErr := contextRoom(&r, c.Context)
+	if roomErr != nil {
+		errs = append(errs, roomErr...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return r, fmt.Errorf("%w: %w", ErrInvalidArgument, err)

@@ -27,4 +27,4 @@ expect completion 200 '"finish_reason":"length"' "$(api http://batchd/v1/complet
 expect "unknown model" 404 '"code":"model_not_found"' "$(api http://batchd/v1/chat/completions -d '{"model": "gpt-4o", "messages": []}')"
 expect "n = 2" 400 '"param":"n"' "$(api http://batchd/v1/completions -d '{"prompt": "a", "n": 2}')"
 expect "bad json" 400 '"type":"invalid_request_error"' "$(api http://batchd/v1/completions -d '{"prompt": ')"
-expect "no route" 404 '"error"' "$(api http://batchd/v1/embeddings -d '{}')"
+expect "no route" 404 '"error"' "$(api http://batchd/v1/nothing -d '{}')"

@@ -72,7 +72,7 @@ func TestLoadErrorsAreTyped(t *testing.T) {
 		{"truncated header", good[:20], ErrMalformed},
 		{"truncated data", good[:len(good)-100], ErrMalformed},
 		{"arch", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("general.architecture", "mamba") }), ErrUnsupported},
-		{"tokenizer", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("tokenizer.ggml.model", "bert") }), ErrUnsupported},
+		{"tokenizer", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("tokenizer.ggml.model", "rwkv") }), ErrUnsupported},
 		{"missing tensor", rewrite(dropTensor("blk.1.ffn_up.weight")), ErrMissingTensor},
 		{"tensor type", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.SetTensorType(3, 9) }), ErrUnsupported},
 		{"shape", rewrite(func(w *gguf.Writer, _ *gguf.File) { w.Set("llama.feed_forward_length", uint32(128)) }), ErrShape},

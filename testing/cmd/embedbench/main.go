@@ -1,0 +1,215 @@
+// Command embedbench puts the same embedding load on batchd and on
+// llama.cpp's server (--embeddings) on the same file, in turn, and prints
+// inputs per second for each:
+//
+//	go run ./testing/cmd/embedbench --model build/l110-q8_0.gguf --llama ../shared/tools/llama.cpp/bin --rounds 3
+//
+// Every request is POST /v1/embeddings with one text of about --tokens
+// tokens (distinct texts: no prefix cache helps either side), from
+// --clients concurrent clients, --requests in all per round. Rounds
+// interleave the two servers (batchd, llama.cpp, batchd, ...). Both pool
+// by mean and use F32 K and V.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/batchd/batchd/daemon"
+)
+
+func main() {
+	model := flag.String("model", "build/l110-q8_0.gguf", "model file, served by both")
+	llama := flag.String("llama", "", "llama.cpp's bin directory (llama-server)")
+	rounds := flag.Int("rounds", 3, "rounds per server")
+	clients := flag.Int("clients", 64, "concurrent requests")
+	requests := flag.Int("requests", 256, "requests per round")
+	tokens := flag.Int("tokens", 128, "about this many tokens per text")
+	flag.Parse()
+	if err := run(*model, *llama, *rounds, *clients, *requests, *tokens); err != nil {
+		fmt.Fprintln(os.Stderr, "embedbench:", err)
+		os.Exit(1)
+	}
+}
+
+type server struct {
+	name, url string
+	hc        *http.Client
+}
+
+func run(model, llama string, rounds, clients, requests, tokens int) error {
+	dir, err := os.MkdirTemp("", "embedbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b, stop, err := startBatchd(model, dir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	servers := []server{b}
+	if llama != "" {
+		l, stopL, err := startLlama(llama, model, clients)
+		if err != nil {
+			return err
+		}
+		defer stopL()
+		servers = append(servers, l)
+	}
+	fmt.Printf("%s: %d requests of one ~%d-token text per round, %d at once; inputs/s\n\n", model, requests, tokens, clients)
+	fmt.Print("| round |")
+	for _, s := range servers {
+		fmt.Printf(" %s |", s.name)
+	}
+	if len(servers) == 2 {
+		fmt.Print(" ratio |")
+	}
+	fmt.Println()
+	fmt.Println("|---|---|---|---|")
+	for r := 1; r <= rounds; r++ {
+		fmt.Printf("| %d |", r)
+		var rates []float64
+		for _, s := range servers {
+			rate, err := load(s, r, clients, requests, tokens)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			rates = append(rates, rate)
+			fmt.Printf(" %.1f |", rate)
+		}
+		if len(rates) == 2 {
+			fmt.Printf(" %.2fx |", rates[0]/rates[1])
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+func startBatchd(model, dir string) (server, func(), error) {
+	sock, hsock, cfg := filepath.Join(dir, "b.sock"), filepath.Join(dir, "h.sock"), filepath.Join(dir, "batchd.toml")
+	if err := os.WriteFile(cfg, []byte("[engine]\nkv_cache_type = \"f32\"\n"), 0o644); err != nil {
+		return server{}, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, []string{"serve", "--model", model, "--config", cfg, "--socket", sock, "--http-socket", hsock,
+			"--log-level", "error"})
+	}()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", hsock)
+	}}}
+	s := server{"batchd", "http://batchd", hc}
+	stop := func() { cancel(); <-done }
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r, err := hc.Get(s.url + "/health"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return s, stop, nil
+			}
+		}
+	}
+	stop()
+	return server{}, nil, fmt.Errorf("batchd did not become ready")
+}
+
+func startLlama(bin, model string, clients int) (server, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return server{}, nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	if bin, err = filepath.Abs(bin); err != nil {
+		return server{}, nil, err
+	}
+	if model, err = filepath.Abs(model); err != nil {
+		return server{}, nil, err
+	}
+	// As many slots as clients, each with room for one text.
+	cmd := exec.Command(filepath.Join(bin, "llama-server"), "-m", model, "--embeddings", "--pooling", "mean", "-t", "2",
+		"-np", fmt.Sprint(clients), "-c", fmt.Sprint(clients*512), "-b", "2048", "-ub", "2048",
+		"--cache-type-k", "f32", "--cache-type-v", "f32", "--host", "127.0.0.1", "--port", fmt.Sprint(port))
+	cmd.Dir = bin
+	if err := cmd.Start(); err != nil {
+		return server{}, nil, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	s := server{"llama.cpp", fmt.Sprintf("http://127.0.0.1:%d", port), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if r, err := s.hc.Get(s.url + "/health"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return s, stop, nil
+			}
+		}
+	}
+	stop()
+	return server{}, nil, fmt.Errorf("llama-server did not start")
+}
+
+// text is a distinct text of about n tokens (a word is about one token).
+func text(round, i, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Document %d of round %d:", i, round)
+	for w := 0; w < n-8; w++ {
+		fmt.Fprintf(&b, " %s", []string{"river", "stone", "quiet", "market", "lantern", "orbit", "garden", "signal"}[(i+w*7+round)%8])
+	}
+	return b.String()
+}
+
+func load(s server, round, clients, requests, tokens int) (float64, error) {
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				body, _ := json.Marshal(map[string]any{"input": text(round, i, tokens), "model": "m"})
+				if s.name == "batchd" {
+					body, _ = json.Marshal(map[string]any{"input": text(round, i, tokens)})
+				}
+				resp, err := s.hc.Post(s.url+"/v1/embeddings", "application/json", bytes.NewReader(body))
+				if err == nil {
+					var out struct {
+						Data []struct {
+							Embedding []float32 `json:"embedding"`
+						} `json:"data"`
+					}
+					err = json.NewDecoder(resp.Body).Decode(&out)
+					resp.Body.Close()
+					if err == nil && (resp.StatusCode != 200 || len(out.Data) != 1 || len(out.Data[0].Embedding) == 0) {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range requests {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return float64(requests) / time.Since(start).Seconds(), firstErr
+}
