@@ -34,6 +34,7 @@ func TestAutoQuantDotInvisible(t *testing.T) {
 		toks []int
 		lps  []float32
 	}
+	var start func() // when set, run calls it once every request is in (a loop started late)
 	run := func(e *Engine, batch [][]int) []result {
 		var streams []*Stream
 		for _, p := range batch {
@@ -42,6 +43,10 @@ func TestAutoQuantDotInvisible(t *testing.T) {
 				t.Fatal(err)
 			}
 			streams = append(streams, st)
+		}
+		if start != nil {
+			start()
+			start = nil
 		}
 		var out []result
 		for _, st := range streams {
@@ -87,10 +92,17 @@ func TestAutoQuantDotInvisible(t *testing.T) {
 	for i, r := range run(startEngine(t, m, engineOpts{quantDot: "auto"}), prompts) {
 		same("batched", r, want[i])
 	}
-	e := startEngine(t, m, engineOpts{quantDot: "auto", blocks: 12, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}})
+	// Every request is queued before the loop starts, so that they are
+	// admitted together and the tiny pool must preempt (under load a loop
+	// already running could finish one before the next arrived).
+	e := startEngine(t, m, engineOpts{quantDot: "auto", blocks: 12, blockSize: 4, noStart: true, sched: SchedulerConfig{MaxNumBatchedTokens: 8}})
+	ctx, cancel := context.WithCancel(context.Background())
+	start = func() { go func() { _ = e.Run(ctx) }() }
 	for i, r := range run(e, prompts) {
 		same("preempted", r, want[i])
 	}
+	cancel()
+	<-e.Done()
 	if e.Stats().Preemptions == 0 {
 		t.Error("no preemption in the tiny pool")
 	}
