@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -36,12 +37,16 @@ func main() {
 	clients := flag.Int("clients", 64, "concurrent requests")
 	requests := flag.Int("requests", 256, "requests per round")
 	tokens := flag.Int("tokens", 128, "about this many tokens per text")
+	flag.IntVar(&llamaSlots, "llama-slots", 0, "llama-server's -np (0: one per client)")
 	flag.Parse()
 	if err := run(*model, *llama, *rounds, *clients, *requests, *tokens); err != nil {
 		fmt.Fprintln(os.Stderr, "embedbench:", err)
 		os.Exit(1)
 	}
 }
+
+// llamaSlots is llama-server's parallel slots (-np); 0 is one per client.
+var llamaSlots int
 
 type server struct {
 	name, url string
@@ -78,6 +83,11 @@ func run(model, llama string, rounds, clients, requests, tokens int) error {
 	}
 	fmt.Println()
 	fmt.Println("|---|---|---|---|")
+	defer func() {
+		if err := mixed(b, rounds, clients, requests, tokens); err != nil {
+			fmt.Fprintln(os.Stderr, "embedbench: mixed:", err)
+		}
+	}()
 	for r := 1; r <= rounds; r++ {
 		fmt.Printf("| %d |", r)
 		var rates []float64
@@ -138,9 +148,13 @@ func startLlama(bin, model string, clients int) (server, func(), error) {
 	if model, err = filepath.Abs(model); err != nil {
 		return server{}, nil, err
 	}
-	// As many slots as clients, each with room for one text.
+	// As many slots as clients (or --llama-slots), each with room for one text.
+	slots := clients
+	if llamaSlots > 0 {
+		slots = llamaSlots
+	}
 	cmd := exec.Command(filepath.Join(bin, "llama-server"), "-m", model, "--embeddings", "--pooling", "mean", "-t", "2",
-		"-np", fmt.Sprint(clients), "-c", fmt.Sprint(clients*512), "-b", "2048", "-ub", "2048",
+		"-np", fmt.Sprint(slots), "-c", fmt.Sprint(slots*512), "-b", "2048", "-ub", "2048",
 		"--cache-type-k", "f32", "--cache-type-v", "f32", "--host", "127.0.0.1", "--port", fmt.Sprint(port))
 	cmd.Dir = bin
 	if err := cmd.Start(); err != nil {
@@ -212,4 +226,69 @@ func load(s server, round, clients, requests, tokens int) (float64, error) {
 	close(jobs)
 	wg.Wait()
 	return float64(requests) / time.Since(start).Seconds(), firstErr
+}
+
+// generate runs n streams of 64 greedy tokens on batchd's completions
+// endpoint and returns tokens/s.
+func generate(s server, n int) (float64, error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	total := 0
+	start := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, _ := json.Marshal(map[string]any{"prompt": fmt.Sprintf("Story %d:", i), "max_tokens": 64,
+				"temperature": 0, "ignore_eos": true})
+			resp, err := s.hc.Post(s.url+"/v1/completions", "application/json", bytes.NewReader(body))
+			var out struct {
+				Usage struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			if err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&out)
+				resp.Body.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				firstErr = err
+			}
+			total += out.Usage.CompletionTokens
+		}()
+	}
+	wg.Wait()
+	return float64(total) / time.Since(start).Seconds(), firstErr
+}
+
+// mixed runs 8 generation streams beside the embedding load on batchd,
+// and each alone: neither starves the other.
+func mixed(b server, rounds, clients, requests, tokens int) error {
+	fmt.Printf("\nbatchd, generation (8 streams x 64 tokens, tok/s) and embeddings (inputs/s), alone and together\n\n")
+	fmt.Println("| round | generation alone | embeddings alone | generation beside | embeddings beside |")
+	fmt.Println("|---|---|---|---|---|")
+	for r := 1; r <= rounds; r++ {
+		genAlone, err := generate(b, 8)
+		if err != nil {
+			return err
+		}
+		embAlone, err := load(b, 100+r, clients, requests, tokens)
+		if err != nil {
+			return err
+		}
+		var genBeside float64
+		var genErr error
+		done := make(chan struct{})
+		go func() { genBeside, genErr = generate(b, 8); close(done) }()
+		embBeside, err := load(b, 200+r, clients, requests, tokens)
+		<-done
+		if err != nil || genErr != nil {
+			return errors.Join(err, genErr)
+		}
+		fmt.Printf("| %d | %.0f | %.1f | %.0f | %.1f |\n", r, genAlone, embAlone, genBeside, embBeside)
+	}
+	return nil
 }
