@@ -32,6 +32,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.takeInbox(now)
 		e.control(now)
 		e.sched.stepCap = e.contendedCap()
+		e.sched.embedTokens = int(e.prefillRate * embedStep.Seconds()) // 0 until a rate is known
 		step := e.sched.Schedule(now)
 		e.notePreempted(step)
 		for _, q := range step.Expired {
@@ -88,6 +89,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.afterForward(step, logits, now, fwd)
 	}
 }
+
+// embedStep is the forward time embeddings may add to a step beside
+// generations (Scheduler.embedAllowance).
+const embedStep = 25 * time.Millisecond
 
 // contendedCap is the prefill a step may take while another engine shares
 // the cores: about contendedStep of forward work at this engine's prompt

@@ -207,6 +207,31 @@ type Scheduler struct {
 	// besides one token per running sequence (another engine shares the
 	// cores; see ComputeGate).
 	stepCap int
+	// embedLeft is what embeddings may still take of this step's budget;
+	// embedTokens, when set, bounds it beside generations (the engine's
+	// measure of embedStep's worth of prompt tokens).
+	embedLeft, embedTokens int
+}
+
+// embedShare: while generations run or wait, embeddings take at most
+// 1/embedShare of a step's token budget (and at most about embedStep of
+// forward time) and are admitted after them, so
+// a heavy embedding load (bulk work: indexing documents) neither holds a
+// chat's prompt in the queue nor stretches its decode steps.
+const embedShare = 4
+
+// embedAllowance is the embeddings' part of budget this step: all of it
+// when no generation runs or waits.
+func (s *Scheduler) embedAllowance(budget int) int {
+	gen := func(q *Sequence) bool { return !q.Embed && !q.Padding }
+	if slices.ContainsFunc(s.running, gen) || slices.ContainsFunc(s.waiting, gen) {
+		share := max(16, budget/embedShare)
+		if s.embedTokens > 0 {
+			share = min(share, max(16, s.embedTokens))
+		}
+		return share
+	}
+	return budget
 }
 
 // NewScheduler returns a scheduler over pool.
@@ -324,6 +349,7 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	if s.stepCap > 0 {
 		budget = min(budget, s.stepCap+len(s.running))
 	}
+	s.embedLeft = s.embedAllowance(budget)
 	var head *Sequence
 	if len(s.waiting) > 0 {
 		head = s.waiting[0]
@@ -343,11 +369,15 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 			n = c // leave room for a more urgent waiting request
 			partial++
 		}
-		if n > budget {
-			if partial >= s.cfg.MaxPartialPrefills {
+		room := budget
+		if seq.Embed {
+			room = min(budget, s.embedLeft)
+		}
+		if n > room {
+			if partial >= s.cfg.MaxPartialPrefills || room == 0 {
 				continue
 			}
-			n = budget
+			n = room
 			partial++
 		}
 		if !s.allocateOrPreempt(seq, n, st) {
@@ -355,6 +385,9 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		}
 		st.add(seq, n)
 		budget -= n
+		if seq.Embed {
+			s.embedLeft -= n
+		}
 	}
 	if len(st.Preempted) == displaced {
 		s.admit(st, &budget, &partial)
@@ -406,6 +439,11 @@ func (s *Scheduler) admit(st *Step, budget, partial *int) {
 				return
 			}
 		}
+		if s.embedLeft < *budget { // generations first: embeddings are the bulk work beside them
+			if !s.admitPass(st, budget, partial, &limit, func(q *Sequence) bool { return !q.Embed }, nil) {
+				return
+			}
+		}
 	}
 	s.admitPass(st, budget, partial, &limit, nil, nil)
 }
@@ -421,7 +459,7 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 			return false
 		}
 		seq := s.waiting[i]
-		if eligible != nil && !eligible(seq) {
+		if eligible != nil && !eligible(seq) || seq.Embed && s.embedLeft == 0 {
 			i++
 			continue
 		}
@@ -431,6 +469,9 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 		}
 		rest := len(seq.Tokens) - cached
 		n := min(rest, *budget)
+		if seq.Embed {
+			n = min(n, s.embedLeft)
+		}
 		if n < rest {
 			if *partial >= s.cfg.MaxPartialPrefills {
 				if continuous {
@@ -456,6 +497,9 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 		if n > 0 {
 			st.add(seq, n)
 			*budget -= n
+			if seq.Embed {
+				s.embedLeft -= n
+			}
 		}
 		if admitted != nil {
 			admitted(seq, n)

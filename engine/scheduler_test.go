@@ -299,3 +299,35 @@ func TestPaddingRowGrowsToItsLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEmbeddingsYieldToGenerations: with a generation waiting, a queued
+// embedding waits for it in admission, and beside it takes at most a
+// quarter of the budget (or what embedTokens allows); with none, the
+// whole budget.
+func TestEmbeddingsYieldToGenerations(t *testing.T) {
+	s, pool := newSched(t, 64, SchedulerConfig{MaxNumBatchedTokens: 64, MaxPartialPrefills: 4})
+	emb := mkSeq(1, 200, 0)
+	emb.Embed = true
+	gen := mkSeq(2, 10, 300)
+	s.Add(emb)
+	s.Add(gen)
+	st := s.Schedule(t0)
+	if got, want := planOf(pool, st), []plan{{2, 0, 10, true, 1}, {1, 0, 16, false, 1}}; !slices.Equal(got, want) {
+		t.Fatalf("first step: %+v, want the generation first and the embedding's 16 (64/4)", got)
+	}
+	apply(s, st)
+	s.embedTokens = 8
+	st = s.Schedule(t0)
+	if got, want := planOf(pool, st), []plan{{1, 16, 16, false, 2}, {2, 10, 1, true, 1}}; !slices.Equal(got, want) {
+		t.Fatalf("beside a decode: %+v, want at least 16 for the embedding", got)
+	}
+	apply(s, st)
+	s.Finish(gen)
+	st = s.Schedule(t0)
+	if got, want := planOf(pool, st), []plan{{1, 32, 64, false, 6}}; !slices.Equal(got, want) {
+		t.Fatalf("alone: %+v, want the whole budget", got)
+	}
+	if st.Seqs[0].Hidden != true {
+		t.Error("an embedding's share does not ask for hidden states")
+	}
+}
