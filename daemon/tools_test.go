@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,49 +14,7 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-// toolRef is one of llama.cpp's tool-calling responses (models/grammar).
-type toolRef struct {
-	ID           string `json:"id"`
-	Model        string `json:"model"`
-	ChatTemplate string `json:"chat_template"`
-	ChatFormat   string `json:"chat_format"`
-	Request      struct {
-		Messages   []client.Message `json:"messages"`
-		Tools      json.RawMessage  `json:"tools"`
-		ToolChoice json.RawMessage  `json:"tool_choice"`
-	} `json:"request"`
-	PromptTokens []int  `json:"prompt_tokens"`
-	OutputTokens []int  `json:"output_tokens"`
-	Stop         string `json:"stop"`
-	Response     struct {
-		Choices []struct {
-			FinishReason string `json:"finish_reason"`
-			Message      struct {
-				Content   *string `json:"content"`
-				ToolCalls []struct {
-					ID       string `json:"id"`
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
-				} `json:"tool_calls"`
-			} `json:"message"`
-		} `json:"choices"`
-	} `json:"response"`
-}
-
-func toolRefs(t *testing.T) []toolRef {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testmodels.Dir(t), "grammar", "tools-cases.json"))
-	if err != nil {
-		t.Skip(err)
-	}
-	var rs []toolRef
-	if err := json.Unmarshal(b, &rs); err != nil {
-		t.Fatal(err)
-	}
-	return rs
-}
+func toolRefs(t *testing.T) []testmodels.ToolCase { return testmodels.ToolCases(t) }
 
 // TestToolCallsMatchLlamaCpp serves each tool-calling reference through
 // the daemon: the conversation and tools render to llama.cpp's prompt
@@ -95,7 +52,11 @@ func TestToolCallsMatchLlamaCpp(t *testing.T) {
 			if strings.HasPrefix(choice, "{") {
 				choice = "auto"
 			}
-			req := client.Request{Messages: ref.Request.Messages, Tools: ref.Request.Tools, ToolChoice: choice,
+			var msgs []client.Message
+			if err := json.Unmarshal(ref.Request.Messages, &msgs); err != nil {
+				t.Fatal(err)
+			}
+			req := client.Request{Messages: msgs, Tools: ref.Request.Tools, ToolChoice: choice,
 				NoParallelToolCalls: true, MaxTokens: 128, Temperature: 0, TopK: 1}
 			c := td.dial(t)
 			res, err := c.Generate(context.Background(), req, nil)

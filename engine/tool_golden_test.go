@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -14,34 +12,13 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-// toolGolden is one of llama.cpp's tool-calling generations in
-// models/grammar: its prompt tokens, the grammar and triggers it used.
-type toolGolden struct {
-	ID             string   `json:"id"`
-	Model          string   `json:"model"`
-	PromptTokens   []int    `json:"prompt_tokens"`
-	GrammarLazy    bool     `json:"grammar_lazy"`
-	Grammar        string   `json:"grammar"`
-	TriggerWords   []string `json:"grammar_trigger_words"`
-	TriggerTokens  []int    `json:"grammar_trigger_tokens"`
-	PreservedToken []int    `json:"preserved_tokens"`
-	StopStrings    []string `json:"stop_strings"`
-	OutputTokens   []int    `json:"output_tokens"`
-	Stop           string   `json:"stop"`
-}
+type toolGolden = testmodels.ToolCase
 
 // TestToolGrammarsMatchLlamaCpp: under llama.cpp's tool grammars, lazy
 // ones with their triggers, the engine's greedy tokens are llama.cpp's,
 // alone and all of a model's cases together.
 func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(testmodels.Dir(t), "grammar", "tools-cases.json"))
-	if err != nil {
-		t.Skip(err)
-	}
-	var gs []toolGolden
-	if err := json.Unmarshal(b, &gs); err != nil {
-		t.Fatal(err)
-	}
+	gs := testmodels.ToolCases(t)
 	byModel := map[string][]toolGolden{}
 	for _, g := range gs {
 		byModel[g.Model] = append(byModel[g.Model], g)
@@ -55,7 +32,7 @@ func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
 			defer m.Close()
 			e := startEngine(t, m, engineOpts{kvType: quant.F32})
 			req := func(g toolGolden) Request {
-				r := Request{Tokens: g.PromptTokens, MaxTokens: 128, Stop: g.StopStrings, Preserve: g.PreservedToken}
+				r := Request{Tokens: g.PromptTokens, MaxTokens: 128, Stop: g.StopStrings, Preserve: g.PreservedTokens}
 				if g.Grammar != "" {
 					gr, err := grammar.Parse(g.Grammar)
 					if err != nil {

@@ -1,64 +1,14 @@
 package toolcall
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-// toolCase is one of llama.cpp's tool-calling responses in models/grammar.
-type toolCase struct {
-	ID           string `json:"id"`
-	Model        string `json:"model"`
-	ChatTemplate string `json:"chat_template"`
-	Request      struct {
-		Messages   json.RawMessage `json:"messages"`
-		Tools      json.RawMessage `json:"tools"`
-		ToolChoice json.RawMessage `json:"tool_choice"`
-	} `json:"request"`
-	RenderedPrompt string   `json:"rendered_prompt"`
-	PromptTokens   []int    `json:"prompt_tokens"`
-	ChatFormat     string   `json:"chat_format"`
-	GrammarLazy    bool     `json:"grammar_lazy"`
-	Grammar        string   `json:"grammar"`
-	TriggerWords   []string `json:"grammar_trigger_words"`
-	TriggerTokens  []int    `json:"grammar_trigger_tokens"`
-	StopStrings    []string `json:"stop_strings"`
-	RawText        string   `json:"raw_text"`
-	OutputTokens   []int    `json:"output_tokens"`
-	Stop           string   `json:"stop"`
-	Response       struct {
-		Choices []struct {
-			FinishReason string `json:"finish_reason"`
-			Message      struct {
-				Content   *string `json:"content"`
-				ToolCalls []struct {
-					ID       string `json:"id"`
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
-				} `json:"tool_calls"`
-			} `json:"message"`
-		} `json:"choices"`
-	} `json:"response"`
-}
+type toolCase = testmodels.ToolCase
 
-func toolCases(t *testing.T) []toolCase {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testmodels.Dir(t), "grammar", "tools-cases.json"))
-	if err != nil {
-		t.Skip(err)
-	}
-	var cs []toolCase
-	if err := json.Unmarshal(b, &cs); err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+func toolCases(t *testing.T) []toolCase { return testmodels.ToolCases(t) }
 
 var formatOfLabel = map[string]Format{"Hermes 2 Pro": Hermes, "Llama 3.x": Llama3, "Mistral Nemo": MistralNemo, "Generic": Generic}
 
