@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"math"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/tokenizer"
@@ -83,7 +82,7 @@ func (b ipcBackend) Embed(ctx context.Context, p ipc.Peer, e *wire.Embed) (*wire
 	defer cancel() // a failed input ends the others
 	for i, toks := range inputs {
 		req := engine.Request{Tokens: toks, Owner: p.UID, Channel: b.d.route(p.UID, nil, len(toks)),
-			Embed: &engine.Embed{Pooling: pool, Normalize: normalize || e.Dimensions > 0}}
+			Embed: &engine.Embed{Pooling: pool, Normalize: normalize}}
 		if e.Channel != "" {
 			req.Channel = e.Channel
 		}
@@ -149,18 +148,8 @@ func truncated(v []float32, dims int, normalize bool) []float32 {
 		return v
 	}
 	v = v[:dims]
-	if !normalize {
-		return v
-	}
-	var ss float64
-	for _, x := range v {
-		ss += float64(x) * float64(x)
-	}
-	if ss > 0 {
-		scale := float32(1 / math.Sqrt(ss))
-		for j := range v {
-			v[j] *= scale
-		}
+	if normalize {
+		engine.Normalize(v)
 	}
 	return v
 }

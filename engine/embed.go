@@ -91,18 +91,25 @@ func (p *pooler) vector() []float32 {
 		}
 	}
 	if p.embed.Normalize {
-		var ss float64
-		for _, v := range out {
-			ss += float64(v) * float64(v)
-		}
-		if ss > 0 {
-			scale := float32(1 / math.Sqrt(ss))
-			for j := range out {
-				out[j] *= scale
-			}
-		}
+		Normalize(out)
 	}
 	return out
+}
+
+// Normalize divides v by its Euclidean norm in place, as llama.cpp's
+// common_embd_normalize does: products summed in float64, then each value
+// times float32(1/norm). A zero vector stays as it is.
+func Normalize(v []float32) {
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	if ss > 0 {
+		scale := float32(1 / math.Sqrt(ss))
+		for j := range v {
+			v[j] *= scale
+		}
+	}
 }
 
 // checkEmbed refuses what an embedding request cannot have.

@@ -52,6 +52,9 @@ type request struct {
 	Context []int           `json:"context"`
 	// Template replaces the model's (Ollama's per-request template): not served.
 	Template string `json:"template"`
+	// Logprobs and TopLogprobs (Ollama 0.12): not served on this API.
+	Logprobs    bool `json:"logprobs"`
+	TopLogprobs int  `json:"top_logprobs"`
 }
 
 func (a *API) chat(w http.ResponseWriter, r *http.Request, p ipc.Peer) { a.serve(w, r, p, true) }
@@ -149,6 +152,8 @@ func submitOf(req *request, chat bool) (*wire.Submit, string) {
 		return nil, "context: the deprecated token context is not served; send the conversation to /api/chat"
 	case req.Template != "":
 		return nil, "template: a per-request template is not served; set the model's chat_template in the config"
+	case req.Logprobs || req.TopLogprobs > 0:
+		return nil, "logprobs: not served on Ollama's API; /v1/chat/completions and /v1/completions report them"
 	}
 	if msg := applyFormat(s, req.Format); msg != "" {
 		return nil, msg

@@ -151,6 +151,7 @@ func TestOptionsAndRefusals(t *testing.T) {
 		`{"model": "m", "prompt": "x", "format": "yaml"}`,
 		`{"model": "m", "prompt": "x", "think": "maybe"}`,
 		`{"model": "m", "prompt": "x", "template": "{{ .Prompt }}"}`,
+		`{"model": "m", "prompt": "x", "logprobs": true}`,
 		`{"model": "m", "prompt": "x", "keep_alive": {}}`,
 		`{"prompt": "x"}`,
 		`{"model": "m", "prompt": "x"`,
