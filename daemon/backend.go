@@ -44,6 +44,11 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	if err != nil {
 		return nil, err
 	}
+	if !rt.Model.Generates() { // before chat: its template would be the wrong complaint
+		lease.Release()
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "model %s is an embedding model (%s): it does not generate; "+
+			"ask it for embeddings", rt.Name, rt.Model.Config.Arch)
+	}
 	st, err := b.submit(ctx, p, s, rt)
 	if err != nil {
 		lease.Release()
@@ -218,7 +223,10 @@ func (b ipcBackend) Health() wire.Health {
 func modelInfo(rt *Runtime) *wire.ModelInfo {
 	c := rt.Model.Config
 	mi := &wire.ModelInfo{Path: rt.Model.Path, Format: rt.Model.Format, Arch: c.Arch, Dim: c.Dim,
-		Layers: c.Layers, Vocab: c.Vocab, Context: c.Context}
+		Layers: c.Layers, Vocab: c.Vocab, Context: c.Context, EmbedOnly: !rt.Model.Generates()}
+	if p, err := poolingOf(rt); err == nil && c.Pooling != 0 {
+		mi.Pooling = p.String()
+	}
 	if rt.Chat != nil {
 		mi.Chat, mi.ToolFormat, mi.Thinking = rt.Chat.Name(), string(rt.Tools.format), rt.Tools.reasoning != nil
 	} else if rt.ChatErr != nil {

@@ -109,15 +109,19 @@ func (b ipcBackend) Embed(ctx context.Context, p ipc.Peer, e *wire.Embed) (*wire
 }
 
 // embedInputs tokenizes the inputs as llama-server embeds them (special
-// tokens added and parsed), cut to the context when truncate allows.
+// tokens added and parsed), cut to the context when truncate allows: the
+// text is cut and what the tokenizer appends after it ([SEP], an EOS that
+// LAST pooling reads) is kept, so the model still ends on what it was
+// trained to end on.
 func embedInputs(ctx context.Context, rt *Runtime, e *wire.Embed) ([][]int, error) {
 	limit := rt.Model.Config.Context
 	if rt.ContextLimit > 0 {
 		limit = min(limit, rt.ContextLimit)
 	}
 	truncate := e.Truncate == nil || *e.Truncate
-	out := e.Tokens
+	out, suffix := e.Tokens, 0
 	if len(e.Input) > 0 {
+		suffix = min(rt.Model.Tokenizer.Suffix(), limit-1)
 		out = make([][]int, len(e.Input))
 		for i, s := range e.Input {
 			toks, err := rt.Model.Tokenizer.Tokenize(ctx, s, tokenizer.Options{AddSpecial: true, ParseSpecial: true})
@@ -131,8 +135,8 @@ func embedInputs(ctx context.Context, rt *Runtime, e *wire.Embed) ([][]int, erro
 		switch {
 		case len(toks) == 0:
 			return nil, wire.Errorf(wire.CodeInvalidArgument, "input %d: no tokens", i)
-		case len(toks) > limit && truncate:
-			out[i] = toks[:limit]
+		case len(toks) > limit && truncate: // the text is cut; an appended [SEP] or EOS stays last
+			out[i] = append(toks[:limit-suffix], toks[len(toks)-suffix:]...)
 		case len(toks) > limit:
 			return nil, wire.Errorf(wire.CodeInvalidArgument, "input %d: %d tokens, more than the context of %d (truncate is off)",
 				i, len(toks), limit)

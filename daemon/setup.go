@@ -237,7 +237,7 @@ func PlanFor(m *model.Model, cfg EngineConfig) (hwprofile.Detection, hwprofile.P
 func ShapeOf(m *model.Model) hwprofile.ModelShape {
 	c := m.Config
 	return hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Dim: c.Dim,
-		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes()}
+		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes(), WholeText: c.NonCausal}
 }
 
 // Close stops the engine loop and releases the backend and the model.

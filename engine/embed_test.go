@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -27,7 +28,8 @@ type embedRef struct {
 		Embedding []float32 `json:"embedding"`
 	} `json:"texts"`
 	Tolerance struct {
-		MaxAbs float64 `json:"embedding_max_abs"`
+		MaxAbs    float64 `json:"embedding_max_abs"`
+		MinCosine float64 `json:"embedding_min_cosine"`
 	} `json:"tolerance_recommended"`
 }
 
@@ -65,6 +67,16 @@ func embedOnce(e *Engine, toks []int, p Pooling) ([]float32, error) {
 	return done.Embedding, nil
 }
 
+func cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
 func maxAbs(a, b []float32) float64 {
 	if len(a) != len(b) {
 		return math.Inf(1)
@@ -76,12 +88,14 @@ func maxAbs(a, b []float32) float64 {
 	return m
 }
 
-// TestDecoderEmbeddingsMatchLlamaCpp: Qwen 2 decoders with MEAN and LAST
-// pooling give llama-server's vectors (F32 KV) within the references'
-// tolerance on every text, alone; then all texts at once, in small chunks
-// beside a running generation, bit for bit the vectors they had alone.
-func TestDecoderEmbeddingsMatchLlamaCpp(t *testing.T) {
-	for _, name := range []string{"tiny-qwen2-embed-mean", "tiny-qwen2-embed-last"} {
+// TestEmbeddingsMatchLlamaCpp: the encoders (bert with CLS pooling,
+// nomic-bert with MEAN) and Qwen 2 decoders with MEAN and LAST pooling give
+// llama-server's vectors (F32 KV) within the references' tolerance on every
+// text, alone; then all texts at once in a small step budget (decoders: in
+// chunks, beside a running generation; encoders: each text whole, the long
+// one alone over the budget), bit for bit the vectors they had alone.
+func TestEmbeddingsMatchLlamaCpp(t *testing.T) {
+	for _, name := range []string{"tiny-bert-bge", "tiny-nomic-bert", "tiny-qwen2-embed-mean", "tiny-qwen2-embed-last"} {
 		t.Run(name, func(t *testing.T) {
 			m, ref := loadEmbedRef(t, name)
 			pool, err := ParsePooling(ref.Pooling)
@@ -104,13 +118,20 @@ func TestDecoderEmbeddingsMatchLlamaCpp(t *testing.T) {
 				if d > ref.Tolerance.MaxAbs {
 					t.Errorf("text %d: max |diff| %g over %g", i, d, ref.Tolerance.MaxAbs)
 				}
+				if c := cosine(alone[i], tx.Embedding); ref.Tolerance.MinCosine > 0 && c < ref.Tolerance.MinCosine {
+					t.Errorf("text %d: cosine %.8f under %g", i, c, ref.Tolerance.MinCosine)
+				}
 				worst = max(worst, d)
 			}
 			// Batched, chunked and beside a generation: the same bits.
 			small := startEngine(t, m, engineOpts{kvType: quant.F32, sched: SchedulerConfig{MaxNumBatchedTokens: 24, MaxPartialPrefills: 4}})
-			gen, err := small.Submit(context.Background(), Request{Tokens: ref.Texts[3].Tokens, MaxTokens: 64, IgnoreEOS: true})
-			if err != nil {
-				t.Fatal(err)
+			var gen *Stream
+			if m.Generates() {
+				if gen, err = small.Submit(context.Background(), Request{Tokens: ref.Texts[3].Tokens, MaxTokens: 64, IgnoreEOS: true}); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := small.Submit(context.Background(), Request{Tokens: ref.Texts[3].Tokens, MaxTokens: 4}); !errors.Is(err, ErrInvalidArgument) {
+				t.Errorf("a generation on an encoder: %v, want ErrInvalidArgument", err)
 			}
 			var wg sync.WaitGroup
 			batched := make([][]float32, len(ref.Texts))
@@ -127,6 +148,9 @@ func TestDecoderEmbeddingsMatchLlamaCpp(t *testing.T) {
 				if !slices.Equal(batched[i], alone[i]) {
 					t.Errorf("text %d batched: max |diff| %g from alone", i, maxAbs(batched[i], alone[i]))
 				}
+			}
+			if gen == nil {
+				return
 			}
 			if _, _, done, err := gen.Wait(context.Background()); err != nil || done.Usage.CompletionTokens != 64 {
 				t.Errorf("the generation beside: %+v %v", done, err)

@@ -177,6 +177,13 @@ func New(o Options) (*Engine, error) {
 		e.ids = new(atomic.Uint64)
 	}
 	e.sched.SetConfig(e.withShares(o.Scheduler))
+	if o.Model.Config.NonCausal {
+		if bd, ok := o.Backend.(backend.Bidirectional); !ok || !bd.Bidirectional() {
+			return nil, fmt.Errorf("%w: %s attends bidirectionally and this backend runs only causal models",
+				ErrInvalidArgument, o.Model.Config.Arch)
+		}
+		e.sched.whole = true
+	}
 	if ra, ok := o.Backend.(backend.RoleAware); ok && ra.ByRole() {
 		e.sched.promptOnly, e.byRole = true, true
 	}

@@ -180,6 +180,9 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 	if len(r.Tokens) == 0 {
 		errs = append(errs, errors.New("empty prompt"))
 	}
+	if r.Embed == nil && !m.Generates() {
+		errs = append(errs, fmt.Errorf("%s is an embedding model: it does not generate", c.Arch))
+	}
 	for _, t := range r.Tokens {
 		if t < 0 || t >= c.Vocab {
 			errs = append(errs, fmt.Errorf("token id %d outside the vocab of %d", t, c.Vocab))

@@ -211,6 +211,10 @@ type Scheduler struct {
 	// embedTokens, when set, bounds it beside generations (the engine's
 	// measure of embedStep's worth of prompt tokens).
 	embedLeft, embedTokens int
+	// whole: the model attends bidirectionally (an encoder), so each text
+	// runs in one share from position 0, alone over the budget if it must,
+	// and its blocks are never shared (a K/V row depends on the whole text).
+	whole bool
 }
 
 // embedShare: while generations run or wait, embeddings take at most
@@ -373,6 +377,12 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		if seq.Embed {
 			room = min(budget, s.embedLeft)
 		}
+		if s.whole && n > room && len(st.Seqs) > 0 {
+			continue // a later step, whole
+		}
+		if s.whole {
+			room = n
+		}
 		if n > room {
 			if partial >= s.cfg.MaxPartialPrefills || room == 0 {
 				continue
@@ -384,9 +394,9 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 			break // seq itself was preempted, and it was the last
 		}
 		st.add(seq, n)
-		budget -= n
+		budget = max(0, budget-n)
 		if seq.Embed {
-			s.embedLeft -= n
+			s.embedLeft = max(0, s.embedLeft-n)
 		}
 	}
 	if len(st.Preempted) == displaced {
@@ -472,7 +482,15 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 		if seq.Embed {
 			n = min(n, s.embedLeft)
 		}
-		if n < rest {
+		switch {
+		case s.whole && n < rest && len(st.Seqs) == 0:
+			n = rest // alone, over the budget: a text longer than it runs whole or never
+		case s.whole && n < rest && continuous:
+			return false // the next step, whole, in order
+		case s.whole && n < rest:
+			n = 0
+		}
+		if n < rest && !s.whole {
 			if *partial >= s.cfg.MaxPartialPrefills {
 				if continuous {
 					return false
@@ -496,9 +514,9 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 		*limit--
 		if n > 0 {
 			st.add(seq, n)
-			*budget -= n
+			*budget = max(0, *budget-n)
 			if seq.Embed {
-				s.embedLeft -= n
+				s.embedLeft = max(0, s.embedLeft-n)
 			}
 		}
 		if admitted != nil {
@@ -528,7 +546,7 @@ func (s *Scheduler) expire(st *Step) {
 func (s *Scheduler) Advance(sc Scheduled) {
 	seq := sc.Seq
 	seq.Computed = sc.Start + sc.N
-	if !seq.Padding { // pad tokens are not worth a prefix-cache entry
+	if !seq.Padding && !s.whole { // pad tokens are not worth a prefix-cache entry
 		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:s.cacheable(seq, seq.Computed)])
 	}
 }

@@ -331,3 +331,35 @@ func TestEmbeddingsYieldToGenerations(t *testing.T) {
 		t.Error("an embedding's share does not ask for hidden states")
 	}
 }
+
+// TestSchedulerWholeTexts: with a bidirectional model each embedding runs
+// in one share: texts that fit share a step, one that does not waits for
+// the next (in order, never chunked), a text longer than the budget runs
+// alone over it, and no block reaches the prefix cache.
+func TestSchedulerWholeTexts(t *testing.T) {
+	s, pool := newSched(t, 64, SchedulerConfig{MaxNumBatchedTokens: 32, MaxPartialPrefills: 4})
+	s.whole = true
+	for id, n := range []int{20, 10, 20, 70} {
+		q := mkSeq(uint64(id+1), n, 0) // the same leading tokens: a prefix cache would match them
+		q.Embed, q.MaxTokens = true, 0
+		s.Add(q)
+	}
+	want := [][]plan{
+		{{1, 0, 20, false, 2}, {2, 0, 10, false, 1}}, // c does not fit whole: it waits, and d behind it
+		{{3, 0, 20, false, 2}},                       // d does not fit beside c
+		{{4, 0, 70, false, 5}},                       // longer than the budget: alone, whole
+	}
+	for i, w := range want {
+		st := s.Schedule(t0)
+		if got := planOf(pool, st); !slices.Equal(got, w) {
+			t.Fatalf("step %d: %v, want %v", i, got, w)
+		}
+		apply(s, st)
+		for _, sc := range st.Seqs {
+			s.Finish(sc.Seq)
+		}
+	}
+	if blocks, cached := pool.Lookup(mkSeq(9, 40, 0).Tokens); cached != 0 || len(blocks) != 0 {
+		t.Errorf("an encoder's blocks reached the prefix cache: %d cached tokens", cached)
+	}
+}

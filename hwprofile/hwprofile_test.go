@@ -116,6 +116,18 @@ func TestPlanArithmetic(t *testing.T) {
 	if p.KVBlocks != 32*64 || p.FullContextSeqs != 32 || p.Threads != 2 {
 		t.Fatalf("plan %+v", p)
 	}
+	// An encoder's step holds a whole text past the token budget: its
+	// activations are reserved for a context's worth of tokens.
+	enc := l110
+	enc.WholeText, enc.Context = true, 4*p.MaxNumBatchedTokens
+	pe, err := MakePlan(det, BuiltinProfiles(), enc, Requested{}, "cpu", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perToken := int64(4*l110.Dim+l110.QDim+2*l110.FFN) * 4
+	if got := pe.ActivationReserve - p.ActivationReserve; got != int64(3*p.MaxNumBatchedTokens)*perToken {
+		t.Errorf("encoder reserve %d more than the decoder's, want %d", got, int64(3*p.MaxNumBatchedTokens)*perToken)
+	}
 
 	// A small machine: the pool is the budget, and a user's wish is clamped with a warning.
 	det.CPU.MemAvailable = 1 * gib

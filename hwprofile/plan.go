@@ -15,6 +15,9 @@ type ModelShape struct {
 	FFN, Vocab  int
 	Context     int
 	WeightBytes int64 // resident weights (the mapped file)
+	// WholeText: an encoder, whose text runs in one step however long, so
+	// a step may hold a whole context past the token budget.
+	WholeText bool
 }
 
 // KVBytesPerToken is 2 (K and V) x layers x KV heads x head dim x element size.
@@ -96,7 +99,11 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	p.WeightBytes = m.WeightBytes
 	// Scratch for a step: activations of every batched token, logits of every
 	// sequence, and a fixed allowance for the runtime.
-	p.ActivationReserve = int64(p.MaxNumBatchedTokens)*int64(4*m.Dim+m.QDim+2*m.FFN)*4 +
+	stepTokens := p.MaxNumBatchedTokens
+	if m.WholeText {
+		stepTokens = max(stepTokens, m.Context)
+	}
+	p.ActivationReserve = int64(stepTokens)*int64(4*m.Dim+m.QDim+2*m.FFN)*4 +
 		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
 	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
 	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve

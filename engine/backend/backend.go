@@ -64,6 +64,13 @@ type RoleAware interface {
 	ByRole() bool
 }
 
+// Bidirectional is a backend that runs non-causal models (encoders,
+// model.Config.NonCausal): each token of a share attends to every token of
+// it. The engine then gives each text one share from position 0.
+type Bidirectional interface {
+	Bidirectional() bool
+}
+
 // Batch is one forward step over any mix of prefill chunks and decode tokens.
 type Batch struct {
 	Seqs []SeqInput

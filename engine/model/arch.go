@@ -25,6 +25,14 @@ type Arch struct {
 	// Gemma is gemma2's numerics: embeddings scaled by sqrt(dim), GELU,
 	// soft-capped attention and logits, sliding window on even layers.
 	Gemma bool
+	// Encoder is BERT's block: LayerNorms with biases after the attention
+	// and FFN residual adds (AttnNorm, FFNNorm name those), a LayerNorm of
+	// the embeddings, a token-type row added to every token, bidirectional
+	// attention unless the file says causal, and no classifier: it embeds.
+	Encoder   bool
+	PosEmbd   bool // learned absolute positions instead of RoPE (bert)
+	DenseBias bool // attn_output, ffn_up and ffn_down biases (bert)
+	PlainFFN  bool // ffn_down(gelu(ffn_up x)): no gate (bert)
 }
 
 // TensorNames are an architecture's tensor names, as llama.cpp's converter
@@ -36,6 +44,10 @@ type TensorNames struct {
 	BiasQ, BiasK, BiasV, QNorm, KNorm             string
 	PostAttnNorm, PostFFNNorm                     string
 	RopeFreqs                                     string // Llama 3.1's rope scaling factors
+	// Encoders: learned positions, token types, the embeddings' norm and
+	// the dense biases. A LayerNorm's bias is its weight's name with .bias.
+	PosEmbd, TokenTypes, EmbedNorm string
+	BiasO, BiasUp, BiasDown        string
 }
 
 // llamaTensors are the names llama-family GGUF files use.
@@ -51,6 +63,18 @@ var llamaTensors = TensorNames{
 	RopeFreqs: "rope_freqs.weight",
 }
 
+// bertTensors are the names BERT-family GGUF files use: the post-norm
+// block's norms follow the attention (attn_output_norm) and the FFN
+// (layer_output_norm).
+var bertTensors = func() TensorNames {
+	t := llamaTensors
+	t.OutputNorm, t.Output = "", ""
+	t.AttnNorm, t.FFNNorm = "blk.%d.attn_output_norm.weight", "blk.%d.layer_output_norm.weight"
+	t.PosEmbd, t.TokenTypes, t.EmbedNorm = "position_embd.weight", "token_types.weight", "token_embd_norm.weight"
+	t.BiasO, t.BiasUp, t.BiasDown = "blk.%d.attn_output.bias", "blk.%d.ffn_up.bias", "blk.%d.ffn_down.bias"
+	return t
+}()
+
 // archTable is every architecture batchd loads.
 var archTable = map[string]Arch{
 	"llama":   {Name: "llama", Tensors: llamaTensors},
@@ -59,6 +83,9 @@ var archTable = map[string]Arch{
 	"qwen3":   {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
 	"phi3":    {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
 	"gemma2":  {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true},
+	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,
+		PlainFFN: true},
+	"nomic-bert": {Name: "nomic-bert", Tensors: bertTensors, Encoder: true, RopeNeoX: true, FusedQKV: true},
 }
 
 // LookupArch returns the table entry for a GGUF architecture name.
@@ -86,7 +113,7 @@ func (a Arch) blockTensors() int {
 	if a.FusedQKV {
 		n -= 2
 	}
-	if a.FusedGateUp {
+	if a.FusedGateUp || a.PlainFFN {
 		n--
 	}
 	return n

@@ -36,7 +36,9 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 			L.W1, L.W3 = gu.RowRange(0, c.FFN), gu.RowRange(c.FFN, 2*c.FFN)
 		}
 	} else {
-		L.W1 = l.matrix(blk(tn.Gate), c.FFN, c.Dim)
+		if !a.PlainFFN {
+			L.W1 = l.matrix(blk(tn.Gate), c.FFN, c.Dim)
+		}
 		L.W3 = l.matrix(blk(tn.Up), c.FFN, c.Dim)
 	}
 	if a.AttnBias {
@@ -51,6 +53,15 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 	if a.PostNorms {
 		L.PostAttn = l.vector(blk(tn.PostAttnNorm), c.Dim)
 		L.PostFFN = l.vector(blk(tn.PostFFNNorm), c.Dim)
+	}
+	if a.Encoder {
+		L.AttnNormB = l.vector(biasOf(blk(tn.AttnNorm)), c.Dim)
+		L.FFNNormB = l.vector(biasOf(blk(tn.FFNNorm)), c.Dim)
+	}
+	if a.DenseBias {
+		L.Bo = l.vector(blk(tn.BiasO), c.Dim)
+		L.BUp = l.vector(blk(tn.BiasUp), c.FFN)
+		L.BDown = l.vector(blk(tn.BiasDown), c.Dim)
 	}
 	return L
 }
@@ -72,6 +83,19 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	}
 	if v, ok := f.MetaUint(key("attention.sliding_window")); ok && v > 0 && v < 1<<31 {
 		c.SlidingWindow = int(v)
+	}
+	// llama.cpp reads attention.causal for every architecture; its
+	// converter writes false for encoders, which are bidirectional anyway.
+	c.NonCausal = a.Encoder
+	if v, ok := f.Meta[key("attention.causal")].(bool); ok {
+		c.NonCausal = !v
+	}
+	if a.Encoder {
+		c.LayerNorm, c.PostNorm = true, true
+		c.RMSEps = 1e-12
+		if v, ok := f.MetaFloat(key("attention.layer_norm_epsilon")); ok {
+			c.RMSEps = float32(v)
+		}
 	}
 	if !a.Gemma {
 		return nil

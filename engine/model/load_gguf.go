@@ -49,10 +49,14 @@ func loadGGUF(data []byte) (*Model, error) {
 	ld := &ggufLoader{f: f, data: data}
 	tn := arch.Tensors
 	m.Embed = ld.matrix(tn.TokenEmbd, c.Vocab, c.Dim)
-	m.OutNorm = ld.vector(tn.OutputNorm, c.Dim)
-	if _, ok := f.Tensor(tn.Output); ok {
+	switch {
+	case arch.Encoder:
+		ld.encoder(arch, m)
+	case hasTensor(f, tn.Output):
+		m.OutNorm = ld.vector(tn.OutputNorm, c.Dim)
 		m.Output = ld.matrix(tn.Output, c.Vocab, c.Dim)
-	} else {
+	default:
+		m.OutNorm = ld.vector(tn.OutputNorm, c.Dim)
 		m.Output, m.Config.Tied = m.Embed, true
 	}
 	// Llama 3.1 divides each pair's RoPE frequency by these factors.

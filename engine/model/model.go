@@ -25,7 +25,7 @@ type Config struct {
 	RopeDim   int     // leading dims of each head that RoPE rotates (== HeadDim usually)
 	Vocab     int     // vocabulary size
 	Context   int     // longest sequence the model was trained for
-	RMSEps    float32 // RMSNorm epsilon
+	RMSEps    float32 // the norms' epsilon (RMSNorm's; LayerNorm's when LayerNorm)
 	RopeTheta float32 // RoPE frequency base
 	RopeNeoX  bool    // rotate pairs (i, i+RopeDim/2) instead of adjacent (2i, 2i+1)
 	Tied      bool    // the classifier is the token embedding
@@ -39,6 +39,12 @@ type Config struct {
 	SlidingEven   bool    // only even-numbered layers slide (gemma2); else every layer
 	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
 	FFNGELU       bool    // the FFN is gelu(gate)*up (gemma2), not silu(gate)*up
+	// Encoders (bert, nomic-bert).
+	LayerNorm bool // norms are LayerNorms with biases, not RMSNorms
+	PostNorm  bool // a block's norms follow its residual adds (Layer.AttnNorm, FFNNorm)
+	// NonCausal: every token attends to every token of its sequence, so a
+	// text runs in one step and the model embeds; it does not generate.
+	NonCausal bool
 
 	// Pooling is <arch>.pooling_type (llama.h: 0 none, 1 mean, 2 cls, 3
 	// last, 4 rank): how an embedding model pools; 0 when the file says none.
@@ -104,6 +110,9 @@ type Layer struct {
 	FFNNorm    []float32
 	W1, W2, W3 *Matrix   // gate, down, up
 	PostFFN    []float32 // RMS norm of the FFN output (gemma2), or nil
+	// Encoders: the LayerNorms' biases, and the dense layers' (bert).
+	AttnNormB, FFNNormB []float32
+	Bo, BUp, BDown      []float32
 }
 
 // Model is a loaded Llama: config, weights and tokenizer. Weights may be
@@ -125,6 +134,12 @@ type Model struct {
 	StopTokens []int
 	// ChatTemplate is the file's tokenizer.chat_template (Jinja), or "".
 	ChatTemplate string
+	// Encoders: learned positions (Context x Dim, bert; nil with RoPE),
+	// the token-type row every token gets (type 0), and the LayerNorm of
+	// the summed embeddings.
+	PosEmbd               *Matrix
+	TypeEmbd              []float32
+	EmbedNorm, EmbedNormB []float32
 
 	mapped []byte
 }
@@ -179,13 +194,24 @@ func (m *Model) Close() error {
 // WeightBytes returns the bytes of weights a decode step reads: every matrix
 // and norm except the token embedding table (unless it doubles as classifier).
 func (m *Model) WeightBytes() int {
-	n := m.Output.Bytes() + 4*len(m.OutNorm)
+	n := 4 * len(m.OutNorm)
+	if m.Output != nil {
+		n += m.Output.Bytes()
+	}
 	for _, l := range m.Layers {
 		n += l.Wq.Bytes() + l.Wk.Bytes() + l.Wv.Bytes() + l.Wo.Bytes() +
-			l.W1.Bytes() + l.W2.Bytes() + l.W3.Bytes() + 4*(len(l.AttnNorm)+len(l.FFNNorm))
+			l.W2.Bytes() + l.W3.Bytes() + 4*(len(l.AttnNorm)+len(l.FFNNorm))
+		if l.W1 != nil {
+			n += l.W1.Bytes()
+		}
 	}
 	return n
 }
+
+// Generates reports whether the model has a classifier and causal
+// attention: an encoder (or a decoder its file makes bidirectional) only
+// embeds.
+func (m *Model) Generates() bool { return m.Output != nil && !m.Config.NonCausal }
 
 // FileBytes returns the size of the mapped model file: the weights' resident memory.
 func (m *Model) FileBytes() int64 { return int64(len(m.mapped)) }
@@ -240,12 +266,12 @@ func checkShape(name string, m *Matrix, rows, cols int) error {
 
 func (m *Model) validate() error {
 	c := m.Config
-	errs := []error{
-		checkShape("token embedding", m.Embed, c.Vocab, c.Dim),
-		checkShape("output", m.Output, c.Vocab, c.Dim),
-	}
-	if len(m.OutNorm) != c.Dim {
-		errs = append(errs, fmt.Errorf("%w: output norm has %d, want %d", ErrShape, len(m.OutNorm), c.Dim))
+	errs := []error{checkShape("token embedding", m.Embed, c.Vocab, c.Dim)}
+	if m.Output != nil { // encoders have no classifier
+		errs = append(errs, checkShape("output", m.Output, c.Vocab, c.Dim))
+		if len(m.OutNorm) != c.Dim {
+			errs = append(errs, fmt.Errorf("%w: output norm has %d, want %d", ErrShape, len(m.OutNorm), c.Dim))
+		}
 	}
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layer %d ", i)
@@ -254,9 +280,11 @@ func (m *Model) validate() error {
 			checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim),
 			checkShape(p+"wv", l.Wv, c.KVDim(), c.Dim),
 			checkShape(p+"wo", l.Wo, c.Dim, c.QDim()),
-			checkShape(p+"w1", l.W1, c.FFN, c.Dim),
 			checkShape(p+"w2", l.W2, c.Dim, c.FFN),
 			checkShape(p+"w3", l.W3, c.FFN, c.Dim))
+		if l.W1 != nil { // nil: an ungated FFN (bert)
+			errs = append(errs, checkShape(p+"w1", l.W1, c.FFN, c.Dim))
+		}
 		if len(l.AttnNorm) != c.Dim || len(l.FFNNorm) != c.Dim {
 			errs = append(errs, fmt.Errorf("%w: layer %d norms have %d and %d, want %d",
 				ErrShape, i, len(l.AttnNorm), len(l.FFNNorm), c.Dim))

@@ -261,6 +261,19 @@ func (t *Tokenizer) Tokenize(ctx context.Context, text string, o Options) ([]int
 	return toks, nil
 }
 
+// Suffix is how many tokens AddSpecial appends after the text (EOS, or
+// WordPiece's [SEP]): what a cut to a context keeps at the end.
+func (t *Tokenizer) Suffix() int {
+	n := 0
+	if t.AddEOS && t.EOS >= 0 {
+		n++
+	}
+	if t.kind == WPM && t.sep >= 0 {
+		n++
+	}
+	return n
+}
+
 // encodeSPM appends the SPM tokens of one raw-text fragment.
 func (t *Tokenizer) encodeSPM(ctx context.Context, text string, prefix bool, toks []int) ([]int, error) {
 	// llama.cpp escapes spaces as U+2581 and looks pieces up that way, so

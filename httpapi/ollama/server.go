@@ -234,6 +234,12 @@ func (a *API) show(w http.ResponseWriter, r *http.Request, _ ipc.Peer) {
 	l := entry(m)
 	caps := []string{"completion"}
 	info := map[string]any{}
+	if m.Info != nil && (m.Info.EmbedOnly || m.Info.Pooling != "") {
+		caps = []string{"embedding"} // as Ollama: a file that declares pooling is an embedding model
+	}
+	if m.Info != nil && !m.Info.EmbedOnly && m.Info.Pooling != "" {
+		caps = append(caps, "completion") // a decoder with pooling still generates here
+	}
 	if m.Info != nil {
 		info["general.architecture"] = m.Info.Arch
 		info[m.Info.Arch+".context_length"] = m.Info.Context

@@ -40,8 +40,9 @@ func Bin(tb testing.TB) string {
 }
 
 // Start runs llama-server on model with an F32 KV cache (as the shared
-// references were made) and stops it when the test ends.
-func Start(tb testing.TB, model string) *Server {
+// references were made) and stops it when the test ends; extra are more
+// flags (--embeddings).
+func Start(tb testing.TB, model string, extra ...string) *Server {
 	tb.Helper()
 	bin := Bin(tb)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -51,8 +52,9 @@ func Start(tb testing.TB, model string) *Server {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	var log bytes.Buffer
-	cmd := exec.Command(filepath.Join(bin, "llama-server"), "-m", model, "-t", "2", "-c", "2048", "-np", "1",
-		"--seed", "0", "--cache-type-k", "f32", "--cache-type-v", "f32", "--host", "127.0.0.1", "--port", fmt.Sprint(port))
+	args := append([]string{"-m", model, "-t", "2", "-c", "2048", "-np", "1",
+		"--seed", "0", "--cache-type-k", "f32", "--cache-type-v", "f32", "--host", "127.0.0.1", "--port", fmt.Sprint(port)}, extra...)
+	cmd := exec.Command(filepath.Join(bin, "llama-server"), args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -102,6 +104,43 @@ func (s *Server) Complete(tb testing.TB, prompt []int, n int) ([]int, [][][2]flo
 		}
 	}
 	return out.Tokens, top
+}
+
+// Embed returns llama-server's /v1/embeddings vectors for texts (a
+// server started with --embeddings) and the token ids it ran for each
+// (/tokenize with special tokens added, as its embedding routes do).
+func (s *Server) Embed(tb testing.TB, texts []string) ([][]float32, [][]int) {
+	tb.Helper()
+	post := func(path string, req, resp any) {
+		body, _ := json.Marshal(req)
+		r, err := http.Post(s.url+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			tb.Fatalf("llama-server %s: %s", path, r.Status)
+		}
+		if err := json.NewDecoder(r.Body).Decode(resp); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var out struct {
+		Data []struct {
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+	}
+	post("/v1/embeddings", map[string]any{"input": texts}, &out)
+	vecs, toks := make([][]float32, len(texts)), make([][]int, len(texts))
+	for i, tx := range texts {
+		vecs[i] = out.Data[i].Embedding
+		var tk struct {
+			Tokens []int `json:"tokens"`
+		}
+		post("/tokenize", map[string]any{"content": tx, "add_special": true}, &tk)
+		toks[i] = tk.Tokens
+	}
+	return vecs, toks
 }
 
 // Rewrite copies the GGUF file src to dst with the metadata keys in set

@@ -9,17 +9,22 @@
 // q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs), written by
 // quantizers that give llama-quantize's bytes (no importance matrix), or
 // the mix q4_k_m or q5_k_m (llama-quantize's choice of Q6_K tensors).
-// K-quants and IQ4_XS need dim and ffn that are multiples of 256.
+// K-quants and IQ4_XS need dim and ffn that are multiples of 256. With
+// --arch bert or nomic-bert it writes an encoder (a BGE-small shape:
+// --dim 384 --layers 12 --heads 12 --ffn 1536 --ctx 512 --dtype f16
+// --vocab-from ../shared/models/embed/ggml-vocab-bert-bge.gguf).
 package main
 
 import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/batchd/batchd/engine/model/gguf"
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/engine/tokenizer"
 	"github.com/batchd/batchd/testing/synth"
@@ -46,7 +51,10 @@ func run(args []string) error {
 	dtype := fs.String("dtype", "f32", "matrix type ("+strings.ToLower(synth.WritableNames())+") or mix (q4_k_m, q5_k_m)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
-	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama or qwen2 (Q/K/V biases, NeoX RoPE)")
+	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama, qwen2 (Q/K/V biases, NeoX RoPE), "+
+		"or the encoders bert and nomic-bert (need --vocab-from)")
+	vocabFrom := fs.String("vocab-from", "", "encoders: a WordPiece GGUF whose tokenizer keys the file takes "+
+		"(llama.cpp's ggml-vocab-bert-bge.gguf)")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -74,7 +82,11 @@ func run(args []string) error {
 	}
 	defer os.Remove(f.Name())
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := synth.Write(bw, o); err != nil {
+	write := func() error { return synth.Write(bw, o) }
+	if o.Arch == "bert" || o.Arch == "nomic-bert" {
+		write = func() error { return writeEncoder(bw, o, *vocabFrom) }
+	}
+	if err := write(); err != nil {
 		f.Close()
 		return err
 	}
@@ -90,4 +102,16 @@ func run(args []string) error {
 		return err
 	}
 	return os.Rename(f.Name(), *out)
+}
+
+func writeEncoder(w io.Writer, o synth.Options, vocabPath string) error {
+	data, err := os.ReadFile(vocabPath)
+	if err != nil {
+		return fmt.Errorf("--vocab-from: %w", err)
+	}
+	vocab, err := gguf.Parse(data)
+	if err != nil {
+		return fmt.Errorf("--vocab-from: %w", err)
+	}
+	return synth.WriteEncoder(w, o, vocab)
 }

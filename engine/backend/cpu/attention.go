@@ -25,8 +25,8 @@ type attnJob struct {
 }
 
 // attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
-// over positions 0..pos of the token's own sequence, read through its block
-// table. Runs of four consecutive prompt tokens go through the four-query
+// over positions 0..pos of the token's own sequence (0..its last with
+// NonCausal: bidirectional, an encoder's), read through its block table. Runs of four consecutive prompt tokens go through the four-query
 // kernels, which give each query the bits the one-query path gives it.
 func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	j := &b.attn
@@ -34,7 +34,7 @@ func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	for len(j.scores) < b.pool.n {
 		j.scores, j.scores4 = append(j.scores, nil), append(j.scores4, nil)
 	}
-	quad := b.kern.attn4 && b.k[l].f16 != nil && b.c.HeadDim%64 == 0 && !b.c.Sliding(l)
+	quad := b.kern.attn4 && b.k[l].f16 != nil && b.c.HeadDim%64 == 0 && !b.c.Sliding(l) && !b.c.NonCausal
 	j.groups = j.groups[:0]
 	for t := 0; t < n; {
 		j.groups = append(j.groups, int32(t))
@@ -90,7 +90,11 @@ func (j *attnJob) one(share, t, h int) {
 		window = c.SlidingWindow
 	}
 	kc, vc := b.k[j.l], b.v[j.l]
-	pos := b.tokPos[t]
+	pos := b.tokPos[t] // the last key the query sees: its own position if causal
+	if c.NonCausal {   // else the share's last (the backend has stored every token's K and V)
+		s := j.batch.Seqs[b.tokSeq[t]]
+		pos = s.Pos + len(s.Tokens) - 1
+	}
 	blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
 	q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 	if cap(j.scores[share]) < pos+1 {

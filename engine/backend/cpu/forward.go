@@ -33,6 +33,7 @@ type Backend struct {
 	gen, genRows       []bool // QuantDot "auto": per token, per logits row: a generated token
 	logits, logitsNorm []float32
 	hidden             []float32 // final hidden states of Hidden shares
+	posRow             []float32 // a learned position's row (bert)
 	out                [][]float32
 	q8                 acts // the current matmul input, quantized (int8 path)
 	mm                 matmulJob
@@ -152,6 +153,7 @@ func (b *Backend) grow(n int) {
 			b.scratch = append(b.scratch, make([]float32, size))
 		}
 	}
+	b.posRow = make([]float32, c.Dim)
 	b.tokSeq = make([]int, n)
 	b.tokPos = make([]int, n)
 	b.gen = make([]bool, n)
@@ -181,6 +183,12 @@ func (b *Backend) check(batch *backend.Batch) (int, error) {
 				return 0, fmt.Errorf("%w: token %d outside the vocab of %d", backend.ErrBadBatch, t, b.c.Vocab)
 			}
 		}
+		// Bidirectional attention needs the whole text in the share, and
+		// a model without a classifier has only hidden states to give.
+		if b.c.NonCausal && s.Pos != 0 || b.m.Output == nil && s.Logits {
+			return 0, fmt.Errorf("%w: sequence %d: this model embeds whole texts (position %d, logits %v)",
+				backend.ErrBadBatch, i, s.Pos, s.Logits)
+		}
 		total += len(s.Tokens)
 	}
 	return total, nil
@@ -207,6 +215,7 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 					x[i] *= c.EmbedScale
 				}
 			}
+			b.encoderEmbed(x, s.Pos+j)
 			t++
 		}
 	}
@@ -216,47 +225,61 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 	return b.classify(batch, n), nil
 }
 
-// layer runs one transformer block. Its two residual adds are folded into
-// the RMS norms that follow them, so that they run on the pool: the FFN's
-// output is left in xb, added by the next layer's norm or by classify.
+// layer runs one transformer block. Pre-norm (decoders): its two residual
+// adds are folded into the norms that follow them, so that they run on
+// the pool, and the FFN's output is left in xb, added by the next layer's
+// norm or by classify. Post-norm (encoders): each add and its LayerNorm
+// write the residual stream x itself, which the next part reads.
 func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	c, L := b.c, &b.m.Layers[l]
-	var pending []float32
-	if l > 0 {
-		pending = b.xb
+	in := b.x
+	if !c.PostNorm {
+		var pending []float32
+		if l > 0 {
+			pending = b.xb
+		}
+		b.normalize(b.x, pending, nil, L.AttnNorm, nil, b.xb, n)
+		in = b.xb
 	}
-	b.normalize(b.x, pending, L.AttnNorm, b.xb, n)
-	b.matmul(b.xb, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
+	b.matmul(in, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
 	b.store = storeJob{b: b, l: l, batch: batch}
 	b.pool.run(n, 4, &b.store)
 	b.attention(l, batch, n)
 	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
 	if L.PostAttn != nil {
-		b.normalize(b.xb, nil, L.PostAttn, b.xb, n)
+		b.normalize(b.xb, nil, nil, L.PostAttn, nil, b.xb, n)
 	}
-	b.normalize(b.x, b.xb, L.FFNNorm, b.xb, n)
+	if c.PostNorm {
+		b.normalize(b.x, b.xb, L.Bo, L.AttnNorm, L.AttnNormB, b.x, n)
+	} else {
+		b.normalize(b.x, b.xb, nil, L.FFNNorm, nil, b.xb, n)
+	}
 	for s := 0; s < n; {
 		e, int8 := b.nextRun(b.gen, s, n)
-		x := b.xb[s*c.Dim:]
+		x := in[s*c.Dim:]
 		var q8 *acts
 		if int8 {
 			q8 = b.quantized(x, e-s, L.W1, L.W3)
 		}
 		b.ffn = swigluJob{x: x, q8: q8, n: e - s, gate: L.W1, up: L.W3, h: b.hb[s*c.FFN:], h2: b.hb2[s*c.FFN:],
-			scratch: b.scratch, k: b.kern, gelu: c.FFNGELU}
+			scratch: b.scratch, k: b.kern, gelu: c.FFNGELU, upB: L.BUp}
 		b.pool.run(c.FFN, 16, &b.ffn)
 		s = e
 	}
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
 	if L.PostFFN != nil {
-		b.normalize(b.xb, nil, L.PostFFN, b.xb, n)
+		b.normalize(b.xb, nil, nil, L.PostFFN, nil, b.xb, n)
+	}
+	if c.PostNorm {
+		b.normalize(b.x, b.xb, L.BDown, L.FFNNorm, L.FFNNormB, b.x, n)
 	}
 }
 
-// normalize adds add (if not nil) into the token rows of x, then writes
-// their RMS norms to dst; dst may be add.
-func (b *Backend) normalize(x, add, norm, dst []float32, n int) {
-	b.norm = normJob{x: x, add: add, norm: norm, dst: dst, cols: b.c.Dim, eps: b.c.RMSEps}
+// normalize adds add (if not nil, plus its bias addB) into the token rows
+// of x, then writes their norms to dst (RMSNorm, or LayerNorm with bias
+// normB); dst may be add or x.
+func (b *Backend) normalize(x, add, addB, norm, normB, dst []float32, n int) {
+	b.norm = normJob{x: x, add: add, addB: addB, norm: norm, normB: normB, dst: dst, cols: b.c.Dim, eps: b.c.RMSEps}
 	b.pool.run(n, 1, &b.norm)
 }
 
@@ -315,7 +338,9 @@ func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
 		return nil
 	}
 	b.q8.has = [3]bool{}
-	b.q8.need(x, n, gate, b.kern.form(gate.Type))
+	if gate != nil {
+		b.q8.need(x, n, gate, b.kern.form(gate.Type))
+	}
 	b.q8.need(x, n, up, b.kern.form(up.Type))
 	return &b.q8
 }
@@ -348,7 +373,10 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		t += len(s.Tokens)
 		if s.Hidden { // every token's final hidden state, for pooling
 			out := b.hidden[h*c.Dim : (h+len(s.Tokens))*c.Dim]
-			for i := start; i < t; i++ {
+			if c.PostNorm { // the last layer's LayerNorm is the output
+				copy(out, b.x[start*c.Dim:t*c.Dim])
+			}
+			for i := start; i < t && !c.PostNorm; i++ {
 				x := b.x[i*c.Dim : (i+1)*c.Dim]
 				addTo(x, b.xb[i*c.Dim:(i+1)*c.Dim]) // the last layer's pending residual
 				rmsnorm(out[(i-start)*c.Dim:(i-start+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)

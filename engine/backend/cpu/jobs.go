@@ -60,10 +60,25 @@ type swigluJob struct {
 	h, h2    []float32
 	scratch  [][]float32
 	k        *kernels
-	gelu     bool // gelu(gate)*up (gemma2)
+	gelu     bool      // gelu(gate)*up (gemma2); with no gate, gelu(up + upB) (bert)
+	upB      []float32 // up's bias (bert), or nil
 }
 
 func (j *swigluJob) do(share, lo, hi int) {
+	if j.gate == nil { // bert: h = gelu(x.up^T + b)
+		j.k.matmulRange(j.h, j.x, j.q8, j.n, j.up, lo, hi, j.scratch[share])
+		f := j.up.Rows
+		for t := range j.n {
+			h := j.h[t*f+lo : t*f+hi]
+			for i := range h {
+				if j.upB != nil {
+					h[i] += j.upB[lo+i]
+				}
+				h[i] = gelu(h[i])
+			}
+		}
+		return
+	}
 	j.k.matmulRange(j.h, j.x, j.q8, j.n, j.gate, lo, hi, j.scratch[share])
 	j.k.matmulRange(j.h2, j.x, j.q8, j.n, j.up, lo, hi, j.scratch[share])
 	f := j.gate.Rows
@@ -87,22 +102,32 @@ func (j *swigluJob) do(share, lo, hi int) {
 	}
 }
 
-// normJob adds the residual add (if any) into token rows of x, then
-// RMS-normalizes them into dst.
+// normJob adds the residual add (if any, plus its bias addB) into token
+// rows of x, then normalizes them into dst: RMSNorm, or with normB a
+// LayerNorm with that bias.
 type normJob struct {
-	x, add, norm, dst []float32
-	cols              int
-	eps               float32
+	x, add, addB, norm, normB, dst []float32
+	cols                           int
+	eps                            float32
 }
 
 func (j *normJob) do(_, lo, hi int) {
 	c := j.cols
 	for t := lo; t < hi; t++ {
 		x := j.x[t*c : (t+1)*c]
-		if j.add != nil {
+		switch {
+		case j.addB != nil: // x + (add + bias), as ggml adds the bias to its matmul first
+			for i, v := range j.add[t*c : (t+1)*c] {
+				x[i] += v + j.addB[i]
+			}
+		case j.add != nil:
 			addTo(x, j.add[t*c:(t+1)*c])
 		}
-		rmsnorm(j.dst[t*c:(t+1)*c], x, j.norm, j.eps)
+		if j.normB != nil {
+			layernorm(j.dst[t*c:(t+1)*c], x, j.norm, j.normB, j.eps)
+		} else {
+			rmsnorm(j.dst[t*c:(t+1)*c], x, j.norm, j.eps)
+		}
 	}
 }
 
@@ -137,8 +162,10 @@ func (j *storeJob) do(_, lo, hi int) {
 		blk, r := slot(t)
 		q, k := b.q[t*c.QDim():(t+1)*c.QDim()], b.kk[t*KV:(t+1)*KV]
 		qkvHooks(c, L, q, k, b.vv[t*KV:(t+1)*KV])
-		b.rope.rope(c, q, c.Heads, pos)
-		b.rope.rope(c, k, c.KVHeads, pos)
+		if b.m.PosEmbd == nil { // learned positions (bert) take no RoPE
+			b.rope.rope(c, q, c.Heads, pos)
+			b.rope.rope(c, k, c.KVHeads, pos)
+		}
 		for h := range c.KVHeads {
 			kc.put(b.kvAt(blk, h, r), b.kk[t*KV+h*hd:t*KV+(h+1)*hd])
 			vc.put(b.kvAt(blk, h, r), b.vv[t*KV+h*hd:t*KV+(h+1)*hd])

@@ -8,7 +8,9 @@
 // tokens (distinct texts: no prefix cache helps either side), from
 // --clients concurrent clients, --requests in all per round. Rounds
 // interleave the two servers (batchd, llama.cpp, batchd, ...). Both pool
-// by mean and use F32 K and V.
+// as the file says (mean if it declares none) and use F32 K and V. With a
+// decoder, or a --chat model beside an encoder, generation beside the
+// embedding load is measured after.
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/daemon"
+	"github.com/batchd/batchd/engine/model"
 )
 
 func main() {
@@ -38,6 +41,8 @@ func main() {
 	requests := flag.Int("requests", 256, "requests per round")
 	tokens := flag.Int("tokens", 128, "about this many tokens per text")
 	flag.IntVar(&llamaSlots, "llama-slots", 0, "llama-server's -np (0: one per client)")
+	flag.StringVar(&chatModel, "chat", "", "a chat model batchd serves beside --model (the embedding model, then a second "+
+		"model of the same daemon); the generation runs on it")
 	flag.Parse()
 	if err := run(*model, *llama, *rounds, *clients, *requests, *tokens); err != nil {
 		fmt.Fprintln(os.Stderr, "embedbench:", err)
@@ -48,9 +53,14 @@ func main() {
 // llamaSlots is llama-server's parallel slots (-np); 0 is one per client.
 var llamaSlots int
 
+// chatModel, when set, is batchd's default model and the embedding model
+// is a second one, "embed".
+var chatModel string
+
 type server struct {
 	name, url string
 	hc        *http.Client
+	embed     string // batchd: the embedding model's name ("" the default)
 }
 
 func run(model, llama string, rounds, clients, requests, tokens int) error {
@@ -59,6 +69,10 @@ func run(model, llama string, rounds, clients, requests, tokens int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	pooling, generates, err := describe(model)
+	if err != nil {
+		return err
+	}
 	b, stop, err := startBatchd(model, dir)
 	if err != nil {
 		return err
@@ -66,7 +80,7 @@ func run(model, llama string, rounds, clients, requests, tokens int) error {
 	defer stop()
 	servers := []server{b}
 	if llama != "" {
-		l, stopL, err := startLlama(llama, model, clients)
+		l, stopL, err := startLlama(llama, model, pooling, clients)
 		if err != nil {
 			return err
 		}
@@ -84,6 +98,9 @@ func run(model, llama string, rounds, clients, requests, tokens int) error {
 	fmt.Println()
 	fmt.Println("|---|---|---|---|")
 	defer func() {
+		if !generates && chatModel == "" { // an encoder: a chat runs on another model
+			return
+		}
 		if err := mixed(b, rounds, clients, requests, tokens); err != nil {
 			fmt.Fprintln(os.Stderr, "embedbench: mixed:", err)
 		}
@@ -107,21 +124,41 @@ func run(model, llama string, rounds, clients, requests, tokens int) error {
 	return nil
 }
 
+// describe says how batchd pools the file (llama-server is told the
+// same: it reads the key only for encoders) and whether it generates.
+func describe(path string) (string, bool, error) {
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		return "", false, err
+	}
+	defer m.Close()
+	pooling := map[int]string{2: "cls", 3: "last"}[m.Config.Pooling]
+	if pooling == "" {
+		pooling = "mean"
+	}
+	return pooling, m.Generates(), nil
+}
+
 func startBatchd(model, dir string) (server, func(), error) {
 	sock, hsock, cfg := filepath.Join(dir, "b.sock"), filepath.Join(dir, "h.sock"), filepath.Join(dir, "batchd.toml")
-	if err := os.WriteFile(cfg, []byte("[engine]\nkv_cache_type = \"f32\"\n"), 0o644); err != nil {
+	conf, serve, embed := "[engine]\nkv_cache_type = \"f32\"\n", model, ""
+	if chatModel != "" {
+		conf += fmt.Sprintf("[models.embed]\npath = %q\n", model)
+		serve, embed = chatModel, "embed"
+	}
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return server{}, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, []string{"serve", "--model", model, "--config", cfg, "--socket", sock, "--http-socket", hsock,
+		done <- daemon.Run(ctx, []string{"serve", "--model", serve, "--config", cfg, "--socket", sock, "--http-socket", hsock,
 			"--log-level", "error"})
 	}()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", hsock)
 	}}}
-	s := server{"batchd", "http://batchd", hc}
+	s := server{"batchd", "http://batchd", hc, embed}
 	stop := func() { cancel(); <-done }
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if r, err := hc.Get(s.url + "/health"); err == nil {
@@ -135,7 +172,7 @@ func startBatchd(model, dir string) (server, func(), error) {
 	return server{}, nil, fmt.Errorf("batchd did not become ready")
 }
 
-func startLlama(bin, model string, clients int) (server, func(), error) {
+func startLlama(bin, model, pooling string, clients int) (server, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return server{}, nil, err
@@ -153,7 +190,7 @@ func startLlama(bin, model string, clients int) (server, func(), error) {
 	if llamaSlots > 0 {
 		slots = llamaSlots
 	}
-	cmd := exec.Command(filepath.Join(bin, "llama-server"), "-m", model, "--embeddings", "--pooling", "mean", "-t", "2",
+	cmd := exec.Command(filepath.Join(bin, "llama-server"), "-m", model, "--embeddings", "--pooling", pooling, "-t", "2",
 		"-np", fmt.Sprint(slots), "-c", fmt.Sprint(slots*512), "-b", "2048", "-ub", "2048",
 		"--cache-type-k", "f32", "--cache-type-v", "f32", "--host", "127.0.0.1", "--port", fmt.Sprint(port))
 	cmd.Dir = bin
@@ -161,7 +198,7 @@ func startLlama(bin, model string, clients int) (server, func(), error) {
 		return server{}, nil, err
 	}
 	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	s := server{"llama.cpp", fmt.Sprintf("http://127.0.0.1:%d", port), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	s := server{"llama.cpp", fmt.Sprintf("http://127.0.0.1:%d", port), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, ""}
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if r, err := s.hc.Get(s.url + "/health"); err == nil {
 			r.Body.Close()
@@ -197,7 +234,7 @@ func load(s server, round, clients, requests, tokens int) (float64, error) {
 			for i := range jobs {
 				body, _ := json.Marshal(map[string]any{"input": text(round, i, tokens), "model": "m"})
 				if s.name == "batchd" {
-					body, _ = json.Marshal(map[string]any{"input": text(round, i, tokens)})
+					body, _ = json.Marshal(map[string]any{"input": text(round, i, tokens), "model": s.embed})
 				}
 				resp, err := s.hc.Post(s.url+"/v1/embeddings", "application/json", bytes.NewReader(body))
 				if err == nil {
