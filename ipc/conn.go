@@ -309,10 +309,17 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 			d.Reasoning = reasoning.String()
 		}
 		// The slot is free before the client hears: a client that submits
-		// again the moment it has its answer is not over its cap.
+		// again the moment it has its answer is not over its cap. Shutdown
+		// still waits for the frame (writing).
+		c.s.mu.Lock()
+		c.s.writing++
+		c.s.mu.Unlock()
 		c.release()
 		released = true
 		c.send(d)
+		c.s.mu.Lock()
+		c.s.writing--
+		c.s.mu.Unlock()
 		return
 	}
 }

@@ -123,6 +123,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	writing   int            // done frames being written after their slot was freed (Shutdown waits for them)
 	inflight  map[uint32]int // per uid
 	closed    bool
 	done      chan struct{} // closed with closed
@@ -249,7 +250,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
-		busy := 0
+		busy := s.writing // done frames being written: their slots are already free
 		for _, n := range s.inflight {
 			busy += n
 		}

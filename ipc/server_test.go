@@ -28,6 +28,7 @@ type fakeStream struct {
 	ctx   context.Context
 	stop  chan struct{}
 	steps int
+	big   bool // prompt "big": one 600 KB delta, then done at once
 }
 
 func (f *fakeBackend) Submit(ctx context.Context, p Peer, s *wire.Submit) (RequestStream, error) {
@@ -39,7 +40,7 @@ func (f *fakeBackend) Submit(ctx context.Context, p Peer, s *wire.Submit) (Reque
 	f.next++
 	stop := make(chan struct{})
 	f.owners[f.next], f.stops[f.next] = p.UID, stop
-	return &fakeStream{id: f.next, ctx: ctx, stop: stop}, nil
+	return &fakeStream{id: f.next, ctx: ctx, stop: stop, big: s.Prompt == "big"}, nil
 }
 
 func (f *fakeBackend) Cancel(p Peer, id uint64, admin bool) error {
@@ -64,8 +65,13 @@ func (s *fakeStream) RequestID() uint64   { return s.id }
 func (s *fakeStream) PromptTokens() []int { return []int{1} }
 func (s *fakeStream) Next(ctx context.Context) (Event, error) {
 	s.steps++
-	if s.steps == 1 {
+	switch {
+	case s.steps == 1 && s.big:
+		return Event{Text: strings.Repeat("x", 600<<10), Tokens: []int{7}}, nil
+	case s.steps == 1:
 		return Event{Text: "hi", Tokens: []int{7}}, nil
+	case s.big:
+		return Event{Done: &wire.Done{FinishReason: "stop"}}, nil
 	}
 	select {
 	case <-s.stop:
@@ -318,5 +324,54 @@ func TestReloadIsForAdmins(t *testing.T) {
 	}
 	if rb.reloads != 2 {
 		t.Errorf("%d reloads reached the backend, want 2", rb.reloads)
+	}
+}
+
+// TestShutdownWaitsForDoneFrames: a request's slot is freed just before its
+// done frame is written, so Shutdown, which waited only for slots, closed
+// the connection under a done frame the client had not yet taken (seen
+// as TestShutdownDrainsThenCancels' result without a finish reason). The
+// frame here is larger than the socket buffer and the client reads only
+// after Shutdown has begun: it must still get the whole answer.
+func TestShutdownWaitsForDoneFrames(t *testing.T) {
+	ts := startServer(t, Policy{AllowedUIDs: []uint32{1000}})
+	pc, typ := ts.dialAs(t, 1000)
+	if typ != wire.TypeHello {
+		t.Fatalf("hello: %s", typ)
+	}
+	if err := wire.WriteFrame(pc.c, &wire.Submit{Type: wire.TypeSubmit, ID: 5, Prompt: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		ts.s.mu.Lock()
+		freed := len(ts.s.inflight) == 0 && ts.s.writing == 1
+		ts.s.mu.Unlock()
+		if freed {
+			break // the slot is free, the done frame is stuck in the socket
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the done frame never started")
+		}
+	}
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shut <- ts.s.Shutdown(ctx)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	for {
+		h, body := pc.next(t)
+		if h.Type != wire.TypeDone {
+			continue
+		}
+		var d wire.Done
+		if err := wire.Decode(body, &d); err != nil || len(d.Text) != 600<<10 || d.FinishReason != "stop" {
+			t.Fatalf("done: %d bytes of text, finish %q, %v", len(d.Text), d.FinishReason, err)
+		}
+		break
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("shutdown: %v", err)
 	}
 }
