@@ -130,11 +130,11 @@ func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *
 	if err != nil {
 		return nil, err
 	}
-	channel := s.Channel
-	if channel == "" {
-		channel = b.d.route(p.UID, s.Tags, len(toks))
+	channel, salt, err := b.d.placement(p.UID, s.Channel, s.Tags, len(toks), s.CacheSalt)
+	if err != nil {
+		return nil, err
 	}
-	req := engine.Request{Tokens: toks, MaxTokens: maxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
+	req := engine.Request{CacheSalt: salt, Tokens: toks, MaxTokens: maxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
 		Logprobs: s.Logprobs || s.TopLogprobs > 0, TopLogprobs: s.TopLogprobs, Grammar: gr,
 		Priority: s.Priority, Channel: channel, Owner: p.UID, Sampling: sample.Params{Temperature: s.Temperature, TopK: s.TopK,
 			TopP: s.TopP, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty, Seed: seed,

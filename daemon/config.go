@@ -52,6 +52,9 @@ type Config struct {
 	// DefaultModel names the model a request without one gets when
 	// model.path is empty ("": such requests are refused) (restart).
 	DefaultModel string `toml:"default_model"`
+	// Compliance rules for regulated requests ([[compliance]]), checked at
+	// start and on every reload: a config that breaks one is refused whole.
+	Compliance []ComplianceRule `toml:"compliance"`
 
 	// resolved holds what Validate parsed (users, groups, level), so that
 	// the daemon parses a config once.
@@ -153,6 +156,10 @@ type ChannelConfig struct {
 	Share      float64  `toml:"share"`       // of each step's admission budget under policy "slo" (restart)
 	QueueLimit int      `toml:"queue_limit"` // waiting requests; 0 = only engine.max_queue (restart)
 	Deadline   Duration `toml:"deadline"`    // first token due within this, else rejected; 0 = none (restart)
+	// Isolated: the channel's requests share prefix-cache blocks only with
+	// the same user's (a per-user salt in the block hash, as vLLM's
+	// cache_salt), so no one learns another's prompt from a cache hit.
+	Isolated bool `toml:"isolated"`
 }
 
 // RoutingConfig puts requests without an explicit channel on one.
@@ -175,6 +182,11 @@ type EngineKnobs struct {
 	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // tokens per step
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
 	Policy              string `toml:"policy"`                 // fcfs or priority; default fcfs
+	// Mode is continuous (default: iteration-level batching, no window),
+	// dynamic (a batch starts when full or when BatchWindow has passed
+	// since its first request) or static (request-level batches).
+	Mode        string   `toml:"mode"`
+	BatchWindow Duration `toml:"batch_window"` // dynamic/static: how long a batch waits to fill; default 50ms / 2s
 	MaxQueue            int    `toml:"max_queue"`              // waiting requests before queue_full; default 1024
 	// Adaptive lets the controller move the effective max_num_seqs and token
 	// budget with the load, never above the configured or planned ones,
@@ -326,6 +338,9 @@ func (c *Config) Validate() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if err := c.checkCompliance(); err != nil {
+		return err
+	}
 	keys, anon, err := resolveAPIKeys(c.Server)
 	if err != nil {
 		return err
@@ -365,13 +380,20 @@ func (e EngineKnobs) validateNames() []error {
 	if _, err := engine.ParsePolicy(e.Policy); err != nil {
 		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
 	}
+	if _, err := engine.ParseMode(e.Mode); err != nil {
+		errs = append(errs, fmt.Errorf("engine.mode: %w", err))
+	}
+	if e.BatchWindow.Duration < 0 {
+		errs = append(errs, fmt.Errorf("engine.batch_window %v: want >= 0", e.BatchWindow.Duration))
+	}
 	return errs
 }
 
 // scheduler returns the live scheduler knobs.
 func (c *Config) scheduler() engine.SchedulerConfig {
 	p, _ := engine.ParsePolicy(c.Engine.Policy)
-	return engine.SchedulerConfig{Policy: p, MaxNumSeqs: c.Engine.MaxNumSeqs,
+	m, _ := engine.ParseMode(c.Engine.Mode)
+	return engine.SchedulerConfig{Policy: p, MaxNumSeqs: c.Engine.MaxNumSeqs, Mode: m, BatchWindow: c.Engine.BatchWindow.Duration,
 		MaxNumBatchedTokens: c.Engine.MaxNumBatchedTokens, MaxPartialPrefills: c.Engine.MaxPartialPrefills}
 }
 

@@ -244,7 +244,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	id := e.ids.Add(1)
 	now := e.now()
 	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
-		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens, Embed: r.Embed != nil}
+		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens, Embed: r.Embed != nil, Salt: kvcache.Salt(r.CacheSalt)}
 	if r.Embed != nil {
 		rs.pool = &pooler{embed: *r.Embed}
 	}

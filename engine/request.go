@@ -41,6 +41,8 @@ const (
 	MaxStopStrings  = 32
 	MaxStopBytes    = 128 // per stop string
 	MaxStopTokenIDs = 128
+	// MaxCacheSaltBytes bounds a cache_salt (it is hashed once per request).
+	MaxCacheSaltBytes = 256
 )
 
 // Request is one generation job.
@@ -65,6 +67,10 @@ type Request struct {
 	// request is rejected (ErrDeadlineExceeded); 0 takes the channel's default.
 	Deadline time.Duration
 	Owner    uint32 // opaque to the engine (the ipc layer puts the peer uid here)
+	// CacheSalt gives the request a prefix cache of its own: it shares
+	// cached blocks only with requests of the same salt ("" is the shared
+	// cache). The daemon salts an isolated channel's requests by user.
+	CacheSalt string
 	// Grammar constrains the output to its language (structured output):
 	// every token fits it, end tokens come only where it may end, and the
 	// request finishes with FinishStop when nothing more may follow.
@@ -188,6 +194,9 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 			errs = append(errs, fmt.Errorf("token id %d outside the vocab of %d", t, c.Vocab))
 			break
 		}
+	}
+	if len(r.CacheSalt) > MaxCacheSaltBytes {
+		errs = append(errs, fmt.Errorf("cache_salt of %d bytes: at most %d", len(r.CacheSalt), MaxCacheSaltBytes))
 	}
 	if len(r.Stop) > MaxStopStrings {
 		errs = append(errs, fmt.Errorf("%d stop strings: at most %d", len(r.Stop), MaxStopStrings))

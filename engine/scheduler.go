@@ -151,6 +151,9 @@ type Sequence struct {
 	// Embed: the prompt is all there is (an embedding); every token is
 	// computed, none served from the prefix cache.
 	Embed bool
+	// Salt roots its prefix-cache chain (kvcache.Salt of Request.CacheSalt):
+	// it shares blocks only with sequences of the same salt.
+	Salt kvcache.Hash
 	order uint64
 }
 
@@ -473,7 +476,7 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 			i++
 			continue
 		}
-		blocks, cached := s.pool.Lookup(seq.Tokens[:s.cacheable(seq, len(seq.Tokens)-1)])
+		blocks, cached := s.pool.Lookup(seq.Salt, seq.Tokens[:s.cacheable(seq, len(seq.Tokens)-1)])
 		if seq.Embed { // pooling needs every token's state
 			blocks, cached = nil, 0
 		}
@@ -547,7 +550,7 @@ func (s *Scheduler) Advance(sc Scheduled) {
 	seq := sc.Seq
 	seq.Computed = sc.Start + sc.N
 	if !seq.Padding && !s.whole { // pad tokens are not worth a prefix-cache entry
-		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Tokens[:s.cacheable(seq, seq.Computed)])
+		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Salt, seq.Tokens[:s.cacheable(seq, seq.Computed)])
 	}
 }
 

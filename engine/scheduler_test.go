@@ -292,7 +292,7 @@ func TestPaddingRowGrowsToItsLimit(t *testing.T) {
 	if !slices.Equal(starts, []int{15, 16, 17, 17, 17}) || !slices.Equal(blocks, []int{1, 2, 2, 2, 2}) {
 		t.Fatalf("padding starts %v blocks %v", starts, blocks)
 	}
-	if got, _ := pool.Lookup(append(slices.Clone(a.Tokens[:16]), 0)); len(got) != 0 {
+	if got, _ := pool.Lookup(kvcache.Hash{}, append(slices.Clone(a.Tokens[:16]), 0)); len(got) != 0 {
 		t.Fatal("a block holding a pad token was published to the prefix cache")
 	}
 	if err := pool.Check(); err != nil {
@@ -359,7 +359,7 @@ func TestSchedulerWholeTexts(t *testing.T) {
 			s.Finish(sc.Seq)
 		}
 	}
-	if blocks, cached := pool.Lookup(mkSeq(9, 40, 0).Tokens); cached != 0 || len(blocks) != 0 {
+	if blocks, cached := pool.Lookup(kvcache.Hash{}, mkSeq(9, 40, 0).Tokens); cached != 0 || len(blocks) != 0 {
 		t.Errorf("an encoder's blocks reached the prefix cache: %d cached tokens", cached)
 	}
 }

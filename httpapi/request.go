@@ -74,7 +74,7 @@ func submitFrom(f *samplingFields, r *http.Request, chat bool) (*wire.Submit, *h
 		return nil, errInvalid("stop", "%v", err)
 	}
 	s.Stop = stops
-	s.Channel = f.Channel
+	s.Channel, s.CacheSalt, s.Tags = f.Channel, f.CacheSalt, f.Tags
 	if h := r.Header.Get("X-Batchd-Channel"); h != "" {
 		s.Channel = h
 	}

@@ -60,6 +60,12 @@ type samplingFields struct {
 	// X-Batchd-Channel and X-Batchd-Priority headers).
 	Channel  string `json:"channel"`
 	Priority *int   `json:"priority"`
+	// CacheSalt: vLLM's cache_salt, a prefix cache shared only with
+	// requests of the same salt.
+	CacheSalt string `json:"cache_salt"`
+	// Tags route a request without a channel (routing.tags) and bind it to
+	// the channel a compliance rule names for them.
+	Tags []string `json:"tags"`
 	// Structured output: OpenAI's response_format, llama.cpp's grammar and
 	// json_schema, vLLM's structured_outputs (structured.go).
 	ResponseFormat    *responseFormat            `json:"response_format"`

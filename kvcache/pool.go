@@ -145,12 +145,14 @@ func (p *Pool) Has(seq SeqID) bool { return p.seqs[seq] != nil }
 // tokens, and the number of tokens they cover. It changes no ref counts or
 // counters: pass the result to Allocate in the same step, and Record it once
 // the sequence is admitted. Callers that need logits for the last prompt
-// token pass the prompt without it.
-func (p *Pool) Lookup(tokens []int) (blocks []int, numTokens int) {
+// token pass the prompt without it. salt is the chain's root (Salt; the
+// zero Hash for the shared cache): only blocks committed under the same
+// salt match.
+func (p *Pool) Lookup(salt Hash, tokens []int) (blocks []int, numTokens int) {
 	if !p.caching {
 		return nil, 0
 	}
-	var parent Hash
+	parent := salt
 	for start := 0; start+p.blockSize <= len(tokens); start += p.blockSize {
 		h := ChainHash(parent, tokens[start:start+p.blockSize])
 		id, ok := p.index[h]
@@ -210,16 +212,17 @@ func (p *Pool) Allocate(seq SeqID, computed []int, numTokens int) error {
 }
 
 // Commit publishes seq's full blocks among tokens (its token ids so far, all
-// computed) to the prefix cache. A block whose contents another block already
-// holds stays private; a published hash is never rewritten.
-func (p *Pool) Commit(seq SeqID, tokens []int) {
+// computed) to the prefix cache, chained from salt (as Lookup). A block
+// whose contents another block already holds stays private; a published
+// hash is never rewritten.
+func (p *Pool) Commit(seq SeqID, salt Hash, tokens []int) {
 	t := p.seqs[seq]
 	if t == nil || !p.caching {
 		return
 	}
 	full := min(len(tokens)/p.blockSize, len(t.blocks))
 	for i := len(t.hashes); i < full; i++ {
-		var parent Hash
+		parent := salt
 		if i > 0 {
 			parent = t.hashes[i-1]
 		}
@@ -283,6 +286,20 @@ func (p *Pool) FreeList() []int {
 		out = append(out, int(i))
 	}
 	return out
+}
+
+// Salt is the root of a prefix-cache chain of its own (vLLM's
+// cache_salt): blocks committed under it match only lookups under it, so
+// one tenant cannot learn another's prompt from a cache hit's time to
+// first token. "" is the shared cache's root, the zero Hash.
+func Salt(s string) Hash {
+	var h Hash
+	if s == "" {
+		return h
+	}
+	sum := sha256.Sum256(append([]byte("batchd cache salt\x00"), s...))
+	copy(h[:], sum[:])
+	return h
 }
 
 // ChainHash returns the hash of a full block of tokens following parent.

@@ -97,15 +97,15 @@ func TestNoBlocksIsTypedAndAtomic(t *testing.T) {
 func TestPrefixSharingAndLRUEviction(t *testing.T) {
 	p := newPool(t, 11, true)
 	prompt := seqTokens(100, 40) // 2 full blocks + 8 tokens
-	if blocks, n := p.Lookup(prompt); len(blocks) != 0 || n != 0 {
+	if blocks, n := p.Lookup(Hash{}, prompt); len(blocks) != 0 || n != 0 {
 		t.Fatalf("empty cache hit %v %d", blocks, n)
 	}
 	if err := p.Allocate(1, nil, len(prompt)); err != nil {
 		t.Fatal(err)
 	}
-	p.Commit(1, prompt)
+	p.Commit(1, Hash{}, prompt)
 	// Same prefix: the two full blocks are shared, the tail is new.
-	blocks, n := p.Lookup(prompt)
+	blocks, n := p.Lookup(Hash{}, prompt)
 	if !slices.Equal(blocks, []int{0, 1}) || n != 32 {
 		t.Fatalf("lookup %v %d, want [0 1] 32", blocks, n)
 	}
@@ -127,7 +127,7 @@ func TestPrefixSharingAndLRUEviction(t *testing.T) {
 		t.Fatalf("usage %+v", u)
 	}
 	// A cached-free block is revived by reference, without counting as new.
-	blocks, _ = p.Lookup(prompt[:32])
+	blocks, _ = p.Lookup(Hash{}, prompt[:32])
 	if err := p.Allocate(3, blocks, 32); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestPrefixSharingAndLRUEviction(t *testing.T) {
 	if got := p.Blocks(4); !slices.Equal(got, []int{3, 2, 4, 5, 6, 7, 8, 9, 10, 1}) {
 		t.Fatalf("seq 4 blocks %v", got)
 	}
-	if blocks, n := p.Lookup(prompt); !slices.Equal(blocks, []int{0}) || n != 16 {
+	if blocks, n := p.Lookup(Hash{}, prompt); !slices.Equal(blocks, []int{0}) || n != 16 {
 		t.Fatalf("after evicting block 1: lookup %v %d", blocks, n)
 	}
 	p.Record(40, 32)
@@ -161,10 +161,10 @@ func TestCommitIsWriteOnceAndSkipsDuplicates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p.Commit(1, prompt)
-	p.Commit(2, prompt)
-	p.Commit(1, append(prompt, 1, 2, 3)) // partial block: nothing new
-	if blocks, _ := p.Lookup(prompt); !slices.Equal(blocks, []int{0, 1}) {
+	p.Commit(1, Hash{}, prompt)
+	p.Commit(2, Hash{}, prompt)
+	p.Commit(1, Hash{}, append(prompt, 1, 2, 3)) // partial block: nothing new
+	if blocks, _ := p.Lookup(Hash{}, prompt); !slices.Equal(blocks, []int{0, 1}) {
 		t.Fatalf("index points at %v, want seq 1's blocks", blocks)
 	}
 	p.Free(2)
@@ -178,15 +178,15 @@ func TestResetCache(t *testing.T) {
 	p := newPool(t, 4, true)
 	prompt := seqTokens(0, 32)
 	_ = p.Allocate(1, nil, 32)
-	p.Commit(1, prompt)
+	p.Commit(1, Hash{}, prompt)
 	_ = p.Allocate(2, nil, 16)
-	p.Commit(2, seqTokens(500, 16))
+	p.Commit(2, Hash{}, seqTokens(500, 16))
 	p.Free(1)
 	p.ResetCache()
-	if blocks, _ := p.Lookup(prompt); len(blocks) != 0 {
+	if blocks, _ := p.Lookup(Hash{}, prompt); len(blocks) != 0 {
 		t.Fatalf("cache survived reset: %v", blocks)
 	}
-	if blocks, _ := p.Lookup(seqTokens(500, 16)); len(blocks) != 1 {
+	if blocks, _ := p.Lookup(Hash{}, seqTokens(500, 16)); len(blocks) != 1 {
 		t.Fatal("reset dropped a block in use")
 	}
 	mustCheck(t, p)
@@ -218,7 +218,7 @@ func TestRandomOperations(t *testing.T) {
 					continue
 				}
 				pr := prompts[rng.IntN(len(prompts))][:1+rng.IntN(64)]
-				blocks, n := p.Lookup(pr[:len(pr)-1])
+				blocks, n := p.Lookup(Hash{}, pr[:len(pr)-1])
 				if err := p.Allocate(seq, blocks, len(pr)); err != nil {
 					var nb *ErrNoBlocks
 					if !errors.As(err, &nb) {
@@ -233,7 +233,7 @@ func TestRandomOperations(t *testing.T) {
 					t.Fatalf("lookup covered %d of %d tokens", n, len(pr))
 				}
 				lens[seq], toks[seq] = len(pr), pr
-				p.Commit(seq, pr)
+				p.Commit(seq, Hash{}, pr)
 			case 1: // grow by a decode token
 				if !p.Has(seq) {
 					continue
@@ -241,13 +241,13 @@ func TestRandomOperations(t *testing.T) {
 				if err := p.Allocate(seq, nil, lens[seq]+1); err == nil {
 					lens[seq]++
 					toks[seq] = append(toks[seq][:lens[seq]-1:lens[seq]-1], rng.IntN(50))
-					p.Commit(seq, toks[seq])
+					p.Commit(seq, Hash{}, toks[seq])
 				}
 			case 2:
 				p.Free(seq)
 				delete(lens, seq)
 			case 3:
-				p.Lookup(prompts[rng.IntN(len(prompts))])
+				p.Lookup(Hash{}, prompts[rng.IntN(len(prompts))])
 			}
 			if err := p.Check(); err != nil {
 				t.Fatalf("seed %d op %d: %v", seed, op, err)
@@ -264,5 +264,40 @@ func TestRandomOperations(t *testing.T) {
 		if u := p.Usage(); u.Used != 0 || u.Free+u.Cached != u.Total {
 			t.Fatalf("seed %d: blocks leaked: %+v", seed, u)
 		}
+	}
+}
+
+// TestSaltedChains: blocks committed under a salt match lookups under the
+// same salt only; the shared cache and other salts miss them, and the same
+// tokens under two salts are two entries.
+func TestSaltedChains(t *testing.T) {
+	p := newPool(t, 16, true)
+	prompt := seqTokens(7, 33)
+	a, b := Salt("user:1000"), Salt("user:1001")
+	if a == (Hash{}) || a == b || Salt("") != (Hash{}) {
+		t.Fatalf("salts %x %x %x", a, b, Salt(""))
+	}
+	if err := p.Allocate(1, nil, len(prompt)); err != nil {
+		t.Fatal(err)
+	}
+	p.Commit(1, a, prompt)
+	for _, c := range []struct {
+		name string
+		salt Hash
+		want int
+	}{{"same salt", a, 32}, {"another salt", b, 0}, {"the shared cache", Hash{}, 0}} {
+		if _, n := p.Lookup(c.salt, prompt); n != c.want {
+			t.Errorf("%s: %d tokens cached, want %d", c.name, n, c.want)
+		}
+	}
+	if err := p.Allocate(2, nil, len(prompt)); err != nil {
+		t.Fatal(err)
+	}
+	p.Commit(2, b, prompt)
+	if blocks, n := p.Lookup(b, prompt); n != 32 || slices.Contains(blocks, p.Blocks(1)[0]) {
+		t.Errorf("salt b: %v (%d tokens) shares seq 1's blocks %v", blocks, n, p.Blocks(1))
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

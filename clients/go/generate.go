@@ -43,6 +43,9 @@ type Request struct {
 	Priority    int
 	Channel     string
 	Tags        []string // routing hints for a request without a channel
+	// CacheSalt shares prefix-cache blocks only with requests of the same
+	// salt (vLLM's cache_salt).
+	CacheSalt string
 	// LiteralSpecial keeps special-token text in Prompt as text (the
 	// daemon parses it into tokens by default, as llama.cpp's server does).
 	LiteralSpecial bool
@@ -196,7 +199,7 @@ func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
 	s := &wire.Submit{Type: wire.TypeSubmit, ID: id, Model: r.Model, KeepAlive: r.KeepAlive, Prompt: r.Prompt, Suffix: r.Suffix, Tokens: r.Tokens, MaxTokens: r.MaxTokens,
 		Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP, MinP: r.MinP, RepetitionPenalty: r.RepetitionPenalty,
 		FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
-		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags,
+		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags, CacheSalt: r.CacheSalt,
 		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial),
 		Grammar: r.Grammar, JSONObject: r.JSONObject, Regex: r.Regex, Choice: r.Choice}
 	if len(r.JSONSchema) > 0 {

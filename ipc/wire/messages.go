@@ -84,7 +84,10 @@ type Submit struct {
 	Priority          int      `msgpack:"priority,omitempty"`
 	Channel           string   `msgpack:"channel,omitempty"`
 	Tags              []string `msgpack:"tags,omitempty"` // route a request without a channel
-	Stream            bool     `msgpack:"stream,omitempty"`
+	// CacheSalt gives the request a prefix cache shared only with requests
+	// of the same salt (vLLM's cache_salt); at most 256 bytes.
+	CacheSalt string `msgpack:"cache_salt,omitempty"`
+	Stream    bool   `msgpack:"stream,omitempty"`
 	// ParseSpecial: special-token text in Prompt (<|im_start|>, <s>)
 	// becomes those tokens. Absent means true, as llama.cpp's server does.
 	ParseSpecial *bool `msgpack:"parse_special,omitempty"`

@@ -61,6 +61,7 @@ def submit_message(
     priority: int = 0,
     channel: str = "",
     tags: Optional[Sequence[str]] = None,
+    cache_salt: str = "",
     parse_special: Optional[bool] = None,
     messages: Optional[Sequence[Dict[str, Any]]] = None,
     tools: Optional[Sequence[Dict[str, Any]]] = None,
@@ -117,6 +118,7 @@ def submit_message(
         "repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
         "presence_penalty": presence_penalty, "ignore_eos": ignore_eos, "logprobs": logprobs, "top_logprobs": top_logprobs, "seed": seed, "priority": priority, "channel": channel,
         "stop": list(stop or []), "stop_token_ids": list(stop_token_ids or []), "tags": list(tags or []),
+        "cache_salt": cache_salt,
     }
     msg.update({k: v for k, v in optional.items() if v})
     if parse_special is not None:

@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+const isolatedConfig = `[server]
+http_listen = %q
+[server.api_keys]
+"1001" = "key-alice-0123456789"
+"1002" = "key-bob-0123456789"
+[channels.realtime]
+isolated = %v
+deadline = "10s"
+[routing.tags]
+banking = "realtime"
+[[compliance]]
+name = "banking"
+tags = ["banking"]
+channel = "realtime"
+max_deadline = "30s"
+isolated = true
+`
+
+// TestIsolatedChannelAndCompliance: two users with the same prompt in an
+// isolated channel never hit each other's prefix-cache blocks (each hits
+// its own); in a shared channel the second user hits the first's. A
+// request whose tag a compliance rule binds to another channel is refused,
+// and a reload that breaks a rule is rejected whole, the running config
+// kept.
+func TestIsolatedChannelAndCompliance(t *testing.T) {
+	addr := freePort(t)
+	model := filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf")
+	td := startDaemonFlags(t, fmt.Sprintf(isolatedConfig, addr, true), ServeFlags{Model: model})
+	prompt := strings.Repeat("The cache must not tell one user what another asked. ", 8)
+	ask := func(key, channel string, tags ...string) (int, int) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 2, "channel": channel, "tags": tags})
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/completions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Usage struct {
+				Details struct {
+					Cached int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			} `json:"usage"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Usage.Details.Cached
+	}
+	for _, step := range []struct {
+		who, key, channel string
+		cached            bool
+	}{
+		{"alice, realtime", "key-alice-0123456789", "realtime", false},
+		{"bob, realtime: not alice's blocks", "key-bob-0123456789", "realtime", false},
+		{"alice again: her own", "key-alice-0123456789", "realtime", true},
+		{"bob, standard", "key-bob-0123456789", "standard", false},
+		{"alice, standard: bob's blocks, shared", "key-alice-0123456789", "standard", true},
+	} {
+		code, cached := ask(step.key, step.channel)
+		if code != http.StatusOK || (cached > 0) != step.cached {
+			t.Errorf("%s: status %d, %d cached tokens, want a hit %v", step.who, code, cached, step.cached)
+		}
+	}
+	if code, _ := ask("key-alice-0123456789", "standard", "banking"); code != http.StatusBadRequest {
+		t.Errorf("a banking request on the standard channel: status %d, want 400", code)
+	}
+	if code, _ := ask("key-alice-0123456789", "", "banking"); code != http.StatusOK {
+		t.Errorf("a banking request routed by its tag: status %d", code)
+	}
+
+	// realtime no longer isolated: the banking rule refuses the reload.
+	if err := os.WriteFile(td.d.flags.Config, []byte(fmt.Sprintf(isolatedConfig, addr, false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := td.d.reload("test", nil, true)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "compliance rule banking") {
+		t.Fatalf("a reload breaking the rule: %v, want it refused naming the rule", res.Err)
+	}
+	td.d.mu.Lock()
+	still := td.d.cfg.Channels["realtime"].Isolated
+	td.d.mu.Unlock()
+	if !still {
+		t.Error("the rejected reload changed the running config")
+	}
+}
+
+// TestComplianceChecks: each rule's conditions, one violation at a time.
+func TestComplianceChecks(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(model, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := func() Config {
+		c := Default()
+		c.Model.Path = model
+		c.Routing.Tags = map[string]string{"medical": "realtime"}
+		rt := c.Channels["realtime"]
+		rt.Isolated = true
+		c.Channels["realtime"] = rt
+		c.Compliance = []ComplianceRule{{Name: "hipaa", Tags: []string{"medical"}, Channel: "realtime", Isolated: true,
+			MaxBatchWindow: Duration{150e6}, MaxDeadline: Duration{20e9}, MaxTTFTTarget: Duration{1e9}}}
+		return c
+	}
+	c := base()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the base config: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		edit func(*Config)
+		want string
+	}{
+		"tag routed elsewhere":             {func(c *Config) { c.Routing.Tags["medical"] = "standard" }, "must route to channel realtime"},
+		"window over 150ms":                {func(c *Config) { c.Engine.Mode, c.Engine.BatchWindow = "dynamic", Duration{200e6} }, "batch_window"},
+		"dynamic's default window is fine": {func(c *Config) { c.Engine.Mode = "dynamic" }, ""},
+		"deadline over": {func(c *Config) {
+			rt := c.Channels["realtime"]
+			rt.Deadline = Duration{60e9}
+			c.Channels["realtime"] = rt
+		}, "max_deadline"},
+		"no deadline": {func(c *Config) { rt := c.Channels["realtime"]; rt.Deadline = Duration{}; c.Channels["realtime"] = rt }, "max_deadline"},
+		"ttft target over": {func(c *Config) {
+			rt := c.Channels["realtime"]
+			rt.TTFTTarget = Duration{2e9}
+			c.Channels["realtime"] = rt
+		}, "max_ttft_target"},
+		"not isolated": {func(c *Config) { rt := c.Channels["realtime"]; rt.Isolated = false; c.Channels["realtime"] = rt }, "must be isolated"},
+		"no channel":   {func(c *Config) { c.Compliance[0].Channel = "" }, "needs tags and a channel"},
+	} {
+		c := base()
+		tc.edit(&c)
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "hipaa")):
+			t.Errorf("%s: %v, want an error naming the rule and %q", name, err, tc.want)
+		}
+	}
+}
