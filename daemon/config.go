@@ -187,7 +187,7 @@ type EngineKnobs struct {
 	// since its first request) or static (request-level batches).
 	Mode        string   `toml:"mode"`
 	BatchWindow Duration `toml:"batch_window"` // dynamic/static: how long a batch waits to fill; default 50ms / 2s
-	MaxQueue            int    `toml:"max_queue"`              // waiting requests before queue_full; default 1024
+	MaxQueue    int      `toml:"max_queue"`    // waiting requests before queue_full; default 1024
 	// Adaptive lets the controller move the effective max_num_seqs and token
 	// budget with the load, never above the configured or planned ones,
 	// against the realtime channel's latency targets. Default true (restart).

@@ -142,20 +142,27 @@ var (
 	descBudget   = prometheus.NewDesc(metricPrefix+"max_num_batched_tokens", "Effective token budget per step.", []string{"model_name"}, nil)
 	descLevel    = prometheus.NewDesc(metricPrefix+"controller_load_level", "Adaptive controller's load level (1 for the current one).", []string{"model_name", "level"}, nil)
 	descMoves    = prometheus.NewDesc(metricPrefix+"controller_moves_total", "Adaptive controller decisions that changed the limits.", []string{"model_name"}, nil)
+	descFill     = prometheus.NewDesc(metricPrefix+"batch_fill_rate", "Running sequences / max_num_seqs per step, mean over the last minute (channel all, or each channel's share).", []string{"model_name", "channel"}, nil)
+	descEff      = prometheus.NewDesc(metricPrefix+"scheduling_efficiency", "Compute / (queue wait + compute) of the requests that ended in the last minute.", []string{"model_name", "channel"}, nil)
+	descUtil     = prometheus.NewDesc(metricPrefix+"utilization", "Forward-pass time / wall time over the last minute.", []string{"model_name"}, nil)
+	descHealth   = prometheus.NewDesc(metricPrefix+"health_score", "0.4 x throughput + 0.3 x latency + 0.2 x utilization + 0.1 x memory headroom (each 0 to 1).", []string{"model_name"}, nil)
+	descHealthC  = prometheus.NewDesc(metricPrefix+"health_component", "The health score's components: throughput, latency, utilization, memory_headroom.", []string{"model_name", "component"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPreempt, descPQueries, descPHits,
-		descGen, descPrompt, descMaxSeqs, descBudget, descLevel, descMoves} {
+		descGen, descPrompt, descMaxSeqs, descBudget, descLevel, descMoves, descFill, descEff, descUtil, descHealth, descHealthC} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	target := m.targets(healthChannel)
 	for _, ms := range m.stats() {
 		collectModel(ch, ms.name, ms.s)
+		collectDashboard(ch, ms.name, ms.s, target)
 	}
 }
 
@@ -187,6 +194,32 @@ func collectModel(ch chan<- prometheus.Metric, name string, s engine.Stats) {
 			gauge(descLevel, v, l)
 		}
 		counter(descMoves, float64(c.Moves))
+	}
+}
+
+// collectDashboard exports the dashboard's figures and the health score.
+func collectDashboard(ch chan<- prometheus.Metric, name string, s engine.Stats, target time.Duration) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{name}, labels...)...)
+	}
+	gauge(descFill, s.FillRate, "all")
+	for _, c := range channelNames {
+		gauge(descFill, s.FillRateByChannel[c], c)
+		if e, ok := s.EfficiencyByChannel[c]; ok {
+			gauge(descEff, e, c)
+		}
+	}
+	if s.EfficiencySamples > 0 {
+		gauge(descEff, s.Efficiency, "all")
+	}
+	gauge(descUtil, s.Utilization)
+	h := healthOf(s, target)
+	gauge(descHealth, h.Score)
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"throughput", h.Throughput}, {"latency", h.Latency}, {"utilization", h.Utilization}, {"memory_headroom", h.MemoryHeadroom}} {
+		gauge(descHealthC, c.v, c.name)
 	}
 }
 

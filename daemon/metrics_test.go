@@ -46,10 +46,24 @@ func TestMetricsEndpoint(t *testing.T) {
 		"batchd:num_preemptions_total", "batchd:prefix_cache_queries_total", "batchd:prefix_cache_hits_total",
 		"batchd:iteration_tokens_total", "batchd:iteration_batch_size", "batchd:slo_ttft_met_total",
 		"batchd:request_success_total", "batchd:max_num_seqs",
+		"batchd:batch_fill_rate", "batchd:scheduling_efficiency", "batchd:utilization",
+		"batchd:health_score", "batchd:health_component",
 	} {
 		if fams[name] == nil {
 			t.Errorf("missing %s", name)
 		}
+	}
+	// The dashboard's gauges are fractions, and three requests ran.
+	for _, name := range []string{"batchd:batch_fill_rate", "batchd:scheduling_efficiency", "batchd:utilization",
+		"batchd:health_score", "batchd:health_component"} {
+		for _, m := range fams[name].GetMetric() {
+			if v := m.GetGauge().GetValue(); v < 0 || v > 1 || name != "batchd:health_component" && name != "batchd:batch_fill_rate" && v == 0 {
+				t.Errorf("%s %v = %g", name, m.GetLabel(), v)
+			}
+		}
+	}
+	if n := len(fams["batchd:health_component"].GetMetric()); n != 4 {
+		t.Errorf("%d health components, want 4", n)
 	}
 	ttft := fams["batchd:time_to_first_token_seconds"]
 	var chans []string

@@ -15,7 +15,9 @@ const maxListedRequests = 100
 func (d *Daemon) statsReport() *wire.StatsReport {
 	r := &wire.StatsReport{}
 	if rt := d.runtime(); rt != nil {
-		engineFigures(r, rt.Engine.Stats())
+		s := rt.Engine.Stats()
+		engineFigures(r, s)
+		r.Health = healthOf(s, d.ttftTarget(healthChannel))
 	}
 	for _, rt := range d.loadedRuntimes() {
 		s := rt.Engine.Stats()
@@ -60,6 +62,7 @@ func engineFigures(r *wire.StatsReport, s engine.Stats) {
 			Moves: c.Moves, LastDecision: c.LastDecision}
 	}
 	r.TTFT, r.InterToken, r.QueueTime, r.E2E = dist(s.TTFT), dist(s.InterToken), dist(s.QueueTime), dist(s.E2E)
+	r.FillRate, r.FillRateByChannel, r.Efficiency, r.EfficiencyByChannel = s.FillRate, s.FillRateByChannel, s.Efficiency, s.EfficiencyByChannel
 }
 
 // daemonFigures adds the lifecycle state, the plan and the live config.

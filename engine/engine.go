@@ -191,6 +191,8 @@ func New(o Options) (*Engine, error) {
 		sc := e.sched.Config()
 		e.ctrl = NewController(*o.Adaptive, sc.MaxNumSeqs, sc.MaxNumBatchedTokens)
 		e.ctrlAt = e.now()
+		st := e.ctrl.State() // its series exist from the start, not after the first interval
+		e.snap.Controller = &st
 	}
 	e.heartbeat.Store(e.now().UnixNano())
 	e.publish()

@@ -176,8 +176,13 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 			e.onToken(rs, tok, &lp, now)
 		}
 	}
+	pt := stepPoint{at: now, seqs: len(step.Seqs), max: e.sched.Config().MaxNumSeqs, fwd: fwd}
+	for _, sc := range step.Seqs {
+		pt.channel[channelIndex(sc.Seq.Channel)]++
+	}
 	e.mu.Lock()
 	e.rec.step(now, len(step.Seqs), step.Tokens, prompt, generated, fwd)
+	e.rec.dash.step(pt)
 	e.mu.Unlock()
 	e.obs.Step(len(step.Seqs), step.Tokens)
 	e.publish()
@@ -351,6 +356,7 @@ func (e *Engine) deliver(rs *reqState, done Event, now time.Time) {
 		e.rec.queue.add(done.Timings.Queue.Seconds())
 	}
 	e.rec.e2e.add(done.Timings.Total.Seconds())
+	e.rec.dash.end(now, rs.req.Channel, done.Timings.Queue, done.Timings.Total, !seq.FirstSched.IsZero())
 	e.rec.finish(reason)
 	if e.drained != nil && len(e.live) == 0 {
 		select {

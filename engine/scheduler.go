@@ -153,7 +153,7 @@ type Sequence struct {
 	Embed bool
 	// Salt roots its prefix-cache chain (kvcache.Salt of Request.CacheSalt):
 	// it shares blocks only with sequences of the same salt.
-	Salt kvcache.Hash
+	Salt  kvcache.Hash
 	order uint64
 }
 

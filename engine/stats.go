@@ -68,6 +68,20 @@ type Stats struct {
 	InterToken Dist `json:"inter_token"`
 	QueueTime  Dist `json:"queue_time"`
 	E2E        Dist `json:"e2e"`
+
+	// The dashboard's figures, over the last minute. FillRate: the mean of
+	// running sequences / max_num_seqs per step (by channel, their shares
+	// of it); Efficiency: compute / (queue wait + compute) summed over the
+	// requests that ended (EfficiencySamples of them; 0 when none; a
+	// request that never ran is all wait); Utilization: forward time over
+	// wall time; PeakTokensPerSec: the highest TokensPerSec seen.
+	FillRate            float64            `json:"fill_rate"`
+	FillRateByChannel   map[string]float64 `json:"fill_rate_by_channel"`
+	Efficiency          float64            `json:"efficiency"`
+	EfficiencyByChannel map[string]float64 `json:"efficiency_by_channel"`
+	EfficiencySamples   int                `json:"efficiency_samples"`
+	Utilization         float64            `json:"utilization"`
+	PeakTokensPerSec    float64            `json:"peak_tokens_per_sec"`
 }
 
 // window keeps the most recent samples for percentiles.
@@ -139,6 +153,7 @@ type recorder struct {
 	rate                           []ratePoint
 	sleeps, wakes                  uint64
 	lastWake                       time.Duration
+	dash                           dashboard
 }
 
 type ratePoint struct {
@@ -195,4 +210,5 @@ func (r *recorder) fill(s *Stats, now time.Time) {
 		s.Finished[k] = v
 	}
 	s.TTFT, s.InterToken, s.QueueTime, s.E2E = r.ttft.dist(), r.itl.dist(), r.queue.dist(), r.e2e.dist()
+	r.dash.fill(s, now)
 }

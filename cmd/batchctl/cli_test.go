@@ -130,8 +130,16 @@ func TestStatsForPeople(t *testing.T) {
 	if !listed {
 		t.Fatalf("no request was ever listed in flight:\n%s", out)
 	}
-	if out, _, code := ctlRun("stats", "--json", "--socket", sock); code != 0 || !strings.Contains(out, `"kv_blocks_total"`) {
+	if out, _, code := ctlRun("stats", "--json", "--socket", sock); code != 0 || !strings.Contains(out, `"kv_blocks_total"`) ||
+		!strings.Contains(out, `"health"`) || !strings.Contains(out, `"fill_rate"`) {
 		t.Fatalf("stats --json: %d %s", code, out)
+	}
+	if !strings.Contains(out, "Dashboard") || !strings.Contains(out, "Health") {
+		t.Fatalf("stats lacks the dashboard:\n%s", out)
+	}
+	out, errs, code = ctlRun("top", "--count", "2", "--interval", "100ms", "--socket", sock)
+	if code != 0 || strings.Count(out, "\x1b[H\x1b[2J") != 2 || !strings.Contains(out, "health") || !strings.Contains(out, "fill") {
+		t.Fatalf("top: exit %d %q %q", code, out, errs)
 	}
 	out, errs, code = ctlRun("generate", "hi", "--max-tokens", "3", "--verbose", "--socket", sock)
 	if code != 0 || !regexp.MustCompile(`^request \d+ \(batchctl cancel \d+\)\n`).MatchString(errs) {

@@ -77,6 +77,7 @@ var commands = []command{
 	{"chat", "[--system TEXT] [--message TEXT] [flags]", "Chat with the model: type messages, replies stream; the model's chat template renders the conversation.", chatCmd},
 	{"cancel", "ID", "Cancel request ID: your own, or anyone's for an admin.", cancelCmd},
 	{"stats", "[--json]", "Show the engine's figures and the requests in flight.", statsCmd},
+	{"top", "[--interval D] [--count N]", "A live view: requests, queue, KV use, tokens/s, batch fill, health, the controller's moves.", topCmd},
 	{"health", "[--json]", "Show the daemon's state; exit status 0 only when it is ready.", healthCmd},
 	{"reload", "", "Re-read the daemon's config file, as SIGHUP does (admins): the way to apply a change that widens access.", reloadCmd},
 	{"embed", "[--model M] [--dimensions N] TEXT...", "Print each TEXT's embedding as a JSON array, one per line.", embedCmd},

@@ -39,6 +39,11 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 	row("Batching", fmt.Sprintf("up to %s sequences and %s tokens a step", count(s.MaxNumSeqs), count(s.MaxNumBatchedTokens)),
 		fmt.Sprintf("mean batch %.1f over %s steps", s.MeanBatchSize, count(s.Steps)),
 		fmt.Sprintf("%s preemptions", count(s.Preemptions)))
+	row("Dashboard", fmt.Sprintf("batch fill %.0f%% (%s)", 100*s.FillRate, byChannel(s.FillRateByChannel)),
+		fmt.Sprintf("scheduling efficiency %.0f%% (%s)", 100*s.Efficiency, byChannel(s.EfficiencyByChannel)))
+	h := s.Health
+	row("Health", fmt.Sprintf("%.2f", h.Score), fmt.Sprintf("throughput %.2f, latency %.2f, utilization %.2f, memory headroom %.2f",
+		h.Throughput, h.Latency, h.Utilization, h.MemoryHeadroom))
 	if s.ForwardSeconds > 0 {
 		row("Model speed", fmt.Sprintf("%s tokens in %s of forward passes (%.0f tok/s)", count(s.ForwardTokens),
 			dur(s.ForwardSeconds), float64(s.ForwardTokens)/s.ForwardSeconds))
@@ -160,4 +165,18 @@ func printModel(w io.Writer, m *wire.ModelInfo) {
 	case m.ChatError != "":
 		fmt.Fprintf(w, "chat     off: %s\n", m.ChatError)
 	}
+}
+
+// byChannel prints per-channel fractions as percentages, in channel order.
+func byChannel(m map[string]float64) string {
+	var parts []string
+	for _, c := range []string{"realtime", "standard", "bulk"} {
+		if v, ok := m[c]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", c, 100*v))
+		}
+	}
+	if len(parts) == 0 {
+		return "no requests in the last minute"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -47,6 +47,15 @@ type StatsReport struct {
 	InterToken Dist        `msgpack:"inter_token" json:"inter_token"`
 	QueueTime  Dist        `msgpack:"queue_time" json:"queue_time"`
 	E2E        Dist        `msgpack:"e2e" json:"e2e"`
+	// The dashboard (the default model's, over the last minute): batch
+	// fill rate (running / max_num_seqs), scheduling efficiency (compute /
+	// (wait + compute) of the requests that ended), utilisation, and the
+	// health score with its components.
+	FillRate            float64            `msgpack:"fill_rate" json:"fill_rate"`
+	FillRateByChannel   map[string]float64 `msgpack:"fill_rate_by_channel" json:"fill_rate_by_channel"`
+	Efficiency          float64            `msgpack:"efficiency" json:"efficiency"`
+	EfficiencyByChannel map[string]float64 `msgpack:"efficiency_by_channel" json:"efficiency_by_channel"`
+	Health              HealthScore        `msgpack:"health" json:"health"`
 
 	Plan            Plan          `msgpack:"plan" json:"plan"`
 	Config          ConfigSummary `msgpack:"config" json:"config"`
@@ -132,6 +141,16 @@ type RequestInfo struct {
 	GeneratedTokens int     `msgpack:"generated_tokens" json:"generated_tokens"`
 	MaxTokens       int     `msgpack:"max_tokens" json:"max_tokens"`
 	CancelRequested bool    `msgpack:"cancel_requested" json:"cancel_requested"`
+}
+
+// HealthScore is the health score (0 to 1: 0.4 x throughput + 0.3 x latency +
+// 0.2 x utilization + 0.1 x memory headroom) and its components.
+type HealthScore struct {
+	Score          float64 `msgpack:"score" json:"score"`
+	Throughput     float64 `msgpack:"throughput" json:"throughput"`           // tokens/s over the engine's best
+	Latency        float64 `msgpack:"latency" json:"latency"`                 // TTFT objective / p99 TTFT, at most 1
+	Utilization    float64 `msgpack:"utilization" json:"utilization"`         // forward time / wall time
+	MemoryHeadroom float64 `msgpack:"memory_headroom" json:"memory_headroom"` // KV blocks free
 }
 
 // ModelInfo describes the loaded model in a health reply.
