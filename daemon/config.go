@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -52,6 +53,10 @@ type Config struct {
 	// DefaultModel names the model a request without one gets when
 	// model.path is empty ("": such requests are refused) (restart).
 	DefaultModel string `toml:"default_model"`
+	// StateDir holds what outlives the process (the saved prefix cache);
+	// default: systemd's $STATE_DIRECTORY (/var/lib/batchd), else none (restart).
+	StateDir    string            `toml:"state_dir"`
+	PrefixCache PrefixCacheConfig `toml:"prefix_cache"`
 	// Compliance rules for regulated requests ([[compliance]]), checked at
 	// start and on every reload: a config that breaks one is refused whole.
 	Compliance []ComplianceRule `toml:"compliance"`
@@ -266,6 +271,9 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Server.Socket, "BATCHD_SOCKET")
 	set(&c.Server.HTTPSocket, "BATCHD_HTTP_SOCKET")
 	set(&c.LogLevel, "BATCHD_LOG_LEVEL")
+	if c.StateDir == "" { // systemd's StateDirectory= (the first, if several)
+		c.StateDir, _, _ = strings.Cut(getenv("STATE_DIRECTORY"), ":")
+	}
 }
 
 // Validate reports every problem at once.
@@ -313,6 +321,33 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Engine.validateNames()...)
+	errs = append(errs, c.validateChannels()...)
+	users, err := resolveUserChannels(c.Routing.Users)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	level, err := parseLevel(c.LogLevel)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, c.validateDurations()...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := errors.Join(c.checkCompliance(), c.PrefixCache.check()); err != nil {
+		return err
+	}
+	keys, anon, err := resolveAPIKeys(c.Server)
+	if err != nil {
+		return err
+	}
+	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level, apiKeys: keys, anonymous: anon}
+	return nil
+}
+
+// validateChannels checks the channels and the routing to them.
+func (c *Config) validateChannels() []error {
+	var errs []error
 	for name, ch := range c.Channels {
 		if !channels[name] || name == "" {
 			errs = append(errs, fmt.Errorf("channels.%s: want realtime, standard or bulk", name))
@@ -326,27 +361,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("routing.tags.%s = %q: want realtime, standard or bulk", tag, ch))
 		}
 	}
-	users, err := resolveUserChannels(c.Routing.Users)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	level, err := parseLevel(c.LogLevel)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	errs = append(errs, c.validateDurations()...)
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if err := c.checkCompliance(); err != nil {
-		return err
-	}
-	keys, anon, err := resolveAPIKeys(c.Server)
-	if err != nil {
-		return err
-	}
-	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level, apiKeys: keys, anonymous: anon}
-	return nil
+	return errs
 }
 
 // validateDurations checks the durations.

@@ -66,6 +66,8 @@ func restartFields() []restartField {
 		field("keep_alive", func(c *Config) *KeepAlive { return &c.KeepAlive }),
 		field("models", func(c *Config) *map[string]ModelEntry { return &c.Models }),
 		field("default_model", func(c *Config) *string { return &c.DefaultModel }),
+		field("state_dir", func(c *Config) *string { return &c.StateDir }),
+		field("prefix_cache", func(c *Config) *PrefixCacheConfig { return &c.PrefixCache }),
 	}
 	// A channel's share, queue limit and deadline are the engine's from
 	// start; its latency targets (metrics) apply live.

@@ -319,6 +319,10 @@ func (d *Daemon) startModels(cfg Config, met *metrics) (*Runtime, error) {
 	lease.Release()
 	rt := lease.Instance.(*Runtime)
 	mgr.SetMemoryBytes(int64(rt.Plan.MemoryBytes))
+	if err := d.pinPrefixes(rt, cfg.PrefixCache); err != nil {
+		_ = mgr.Close()
+		return nil, err
+	}
 	return rt, nil
 }
 

@@ -511,5 +511,14 @@ func engineConfig(c Config, configPath string) EngineConfig {
 		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
 		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.scheduler(),
 		MaxQueue: c.Engine.MaxQueue, Adaptive: c.Engine.Adaptive == nil || *c.Engine.Adaptive,
-		TTFTTarget: c.Channels["realtime"].TTFTTarget.Duration, ITLTarget: c.Channels["realtime"].ITLTarget.Duration}
+		TTFTTarget: c.Channels["realtime"].TTFTTarget.Duration, ITLTarget: c.Channels["realtime"].ITLTarget.Duration,
+		CacheDir: c.cacheDir()}
+}
+
+// cacheDir is where prefix caches persist ("": they do not).
+func (c *Config) cacheDir() string {
+	if c.PrefixCache.Persist != nil && !*c.PrefixCache.Persist {
+		return ""
+	}
+	return c.StateDir
 }

@@ -64,6 +64,9 @@ type EngineConfig struct {
 	// TTFTTarget and ITLTarget are its latency objectives.
 	Adaptive              bool
 	TTFTTarget, ITLTarget time.Duration
+	// CacheDir keeps the model's prefix cache across restarts and sleeps
+	// (a file per model under it); "" does not.
+	CacheDir string
 }
 
 // Runtime is a loaded model with its backend and a running engine loop.
@@ -178,9 +181,10 @@ func (p *preparedEngine) start() (*Runtime, error) {
 		adaptive = &engine.ControllerConfig{MinSeqs: 1, MaxSeqs: sc.MaxNumSeqs, MinTokens: min(64, sc.MaxNumBatchedTokens),
 			MaxTokens: sc.MaxNumBatchedTokens, TTFTTarget: cfg.TTFTTarget, ITLTarget: cfg.ITLTarget}
 	}
+	cacheFile, cacheID := cacheFileOf(cfg, m, be, kvType)
 	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
-		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate})
+		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}

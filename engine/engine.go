@@ -45,6 +45,12 @@ type Options struct {
 	// Gate, when set, is held for each forward pass: engines sharing one
 	// take turns on the machine's cores, a step each (see ComputeGate).
 	Gate *ComputeGate
+	// CacheFile, when set, keeps the prefix cache across restarts and
+	// sleeps: written at shutdown and before a sleep, read at start and
+	// after a wake when its CacheIdentity (the model's and the numerics')
+	// matches; another or a corrupt file is ignored with a log line. The
+	// backend must be a backend.BlockStore.
+	CacheFile, CacheIdentity string
 }
 
 // Engine owns the scheduler, the KV pool and the backend, and runs them from
@@ -74,6 +80,7 @@ type Engine struct {
 	cancels      []cancelReq
 	newCfg       *SchedulerConfig
 	sleepReq     bool
+	warm         warmState // pinned prefixes and the saved prefix cache (warm.go)
 	sleepWeights bool
 	live         map[uint64]*reqState
 	pending      int            // accepted, not yet scheduled
@@ -117,6 +124,7 @@ type reqState struct {
 	seq        *Sequence
 	stream     *Stream
 	sampler    *sample.Sampler
+	pinAs      kvcache.SeqID // a pinned prefix's: its blocks are kept under this id once prefilled
 	detok      *tokenizer.Detokenizer
 	stop       stopMatcher
 	stopIDs    []int
@@ -194,6 +202,8 @@ func New(o Options) (*Engine, error) {
 		st := e.ctrl.State() // its series exist from the start, not after the first interval
 		e.snap.Controller = &st
 	}
+	e.warm.file, e.warm.identity = o.CacheFile, o.CacheIdentity
+	e.loadCache("start")
 	e.heartbeat.Store(e.now().UnixNano())
 	e.publish()
 	return e, nil
@@ -246,7 +256,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	id := e.ids.Add(1)
 	now := e.now()
 	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
-		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens, Embed: r.Embed != nil, Salt: kvcache.Salt(r.CacheSalt)}
+		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens, Embed: r.Embed != nil, Prefill: r.Prefill, Salt: kvcache.Salt(r.CacheSalt)}
 	if r.Embed != nil {
 		rs.pool = &pooler{embed: *r.Embed}
 	}

@@ -30,6 +30,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		}
 		e.takeInbox(now)
+		e.wakeForWork()
+		e.applyPins()
 		e.control(now)
 		e.sched.stepCap = e.contendedCap()
 		e.sched.embedTokens = int(e.prefillRate * embedStep.Seconds()) // 0 until a rate is known
@@ -154,6 +156,12 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		e.sched.Advance(sc)
 		if sc.Start < sc.Seq.PromptLen {
 			prompt += min(sc.Start+sc.N, sc.Seq.PromptLen) - sc.Start
+		}
+		if sc.Seq.Prefill {
+			if sc.Start+sc.N >= sc.Seq.PromptLen {
+				e.prefilled(rs, now)
+			}
+			continue
 		}
 		if sc.Hidden && rs.pool != nil {
 			e.pooled(rs, sc, logits[i], now)
@@ -382,6 +390,7 @@ func (e *Engine) shutdown() {
 	e.closed = true
 	e.mu.Unlock()
 	e.takeInbox(e.now())
+	defer e.saveCache("shutdown") // after the requests have ended
 	now := e.now()
 	for _, rs := range e.states {
 		if rs.done != nil { // ended in a batch that will not finish now
@@ -407,6 +416,7 @@ func (e *Engine) publish() {
 		s.WaitingByChannel[rs.req.Channel]++
 	}
 	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached = u.Total, u.Used, u.Cached
+	s.KVBlocksPinned = e.pinnedBlocks()
 	s.KVUsage = float64(u.Used) / float64(u.Total)
 	s.BlockSize = e.pool.BlockSize()
 	s.PrefixQueries, s.PrefixHits = u.Queries, u.Hits

@@ -88,6 +88,10 @@ type Request struct {
 	Preserve []int
 	// Embed, when set, makes this an embedding request (see Embed).
 	Embed *Embed
+	// Prefill computes the prompt into the prefix cache and generates
+	// nothing (warming the cache ahead of a peak): the request ends with
+	// FinishStop once its prompt is computed; its full blocks stay cached.
+	Prefill bool
 }
 
 // LogValue keeps prompt text out of logs.
@@ -186,17 +190,12 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 	if len(r.Tokens) == 0 {
 		errs = append(errs, errors.New("empty prompt"))
 	}
-	if r.Embed == nil && !m.Generates() {
-		errs = append(errs, fmt.Errorf("%s is an embedding model: it does not generate", c.Arch))
-	}
+	errs = append(errs, checkKind(r, m)...)
 	for _, t := range r.Tokens {
 		if t < 0 || t >= c.Vocab {
 			errs = append(errs, fmt.Errorf("token id %d outside the vocab of %d", t, c.Vocab))
 			break
 		}
-	}
-	if len(r.CacheSalt) > MaxCacheSaltBytes {
-		errs = append(errs, fmt.Errorf("cache_salt of %d bytes: at most %d", len(r.CacheSalt), MaxCacheSaltBytes))
 	}
 	if len(r.Stop) > MaxStopStrings {
 		errs = append(errs, fmt.Errorf("%d stop strings: at most %d", len(r.Stop), MaxStopStrings))
@@ -256,4 +255,20 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 			ErrInvalidArgument, len(r.Tokens), r.MaxTokens, need, maxSeqBlocks)
 	}
 	return r, nil
+}
+
+// checkKind refuses what the request's kind (generation, embedding,
+// prefill) and the model cannot do together.
+func checkKind(r Request, m *model.Model) []error {
+	var errs []error
+	if r.Prefill && (r.Embed != nil || r.Grammar != nil || r.Logprobs) {
+		errs = append(errs, errors.New("a prefill generates nothing: no embedding, grammar or logprobs"))
+	}
+	if r.Embed == nil && !m.Generates() {
+		errs = append(errs, fmt.Errorf("%s is an embedding model: it does not generate", m.Config.Arch))
+	}
+	if len(r.CacheSalt) > MaxCacheSaltBytes {
+		errs = append(errs, fmt.Errorf("cache_salt of %d bytes: at most %d", len(r.CacheSalt), MaxCacheSaltBytes))
+	}
+	return errs
 }

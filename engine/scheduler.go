@@ -151,6 +151,8 @@ type Sequence struct {
 	// Embed: the prompt is all there is (an embedding); every token is
 	// computed, none served from the prefix cache.
 	Embed bool
+	// Prefill: the prompt is computed into the cache, nothing sampled.
+	Prefill bool
 	// Salt roots its prefix-cache chain (kvcache.Salt of Request.CacheSalt):
 	// it shares blocks only with sequences of the same salt.
 	Salt  kvcache.Hash
@@ -181,7 +183,7 @@ type Step struct {
 
 func (st *Step) add(seq *Sequence, n int) {
 	st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed, N: n,
-		Logits: !seq.Embed && seq.Computed+n == len(seq.Tokens), Hidden: seq.Embed})
+		Logits: !seq.Embed && !seq.Prefill && seq.Computed+n == len(seq.Tokens), Hidden: seq.Embed})
 	st.Tokens += n
 	if seq.FirstSched.IsZero() {
 		seq.FirstSched = st.Now

@@ -32,6 +32,8 @@ func (e *Engine) maybeSleep() {
 	if !ok {
 		return
 	}
+	e.saveCache("sleep")
+	e.unpin()
 	e.pool.ResetCache()
 	if err := sl.Release(weights); err != nil {
 		e.log.Error("release memory for sleep", "err", err)
@@ -55,6 +57,10 @@ func (e *Engine) wakeUp() error {
 		return err
 	}
 	e.asleep.Store(false)
+	e.loadCache("wake")
+	e.mu.Lock()
+	e.warm.repin = len(e.warm.pins) > 0
+	e.mu.Unlock()
 	d := time.Since(start)
 	e.mu.Lock()
 	e.rec.wakes++
@@ -62,4 +68,15 @@ func (e *Engine) wakeUp() error {
 	e.mu.Unlock()
 	e.log.Info("woke up", "wake_seconds", d.Seconds())
 	return nil
+}
+
+// wakeForWork wakes a sleeping engine that has requests waiting before
+// they are scheduled, so the saved prefix cache is read back before the
+// first of them looks it up.
+func (e *Engine) wakeForWork() {
+	if e.asleep.Load() && e.sched.Waiting() > 0 {
+		if err := e.wakeUp(); err != nil {
+			e.log.Error("wake from sleep failed", "err", err)
+		}
+	}
 }

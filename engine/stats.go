@@ -30,7 +30,8 @@ type Stats struct {
 	KVBlocksTotal  int     `json:"kv_blocks_total"`
 	KVBlocksUsed   int     `json:"kv_blocks_used"`
 	KVBlocksCached int     `json:"kv_blocks_cached"`
-	KVUsage        float64 `json:"kv_usage"` // used / total
+	KVUsage        float64 `json:"kv_usage"`         // used / total
+	KVBlocksPinned int     `json:"kv_blocks_pinned"` // held by pinned prefixes (of the used)
 	BlockSize      int     `json:"block_size"`
 
 	PrefixQueries uint64 `json:"prefix_cache_queries"` // prompt tokens looked up

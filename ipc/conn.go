@@ -189,6 +189,13 @@ func (c *conn) dispatch(h wire.Header, body []byte) {
 			return
 		}
 		c.embed(&m)
+	case wire.TypeWarm:
+		var m wire.Warm
+		if err := wire.Decode(body, &m); err != nil {
+			c.sendErr(h.ID, decodeErr("warm", err))
+			return
+		}
+		c.warm(&m)
 	case wire.TypeLoad, wire.TypeUnload:
 		var m wire.Load
 		if err := wire.Decode(body, &m); err != nil {
@@ -385,6 +392,36 @@ func (c *conn) embed(m *wire.Embed) {
 			return
 		}
 		res.Type, res.ID = wire.TypeEmbed, m.ID
+		c.send(res)
+	}()
+}
+
+// warm prefills into the prefix cache in its own goroutine, counted
+// against the user's cap like a request.
+func (c *conn) warm(m *wire.Warm) {
+	wm, ok := c.s.backend.(Warmer)
+	switch {
+	case !c.s.policy.Load().Allowed(c.peer):
+		c.sendErr(m.ID, wire.ErrPermissionDenied)
+		return
+	case !ok:
+		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "warm: this server has no prefix cache to warm"))
+		return
+	}
+	if err := c.s.AcquireUser(c.peer); err != nil {
+		c.sendErr(m.ID, err)
+		return
+	}
+	c.pumps.Add(1)
+	go func() {
+		defer c.pumps.Done()
+		res, err := wm.Warm(c.ctx, c.peer, m)
+		c.release()
+		if err != nil {
+			c.sendErr(m.ID, err)
+			return
+		}
+		res.Type, res.ID = wire.TypeWarm, m.ID
 		c.send(res)
 	}()
 }

@@ -51,6 +51,11 @@ type Embedder interface {
 	Embed(ctx context.Context, p Peer, e *wire.Embed) (*wire.Embed, error)
 }
 
+// Warmer is a Backend that prefills prompts into its prefix cache (wire.Warm).
+type Warmer interface {
+	Warm(ctx context.Context, p Peer, w *wire.Warm) (*wire.Warm, error)
+}
+
 // Reloader is a Backend that can reload its configuration on an admin's
 // request (wire.Reload); a Backend without it answers that it cannot.
 type Reloader interface {

@@ -301,3 +301,63 @@ func TestSaltedChains(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRenameAndAdopt: a renamed table keeps its blocks from eviction
+// until freed under its new id; Cached lists indexed blocks in use first,
+// then in eviction order; adopting them into a fresh pool rebuilds the
+// index and that order, never evicting, never twice.
+func TestRenameAndAdopt(t *testing.T) {
+	p := newPool(t, 4, true)
+	a, b := seqTokens(1, 32), seqTokens(100, 16)
+	if err := p.Allocate(1, nil, 32); err != nil {
+		t.Fatal(err)
+	}
+	p.Commit(1, Hash{}, a)
+	if !p.Rename(1, 1<<62) || p.Rename(1, 7) {
+		t.Fatal("rename")
+	}
+	if err := p.Allocate(2, nil, 16); err != nil {
+		t.Fatal(err)
+	}
+	p.Commit(2, Hash{}, b)
+	p.Free(2)
+	// Two blocks left on the free list; asking for three must not take the pinned ones.
+	if err := p.Allocate(3, nil, 48); err == nil {
+		t.Fatal("allocated over a pinned table")
+	}
+	cached, pinned := p.Cached(), p.Blocks(1<<62)
+	if len(cached) != 3 || cached[0].ID != pinned[0] || cached[1].ID != pinned[1] || cached[2].Hash != ChainHash(Hash{}, b) {
+		t.Fatalf("cached %v, pinned %v", cached, pinned)
+	}
+	if _, n := p.Lookup(Hash{}, a); n != 32 {
+		t.Fatalf("pinned prefix: %d tokens cached", n)
+	}
+	q := newPool(t, 4, true)
+	for _, c := range cached {
+		if _, ok := q.Adopt(c.Hash); !ok {
+			t.Fatalf("adopt %x", c.Hash)
+		}
+	}
+	if _, ok := q.Adopt(cached[0].Hash); ok {
+		t.Error("adopted a hash twice")
+	}
+	if _, n := q.Lookup(Hash{}, a); n != 32 {
+		t.Errorf("adopted prefix: %d tokens", n)
+	}
+	if _, n := q.Lookup(Hash{}, b); n != 16 {
+		t.Errorf("adopted block b: %d tokens", n)
+	}
+	if _, ok := q.Adopt(Salt("x")); ok { // the fourth block is free and unhashed: fine
+	} else {
+		t.Error("adopt onto the last free block")
+	}
+	if _, ok := q.Adopt(Salt("y")); ok {
+		t.Error("adopt evicted a cached block")
+	}
+	p.Free(1 << 62)
+	for _, pool := range []*Pool{p, q} {
+		if err := pool.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

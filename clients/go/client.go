@@ -7,6 +7,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -303,6 +304,21 @@ func (c *Client) Embed(ctx context.Context, r EmbedRequest) ([][]float32, int, e
 		return e
 	}, &res)
 	return res.Embeddings, res.PromptTokens, err
+}
+
+// Warm prefills prompts and chat prefixes (each an OpenAI-style messages
+// array) into model's prefix cache; it returns the prompt tokens computed
+// and, of those, how many were cached already.
+func (c *Client) Warm(ctx context.Context, model string, prompts []string, chats []json.RawMessage) (tokens, cached int, err error) {
+	var res wire.Warm
+	err = c.call(ctx, func(id uint64) any {
+		w := &wire.Warm{Type: wire.TypeWarm, ID: id, Model: model, Prompts: prompts}
+		for _, m := range chats {
+			w.Messages = append(w.Messages, wire.JSON(m))
+		}
+		return w
+	}, &res)
+	return res.Tokens, res.Cached, err
 }
 
 // Health returns the daemon's state and model.

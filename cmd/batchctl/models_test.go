@@ -91,4 +91,22 @@ func TestEmbedCommand(t *testing.T) {
 	if _, code := ctl("embed"); code != 2 {
 		t.Errorf("embed without text: exit %d, want 2", code)
 	}
+	// warm: a JSONL file of prompts; the second time every full block is cached.
+	file := filepath.Join(dir, "warm.jsonl")
+	text := `{"prompt": "` + strings.Repeat("warm this prompt before the peak ", 6) + `"}` + "\n\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := ctl("warm", file); code != 0 || !strings.Contains(out, "warmed 1 prompts") || !strings.Contains(out, " 0 of them") {
+		t.Errorf("warm: %d %s", code, out)
+	}
+	if out, code := ctl("warm", file); code != 0 || strings.Contains(out, " 0 of them") {
+		t.Errorf("warm again: %d %s (want cached tokens)", code, out)
+	}
+	if err := os.WriteFile(file, []byte("{\"neither\": 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := ctl("warm", file); code != 2 {
+		t.Errorf("warm with a bad line: %d %s, want exit 2", code, out)
+	}
 }

@@ -71,6 +71,15 @@ type Bidirectional interface {
 	Bidirectional() bool
 }
 
+// BlockStore is a backend whose KV blocks can be read and written whole,
+// so that the prefix cache outlives the process (saved at drain or sleep,
+// read back at start or wake).
+type BlockStore interface {
+	BlockBytes() int               // one block's K and V over every layer
+	ReadBlock(id int, dst []byte)  // len(dst) == BlockBytes()
+	WriteBlock(id int, src []byte) // the inverse
+}
+
 // Batch is one forward step over any mix of prefill chunks and decode tokens.
 type Batch struct {
 	Seqs []SeqInput

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -212,6 +214,18 @@ func (m *Model) WeightBytes() int {
 // attention: an encoder (or a decoder its file makes bidirectional) only
 // embeds.
 func (m *Model) Generates() bool { return m.Output != nil && !m.Config.NonCausal }
+
+// Digest identifies the file's contents cheaply: SHA-256 over its size and
+// its first and last 8 MiB (the header, the tensor directory, the first
+// and last tensors), for caches that must not outlive the weights.
+func (m *Model) Digest() string {
+	const span = 8 << 20
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\n", len(m.mapped))
+	h.Write(m.mapped[:min(span, len(m.mapped))])
+	h.Write(m.mapped[max(0, len(m.mapped)-span):])
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // FileBytes returns the size of the mapped model file: the weights' resident memory.
 func (m *Model) FileBytes() int64 { return int64(len(m.mapped)) }

@@ -23,6 +23,7 @@ const (
 	TypeLoad      = "load"
 	TypeUnload    = "unload"
 	TypeEmbed     = "embed"
+	TypeWarm      = "warm"
 	TypeError     = "error"
 )
 
@@ -330,6 +331,26 @@ type Embed struct {
 	Embeddings   [][]float32 `msgpack:"embeddings,omitempty"`
 	PromptTokens int         `msgpack:"prompt_tokens,omitempty"`
 }
+
+// Warm prefills prompts (Prompts: texts, as a submit's prompt) and chat
+// prefixes (Messages: an OpenAI-style messages array each, rendered by the
+// model's chat template without a generation prompt) into the model's
+// prefix cache, generating nothing, e.g. before a known peak. The reply
+// has the same type, with Tokens (prompt tokens computed) and Cached (of
+// those, already cached). At most MaxWarmEntries entries.
+type Warm struct {
+	Type     string   `msgpack:"type"`
+	ID       uint64   `msgpack:"id"`
+	Model    string   `msgpack:"model,omitempty"`
+	Prompts  []string `msgpack:"prompts,omitempty"`
+	Messages []JSON   `msgpack:"messages,omitempty"`
+	// Reply.
+	Tokens int `msgpack:"tokens,omitempty"`
+	Cached int `msgpack:"cached,omitempty"`
+}
+
+// MaxWarmEntries bounds one warm request's prompts and chats together.
+const MaxWarmEntries = 1024
 
 // MaxEmbedInputs bounds the inputs of one embed request (OpenAI's limit).
 const MaxEmbedInputs = 2048

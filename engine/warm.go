@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/kvcache"
+)
+
+// warmState is what keeps the prefix cache warm: prefixes pinned in it
+// (system prompts, few-shot blocks: prefilled at start and after a wake,
+// never evicted) and the file that carries it across restarts and sleeps.
+type warmState struct {
+	file, identity string
+	pins           [][]int
+	pinIDs         []kvcache.SeqID
+	repin          bool
+}
+
+// pinBase marks the block tables of pinned prefixes: no request id reaches it.
+const pinBase = kvcache.SeqID(1 << 62)
+
+// SetPins replaces the pinned prefixes: the old ones are released and
+// these prefilled (from the next step, beside other work, in the bulk
+// channel) and held in the prefix cache for good. After a wake they are
+// prefilled again. Each prompt's full blocks are what a request sharing
+// its start finds cached.
+func (e *Engine) SetPins(prompts [][]int) {
+	e.mu.Lock()
+	e.warm.pins, e.warm.repin = prompts, true
+	e.mu.Unlock()
+	e.poke()
+}
+
+// Pinned returns how many KV blocks the pinned prefixes hold.
+func (e *Engine) pinnedBlocks() int {
+	n := 0
+	for _, id := range e.warm.pinIDs {
+		n += len(e.pool.Blocks(id))
+	}
+	return n
+}
+
+// applyPins runs in the loop: it releases the old pins and submits the
+// new ones' prefills.
+func (e *Engine) applyPins() {
+	e.mu.Lock()
+	repin, pins := e.warm.repin, e.warm.pins
+	e.warm.repin = false
+	e.mu.Unlock()
+	if !repin {
+		return
+	}
+	e.unpin()
+	for i, toks := range pins {
+		rs, err := e.submit(Request{Tokens: toks, Prefill: true, Channel: "bulk"})
+		if err != nil {
+			e.log.Warn("pinned prefix refused", "index", i, "tokens", len(toks), "err", err)
+			continue
+		}
+		rs.pinAs = pinBase + kvcache.SeqID(i)
+	}
+}
+
+// submit queues an engine-made request and returns its state (in the
+// inbox until the loop's next turn).
+func (e *Engine) submit(r Request) (*reqState, error) {
+	st, err := e.Submit(context.Background(), r)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.live[st.ID()], nil
+}
+
+// unpin releases every pinned prefix's blocks to the cache's LRU.
+func (e *Engine) unpin() {
+	for _, id := range e.warm.pinIDs {
+		e.pool.Free(id)
+	}
+	e.warm.pinIDs = nil
+}
+
+// prefilled ends a prefill-only request whose prompt is all computed (and
+// its full blocks committed); a pin keeps its blocks.
+func (e *Engine) prefilled(rs *reqState, now time.Time) {
+	if rs.pinAs != 0 && e.pool.Rename(kvcache.SeqID(rs.seq.ID), rs.pinAs) {
+		e.warm.pinIDs = append(e.warm.pinIDs, rs.pinAs)
+	}
+	if rs.firstToken.IsZero() {
+		rs.firstToken = now
+	}
+	e.finish(rs, FinishStop, nil, now)
+}
+
+// cacheMagic starts a saved prefix cache; the format is: magic, the
+// identity, block size and block bytes, a count, then count blocks of
+// (hash, K and V), then the SHA-256 of everything before it.
+const cacheMagic = "batchd prefix cache 1\n"
+
+// saveCache writes every indexed block to the cache file (atomically: a
+// temporary file renamed over it), so a later start or wake reads it back.
+func (e *Engine) saveCache(why string) {
+	bs, ok := e.backend.(backend.BlockStore)
+	if e.warm.file == "" || !ok || e.asleep.Load() {
+		return
+	}
+	start := time.Now()
+	n, err := e.writeCache(bs)
+	if err != nil {
+		e.log.Warn("prefix cache not saved", "file", e.warm.file, "why", why, "err", err)
+		return
+	}
+	e.log.Info("prefix cache saved", "file", e.warm.file, "why", why, "blocks", n, "seconds", time.Since(start).Seconds())
+}
+
+func (e *Engine) writeCache(bs backend.BlockStore) (int, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(e.warm.file), ".prefix-cache-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	blocks := e.pool.Cached()
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<20)
+	head := []byte(cacheMagic)
+	head = binary.LittleEndian.AppendUint32(head, uint32(len(e.warm.identity)))
+	head = append(head, e.warm.identity...)
+	for _, v := range []int{e.pool.BlockSize(), bs.BlockBytes(), len(blocks)} {
+		head = binary.LittleEndian.AppendUint32(head, uint32(v))
+	}
+	_, err = w.Write(head)
+	buf := make([]byte, bs.BlockBytes())
+	for _, b := range blocks {
+		if err != nil {
+			break
+		}
+		bs.ReadBlock(b.ID, buf)
+		if _, err = w.Write(b.Hash[:]); err == nil {
+			_, err = w.Write(buf)
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		_, err = tmp.Write(h.Sum(nil))
+	}
+	if err = errors.Join(err, tmp.Chmod(0o600), tmp.Close()); err != nil {
+		return 0, err
+	}
+	return len(blocks), os.Rename(tmp.Name(), e.warm.file)
+}
+
+// loadCache reads the cache file into the empty pool. A file made for
+// another identity or layout, or whose checksum fails, is ignored with a
+// log line and nothing of it stays.
+func (e *Engine) loadCache(why string) {
+	bs, ok := e.backend.(backend.BlockStore)
+	if e.warm.file == "" || !ok {
+		return
+	}
+	f, err := os.Open(e.warm.file)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		var n int
+		n, err = e.readCache(bufio.NewReaderSize(f, 1<<20), bs)
+		f.Close()
+		if err == nil {
+			e.log.Info("prefix cache loaded", "file", e.warm.file, "why", why, "blocks", n)
+			return
+		}
+	}
+	e.pool.ResetCache()
+	e.log.Warn("prefix cache file ignored", "file", e.warm.file, "why", why, "err", err)
+}
+
+func (e *Engine) readCache(r io.Reader, bs backend.BlockStore) (int, error) {
+	h := sha256.New()
+	tr := io.TeeReader(r, h)
+	magic := make([]byte, len(cacheMagic))
+	if _, err := io.ReadFull(tr, magic); err != nil || string(magic) != cacheMagic {
+		return 0, fmt.Errorf("not a prefix cache file (%v)", err)
+	}
+	idLen, err := readU32(tr)
+	if err != nil || idLen > 1<<16 {
+		return 0, fmt.Errorf("identity of %d bytes (%v)", idLen, err)
+	}
+	id := make([]byte, idLen)
+	if _, err := io.ReadFull(tr, id); err != nil || string(id) != e.warm.identity {
+		return 0, fmt.Errorf("made for %q, this engine is %q", id, e.warm.identity)
+	}
+	var geo [3]uint32
+	for i := range geo {
+		if geo[i], err = readU32(tr); err != nil {
+			return 0, err
+		}
+	}
+	if int(geo[0]) != e.pool.BlockSize() || int(geo[1]) != bs.BlockBytes() || int(geo[2]) > e.pool.NumBlocks() {
+		return 0, fmt.Errorf("blocks of %d tokens and %d bytes, %d of them: this pool has %d of %d tokens, %d bytes",
+			geo[0], geo[1], geo[2], e.pool.NumBlocks(), e.pool.BlockSize(), bs.BlockBytes())
+	}
+	return e.readBlocks(tr, h, int(geo[2]), bs)
+}
+
+func (e *Engine) readBlocks(tr io.Reader, h hash.Hash, count int, bs backend.BlockStore) (int, error) {
+	buf := make([]byte, bs.BlockBytes())
+	var key kvcache.Hash
+	n := 0
+	for range count {
+		if _, err := io.ReadFull(tr, key[:]); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(tr, buf); err != nil {
+			return 0, err
+		}
+		if id, ok := e.pool.Adopt(key); ok {
+			bs.WriteBlock(id, buf)
+			n++
+		}
+	}
+	sum := h.Sum(nil)
+	got := make([]byte, len(sum))
+	if _, err := io.ReadFull(tr, got); err != nil || string(got) != string(sum) {
+		return 0, fmt.Errorf("checksum mismatch: the file is damaged (%v)", err)
+	}
+	return n, nil
+}
+
+func readU32(r io.Reader) (uint32, error) {
+	var b [4]byte
+	_, err := io.ReadFull(r, b[:])
+	return binary.LittleEndian.Uint32(b[:]), err
+}

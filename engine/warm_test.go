@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/backend/cpu"
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// warmEngine runs an engine over a small pool whose prefix cache lives in
+// file under identity; stop ends its loop (which saves the cache).
+func warmEngine(t *testing.T, m *model.Model, file, identity string) (*Engine, func()) {
+	t.Helper()
+	be, err := cpu.New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{Model: m, Backend: be, NumBlocks: 64, BlockSize: 4, CacheFile: file, CacheIdentity: identity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.afterStep = func() {
+		if err := e.pool.Check(); err != nil {
+			t.Errorf("KV pool: %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = e.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-e.Done()
+			be.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return e, stop
+}
+
+// TestPinsAndSavedPrefixCache: a pinned prefix is prefilled at once and
+// survives a load that evicts everything else; the prefix cache, saved at
+// sleep and at shutdown, comes back after the wake and in a new engine,
+// with the tokens unchanged; a file of another identity, or a damaged one,
+// is ignored.
+func TestPinsAndSavedPrefixCache(t *testing.T) {
+	m := loadModel(t, "gguf")
+	g := testmodels.Goldens(t)[2] // 13 prompt tokens: 3 full blocks of 4
+	req := Request{Prompt: g.Prompt, MaxTokens: g.MaxTokens(), StopTokenIDs: g.StopTokenIDs()}
+	prefix, err := m.Tokenizer.Tokenize(context.Background(), g.Prompt, tokenizer.Options{AddSpecial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "prefix-cache")
+	e, stop := warmEngine(t, m, file, "model-a")
+	e.SetPins([][]int{prefix[:12]})
+	for deadline := time.Now().Add(10 * time.Second); e.Stats().KVBlocksPinned != 3; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pin never landed: %+v", e.Stats())
+		}
+	}
+	// Requests that need nearly every unpinned block, twice, evict all but the pin.
+	for i := range 2 {
+		run(t, e, Request{Prompt: string(rune('A'+i)) + " dog went to the market", MaxTokens: 220, IgnoreEOS: true})
+	}
+	if s := e.Stats(); s.KVBlocksPinned != 3 || s.PrefixQueries == 0 {
+		t.Fatalf("after the load: %+v", s)
+	}
+	check := func(who string, e *Engine, want int) {
+		t.Helper()
+		r := run(t, e, req)
+		checkGolden(t, g, r)
+		if r.done.Usage.CachedPromptTokens != want {
+			t.Errorf("%s: %d prompt tokens cached, want %d", who, r.done.Usage.CachedPromptTokens, want)
+		}
+	}
+	check("pinned, after an evicting load", e, 12)
+	e.Sleep(false)
+	for !e.Sleeping() {
+		runtime.Gosched()
+	}
+	check("first request after a wake (the cache saved at sleep)", e, 12)
+	stop()
+
+	e2, stop2 := warmEngine(t, m, file, "model-a")
+	check("a new engine (the cache saved at shutdown)", e2, 12)
+	stop2()
+	_, stop3 := warmEngine(t, m, file, "model-b")
+	stop3() // saves its own (empty of the prompt) cache over the file
+	e4, stop4 := warmEngine(t, m, file, "model-a")
+	check("after another identity's engine wrote the file", e4, 0)
+	stop4()
+
+	// Damage a byte in the middle of a good file: ignored, nothing loaded.
+	e5, stop5 := warmEngine(t, m, file, "model-a")
+	check("warming the file again", e5, 12)
+	stop5()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e6, _ := warmEngine(t, m, file, "model-a")
+	if s := e6.Stats(); s.KVBlocksCached != 0 {
+		t.Errorf("a damaged file left %d cached blocks", s.KVBlocksCached)
+	}
+	check("a damaged file", e6, 0)
+}
