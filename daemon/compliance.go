@@ -29,8 +29,9 @@ type ComplianceRule struct {
 	MaxDeadline   Duration `toml:"max_deadline"`
 	MaxTTFTTarget Duration `toml:"max_ttft_target"`
 	// Isolated requires the channel to be isolated (no prefix-cache
-	// sharing across users).
+	// sharing across users); OwnSteps, to run in steps of its own.
 	Isolated bool `toml:"isolated"`
+	OwnSteps bool `toml:"own_steps"`
 }
 
 // checkCompliance checks every rule against the rest of the config.
@@ -66,6 +67,9 @@ func (c *Config) checkCompliance() error {
 		}
 		if r.Isolated && !ch.Isolated {
 			fail("channels.%s must be isolated (isolated = true)", r.Channel)
+		}
+		if r.OwnSteps && !ch.OwnSteps {
+			fail("channels.%s must run in steps of its own (own_steps = true)", r.Channel)
 		}
 	}
 	return errors.Join(errs...)

@@ -165,6 +165,10 @@ type ChannelConfig struct {
 	// the same user's (a per-user salt in the block hash, as vLLM's
 	// cache_salt), so no one learns another's prompt from a cache hit.
 	Isolated bool `toml:"isolated"`
+	// OwnSteps runs the channel's requests in forward steps of their own,
+	// never batched with another channel's (steps alternate while both
+	// have work) (restart).
+	OwnSteps bool `toml:"own_steps"`
 }
 
 // RoutingConfig puts requests without an explicit channel on one.
@@ -416,7 +420,7 @@ func (c *Config) scheduler() engine.SchedulerConfig {
 func (c *Config) channelPolicies() map[string]engine.ChannelPolicy {
 	out := map[string]engine.ChannelPolicy{}
 	for name, ch := range c.Channels {
-		out[name] = engine.ChannelPolicy{Share: ch.Share, QueueLimit: ch.QueueLimit, Deadline: ch.Deadline.Duration}
+		out[name] = engine.ChannelPolicy{Share: ch.Share, QueueLimit: ch.QueueLimit, Deadline: ch.Deadline.Duration, OwnSteps: ch.OwnSteps}
 	}
 	return out
 }

@@ -75,7 +75,8 @@ func restartFields() []restartField {
 		fields = append(fields,
 			channelField(ch, "share", func(v *ChannelConfig) *float64 { return &v.Share }),
 			channelField(ch, "queue_limit", func(v *ChannelConfig) *int { return &v.QueueLimit }),
-			channelField(ch, "deadline", func(v *ChannelConfig) *Duration { return &v.Deadline }))
+			channelField(ch, "deadline", func(v *ChannelConfig) *Duration { return &v.Deadline }),
+			channelField(ch, "own_steps", func(v *ChannelConfig) *bool { return &v.OwnSteps }))
 	}
 	return fields
 }

@@ -41,6 +41,7 @@ commands:
   tokenize   print the token ids of a text (like llama.cpp's llama-tokenize)
   template   print the text the chat template makes of a conversation
   grammar    print the GBNF a JSON Schema or regex becomes (structured output)
+  tune       run the batch size x window x load matrix on --model, find the knee, recommend a setting
   version    print the version
 
 Run 'batchd <command> -h' for a command's flags.
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, env *runEnv) error {
 		return runTemplate(ctx, args[1:], env)
 	case "grammar":
 		return runGrammar(ctx, args[1:], env)
+	case "tune":
+		return runTune(ctx, args[1:], env)
 	case chat.WorkerArg: // the daemon's own child: renders chat templates (engine/chat)
 		if code := chat.RunWorker(os.Stdin, os.Stdout); code != 0 {
 			return fmt.Errorf("template worker exited %d", code)

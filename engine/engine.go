@@ -110,6 +110,10 @@ type ChannelPolicy struct {
 	Share      float64       // of each step's admission budget, under the slo policy
 	QueueLimit int           // waiting requests of this channel; 0 = only MaxQueue
 	Deadline   time.Duration // default deadline for the first token; 0 = none
+	// OwnSteps: the channel's sequences run in forward steps of their own,
+	// never batched with another channel's (an isolated channel's option:
+	// no timing one tenant could read off another's batch).
+	OwnSteps bool
 }
 
 type cancelReq struct {
@@ -323,6 +327,16 @@ func (e *Engine) SetScheduler(cfg SchedulerConfig) {
 
 // withShares fills the channel shares from the channel policies.
 func (e *Engine) withShares(cfg SchedulerConfig) SchedulerConfig {
+	if cfg.OwnSteps == nil {
+		for ch, p := range e.channels {
+			if p.OwnSteps {
+				if cfg.OwnSteps == nil {
+					cfg.OwnSteps = map[string]bool{}
+				}
+				cfg.OwnSteps[ch] = true
+			}
+		}
+	}
 	if cfg.Shares == nil && len(e.channels) > 0 {
 		cfg.Shares = map[string]float64{}
 		for ch, p := range e.channels {

@@ -91,6 +91,10 @@ type SchedulerConfig struct {
 	// slo policy (say realtime 0.5, standard 0.35, bulk 0.15); what a channel
 	// leaves unused goes to the others.
 	Shares map[string]float64
+	// OwnSteps names channels whose sequences run in steps of their own:
+	// when more than one group (each such channel, and everything else)
+	// has work, steps take the groups in turn.
+	OwnSteps map[string]bool
 }
 
 func (c SchedulerConfig) withDefaults() SchedulerConfig {
@@ -216,6 +220,10 @@ type Scheduler struct {
 	// embedTokens, when set, bounds it beside generations (the engine's
 	// measure of embedStep's worth of prompt tokens).
 	embedLeft, embedTokens int
+	// stepGroup is the group this step serves ("" when all may share it);
+	// turn rotates the groups (OwnSteps).
+	stepGroup string
+	turn      int
 	// whole: the model attends bidirectionally (an encoder), so each text
 	// runs in one share from position 0, alone over the budget if it must,
 	// and its blocks are never shared (a K/V row depends on the whole text).
@@ -354,6 +362,7 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		}
 	}
 	displaced := len(st.Preempted)
+	s.chooseGroup()
 	budget, partial := s.cfg.MaxNumBatchedTokens, 0
 	if s.stepCap > 0 {
 		budget = min(budget, s.stepCap+len(s.running))
@@ -365,6 +374,9 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	}
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		seq := s.running[i]
+		if !s.inGroup(seq) {
+			continue // another group's step
+		}
 		if seq.Padding {
 			s.schedulePadding(seq, st)
 			budget--
@@ -474,7 +486,7 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 			return false
 		}
 		seq := s.waiting[i]
-		if eligible != nil && !eligible(seq) || seq.Embed && s.embedLeft == 0 {
+		if eligible != nil && !eligible(seq) || seq.Embed && s.embedLeft == 0 || !s.inGroup(seq) {
 			i++
 			continue
 		}

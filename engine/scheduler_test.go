@@ -363,3 +363,41 @@ func TestSchedulerWholeTexts(t *testing.T) {
 		t.Errorf("an encoder's blocks reached the prefix cache: %d cached tokens", cached)
 	}
 }
+
+// TestOwnSteps: a channel with steps of its own never shares one with
+// another channel's sequences; while both have work they take the steps
+// in turn, and alone either gets every step.
+func TestOwnSteps(t *testing.T) {
+	s, _ := newSched(t, 64, SchedulerConfig{MaxNumBatchedTokens: 64, OwnSteps: map[string]bool{"realtime": true}})
+	a, b, c := mkSeq(1, 8, 0), mkSeq(2, 8, 100), mkSeq(3, 8, 200)
+	a.Channel, b.Channel, c.Channel = "realtime", "standard", "bulk"
+	for _, q := range []*Sequence{a, b, c} {
+		s.Add(q)
+	}
+	seen := map[string]int{}
+	for range 6 {
+		st := s.Schedule(t0)
+		groups := map[string]bool{}
+		for _, sc := range st.Seqs {
+			groups[s.group(sc.Seq)] = true
+		}
+		if len(groups) != 1 {
+			t.Fatalf("a step mixed groups: %v", groups)
+		}
+		for g := range groups {
+			seen[g]++
+		}
+		apply(s, st)
+	}
+	if seen["realtime"] != 3 || seen[""] != 3 {
+		t.Errorf("steps by group %v, want 3 and 3", seen)
+	}
+	s.Finish(a)
+	for range 3 {
+		st := s.Schedule(t0)
+		if len(st.Seqs) != 2 {
+			t.Errorf("alone, the shared group's step has %d sequences, want 2", len(st.Seqs))
+		}
+		apply(s, st)
+	}
+}

@@ -80,6 +80,7 @@ var commands = []command{
 	{"top", "[--interval D] [--count N]", "A live view: requests, queue, KV use, tokens/s, batch fill, health, the controller's moves.", topCmd},
 	{"health", "[--json]", "Show the daemon's state; exit status 0 only when it is ready.", healthCmd},
 	{"reload", "", "Re-read the daemon's config file, as SIGHUP does (admins): the way to apply a change that widens access.", reloadCmd},
+	{"tune", "[--config FILE] [--sizes ...] [--apply]", "Run the batch size x window x load matrix against the daemon (bulk channel), find the knee, recommend; --apply rolls it out or back.", tuneCmd},
 	{"warm", "[--model M] FILE", "Prefill FILE's prompts and chat prefixes (JSONL) into the prefix cache, e.g. before a known peak.", warmCmd},
 	{"embed", "[--model M] [--dimensions N] TEXT...", "Print each TEXT's embedding as a JSON array, one per line.", embedCmd},
 	{"models", "[--json]", "List every model the daemon knows, loaded or not.", modelsCmd(false)},
