@@ -3,16 +3,11 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	client "github.com/batchd/batchd/clients/go"
 )
@@ -47,19 +42,7 @@ func TestGrafanaDashboardQueriesExist(t *testing.T) {
 	if _, err := td.dial(t).Generate(context.Background(), client.Request{Prompt: "Once", MaxTokens: 4}, nil); err != nil {
 		t.Fatal(err)
 	}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", msock)
-	}}}
-	resp, err := hc.Get("http://batchd/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := scrape(t, msock)
 	name := regexp.MustCompile(`batchd:[a-zA-Z_:]+`)
 	var exprs []string
 	var titles []string

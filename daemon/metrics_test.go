@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -25,19 +26,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", msock)
-	}}}
-	resp, err := hc.Get("http://batchd/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("scrape does not parse: %v", err)
-	}
+	fams := scrape(t, msock)
 	for _, name := range []string{
 		"batchd:time_to_first_token_seconds", "batchd:inter_token_latency_seconds",
 		"batchd:e2e_request_latency_seconds", "batchd:request_queue_time_seconds",
@@ -95,4 +84,24 @@ func TestMetricsAddressMustBeLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
+}
+
+// scrape reads /metrics on the unix socket msock and parses it with the
+// Prometheus text parser.
+func scrape(t *testing.T, msock string) map[string]*dto.MetricFamily {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", msock)
+	}}}
+	resp, err := hc.Get("http://batchd/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape does not parse: %v", err)
+	}
+	return fams
 }

@@ -1,14 +1,13 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
+
+	client "github.com/batchd/batchd/clients/go"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/backend"
@@ -58,12 +57,6 @@ func cacheFileOf(cfg EngineConfig, m *model.Model, be backend.Backend, kv quant.
 	return filepath.Join(cfg.CacheDir, "prefix-cache-"+name+".bin"), id
 }
 
-// warmEntry is one line of a pin or warm file.
-type warmEntry struct {
-	Prompt   string          `json:"prompt"`
-	Messages json.RawMessage `json:"messages"`
-}
-
 // readWarmFile reads a JSONL file of prompts and chat prefixes.
 func readWarmFile(path string) ([]string, []wire.JSON, error) {
 	f, err := os.Open(path)
@@ -71,26 +64,12 @@ func readWarmFile(path string) ([]string, []wire.JSON, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	var prompts []string
-	var chats []wire.JSON
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var e warmEntry
-		if err := json.Unmarshal([]byte(line), &e); err != nil || (e.Prompt == "") == (len(e.Messages) == 0) {
-			return nil, nil, fmt.Errorf("%s:%d: want {\"prompt\": TEXT} or {\"messages\": [...]} (%v)", path, n, err)
-		}
-		if e.Prompt != "" {
-			prompts = append(prompts, e.Prompt)
-		} else {
-			chats = append(chats, wire.JSON(e.Messages))
-		}
+	prompts, raw, err := client.ReadWarmFile(f, path)
+	chats := make([]wire.JSON, len(raw))
+	for i, c := range raw {
+		chats[i] = wire.JSON(c)
 	}
-	return prompts, chats, sc.Err()
+	return prompts, chats, err
 }
 
 // warmTokens tokenizes prompts as a submit's and renders chat prefixes.

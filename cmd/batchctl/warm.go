@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	client "github.com/batchd/batchd/clients/go"
 )
 
 // warmCmd prefills a JSONL file's prompts ({"prompt": TEXT}) and chat
@@ -49,27 +49,9 @@ func readWarm(path string) ([]string, []json.RawMessage, error) {
 		defer f.Close()
 		in = f
 	}
-	var prompts []string
-	var chats []json.RawMessage
-	sc := bufio.NewScanner(in)
-	sc.Buffer(nil, 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var e struct {
-			Prompt   string          `json:"prompt"`
-			Messages json.RawMessage `json:"messages"`
-		}
-		if err := json.Unmarshal([]byte(line), &e); err != nil || (e.Prompt == "") == (len(e.Messages) == 0) {
-			return nil, nil, usageErr{fmt.Errorf("%s:%d: want {\"prompt\": TEXT} or {\"messages\": [...]}", path, n)}
-		}
-		if e.Prompt != "" {
-			prompts = append(prompts, e.Prompt)
-		} else {
-			chats = append(chats, e.Messages)
-		}
+	p, c, err := client.ReadWarmFile(in, path)
+	if err != nil {
+		return nil, nil, usageErr{err}
 	}
-	return prompts, chats, sc.Err()
+	return p, c, nil
 }
