@@ -21,7 +21,8 @@ dpkg -P batchd >/dev/null 2>&1 || true
 
 files=(/usr/bin/batchd /usr/bin/batchctl /usr/lib/systemd/system/batchd.service /usr/lib/systemd/system/batchd.socket
     /usr/lib/systemd/system/batchd-http.socket /usr/lib/sysusers.d/batchd.conf /usr/lib/tmpfiles.d/batchd.conf /etc/batchd/batchd.toml
-    /usr/share/doc/batchd/README.md /usr/share/doc/batchd/PROTOCOL.md /usr/share/batchd/grafana/batchd.json)
+    /usr/share/doc/batchd/README.md /usr/share/doc/batchd/PROTOCOL.md /usr/share/batchd/grafana/batchd.json
+    /usr/share/doc/batchd/examples/batchd-warm.service /usr/share/doc/batchd/examples/batchd-warm.timer)
 
 check "dpkg installs the .deb" dpkg -i "$deb"
 for f in "${files[@]}"; do check "installed $f" test -e "$f"; done
