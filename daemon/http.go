@@ -41,6 +41,7 @@ func (d *Daemon) serveHTTP(cfg Config, keys map[string]ipc.Peer) error {
 		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration})
 	d.httpSrv.SetAPIKeys(keys)
 	ollama.Register(d.httpSrv, ipcBackend{d})
+	d.httpSrv.Route("GET /metrics", d.vllmMetrics, nil) // the endpoint picker scrapes without a key
 	for _, ln := range lns {
 		go func() {
 			if err := d.httpSrv.Serve(ln); err != nil && !errors.Is(err, ipc.ErrServerClosed) {

@@ -81,6 +81,7 @@ type Engine struct {
 	newCfg       *SchedulerConfig
 	sleepReq     bool
 	warm         warmState // pinned prefixes and the saved prefix cache (warm.go)
+	gauges       gaugeVals // the published figures a scraper reads without mu
 	sleepWeights bool
 	live         map[uint64]*reqState
 	pending      int            // accepted, not yet scheduled
@@ -396,4 +397,22 @@ func (e *Engine) poke() {
 	case e.wake <- struct{}{}:
 	default:
 	}
+}
+
+// gaugeVals are published at every step boundary as atomics.
+type gaugeVals struct{ running, waiting, kvUsed atomic.Int64 }
+
+// Gauges are the figures an endpoint picker scrapes every 50 ms: read
+// from atomics the loop publishes, never through the engine's lock, so a
+// scrape costs nothing while the engine is busy and never waits for it.
+type Gauges struct {
+	Running, Waiting int
+	KVUsed, KVTotal  int // blocks
+	BlockSize        int // tokens per block
+}
+
+// Gauges returns the latest published figures.
+func (e *Engine) Gauges() Gauges {
+	return Gauges{Running: int(e.gauges.running.Load()), Waiting: int(e.gauges.waiting.Load()),
+		KVUsed: int(e.gauges.kvUsed.Load()), KVTotal: e.pool.NumBlocks(), BlockSize: e.pool.BlockSize()}
 }

@@ -417,6 +417,9 @@ func (e *Engine) publish() {
 	}
 	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached = u.Total, u.Used, u.Cached
 	s.KVBlocksPinned = e.pinnedBlocks()
+	e.gauges.running.Store(int64(s.Running))
+	e.gauges.waiting.Store(int64(s.Waiting))
+	e.gauges.kvUsed.Store(int64(u.Used))
 	s.KVUsage = float64(u.Used) / float64(u.Total)
 	s.BlockSize = e.pool.BlockSize()
 	s.PrefixQueries, s.PrefixHits = u.Queries, u.Hits
