@@ -512,7 +512,7 @@ func engineConfig(c Config, configPath string) EngineConfig {
 		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.scheduler(),
 		MaxQueue: c.Engine.MaxQueue, Adaptive: c.Engine.Adaptive == nil || *c.Engine.Adaptive,
 		TTFTTarget: c.Channels["realtime"].TTFTTarget.Duration, ITLTarget: c.Channels["realtime"].ITLTarget.Duration,
-		CacheDir: c.cacheDir()}
+		CacheDir: c.cacheDir(), CacheMaxBytes: c.PrefixCache.persistMax()}
 }
 
 // cacheDir is where prefix caches persist ("": they do not).

@@ -65,8 +65,9 @@ type EngineConfig struct {
 	Adaptive              bool
 	TTFTTarget, ITLTarget time.Duration
 	// CacheDir keeps the model's prefix cache across restarts and sleeps
-	// (a file per model under it); "" does not.
-	CacheDir string
+	// (a file per model under it, at most CacheMaxBytes); "" does not.
+	CacheDir      string
+	CacheMaxBytes int64
 }
 
 // Runtime is a loaded model with its backend and a running engine loop.
@@ -184,7 +185,7 @@ func (p *preparedEngine) start() (*Runtime, error) {
 	cacheFile, cacheID := cacheFileOf(cfg, m, be, kvType)
 	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
-		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID})
+		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID, CacheMaxBytes: cfg.CacheMaxBytes})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}

@@ -32,6 +32,21 @@ type PrefixCacheConfig struct {
 	// generation prompt) (restart).
 	Pin     []string `toml:"pin"`
 	PinFile string   `toml:"pin_file"`
+	// PersistMaxBytes bounds each model's saved cache to its most recently
+	// used blocks, so that the save at a stop fits systemd's stop timeout
+	// (default 1 GiB; 0 is that default, -1 no bound).
+	PersistMaxBytes int64 `toml:"persist_max_bytes"`
+}
+
+// persistMax is PersistMaxBytes with its default.
+func (pc PrefixCacheConfig) persistMax() int64 {
+	switch {
+	case pc.PersistMaxBytes == 0:
+		return 1 << 30
+	case pc.PersistMaxBytes < 0:
+		return 0
+	}
+	return pc.PersistMaxBytes
 }
 
 // check reads the pin file, so a start or reload fails on a bad one.

@@ -51,6 +51,10 @@ type Options struct {
 	// matches; another or a corrupt file is ignored with a log line. The
 	// backend must be a backend.BlockStore.
 	CacheFile, CacheIdentity string
+	// CacheMaxBytes bounds the saved cache (its most recently used blocks
+	// are kept), so that a save at shutdown fits the stop timeout; 0 is
+	// no bound.
+	CacheMaxBytes int64
 }
 
 // Engine owns the scheduler, the KV pool and the backend, and runs them from
@@ -207,7 +211,7 @@ func New(o Options) (*Engine, error) {
 		st := e.ctrl.State() // its series exist from the start, not after the first interval
 		e.snap.Controller = &st
 	}
-	e.warm.file, e.warm.identity = o.CacheFile, o.CacheIdentity
+	e.warm.file, e.warm.identity, e.warm.maxBytes = o.CacheFile, o.CacheIdentity, o.CacheMaxBytes
 	e.loadCache("start")
 	e.heartbeat.Store(e.now().UnixNano())
 	e.publish()

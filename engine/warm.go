@@ -22,6 +22,7 @@ import (
 // never evicted) and the file that carries it across restarts and sleeps.
 type warmState struct {
 	file, identity string
+	maxBytes       int64
 	pins           [][]int
 	pinIDs         []kvcache.SeqID
 	repin          bool
@@ -132,6 +133,9 @@ func (e *Engine) writeCache(bs backend.BlockStore) (int, error) {
 	}
 	defer os.Remove(tmp.Name()) // after the rename, a no-op
 	blocks := e.pool.Cached()
+	if n := bs.BlockBytes(); e.warm.maxBytes > 0 && int64(len(blocks))*int64(n) > e.warm.maxBytes {
+		blocks = blocks[len(blocks)-int(e.warm.maxBytes/int64(n)):] // the most recently used
+	}
 	h := sha256.New()
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<20)
 	head := []byte(cacheMagic)
@@ -170,6 +174,12 @@ func (e *Engine) loadCache(why string) {
 	bs, ok := e.backend.(backend.BlockStore)
 	if e.warm.file == "" || !ok {
 		return
+	}
+	if why == "start" { // a save cut short (the process killed mid-write) leaves its temporary file
+		stale, _ := filepath.Glob(filepath.Join(filepath.Dir(e.warm.file), ".prefix-cache-*"))
+		for _, f := range stale {
+			_ = os.Remove(f)
+		}
 	}
 	f, err := os.Open(e.warm.file)
 	if errors.Is(err, os.ErrNotExist) {

@@ -17,13 +17,17 @@ import (
 
 // warmEngine runs an engine over a small pool whose prefix cache lives in
 // file under identity; stop ends its loop (which saves the cache).
-func warmEngine(t *testing.T, m *model.Model, file, identity string) (*Engine, func()) {
+func warmEngine(t *testing.T, m *model.Model, file, identity string, maxBytes ...int64) (*Engine, func()) {
 	t.Helper()
 	be, err := cpu.New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{Model: m, Backend: be, NumBlocks: 64, BlockSize: 4, CacheFile: file, CacheIdentity: identity})
+	o := Options{Model: m, Backend: be, NumBlocks: 64, BlockSize: 4, CacheFile: file, CacheIdentity: identity}
+	if len(maxBytes) > 0 {
+		o.CacheMaxBytes = maxBytes[0]
+	}
+	e, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +65,14 @@ func TestPinsAndSavedPrefixCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "prefix-cache")
+	stale := filepath.Join(filepath.Dir(file), ".prefix-cache-123") // a save killed mid-write
+	if err := os.WriteFile(stale, []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	e, stop := warmEngine(t, m, file, "model-a")
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a stale temporary file survived the start: %v", err)
+	}
 	e.SetPins([][]int{prefix[:12]})
 	for deadline := time.Now().Add(10 * time.Second); e.Stats().KVBlocksPinned != 3; runtime.Gosched() {
 		if time.Now().After(deadline) {
@@ -117,4 +128,31 @@ func TestPinsAndSavedPrefixCache(t *testing.T) {
 		t.Errorf("a damaged file left %d cached blocks", s.KVBlocksCached)
 	}
 	check("a damaged file", e6, 0)
+}
+
+// TestSavedCacheBound: a bounded save keeps only as many blocks as fit,
+// the most recently used.
+func TestSavedCacheBound(t *testing.T) {
+	m := loadModel(t, "gguf")
+	file := filepath.Join(t.TempDir(), "prefix-cache")
+	e, stop := warmEngine(t, m, file, "m")
+	run(t, e, Request{Prompt: "Once upon a time there was a dog who liked to run in the park with his friends", MaxTokens: 4})
+	run(t, e, Request{Prompt: "Lily and Tom went to the market to buy some bread and milk for their mother", MaxTokens: 4})
+	blockBytes := int64(e.backend.(backend.BlockStore).BlockBytes())
+	cached := e.Stats().KVBlocksCached
+	stop()
+	e2, stop2 := warmEngine(t, m, file, "m", 2*blockBytes)
+	stop2() // saves at most 2 blocks
+	if cached < 4 || e2.Stats().KVBlocksCached != cached {
+		t.Fatalf("setup: %d cached, then %d loaded unbounded", cached, e2.Stats().KVBlocksCached)
+	}
+	e3, _ := warmEngine(t, m, file, "m")
+	if got := e3.Stats().KVBlocksCached; got != 2 {
+		t.Errorf("after a save bounded to 2 blocks: %d cached", got)
+	}
+	// The kept ones are the last prompt's (the most recently used).
+	r := run(t, e3, Request{Prompt: "Lily and Tom went to the market to buy some bread and milk for their mother", MaxTokens: 4})
+	if r.done.Usage.CachedPromptTokens == 0 {
+		t.Error("the most recently used blocks were not the ones kept")
+	}
 }
