@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,7 +60,8 @@ func runTune(ctx context.Context, args []string, env *runEnv) error {
 		return err
 	}
 	rep = tune.Recommend(rep.Results, objectives(c))
-	if err := writeTuneOutputs(rep, *out, cfg.Model, env); err != nil {
+	what := fmt.Sprintf("%s, %s", filepath.Base(cfg.Model), time.Now().Format(time.DateTime))
+	if err := rep.WriteFiles(env.stdout, *out, what); err != nil {
 		return err
 	}
 	if !*apply {
@@ -85,32 +85,6 @@ func objectives(c Config) []tune.Objective {
 		out = append(out, tune.Objective{Channel: ch, TTFT: cc.TTFTTarget.Duration, ITL: cc.ITLTarget.Duration})
 	}
 	return out
-}
-
-func writeTuneOutputs(rep tune.Report, dir, model string, env *runEnv) error {
-	rep.WriteTable(env.stdout)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var toml strings.Builder
-	rep.WriteTOML(&toml, fmt.Sprintf("%s, %s", filepath.Base(model), time.Now().Format(time.DateTime)))
-	fmt.Fprintf(env.stdout, "\n%s", toml.String())
-	files := map[string]func(f *os.File) error{
-		"tune.toml":      func(f *os.File) error { _, err := f.WriteString(toml.String()); return err },
-		"throughput.svg": func(f *os.File) error { return rep.WriteCurveSVG(f) },
-		"heatmap.svg":    func(f *os.File) error { return rep.WriteHeatmapSVG(f) },
-	}
-	for name, write := range files {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := errors.Join(write(f), f.Close()); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(env.stdout, "wrote %s/{tune.toml,throughput.svg,heatmap.svg}\n", dir)
-	return nil
 }
 
 // tuneInProcess runs the matrix on an engine of this process, each cell

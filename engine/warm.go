@@ -43,7 +43,7 @@ func (e *Engine) SetPins(prompts [][]int) {
 	e.poke()
 }
 
-// Pinned returns how many KV blocks the pinned prefixes hold.
+// pinnedBlocks returns how many KV blocks the pinned prefixes hold.
 func (e *Engine) pinnedBlocks() int {
 	n := 0
 	for _, id := range e.warm.pinIDs {

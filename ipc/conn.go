@@ -365,39 +365,27 @@ func decodeErr(what string, err error) *wire.Error {
 // String describes a peer for logs.
 func (p Peer) String() string { return fmt.Sprintf("uid=%d gid=%d pid=%d", p.UID, p.GID, p.PID) }
 
-// reload runs an admin's explicit config reload.
-// embed computes embeddings in its own goroutine, counted against the
-// user's cap like a request; the connection's end cancels it.
+// embed computes embeddings, as a request of the user (counted).
 func (c *conn) embed(m *wire.Embed) {
-	if !c.s.policy.Load().Allowed(c.peer) {
+	eb, ok := c.s.backend.(Embedder)
+	switch {
+	case !c.s.policy.Load().Allowed(c.peer):
 		c.sendErr(m.ID, wire.ErrPermissionDenied)
 		return
-	}
-	eb, ok := c.s.backend.(Embedder)
-	if !ok {
+	case !ok:
 		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "embed: this server computes no embeddings"))
 		return
 	}
-	if err := c.s.AcquireUser(c.peer); err != nil {
-		c.sendErr(m.ID, err)
-		return
-	}
-	c.pumps.Add(1)
-	go func() {
-		defer c.pumps.Done()
+	c.counted(m.ID, func() (any, error) {
 		res, err := eb.Embed(c.ctx, c.peer, m)
-		c.release()
-		if err != nil {
-			c.sendErr(m.ID, err)
-			return
+		if err == nil {
+			res.Type, res.ID = wire.TypeEmbed, m.ID
 		}
-		res.Type, res.ID = wire.TypeEmbed, m.ID
-		c.send(res)
-	}()
+		return res, err
+	})
 }
 
-// warm prefills into the prefix cache in its own goroutine, counted
-// against the user's cap like a request.
+// warm prefills into the prefix cache, as a request of the user (counted).
 func (c *conn) warm(m *wire.Warm) {
 	wm, ok := c.s.backend.(Warmer)
 	switch {
@@ -408,20 +396,32 @@ func (c *conn) warm(m *wire.Warm) {
 		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "warm: this server has no prefix cache to warm"))
 		return
 	}
+	c.counted(m.ID, func() (any, error) {
+		res, err := wm.Warm(c.ctx, c.peer, m)
+		if err == nil {
+			res.Type, res.ID = wire.TypeWarm, m.ID
+		}
+		return res, err
+	})
+}
+
+// counted runs do in its own goroutine, counted against the user's cap
+// like a request, and sends its reply or error; the connection's end
+// cancels it (c.ctx).
+func (c *conn) counted(id uint64, do func() (any, error)) {
 	if err := c.s.AcquireUser(c.peer); err != nil {
-		c.sendErr(m.ID, err)
+		c.sendErr(id, err)
 		return
 	}
 	c.pumps.Add(1)
 	go func() {
 		defer c.pumps.Done()
-		res, err := wm.Warm(c.ctx, c.peer, m)
+		res, err := do()
 		c.release()
 		if err != nil {
-			c.sendErr(m.ID, err)
+			c.sendErr(id, err)
 			return
 		}
-		res.Type, res.ID = wire.TypeWarm, m.ID
 		c.send(res)
 	}()
 }

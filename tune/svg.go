@@ -1,9 +1,12 @@
 package tune
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -92,4 +95,31 @@ func (r Report) WriteHeatmapSVG(w io.Writer) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// WriteFiles prints the table and the TOML fragment (headed by what) to
+// w and writes tune.toml, throughput.svg and heatmap.svg under dir.
+func (r Report) WriteFiles(w io.Writer, dir, what string) error {
+	r.WriteTable(w)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var frag strings.Builder
+	r.WriteTOML(&frag, what)
+	fmt.Fprintf(w, "\n%s", frag.String())
+	for name, write := range map[string]func(io.Writer) error{
+		"tune.toml":      func(f io.Writer) error { _, err := io.WriteString(f, frag.String()); return err },
+		"throughput.svg": r.WriteCurveSVG,
+		"heatmap.svg":    r.WriteHeatmapSVG,
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(write(f), f.Close()); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "wrote %s/{tune.toml,throughput.svg,heatmap.svg}\n", dir)
+	return nil
 }

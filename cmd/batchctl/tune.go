@@ -5,9 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -65,7 +62,7 @@ func tuneCmd(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		rep := tune.Recommend(res, objs)
-		if err := writeReport(rep, *out, stdout); err != nil {
+		if err := rep.WriteFiles(stdout, *out, "batchctl tune, "+time.Now().Format(time.DateTime)); err != nil {
 			return err
 		}
 		if !*apply {
@@ -116,32 +113,4 @@ func objectivesOf(path string) ([]tune.Objective, error) {
 		out = append(out, o)
 	}
 	return out, nil
-}
-
-func writeReport(rep tune.Report, dir string, stdout io.Writer) error {
-	rep.WriteTable(stdout)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var frag strings.Builder
-	rep.WriteTOML(&frag, "batchctl tune, "+time.Now().Format(time.DateTime))
-	fmt.Fprintf(stdout, "\n%s", frag.String())
-	if err := os.WriteFile(filepath.Join(dir, "tune.toml"), []byte(frag.String()), 0o644); err != nil {
-		return err
-	}
-	for name, write := range map[string]func(io.Writer) error{"throughput.svg": rep.WriteCurveSVG, "heatmap.svg": rep.WriteHeatmapSVG} {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		werr := write(f)
-		if err := f.Close(); werr == nil {
-			werr = err
-		}
-		if werr != nil {
-			return werr
-		}
-	}
-	fmt.Fprintf(stdout, "wrote %s/{tune.toml,throughput.svg,heatmap.svg}\n", dir)
-	return nil
 }

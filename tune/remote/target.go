@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	client "github.com/batchd/batchd/clients/go"
@@ -94,7 +93,6 @@ func (t *Target) Watch(ctx context.Context, d time.Duration) (tune.Window, error
 	}
 	start := time.Now()
 	var ttfts []time.Duration
-	var mu sync.Mutex
 	for time.Since(start) < d {
 		begin := time.Now()
 		first := time.Duration(0)
@@ -107,9 +105,7 @@ func (t *Target) Watch(ctx context.Context, d time.Duration) (tune.Window, error
 		if err != nil {
 			return tune.Window{}, err
 		}
-		mu.Lock()
 		ttfts = append(ttfts, first)
-		mu.Unlock()
 	}
 	s1, err := t.c.Stats(ctx)
 	if err != nil {
