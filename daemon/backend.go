@@ -72,42 +72,57 @@ func keepAliveOf(s string) (*time.Duration, error) {
 
 // submit starts s on model rt.
 func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *Runtime) (*stream, error) {
+	req, out, err := b.prepare(ctx, p, s, rt)
+	if err != nil {
+		return nil, err
+	}
+	if out.st, err = rt.Engine.Submit(ctx, req); err != nil {
+		return nil, wireError(err)
+	}
+	return out, nil
+}
+
+// prepare checks s and makes the engine request it asks for on model rt
+// (its prompt tokens rendered and tokenized), and the stream that will
+// read it; Render stops here.
+func (b ipcBackend) prepare(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *Runtime) (engine.Request, *stream, error) {
+	var none engine.Request
 	if !channels[s.Channel] {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "channel %q: want realtime, standard or bulk", s.Channel)
+		return none, nil, wire.Errorf(wire.CodeInvalidArgument, "channel %q: want realtime, standard or bulk", s.Channel)
 	}
 	if n := btoi(s.Prompt != "") + btoi(s.Tokens != nil) + btoi(s.Messages != nil); n > 1 {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "give one of prompt, tokens and messages")
+		return none, nil, wire.Errorf(wire.CodeInvalidArgument, "give one of prompt, tokens and messages")
 	}
 	if len(s.Tags) > maxTags {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "%d tags: at most %d", len(s.Tags), maxTags)
+		return none, nil, wire.Errorf(wire.CodeInvalidArgument, "%d tags: at most %d", len(s.Tags), maxTags)
 	}
 	for _, t := range s.Tags {
 		if len(t) > maxTagBytes {
-			return nil, wire.Errorf(wire.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
+			return none, nil, wire.Errorf(wire.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
 		}
 	}
 	gr, err := b.d.structured(s)
 	if err != nil {
-		return nil, err
+		return none, nil, err
 	}
 	toks := s.Tokens
 	var ct *chatTools
 	reasoningOpen := false
 	if s.Messages != nil {
 		if toks, ct, reasoningOpen, gr, err = b.chatPrompt(ctx, rt, s, gr); err != nil {
-			return nil, err
+			return none, nil, err
 		}
 	} else if len(s.Tools) > 0 || len(s.ToolChoice) > 0 || s.ReasoningFormat != "" || len(s.TemplateKwargs) > 0 {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "tools, tool_choice, reasoning_format and chat_template_kwargs need messages")
+		return none, nil, wire.Errorf(wire.CodeInvalidArgument, "tools, tool_choice, reasoning_format and chat_template_kwargs need messages")
 	}
 	if s.Suffix != "" && (s.Messages != nil || s.Tokens != nil) {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "suffix goes with prompt (fill in the middle), not messages or tokens")
+		return none, nil, wire.Errorf(wire.CodeInvalidArgument, "suffix goes with prompt (fill in the middle), not messages or tokens")
 	}
 	if s.Messages == nil && toks == nil {
 		// Reject what cannot fit before paying for tokenization.
 		tok, ctxLen := rt.Model.Tokenizer, rt.Model.Config.Context
 		if n := tok.MinTokens(s.Prompt) + tok.MinTokens(s.Suffix); n+1 > ctxLen {
-			return nil, wire.Errorf(wire.CodeInvalidArgument, "prompt of %d bytes is at least %d tokens: more than the context of %d",
+			return none, nil, wire.Errorf(wire.CodeInvalidArgument, "prompt of %d bytes is at least %d tokens: more than the context of %d",
 				len(s.Prompt)+len(s.Suffix), n+1, ctxLen)
 		}
 		if s.Suffix != "" {
@@ -119,20 +134,20 @@ func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *
 			}
 		}
 		if err != nil {
-			return nil, err
+			return none, nil, err
 		}
 	}
 	maxTokens, err := contextLimit(s.MaxTokens, effectiveLimit(s.ContextLimit, rt.ContextLimit), len(toks))
 	if err != nil {
-		return nil, err
+		return none, nil, err
 	}
 	seed, err := resolveSeed(s.Seed)
 	if err != nil {
-		return nil, err
+		return none, nil, err
 	}
 	channel, salt, err := b.d.placement(p.UID, s.Channel, s.Tags, len(toks), s.CacheSalt)
 	if err != nil {
-		return nil, err
+		return none, nil, err
 	}
 	req := engine.Request{CacheSalt: salt, Tokens: toks, MaxTokens: maxTokens, Stop: s.Stop, StopTokenIDs: s.StopTokenIDs, IgnoreEOS: s.IgnoreEOS,
 		Logprobs: s.Logprobs || s.TopLogprobs > 0, TopLogprobs: s.TopLogprobs, Grammar: gr,
@@ -142,14 +157,11 @@ func (b ipcBackend) submit(ctx context.Context, p ipc.Peer, s *wire.Submit, rt *
 	out := &stream{prompt: toks, tok: rt.Model.Tokenizer}
 	if ct != nil {
 		if err := ct.apply(&req, rt.Model.Tokenizer, reasoningOpen); err != nil {
-			return nil, err
+			return none, nil, err
 		}
 		out.parser = ct.parser(reasoningOpen)
 	}
-	if out.st, err = rt.Engine.Submit(ctx, req); err != nil {
-		return nil, wireError(err)
-	}
-	return out, nil
+	return req, out, nil
 }
 
 // chatPrompt renders a chat submit with its tools: the prompt tokens, the
@@ -432,4 +444,27 @@ func resolveSeed(seed int64) (uint64, error) {
 		return 0, wire.Errorf(wire.CodeInvalidArgument, "seed %d: want -1 (random) or 0 and up", seed)
 	}
 	return uint64(seed), nil
+}
+
+var _ ipc.Renderer = ipcBackend{}
+
+// Render is the prompt ids s would run: the same checks, template, tool
+// polyfills and tokenization as Submit, and no engine work.
+func (b ipcBackend) Render(ctx context.Context, p ipc.Peer, s *wire.Submit) ([]int, error) {
+	if _, err := b.d.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	rt, lease, err := b.d.acquireModel(ctx, s.Model, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer lease.Release()
+	if !rt.Model.Generates() {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "model %s is an embedding model (%s): it does not generate", rt.Name, rt.Model.Config.Arch)
+	}
+	req, _, err := b.prepare(ctx, p, s, rt)
+	if err != nil {
+		return nil, err
+	}
+	return req.Tokens, nil
 }

@@ -57,6 +57,8 @@ type Config struct {
 	// default: systemd's $STATE_DIRECTORY (/var/lib/batchd), else none (restart).
 	StateDir    string            `toml:"state_dir"`
 	PrefixCache PrefixCacheConfig `toml:"prefix_cache"`
+	// KVEvents publishes the prefix cache's changes for a router (kvevents.go).
+	KVEvents KVEventsConfig `toml:"kv_events"`
 	// Compliance rules for regulated requests ([[compliance]]), checked at
 	// start and on every reload: a config that breaks one is refused whole.
 	Compliance []ComplianceRule `toml:"compliance"`
@@ -326,6 +328,9 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Engine.validateNames()...)
 	errs = append(errs, c.validateChannels()...)
+	if err := c.KVEvents.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	users, err := resolveUserChannels(c.Routing.Users)
 	if err != nil {
 		errs = append(errs, err)

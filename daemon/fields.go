@@ -68,6 +68,7 @@ func restartFields() []restartField {
 		field("default_model", func(c *Config) *string { return &c.DefaultModel }),
 		field("state_dir", func(c *Config) *string { return &c.StateDir }),
 		field("prefix_cache", func(c *Config) *PrefixCacheConfig { return &c.PrefixCache }),
+		field("kv_events", func(c *Config) *KVEventsConfig { return &c.KVEvents }),
 	}
 	// A channel's share, queue limit and deadline are the engine's from
 	// start; its latency targets (metrics) apply live.

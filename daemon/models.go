@@ -201,6 +201,7 @@ func (d *Daemon) loadModel(_ context.Context, s models.Spec) (models.Pending, er
 	if d.met != nil {
 		ec.Observer = d.met.forModel(s.Name)
 	}
+	ec.KVEvents = d.kvSink(s.Name, ec.Backend)
 	if d.multi {
 		ec.KVShareSeqs = multiModelKVSeqs
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/kvevents"
 	"github.com/batchd/batchd/models"
 )
 
@@ -87,7 +88,11 @@ type Daemon struct {
 	userChannels map[uint32]string
 	// activatedHTTP: HTTP API sockets systemd passed.
 	activatedHTTP []net.Listener
-	httpSrv       *httpapi.Server
+	// kvPub publishes the prefix cache's events (kv_events), nil when off;
+	// kvPod is this replica's name in their topics.
+	kvPub   *kvevents.Publisher
+	kvPod   string
+	httpSrv *httpapi.Server
 	// conns is the one connection budget of every listener.
 	conns *ipc.Budget
 	// grammars caches compiled structured-output grammars.
@@ -293,8 +298,13 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	d.srv = ipc.NewServer(ipc.Options{Backend: ipcBackend{d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		Budget: d.conns, HelloTimeout: cfg.Server.HelloTimeout.Duration,
 		Version: Version, Model: cfg.Model.Path, Policy: pol})
+	if err := d.startKVEvents(cfg); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("kv events: %w", err)
+	}
 	if err := d.newModels(cfg); err != nil {
 		_ = ln.Close()
+		d.closeAll()
 		return err
 	}
 	cw := d.watchConfig() // before serving: an edit once it answers is seen

@@ -58,7 +58,8 @@ type EngineConfig struct {
 
 	Scheduler engine.SchedulerConfig
 	MaxQueue  int
-	Observer  engine.Observer // metrics sink, may be nil
+	Observer  engine.Observer    // metrics sink, may be nil
+	KVEvents  engine.KVEventSink // the prefix cache's events, may be nil
 	Channels  map[string]engine.ChannelPolicy
 	// Adaptive moves the effective limits with the load, below the plan's;
 	// TTFTTarget and ITLTarget are its latency objectives.
@@ -185,7 +186,8 @@ func (p *preparedEngine) start() (*Runtime, error) {
 	cacheFile, cacheID := cacheFileOf(cfg, m, be, kvType)
 	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
-		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID, CacheMaxBytes: cfg.CacheMaxBytes})
+		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID, CacheMaxBytes: cfg.CacheMaxBytes,
+		KVEvents: cfg.KVEvents})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}

@@ -55,6 +55,15 @@ type Options struct {
 	// are kept), so that a save at shutdown fits the stop timeout; 0 is
 	// no bound.
 	CacheMaxBytes int64
+	// KVEvents, when set, receives the prefix cache's changes at every step
+	// boundary (kvcache.Event; vLLM's KV events for a router). It is called
+	// from the loop and must not block.
+	KVEvents KVEventSink
+}
+
+// KVEventSink takes the prefix cache's events; see Options.KVEvents.
+type KVEventSink interface {
+	KVEvents([]kvcache.Event)
 }
 
 // Engine owns the scheduler, the KV pool and the backend, and runs them from
@@ -86,6 +95,7 @@ type Engine struct {
 	sleepReq     bool
 	warm         warmState // pinned prefixes and the saved prefix cache (warm.go)
 	gauges       gaugeVals // the published figures a scraper reads without mu
+	kvEvents     KVEventSink
 	sleepWeights bool
 	live         map[uint64]*reqState
 	pending      int            // accepted, not yet scheduled
@@ -213,6 +223,10 @@ func New(o Options) (*Engine, error) {
 	}
 	e.warm.file, e.warm.identity, e.warm.maxBytes = o.CacheFile, o.CacheIdentity, o.CacheMaxBytes
 	e.loadCache("start")
+	if o.KVEvents != nil && !e.sched.whole { // an encoder's blocks are never shared
+		e.kvEvents = o.KVEvents
+		pool.RecordEvents()
+	}
 	e.heartbeat.Store(e.now().UnixNano())
 	e.publish()
 	return e, nil

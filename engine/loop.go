@@ -404,6 +404,11 @@ func (e *Engine) shutdown() {
 
 // publish copies the loop's figures into the snapshot Stats reads.
 func (e *Engine) publish() {
+	if e.kvEvents != nil {
+		if ev := e.pool.TakeEvents(); len(ev) > 0 {
+			e.kvEvents.KVEvents(ev)
+		}
+	}
 	u := e.pool.Usage()
 	cfg := e.sched.Config()
 	e.mu.Lock()

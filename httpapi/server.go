@@ -69,6 +69,7 @@ type Server struct {
 	mux     *http.ServeMux
 	created int64
 	wg      sync.WaitGroup // handlers reading streams to their end
+	renders atomic.Uint64  // render answers' ids
 }
 
 // apiKey maps a bearer token to the user it stands for.
@@ -104,6 +105,8 @@ func New(o Options) *Server {
 	mux.Handle("POST /v1/chat/completions", s.auth(s.chat))
 	mux.Handle("POST /v1/completions", s.auth(s.completions))
 	mux.Handle("POST /v1/embeddings", s.auth(s.embeddings))
+	mux.Handle("POST /v1/chat/completions/render", s.auth(s.renderChat))
+	mux.Handle("POST /v1/completions/render", s.auth(s.renderCompletion))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error",
 			msg: "no route " + r.Method + " " + r.URL.Path})

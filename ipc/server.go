@@ -51,6 +51,13 @@ type Embedder interface {
 	Embed(ctx context.Context, p Peer, e *wire.Embed) (*wire.Embed, error)
 }
 
+// Renderer is a Backend that tells the token ids a submit would run
+// without running it (the endpoint picker's tokenizer: vLLM's render
+// endpoints).
+type Renderer interface {
+	Render(ctx context.Context, p Peer, s *wire.Submit) ([]int, error)
+}
+
 // Warmer is a Backend that prefills prompts into its prefix cache (wire.Warm).
 type Warmer interface {
 	Warm(ctx context.Context, p Peer, w *wire.Warm) (*wire.Warm, error)

@@ -53,6 +53,7 @@ type block struct {
 	ref        int32
 	hashed     bool
 	onList     bool
+	told       bool // announced by a Stored event (events.go)
 	hash       Hash
 	prev, next int32 // free list links; the sentinel is index len(blocks)
 }
@@ -75,6 +76,9 @@ type Pool struct {
 	seqs      map[SeqID]*table
 
 	queries, hits, evictions uint64
+
+	recording bool // keep events (events.go)
+	events    []Event
 }
 
 // New builds a pool whose blocks all start on the free list in id order.
@@ -238,6 +242,9 @@ func (p *Pool) Commit(seq SeqID, salt Hash, tokens []int) {
 		}
 		b.hashed, b.hash = true, h
 		p.index[h] = id
+		if p.recording && salt == (Hash{}) {
+			p.told(id, h, parent, i > 0, tokens[i*p.blockSize:(i+1)*p.blockSize])
+		}
 	}
 }
 
@@ -272,6 +279,7 @@ func (p *Pool) ResetCache() {
 	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
 		b := &p.blocks[i]
 		if b.hashed {
+			p.untold(int(i))
 			delete(p.index, b.hash)
 			b.hashed = false
 			p.cached--
@@ -321,6 +329,7 @@ func (p *Pool) take() int {
 	p.unlink(id)
 	b := &p.blocks[id]
 	if b.hashed {
+		p.untold(id)
 		delete(p.index, b.hash)
 		b.hashed = false
 		p.evictions++

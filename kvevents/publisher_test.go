@@ -1,0 +1,160 @@
+package kvevents
+
+import (
+	"context"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/batchd/batchd/kvcache"
+)
+
+// The shapes llm-d's vLLM adapter decodes (array-encoded structs), so that
+// what we send is read the way the router reads it.
+type batchMsg struct {
+	_      struct{} `msgpack:",array"`
+	TS     float64
+	Events []msgpack.RawMessage
+}
+
+type storedMsg struct {
+	_           struct{} `msgpack:",array"`
+	Tag         string
+	BlockHashes []any
+	Parent      any
+	TokenIDs    []uint32
+	BlockSize   int
+	LoraID      *int
+	Medium      *string
+	LoraName    *string
+}
+
+type removedMsg struct {
+	_           struct{} `msgpack:",array"`
+	Tag         string
+	BlockHashes []any
+	Medium      *string
+}
+
+func TestEncodeReadsAsLlmdReads(t *testing.T) {
+	h0 := kvcache.ChainHash(kvcache.Hash{}, []int{1, 2})
+	h1 := kvcache.ChainHash(h0, []int{3, 4})
+	payload, err := Encode(12.5, []kvcache.Event{
+		{Kind: kvcache.Cleared},
+		{Kind: kvcache.Stored, Hashes: []kvcache.Hash{h1}, Parent: h0, HasParent: true, Tokens: []int{3, 4}},
+		{Kind: kvcache.Removed, Hashes: []kvcache.Hash{h0, h1}},
+	}, "CPU")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b batchMsg
+	if err := msgpack.Unmarshal(payload, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.TS != 12.5 || len(b.Events) != 3 {
+		t.Fatalf("batch ts %v with %d events", b.TS, len(b.Events))
+	}
+	var tag []any
+	if err := msgpack.Unmarshal(b.Events[0], &tag); err != nil || len(tag) != 1 || tag[0] != "AllBlocksCleared" {
+		t.Fatalf("first event %v (%v)", tag, err)
+	}
+	var st storedMsg
+	if err := msgpack.Unmarshal(b.Events[1], &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Tag != "BlockStored" || len(st.BlockHashes) != 1 || asU64(t, st.BlockHashes[0]) != HashID(h1) ||
+		asU64(t, st.Parent) != HashID(h0) || !slices.Equal(st.TokenIDs, []uint32{3, 4}) || st.BlockSize != 2 ||
+		st.LoraID != nil || st.Medium == nil || *st.Medium != "CPU" {
+		t.Fatalf("stored %+v", st)
+	}
+	var rm removedMsg
+	if err := msgpack.Unmarshal(b.Events[2], &rm); err != nil {
+		t.Fatal(err)
+	}
+	if rm.Tag != "BlockRemoved" || len(rm.BlockHashes) != 2 || asU64(t, rm.BlockHashes[1]) != HashID(h1) {
+		t.Fatalf("removed %+v", rm)
+	}
+}
+
+// asU64 reads a hash as llm-d does (any integer encoding).
+func asU64(t *testing.T, v any) uint64 {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	var u uint64
+	if err == nil {
+		err = msgpack.Unmarshal(b, &u)
+	}
+	if err != nil {
+		t.Fatalf("hash %v (%T): %v", v, v, err)
+	}
+	return u
+}
+
+func TestPublishToASubscriber(t *testing.T) {
+	p, err := New(Options{Endpoint: "tcp://127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub := zmq4.NewSub(ctx)
+	defer sub.Close()
+	if err := sub.Dial("tcp://" + p.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetOption(zmq4.OptionSubscribe, "kv@"); err != nil {
+		t.Fatal(err)
+	}
+	topic := p.Topic("10.0.0.7:8000", "qwen", "CPU")
+	ev := []kvcache.Event{{Kind: kvcache.Cleared}}
+	// PUB drops until the subscription arrives: send until one lands.
+	got := make(chan zmq4.Msg, 64)
+	go func() {
+		for {
+			m, err := sub.Recv()
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- m
+		}
+	}()
+	var first zmq4.Msg
+	for first.Frames == nil {
+		topic.KVEvents(ev)
+		select {
+		case m, ok := <-got:
+			if !ok {
+				t.Fatal("subscriber closed")
+			}
+			first = m
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("no message reached the subscriber")
+		}
+	}
+	if len(first.Frames) != 3 || string(first.Frames[0]) != "kv@10.0.0.7:8000@qwen" || len(first.Frames[1]) != 8 {
+		t.Fatalf("message frames %q", first.Frames)
+	}
+	last := binary.BigEndian.Uint64(first.Frames[1])
+	for range 5 {
+		topic.KVEvents(ev)
+	}
+	for range 5 {
+		m := <-got
+		seq := binary.BigEndian.Uint64(m.Frames[1])
+		if seq <= last {
+			t.Fatalf("sequence %d after %d", seq, last)
+		}
+		last = seq
+		if !strings.HasPrefix(string(m.Frames[0]), "kv@") {
+			t.Fatalf("topic %q", m.Frames[0])
+		}
+	}
+}
