@@ -15,7 +15,7 @@ BATCHD_TOKENIZER ?= $(if $(filter %.bin,$(BATCHD_MODEL)),$(MODELS)/tok512.bin,)
 SOCKET ?= $(CURDIR)/build/batchd.sock
 HTTP_SOCKET ?= $(CURDIR)/build/http.sock
 
-.PHONY: build run test bench bench-quant lint demo-model clean package package-test fuzz
+.PHONY: build run test bench bench-quant lint demo-model clean package package-test fuzz image
 
 VERSION ?= 0.1.0
 ARCH ?= $(shell $(GO) env GOARCH)
@@ -23,6 +23,15 @@ NFPM := build/tools/nfpm
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/batchd ./cmd/batchctl
+
+# An OCI image without Docker (deploy/image): batchd, batchctl, glibc from
+# Debian's libc6, a non-root user, no shell. Writes $(IMAGE_DIR)/oci (an OCI
+# layout) and $(IMAGE_DIR)/batchd.tar (podman load, ctr images import).
+IMAGE_DIR ?= build/image
+image: build
+	bash deploy/image/stage.sh $(abspath $(IMAGE_DIR))/root $(abspath $(BIN))
+	cd deploy && $(GO) run ./cmd/mkimage -root $(abspath $(IMAGE_DIR))/root -oci $(abspath $(IMAGE_DIR))/oci \
+		-tar $(abspath $(IMAGE_DIR))/batchd.tar -tag batchd:$(VERSION) -version $(VERSION)
 
 build/demo.gguf:
 	@mkdir -p build
@@ -50,6 +59,9 @@ test: build
 		echo "note: no model files in $(MODELS_HINT): tests that need real weights skip (set BATCHD_TEST_MODELS to run them)"; \
 	fi
 	$(GO) test -race ./...
+	# The chart and the image (deploy/, a module of its own so that Helm's
+	# and Kubernetes' dependencies stay out of the daemon's).
+	cd deploy && $(GO) test ./...
 	@if $(PYTHON) -c 'import msgpack, pytest' 2>/dev/null; then \
 		echo "BATCHD_BIN=$(CURDIR)/$(BIN)/batchd $(PYTHON) -m pytest -q clients/python/tests"; \
 		BATCHD_BIN=$(CURDIR)/$(BIN)/batchd $(PYTHON) -m pytest -q clients/python/tests; \
@@ -98,6 +110,7 @@ fuzz:
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd deploy && $(GO) vet ./...
 
 clean:
 	rm -rf $(BIN) build

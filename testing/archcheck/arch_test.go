@@ -50,8 +50,8 @@ func TestImportRules(t *testing.T) {
 	}{
 		{"kvcache", nil},
 		{"kvevents", []string{"kvcache"}}, // the cache's events on a ZeroMQ socket; no engine
-		{"models", nil}, // bookkeeping: the daemon's loader opens the files
-		{"tune", nil},   // the matrix, the knee, the rollout rule: cells run and targets live in the daemon
+		{"models", nil},                   // bookkeeping: the daemon's loader opens the files
+		{"tune", nil},                     // the matrix, the knee, the rollout rule: cells run and targets live in the daemon
 		{"tune/remote", []string{"tune", "clients/go", "ipc/wire"}}, // a running daemon, through its socket and config file
 		{"engine/quant", nil},
 		{"engine/model/gguf", nil},
