@@ -86,8 +86,14 @@ func (w *workers) wait(seen uint64) uint64 {
 		if g := w.gen.Load(); g != seen {
 			return g
 		}
-		if i&255 == 255 && time.Since(start) > spinFor {
-			break
+		if i&255 == 255 {
+			if time.Since(start) > spinFor {
+				break
+			}
+			// A spinning worker holds a P: let a runnable goroutine (an
+			// HTTP handler, a metrics scrape) have it rather than wait
+			// for the runtime's 10 ms preemption.
+			runtime.Gosched()
 		}
 	}
 	w.mu.Lock()
