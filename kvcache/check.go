@@ -57,6 +57,9 @@ func (p *Pool) Check() error {
 		if b.ref > 0 {
 			used++
 		}
+		if b.told && !b.hashed {
+			errs = append(errs, fmt.Errorf("block %d told to subscribers but not indexed", id))
+		}
 		if b.hashed {
 			if got, ok := p.index[b.hash]; !ok || got != id {
 				errs = append(errs, fmt.Errorf("block %d hashed but index maps its hash to %d (present %v)", id, got, ok))

@@ -15,6 +15,10 @@
 //   - a block is on the free list exactly when its ref count is zero;
 //   - a hash maps to at most one block and a block's hash never changes
 //     while it is indexed (write-once); it is dropped only on eviction.
+//   - with events recorded (RecordEvents), the hashes told by Stored and not
+//     withdrawn by Removed are exactly the indexed blocks of the shared
+//     chain that were committed with their tokens (Told): a subscriber that
+//     applies every event holds what the cache can serve.
 //
 // A Pool is not safe for concurrent use: the engine's step loop owns it.
 package kvcache

@@ -230,6 +230,10 @@ func checkCommon(t *testing.T, r *rendered) {
 	if r.config.Server.HTTPListen == "" || r.config.Engine.BlockSize == 0 {
 		t.Errorf("config: http_listen %q, block_size %d", r.config.Server.HTTPListen, r.config.Engine.BlockSize)
 	}
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil ||
+		len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("affinity %+v: want one replica per node preferred", pod.Affinity)
+	}
 	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
 		t.Error("the pod may run as root")
 	}
