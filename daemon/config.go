@@ -189,6 +189,9 @@ type EngineKnobs struct {
 	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
 	KVCacheType         string `toml:"kv_cache_type"`          // f16 (default) or f32 (restart)
 	QuantDot            string `toml:"quant_dot"`              // auto (default: prompts float, generated tokens int8), float (exact) or int8 (restart)
+	Speculative         string `toml:"speculative"`            // speculative decoding: ngram, or "" (default: off) (restart)
+	DraftTokens         int    `toml:"draft_tokens"`           // tokens drafted per step; default 4 (restart)
+	DraftMaxBatch       int    `toml:"draft_max_batch"`        // drafting stops above this many decoding sequences; default 4 (restart)
 	MaxNumSeqs          int    `toml:"max_num_seqs"`           // sequences running at once
 	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // tokens per step
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1
@@ -397,6 +400,12 @@ func (e EngineKnobs) validateNames() []error {
 	var errs []error
 	if _, err := backend.ParseQuantDot(e.QuantDot); err != nil {
 		errs = append(errs, fmt.Errorf("engine.quant_dot: %w", err))
+	}
+	if _, err := engine.ParseSpecMethod(e.Speculative); err != nil {
+		errs = append(errs, fmt.Errorf("engine.speculative: %w", err))
+	}
+	if e.DraftTokens < 0 || e.DraftTokens > 32 || e.DraftMaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("engine.draft_tokens = %d, draft_max_batch = %d: want 0 to 32 and >= 0", e.DraftTokens, e.DraftMaxBatch))
 	}
 	if _, err := backend.ParseKVType(e.KVCacheType); err != nil {
 		errs = append(errs, fmt.Errorf("engine.kv_cache_type: %w", err))

@@ -139,3 +139,35 @@ func TestGeneratePositionalPrompt(t *testing.T) {
 		t.Fatalf("no prompt: %v, want a usage error", err)
 	}
 }
+
+// TestGenerateSpeculative: --speculative ngram gives the tokens plain
+// decoding gives; a draft model, not served yet, and an unknown method are
+// refused by name rather than ignored, on the command line and in the
+// config.
+func TestGenerateSpeculative(t *testing.T) {
+	m := synth.TinyFile(t, 256)
+	plain := generate(t, "--model", m, "--json", "--max-tokens", "40", "a b a b a b a b")
+	spec := generate(t, "--model", m, "--json", "--max-tokens", "40", "--speculative", "ngram", "--draft-tokens", "6", "a b a b a b a b")
+	if len(plain) != 1 || len(spec) != 1 || !slices.Equal(plain[0].OutputTokens, spec[0].OutputTokens) {
+		t.Fatalf("with speculation %v, without %v", spec, plain)
+	}
+	env := &runEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	for _, args := range [][]string{
+		{"generate", "--model", m, "--speculative", "draft", "--draft-model", m, "x"},
+		{"generate", "--model", m, "--speculative", "eagle", "x"},
+	} {
+		if err := run(context.Background(), args, env); err == nil || !strings.Contains(err.Error(), "draft") && !strings.Contains(err.Error(), "eagle") {
+			t.Errorf("%v: %v, want a refusal naming it", args, err)
+		}
+	}
+	c := Default()
+	c.Model.Path = m
+	c.Engine.Speculative = "draft"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "engine.speculative") {
+		t.Errorf("speculative = draft: %v", err)
+	}
+	c.Engine.Speculative = "ngram"
+	if err := c.Validate(); err != nil {
+		t.Errorf("speculative = ngram: %v", err)
+	}
+}

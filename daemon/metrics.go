@@ -130,10 +130,17 @@ func (o modelObserver) Step(seqs, tokens int) {
 
 // The scrape-time series, read from the engine's stats snapshot.
 var (
-	descRunning  = prometheus.NewDesc(metricPrefix+"num_requests_running", "Requests running.", []string{"model_name", "channel"}, nil)
-	descWaiting  = prometheus.NewDesc(metricPrefix+"num_requests_waiting", "Requests waiting.", []string{"model_name", "channel"}, nil)
-	descKV       = prometheus.NewDesc(metricPrefix+"kv_cache_usage_perc", "KV cache blocks in use (0 to 1).", []string{"model_name"}, nil)
-	descPreempt  = prometheus.NewDesc(metricPrefix+"num_preemptions_total", "Preemptions.", []string{"model_name"}, nil)
+	descRunning = prometheus.NewDesc(metricPrefix+"num_requests_running", "Requests running.", []string{"model_name", "channel"}, nil)
+	descWaiting = prometheus.NewDesc(metricPrefix+"num_requests_waiting", "Requests waiting.", []string{"model_name", "channel"}, nil)
+	descKV      = prometheus.NewDesc(metricPrefix+"kv_cache_usage_perc", "KV cache blocks in use (0 to 1).", []string{"model_name"}, nil)
+	descPreempt = prometheus.NewDesc(metricPrefix+"num_preemptions_total", "Preemptions.", []string{"model_name"}, nil)
+	// Speculative decoding, as vLLM names it (spec_decode_*).
+	descSpecDrafts = prometheus.NewDesc(metricPrefix+"spec_decode_num_drafts_total", "Decode steps that verified a draft.",
+		[]string{"model_name"}, nil)
+	descSpecDraft = prometheus.NewDesc(metricPrefix+"spec_decode_num_draft_tokens_total", "Tokens drafted.",
+		[]string{"model_name"}, nil)
+	descSpecKept = prometheus.NewDesc(metricPrefix+"spec_decode_num_accepted_tokens_total", "Drafted tokens kept.",
+		[]string{"model_name"}, nil)
 	descPQueries = prometheus.NewDesc(metricPrefix+"prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", []string{"model_name"}, nil)
 	descPHits    = prometheus.NewDesc(metricPrefix+"prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", []string{"model_name"}, nil)
 	descGen      = prometheus.NewDesc(metricPrefix+"generation_tokens_total", "Tokens generated.", []string{"model_name"}, nil)
@@ -151,7 +158,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPreempt, descPQueries, descPHits,
+	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPreempt, descSpecDrafts, descSpecDraft, descSpecKept, descPQueries, descPHits,
 		descGen, descPrompt, descMaxSeqs, descBudget, descLevel, descMoves, descFill, descEff, descUtil, descHealth, descHealthC} {
 		ch <- d
 	}
@@ -179,6 +186,9 @@ func collectModel(ch chan<- prometheus.Metric, name string, s engine.Stats) {
 	}
 	gauge(descKV, s.KVUsage)
 	counter(descPreempt, float64(s.Preemptions))
+	counter(descSpecDrafts, float64(s.SpecShares))
+	counter(descSpecDraft, float64(s.SpecDrafted))
+	counter(descSpecKept, float64(s.SpecAccepted))
 	counter(descPQueries, float64(s.PrefixQueries))
 	counter(descPHits, float64(s.PrefixHits))
 	counter(descGen, float64(s.GeneratedTokens))

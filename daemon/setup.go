@@ -60,7 +60,10 @@ type EngineConfig struct {
 	MaxQueue  int
 	Observer  engine.Observer    // metrics sink, may be nil
 	KVEvents  engine.KVEventSink // the prefix cache's events, may be nil
-	Channels  map[string]engine.ChannelPolicy
+	// Speculative: speculative decoding (engine.SpecConfig; Method "" off).
+	Speculative engine.SpecConfig
+	DraftModel  string // refused until draft models are served
+	Channels    map[string]engine.ChannelPolicy
 	// Adaptive moves the effective limits with the load, below the plan's;
 	// TTFTTarget and ITLTarget are its latency objectives.
 	Adaptive              bool
@@ -187,7 +190,7 @@ func (p *preparedEngine) start() (*Runtime, error) {
 	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
 		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID, CacheMaxBytes: cfg.CacheMaxBytes,
-		KVEvents: cfg.KVEvents})
+		KVEvents: cfg.KVEvents, Speculative: cfg.Speculative})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}

@@ -53,6 +53,7 @@ func engineFigures(r *wire.StatsReport, s engine.Stats) {
 	r.KVBlocksTotal, r.KVBlocksUsed, r.KVBlocksCached, r.KVUsage = s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached, s.KVUsage
 	r.BlockSize, r.PrefixQueries, r.PrefixHits, r.Preemptions = s.BlockSize, s.PrefixQueries, s.PrefixHits, s.Preemptions
 	r.Steps, r.PromptTokens, r.GeneratedTokens = s.Steps, s.PromptTokens, s.GeneratedTokens
+	r.SpecDrafted, r.SpecAccepted, r.SpecShares = s.SpecDrafted, s.SpecAccepted, s.SpecShares
 	r.ForwardTokens, r.ForwardSeconds, r.TokensPerSec = s.ForwardTokens, s.ForwardSeconds, s.TokensPerSec
 	r.BatchSizes, r.MeanBatchSize = s.BatchSizes, s.MeanBatchSize
 	r.Sleeping, r.Sleeps, r.Wakes, r.LastWakeSeconds = s.Sleeping, s.Sleeps, s.Wakes, s.LastWakeSeconds

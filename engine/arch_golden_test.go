@@ -12,9 +12,16 @@ import (
 // TestArchGreedyMatchesLlamaCpp: on every tiny model in models/arch, the
 // engine's greedy tokens are llama.cpp's: each prompt alone, all in one
 // batch, under preemption in a tiny pool, and again with the prefix cache
-// warm (the second pass reuses the first's blocks). Where llama.cpp's top
+// warm (the second pass reuses the first's blocks), and with n-gram
+// speculation alone, batched and preempted. Where llama.cpp's top
 // two are within 1e-4 the tokens may part (the test says where).
 func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
+	var refused uint64
+	defer func() {
+		if refused == 0 && !t.Failed() {
+			t.Error("speculation never had a draft refused: the test did not exercise rejection")
+		}
+	}()
 	for _, arch := range testmodels.ArchModels {
 		t.Run(arch, func(t *testing.T) {
 			goldens := testmodels.ArchGoldens(t, arch)
@@ -29,6 +36,10 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 					gs = append(gs, g)
 				}
 			}
+			// n-gram drafts on a batch of up to 16: random-weight models
+			// repeat themselves, so drafts are kept and refused alike.
+			ngram := SpecConfig{Method: "ngram", MaxBatch: 16}
+			var drafted, kept uint64
 			for _, mode := range []struct {
 				name     string
 				o        engineOpts
@@ -39,6 +50,10 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 				{"batched", engineOpts{}, true, 1},
 				{"preempted", engineOpts{blocks: 30, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true, 1},
 				{"prefix-cache", engineOpts{blockSize: 4}, false, 2},
+				{"speculative", engineOpts{spec: ngram}, false, 1},
+				{"speculative-batched", engineOpts{spec: ngram}, true, 1},
+				{"speculative-preempted", engineOpts{blocks: 24, blockSize: 4, spec: ngram,
+					sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true, 1},
 			} {
 				e := startEngine(t, m, mode.o)
 				preempted, cached := 0, 0
@@ -70,13 +85,24 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 						run([]testmodels.ArchGolden{g})
 					}
 				}
+				if st := e.Stats(); mode.o.spec.Method != "" {
+					t.Logf("%s: %d drafted, %d kept over %d verifications", mode.name, st.SpecDrafted, st.SpecAccepted, st.SpecShares)
+					drafted += st.SpecDrafted
+					kept += st.SpecAccepted
+				}
 				switch {
 				case mode.name == "preempted" && preempted == 0:
 					t.Errorf("no preemption in the tiny pool")
 				case mode.name == "prefix-cache" && cached == 0:
 					t.Errorf("no prompt token came from the prefix cache")
+				case mode.name == "speculative-preempted" && preempted == 0:
+					t.Errorf("no preemption in the tiny pool with speculation")
 				}
 			}
+			if kept == 0 {
+				t.Errorf("speculation drafted %d and kept none", drafted)
+			}
+			refused += drafted - kept
 		})
 	}
 }

@@ -59,6 +59,8 @@ type Options struct {
 	// boundary (kvcache.Event; vLLM's KV events for a router). It is called
 	// from the loop and must not block.
 	KVEvents KVEventSink
+	// Speculative turns on speculative decoding (speculate.go).
+	Speculative SpecConfig
 }
 
 // KVEventSink takes the prefix cache's events; see Options.KVEvents.
@@ -88,27 +90,31 @@ type Engine struct {
 	asleep    atomic.Bool  // KV memory released (Sleep)
 	afterStep func()       // test hook, run by the loop at every step boundary
 
-	mu           sync.Mutex
-	inbox        []*reqState
-	cancels      []cancelReq
-	newCfg       *SchedulerConfig
-	sleepReq     bool
-	warm         warmState // pinned prefixes and the saved prefix cache (warm.go)
-	gauges       gaugeVals // the published figures a scraper reads without mu
-	kvEvents     KVEventSink
-	sleepWeights bool
-	live         map[uint64]*reqState
-	pending      int            // accepted, not yet scheduled
-	pendingC     map[string]int // the same, by channel
-	channels     map[string]ChannelPolicy
-	maxQueue     int
-	ids          *atomic.Uint64
-	seat         *Seat   // at the shared ComputeGate; nil: the cores are the engine's
-	prefillRate  float64 // prompt tokens per second of forward (loop only)
-	closed       bool
-	drained      chan struct{} // closed when draining and nothing is live
-	snap         Stats
-	rec          recorder
+	mu       sync.Mutex
+	inbox    []*reqState
+	cancels  []cancelReq
+	newCfg   *SchedulerConfig
+	sleepReq bool
+	warm     warmState // pinned prefixes and the saved prefix cache (warm.go)
+	gauges   gaugeVals // the published figures a scraper reads without mu
+	kvEvents KVEventSink
+	spec     SpecConfig
+	// Speculation's counters (loop-owned; published to snap): drafted
+	// tokens, those kept, and the shares that verified a draft.
+	specDrafted, specKept, specShares uint64
+	sleepWeights                      bool
+	live                              map[uint64]*reqState
+	pending                           int            // accepted, not yet scheduled
+	pendingC                          map[string]int // the same, by channel
+	channels                          map[string]ChannelPolicy
+	maxQueue                          int
+	ids                               *atomic.Uint64
+	seat                              *Seat   // at the shared ComputeGate; nil: the cores are the engine's
+	prefillRate                       float64 // prompt tokens per second of forward (loop only)
+	closed                            bool
+	drained                           chan struct{} // closed when draining and nothing is live
+	snap                              Stats
+	rec                               recorder
 
 	states map[uint64]*reqState // the loop's per-request state, by sequence id
 	gvocab constrainVocab       // the vocabulary as grammars see it, built at the first constrained request
@@ -160,6 +166,7 @@ type reqState struct {
 	done       *Event       // terminal event held until a request-level batch ends
 	reason     FinishReason // of done
 	cancelled  bool         // a cancel was acknowledged; guarded by Engine.mu
+	spec       specState    // speculative drafting's record
 	// For Requests, read outside the loop: set at Submit, or atomic.
 	arrival   time.Time
 	started   atomic.Bool
@@ -223,6 +230,12 @@ func New(o Options) (*Engine, error) {
 	}
 	e.warm.file, e.warm.identity, e.warm.maxBytes = o.CacheFile, o.CacheIdentity, o.CacheMaxBytes
 	e.loadCache("start")
+	if o.Speculative.Method != "" {
+		if _, err := ParseSpecMethod(o.Speculative.Method); err != nil {
+			return nil, err
+		}
+		e.spec = o.Speculative.withDefaults()
+	}
 	if o.KVEvents != nil && !e.sched.whole { // an encoder's blocks are never shared
 		e.kvEvents = o.KVEvents
 		pool.RecordEvents()

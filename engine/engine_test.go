@@ -27,6 +27,7 @@ type engineOpts struct {
 	noStart           bool
 	quantDot          string // backend.Options.QuantDot
 	kvType            quant.DType
+	spec              SpecConfig
 }
 
 func loadModel(t testing.TB, format string) *model.Model {
@@ -64,7 +65,7 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 		t.Fatal(err)
 	}
 	e, err := New(Options{Model: m, Backend: cpu, NumBlocks: o.blocks, BlockSize: o.blockSize,
-		Scheduler: o.sched, MaxQueue: o.maxQueue})
+		Scheduler: o.sched, MaxQueue: o.maxQueue, Speculative: o.spec})
 	if err != nil {
 		t.Fatal(err)
 	}

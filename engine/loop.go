@@ -35,6 +35,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.control(now)
 		e.sched.stepCap = e.contendedCap()
 		e.sched.embedTokens = int(e.prefillRate * embedStep.Seconds()) // 0 until a rate is known
+		e.propose()
 		step := e.sched.Schedule(now)
 		e.notePreempted(step)
 		for _, q := range step.Expired {
@@ -65,8 +66,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		batch.Seqs = batch.Seqs[:0]
 		for _, sc := range step.Seqs {
+			toks := sc.Seq.Tokens[sc.Start : sc.Start+sc.N]
+			if len(sc.Draft) > 0 { // a copy: Tokens' own array must not see the draft
+				toks = append(toks[:len(toks):len(toks)], sc.Draft...)
+			}
 			batch.Seqs = append(batch.Seqs, backend.SeqInput{
-				Tokens: sc.Seq.Tokens[sc.Start : sc.Start+sc.N], Pos: sc.Start,
+				Tokens: toks, Pos: sc.Start, Rows: 1 + len(sc.Draft),
 				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen})
 		}
 		if e.seat != nil {
@@ -169,6 +174,10 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		}
 		if sc.Logits && !sc.Seq.Padding {
 			generated++
+			if len(sc.Draft) > 0 {
+				generated += e.verify(rs, sc, logits[i], now) - 1
+				continue
+			}
 			if rs.constrains() {
 				e.constrainedToken(rs, logits[i], sc.Seq.Tokens, now)
 				continue
@@ -429,6 +438,7 @@ func (e *Engine) publish() {
 	s.BlockSize = e.pool.BlockSize()
 	s.PrefixQueries, s.PrefixHits = u.Queries, u.Hits
 	s.Preemptions = e.sched.Preemptions()
+	s.SpecDrafted, s.SpecAccepted, s.SpecShares = e.specDrafted, e.specKept, e.specShares
 	e.mu.Unlock()
 }
 

@@ -25,7 +25,8 @@ type quantGolden struct {
 // TestQuantizedGreedyMatchesLlamaCpp: batchd computes in float32 from exactly
 // dequantized weights, so its greedy tokens on each quantized file equal
 // llama.cpp's on the file's dequantized twin: alone, all prompts in one
-// batch, and under preemption in a tiny pool. Where llama.cpp's top two
+// batch, under preemption in a tiny pool, and with n-gram speculation alone
+// and batched. Where llama.cpp's top two
 // log-probabilities are within 1e-4 the tokens may part there (a near tie).
 func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 	dir := filepath.Join(testmodels.Dir(t), "quant")
@@ -57,6 +58,8 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 				{"alone", engineOpts{}, false},
 				{"batched", engineOpts{}, true},
 				{"preempted", engineOpts{blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true},
+				{"speculative", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16}}, false},
+				{"speculative-batched", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16}}, true},
 			} {
 				e := startEngine(t, m, mode.o)
 				preempted := 0
@@ -88,6 +91,9 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 				}
 				if mode.name == "preempted" {
 					t.Logf("%d preemptions", preempted)
+				}
+				if st := e.Stats(); mode.o.spec.Method != "" && st.SpecAccepted == 0 {
+					t.Errorf("%s: %d drafted, none kept", mode.name, st.SpecDrafted)
 				}
 			}
 		})

@@ -159,7 +159,10 @@ type Sequence struct {
 	Prefill bool
 	// Salt roots its prefix-cache chain (kvcache.Salt of Request.CacheSalt):
 	// it shares blocks only with sequences of the same salt.
-	Salt  kvcache.Hash
+	Salt kvcache.Hash
+	// Draft: tokens proposed to follow Tokens (speculative decoding),
+	// verified in the sequence's next decode share when there is room.
+	Draft []int
 	order uint64
 }
 
@@ -173,6 +176,9 @@ type Scheduled struct {
 	N      int
 	Logits bool // the share ends at the last known token: sample the next
 	Hidden bool // an embedding's share: its tokens' final hidden states
+	// Draft follows the share's last token in the forward pass, each with
+	// its logits: verified, not yet part of Tokens.
+	Draft []int
 }
 
 // Step is the plan for one forward pass.
@@ -412,6 +418,7 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		}
 		st.add(seq, n)
 		budget = max(0, budget-n)
+		budget -= s.addDraft(seq, n, budget, st)
 		if seq.Embed {
 			s.embedLeft = max(0, s.embedLeft-n)
 		}

@@ -38,6 +38,13 @@ type Stats struct {
 	PrefixHits    uint64 `json:"prefix_cache_hits"`    // of those, found cached
 	Preemptions   uint64 `json:"preemptions"`
 
+	// Speculative decoding: tokens drafted, those the sampler kept, and the
+	// decode shares that verified a draft (each also draws one token of its
+	// own, so a share's tokens are 1 + kept / shares on average).
+	SpecDrafted  uint64 `json:"spec_drafted_tokens"`
+	SpecAccepted uint64 `json:"spec_accepted_tokens"`
+	SpecShares   uint64 `json:"spec_verify_shares"`
+
 	Steps           uint64 `json:"steps"`
 	PromptTokens    uint64 `json:"prompt_tokens"`    // prompt tokens computed (cache hits excluded)
 	GeneratedTokens uint64 `json:"generated_tokens"` // tokens sampled

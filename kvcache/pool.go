@@ -378,3 +378,26 @@ func (p *Pool) insertAfter(id int, at int32) {
 		p.cached++
 	}
 }
+
+// Shrink gives back seq's trailing blocks past those numTokens need (the
+// slots of draft tokens a verification rejected), never a committed one.
+func (p *Pool) Shrink(seq SeqID, numTokens int) {
+	t := p.seqs[seq]
+	if t == nil {
+		return
+	}
+	keep := max(p.BlocksFor(numTokens), len(t.hashes))
+	for len(t.blocks) > keep {
+		id := t.blocks[len(t.blocks)-1]
+		t.blocks = t.blocks[:len(t.blocks)-1]
+		b := &p.blocks[id]
+		if b.ref--; b.ref > 0 {
+			continue
+		}
+		if b.hashed {
+			p.pushTail(id)
+		} else {
+			p.pushHead(id)
+		}
+	}
+}

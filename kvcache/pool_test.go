@@ -361,3 +361,24 @@ func TestRenameAndAdopt(t *testing.T) {
 		}
 	}
 }
+
+func TestShrinkGivesBackTheTail(t *testing.T) {
+	p := newPool(t, 11, true)
+	toks := seqTokens(0, 20)
+	if err := p.Allocate(1, nil, 20+16); err != nil { // 3 blocks: 20 tokens and a 16-token draft
+		t.Fatal(err)
+	}
+	p.Commit(1, Hash{}, toks[:16])
+	p.Shrink(1, 21) // one draft token kept: 2 blocks
+	if got := p.Blocks(1); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("blocks %v after shrinking to 21 tokens", got)
+	}
+	if head := p.FreeList()[0]; head != 2 {
+		t.Fatalf("free list head %d: the given-back block is taken first", head)
+	}
+	p.Shrink(1, 1) // never below the committed block
+	if got := p.Blocks(1); !slices.Equal(got, []int{0}) {
+		t.Fatalf("blocks %v after shrinking to 1 token", got)
+	}
+	mustCheck(t, p)
+}

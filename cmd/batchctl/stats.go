@@ -39,6 +39,11 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 	row("Batching", fmt.Sprintf("up to %s sequences and %s tokens a step", count(s.MaxNumSeqs), count(s.MaxNumBatchedTokens)),
 		fmt.Sprintf("mean batch %.1f over %s steps", s.MeanBatchSize, count(s.Steps)),
 		fmt.Sprintf("%s preemptions", count(s.Preemptions)))
+	if s.SpecShares > 0 {
+		row("Speculation", fmt.Sprintf("%s of %s drafted tokens kept (%.1f%%)", count(s.SpecAccepted), count(s.SpecDrafted),
+			pct(float64(s.SpecAccepted), float64(s.SpecDrafted))),
+			fmt.Sprintf("%.2f tokens a verifying step", 1+float64(s.SpecAccepted)/float64(s.SpecShares)))
+	}
 	row("Dashboard", fmt.Sprintf("batch fill %.0f%% (%s)", 100*s.FillRate, byChannel(s.FillRateByChannel)),
 		fmt.Sprintf("scheduling efficiency %.0f%% (%s)", 100*s.Efficiency, byChannel(s.EfficiencyByChannel)))
 	h := s.Health

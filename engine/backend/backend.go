@@ -46,6 +46,11 @@ type SeqInput struct {
 	Pos    int
 	Blocks []int
 	Logits bool // return logits for the last token
+	// Rows, with Logits, is how many trailing tokens get logits (0 is 1):
+	// speculative verification scores every drafted token at once. The
+	// rows come back as one slice, oldest first, each the same as a share
+	// ending at that token would give.
+	Rows int
 	// Hidden returns instead the final hidden state (after the output norm,
 	// before the classifier) of every token of this share: what embedding
 	// models pool. Not with Logits.

@@ -121,6 +121,25 @@ func (s *Sampler) Draw(logits []float32) int {
 	if s.p.Temperature == 0 {
 		return Argmax(logits)
 	}
+	c, sorted, total := s.dist(logits)
+	return pick(c, sorted, s.rng.Float32()*total)
+}
+
+// Verify decides a drafted token that a draft proposed with certainty (an
+// n-gram): it draws as Draw does and keeps the draft when the draw is it.
+// That is speculative sampling's rejection rule for such a draft (keep it
+// with probability p(tok), else draw from p without tok), taken as the
+// coupling that spends the same random numbers as Draw: the request's
+// tokens are the ones it would draw without speculation, seed for seed,
+// so batching (which decides whether a sequence drafts) stays invisible.
+func (s *Sampler) Verify(logits []float32, tok int) (got int, kept bool) {
+	got = s.Draw(logits)
+	return got, got == tok
+}
+
+// dist is Draw's distribution over candidates (probabilities summing to
+// total, in byProb order when sorted).
+func (s *Sampler) dist(logits []float32) ([]candidate, bool, float32) {
 	inv := 1 / s.p.Temperature
 	mx := logits[Argmax(logits)]
 	s.cand = s.cand[:0]
@@ -146,7 +165,11 @@ func (s *Sampler) Draw(logits []float32) int {
 	for _, x := range c {
 		total += x.p
 	}
-	r := s.rng.Float32() * total
+	return c, sorted, total
+}
+
+// pick returns the candidate at mass r.
+func pick(c []candidate, sorted bool, r float32) int {
 	if !sorted {
 		return drawUnsorted(c, r)
 	}

@@ -23,6 +23,11 @@ type StatsReport struct {
 	PrefixQueries  uint64  `msgpack:"prefix_cache_queries" json:"prefix_cache_queries"`
 	PrefixHits     uint64  `msgpack:"prefix_cache_hits" json:"prefix_cache_hits"`
 	Preemptions    uint64  `msgpack:"preemptions" json:"preemptions"`
+	// Speculative decoding: tokens drafted, those kept, and the decode
+	// shares that verified a draft.
+	SpecDrafted  uint64 `msgpack:"spec_drafted_tokens" json:"spec_drafted_tokens"`
+	SpecAccepted uint64 `msgpack:"spec_accepted_tokens" json:"spec_accepted_tokens"`
+	SpecShares   uint64 `msgpack:"spec_verify_shares" json:"spec_verify_shares"`
 
 	Steps           uint64   `msgpack:"steps" json:"steps"`
 	PromptTokens    uint64   `msgpack:"prompt_tokens" json:"prompt_tokens"`

@@ -30,6 +30,11 @@ func Run(t *testing.T, open Open) {
 		quant.Q5_1, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS} {
 		t.Run("batch-invariance/"+dt.String(), func(t *testing.T) { batchInvariance(t, open, dt) })
 	}
+	for _, dt := range []quant.DType{quant.F32, quant.Q8_0, quant.Q4_K} {
+		for _, qd := range []string{"float", "auto"} {
+			t.Run("verify-rows/"+dt.String()+"/"+qd, func(t *testing.T) { verifyRows(t, open, dt, qd) })
+		}
+	}
 	t.Run("block-isolation", func(t *testing.T) { blockIsolation(t, open) })
 	t.Run("bad-batches", func(t *testing.T) { badBatches(t, open) })
 }
@@ -126,6 +131,40 @@ func BatchInvariance(t *testing.T, open Open, m *model.Model) {
 	for i := range want {
 		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
 			t.Fatalf("logit %d: alone %v, batched %v", i, want[i], got[i])
+		}
+	}
+}
+
+// verifyRows: one share of drafted tokens with Rows logits gives, row for
+// row, the bits a plain decode of each token gives (what makes speculative
+// verification exact), under either role of QuantDot.
+func verifyRows(t *testing.T, open Open, dt quant.DType, quantDot string) {
+	m := synthModel(t, dt)
+	toks := []int{1, 17, 42, 280, 5, 99, 33, 7, 250, 3}
+	const promptLen = 6
+	o := backend.Options{NumBlocks: 16, BlockSize: 4, KVType: quant.F16, QuantDot: quantDot}
+	blocks := []int{3, 9, 1}
+	plain := start(t, open, m, o)
+	var want [][]float32
+	forward(t, plain, backend.SeqInput{Tokens: toks[:promptLen-1], Blocks: blocks, PromptLen: promptLen})
+	for pos := promptLen - 1; pos < len(toks); pos++ {
+		want = append(want, forward(t, plain, backend.SeqInput{Tokens: toks[pos : pos+1], Pos: pos, Blocks: blocks,
+			Logits: true, PromptLen: promptLen})[0])
+	}
+	spec := start(t, open, m, o)
+	forward(t, spec, backend.SeqInput{Tokens: toks[:promptLen-1], Blocks: blocks, PromptLen: promptLen})
+	rows := len(toks) - promptLen + 1
+	got := forward(t, spec, backend.SeqInput{Tokens: toks[promptLen-1:], Pos: promptLen - 1, Blocks: blocks,
+		Logits: true, Rows: rows, PromptLen: promptLen}, backend.SeqInput{Tokens: []int{4}, Blocks: []int{12}, Logits: true})[0]
+	v := len(want[0])
+	if len(got) != rows*v {
+		t.Fatalf("%d logits for %d rows of %d", len(got), rows, v)
+	}
+	for r := range rows {
+		for i := range v {
+			if math.Float32bits(want[r][i]) != math.Float32bits(got[r*v+i]) {
+				t.Fatalf("row %d logit %d: plain decode %v, verified %v", r, i, want[r][i], got[r*v+i])
+			}
 		}
 	}
 }

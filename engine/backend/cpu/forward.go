@@ -185,6 +185,9 @@ func (b *Backend) check(batch *backend.Batch) (int, error) {
 		}
 		// Bidirectional attention needs the whole text in the share, and
 		// a model without a classifier has only hidden states to give.
+		if s.Rows < 0 || s.Rows > len(s.Tokens) || s.Rows > 1 && !s.Logits {
+			return 0, fmt.Errorf("%w: sequence %d asks logits of %d of its %d tokens", backend.ErrBadBatch, i, s.Rows, len(s.Tokens))
+		}
 		if b.c.NonCausal && s.Pos != 0 || b.m.Output == nil && s.Logits {
 			return 0, fmt.Errorf("%w: sequence %d: this model embeds whole texts (position %d, logits %v)",
 				backend.ErrBadBatch, i, s.Pos, s.Logits)
@@ -345,8 +348,8 @@ func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
 	return &b.q8
 }
 
-// classify applies the final norm and classifier to the last token of every
-// sequence that wants logits.
+// classify applies the final norm and classifier to the last token (or the
+// last Rows tokens) of every sequence that wants logits.
 func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 	c := b.c
 	rows, hidden := 0, 0
@@ -355,7 +358,7 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		case s.Hidden:
 			hidden += len(s.Tokens)
 		case s.Logits:
-			rows++
+			rows += max(1, s.Rows)
 		}
 	}
 	if cap(b.logits) < rows*c.Vocab {
@@ -389,12 +392,15 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 			b.out = append(b.out, nil)
 			continue
 		}
-		b.genRows = append(b.genRows, b.gen[t-1])
-		x := b.x[(t-1)*c.Dim : t*c.Dim]
-		addTo(x, b.xb[(t-1)*c.Dim:t*c.Dim]) // the last layer's pending residual
-		rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
-		b.out = append(b.out, b.logits[r*c.Vocab:(r+1)*c.Vocab])
-		r++
+		k := max(1, s.Rows)
+		b.out = append(b.out, b.logits[r*c.Vocab:(r+k)*c.Vocab])
+		for i := t - k; i < t; i++ {
+			b.genRows = append(b.genRows, b.gen[i])
+			x := b.x[i*c.Dim : (i+1)*c.Dim]
+			addTo(x, b.xb[i*c.Dim:(i+1)*c.Dim]) // the last layer's pending residual
+			rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
+			r++
+		}
 	}
 	if rows > 0 {
 		b.matmulRoles(b.logitsNorm, rows, b.genRows, mmPart{b.m.Output, b.logits})

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/kvcache"
+)
+
+// Speculative decoding: a decode share carries drafted tokens after its
+// last one, the backend returns logits for each (backend.SeqInput.Rows:
+// bit for bit those of a plain decode), and the request's own sampler keeps
+// the drafts it would have drawn (sample.Sampler.Verify: greedy output is
+// unchanged token for token, sampled output keeps its distribution), plus
+// one token of its own. Rejected drafts' KV slots go back at once
+// (Scheduler.AcceptDrafts).
+
+// SpecConfig turns speculative decoding on.
+type SpecConfig struct {
+	// Method: "ngram" drafts from the request's own prompt and output (the
+	// tokens that followed the last earlier occurrence of its last n
+	// tokens); "" is off.
+	Method string
+	// Tokens drafted per step at most; default 4.
+	Tokens int
+	// MaxBatch: drafting stops while more sequences than this decode, where
+	// a step is compute-bound and verifying costs what it saves; default 4.
+	MaxBatch int
+	// NgramMin and NgramMax bound the suffix looked up; default 2 and 4.
+	NgramMin, NgramMax int
+}
+
+// ParseSpecMethod checks a method name ("", "none", "ngram").
+func ParseSpecMethod(s string) (string, error) {
+	switch s {
+	case "", "none", "off":
+		return "", nil
+	case "ngram":
+		return s, nil
+	case "draft":
+		return "", fmt.Errorf("%w: speculative method draft (a draft model) is not implemented yet; use ngram", ErrInvalidArgument)
+	}
+	return "", fmt.Errorf("%w: speculative method %q (want ngram or none)", ErrInvalidArgument, s)
+}
+
+func (c SpecConfig) withDefaults() SpecConfig {
+	if c.Tokens <= 0 {
+		c.Tokens = 4
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 4
+	}
+	if c.NgramMin <= 0 {
+		c.NgramMin = 2
+	}
+	if c.NgramMax < c.NgramMin {
+		c.NgramMax = max(c.NgramMin, 4)
+	}
+	return c
+}
+
+// specState is a request's drafting record: a run of drafts refused whole
+// pauses its drafting for a while, twice as long each time.
+type specState struct {
+	pause, misses int
+}
+
+// propose drafts for the running sequences before a step is scheduled.
+func (e *Engine) propose() {
+	if e.spec.Method == "" {
+		return
+	}
+	running := e.sched.running
+	allow := len(running) <= e.spec.MaxBatch
+	for _, seq := range running {
+		seq.Draft = seq.Draft[:0]
+		rs := e.states[seq.ID]
+		if !allow || rs == nil || rs.constrains() || seq.Embed || seq.Prefill || seq.Padding ||
+			seq.Computed != len(seq.Tokens)-1 {
+			continue
+		}
+		if rs.spec.pause > 0 {
+			rs.spec.pause--
+			continue
+		}
+		k := min(e.spec.Tokens, seq.MaxTokens-seq.Generated()-1, e.m.Config.Context-len(seq.Tokens)-1)
+		if k > 0 {
+			seq.Draft = ngramDraft(seq.Draft, seq.Tokens, k, e.spec.NgramMin, e.spec.NgramMax)
+		}
+	}
+}
+
+// ngramDraft appends to dst up to k tokens that followed the latest
+// earlier occurrence of toks' last n tokens, for the longest n in
+// [lo, hi] that occurs. A continuation that runs into the end goes on
+// with what it drafted: a loop of period p drafts k tokens of it, not p.
+func ngramDraft(dst, toks []int, k, lo, hi int) []int {
+	L, base := len(toks), len(dst)
+	for n := min(hi, L-1); n >= lo; n-- {
+		suffix := toks[L-n:]
+		for i := L - n - 1; i >= 0; i-- {
+			if toks[i] != suffix[0] || !equalInts(toks[i:i+n], suffix) {
+				continue
+			}
+			for j := i + n; j < i+n+k; j++ {
+				if j < L {
+					dst = append(dst, toks[j])
+				} else {
+					dst = append(dst, dst[base+j-L])
+				}
+			}
+			return dst
+		}
+	}
+	return dst
+}
+
+func equalInts(a, b []int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// verify samples a decode share that carried a draft: row j of rows scores
+// the token after draft[j-1]. Each draft the sampler keeps is a token of
+// the request's; the first it refuses is replaced by its own draw, and
+// after a draft kept whole one more token is drawn. It returns the tokens
+// the request received.
+func (e *Engine) verify(rs *reqState, sc Scheduled, rows []float32, now time.Time) int {
+	seq, draft := sc.Seq, sc.Draft
+	w := len(rows) / (len(draft) + 1)
+	kept, got := 0, 0
+	for j := 0; j <= len(draft); j++ {
+		row := rows[j*w : (j+1)*w]
+		if rs.req.Logprobs {
+			rs.raw = append(rs.raw[:0], row...)
+		}
+		rs.sampler.Penalize(row, seq.Tokens)
+		var tok int
+		ok := false
+		if j < len(draft) {
+			tok, ok = rs.sampler.Verify(row, draft[j])
+		} else {
+			tok = rs.sampler.Draw(row)
+		}
+		var lp *sample.Logprob
+		if rs.req.Logprobs {
+			l := sample.LogProbs(rs.raw, tok, rs.req.TopLogprobs)
+			lp = &l
+		}
+		e.onToken(rs, tok, lp, now)
+		got++
+		if rs.ended || !ok {
+			break
+		}
+		kept++
+	}
+	e.specDrafted += uint64(len(draft))
+	e.specKept += uint64(kept)
+	e.specShares++
+	if !rs.ended {
+		e.sched.AcceptDrafts(seq, kept)
+	}
+	switch {
+	case kept > 0:
+		rs.spec.misses = 0
+	case rs.spec.misses < 4:
+		rs.spec.misses++
+		rs.spec.pause = 1 << rs.spec.misses
+	default:
+		rs.spec.pause = 16
+	}
+	return got
+}
+
+// addDraft schedules seq's draft after its decode token when the budget
+// and free blocks allow (drafts never preempt), and returns its tokens.
+func (s *Scheduler) addDraft(seq *Sequence, n, budget int, st *Step) int {
+	k := len(seq.Draft)
+	if k == 0 || n != 1 || k > budget || !st.Seqs[len(st.Seqs)-1].Logits ||
+		s.pool.Allocate(kvcache.SeqID(seq.ID), nil, seq.Computed+1+k) != nil {
+		seq.Draft = seq.Draft[:0]
+		return 0
+	}
+	st.Seqs[len(st.Seqs)-1].Draft = seq.Draft
+	st.Tokens += k
+	return k
+}
+
+// AcceptDrafts records that a verification kept n drafted tokens (now at
+// the end of seq.Tokens, their K/V computed): they join the prefix cache,
+// and the blocks of the rejected ones go back at once.
+func (s *Scheduler) AcceptDrafts(seq *Sequence, n int) {
+	seq.Computed += n
+	if n > 0 && !s.whole {
+		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Salt, seq.Tokens[:s.cacheable(seq, seq.Computed)])
+	}
+	s.pool.Shrink(kvcache.SeqID(seq.ID), len(seq.Tokens))
+}

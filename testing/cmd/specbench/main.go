@@ -1,0 +1,150 @@
+// Command specbench measures batch-1 decode with and without speculative
+// decoding on one model, rounds interleaved: each workload's requests run
+// one at a time, decode speed is generated tokens after the first over the
+// time from the first token to the last, and the ratio is per round.
+//
+//	go run ./testing/cmd/specbench --model build/l110-q4_k_m.gguf --rounds 3
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/backend/cpu"
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/sample"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "specbench:", err)
+		os.Exit(1)
+	}
+}
+
+// workload is a set of prompts decoded alike.
+type workload struct {
+	name     string
+	prompts  []string
+	sampling sample.Params
+}
+
+var code = `func (s *Scheduler) Schedule(now time.Time) *Step {
+	st := &Step{Now: now}
+	for _, seq := range s.running {
+		n := len(seq.Tokens) - seq.Computed
+		if n <= 0 {
+			continue
+		}
+		st.add(seq, n)
+	}
+	for _, seq := range s.waiting {
+		n := len(seq.Tokens) - seq.Computed
+		if n <= 0 {
+			continue
+		}
+		st.add(seq, n)
+	}
+	return st
+}
+`
+
+func run() error {
+	path := flag.String("model", "", "model file")
+	tok := flag.String("tokenizer", "", "llama2.c tokenizer, for .bin checkpoints")
+	rounds := flag.Int("rounds", 3, "rounds, each runs both modes in turn")
+	maxTokens := flag.Int("max-tokens", 128, "tokens generated per request")
+	draft := flag.Int("draft-tokens", 4, "tokens drafted per step")
+	threads := flag.Int("threads", 2, "CPU threads")
+	quantDot := flag.String("quant-dot", backend.DefaultQuantDot, "float, int8 or auto")
+	flag.Parse()
+	m, err := model.Load(*path, model.LoadOptions{Tokenizer: *tok})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	works := []workload{
+		{"code (greedy)", []string{"Here is the code again, unchanged:\n" + code + "\n" + code[:200]}, sample.Params{}},
+		{"document (greedy)", []string{strings.Repeat("The committee met on Tuesday and agreed the budget. ", 6) +
+			"Summary: The committee met on"}, sample.Params{}},
+		{"free text (greedy)", []string{"Once upon a time", "The weather today", "In a distant land"}, sample.Params{}},
+		{"free text (sampled, T=1)", []string{"Once upon a time", "The weather today", "In a distant land"},
+			sample.Params{Temperature: 1, Seed: 3}},
+	}
+	fmt.Printf("model %s, batch 1, %d tokens a request, %d drafted a step, %d threads, quant_dot %s\n\n",
+		*path, *maxTokens, *draft, *threads, *quantDot)
+	fmt.Println("| workload | round | plain tok/s | ngram tok/s | ratio | drafted | kept |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, w := range works {
+		for r := 1; r <= *rounds; r++ {
+			var speed [2]float64
+			var st engine.Stats
+			for i, spec := range []engine.SpecConfig{{}, {Method: "ngram", Tokens: *draft}} {
+				s, stats, err := decode(m, spec, w, *maxTokens, *threads, *quantDot)
+				if err != nil {
+					return err
+				}
+				speed[i] = s
+				if i == 1 {
+					st = stats
+				}
+			}
+			fmt.Printf("| %s | %d | %.1f | %.1f | %.2fx | %d | %d |\n", w.name, r, speed[0], speed[1], speed[1]/speed[0],
+				st.SpecDrafted, st.SpecAccepted)
+		}
+	}
+	return nil
+}
+
+// decode runs w's prompts one at a time on a fresh engine and returns the
+// decode speed over all of them.
+func decode(m *model.Model, spec engine.SpecConfig, w workload, maxTokens, threads int, quantDot string) (float64, engine.Stats, error) {
+	be, err := cpu.New(m, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: threads, QuantDot: quantDot})
+	if err != nil {
+		return 0, engine.Stats{}, err
+	}
+	defer be.Close()
+	e, err := engine.New(engine.Options{Model: m, Backend: be, NumBlocks: 256, BlockSize: 16, Speculative: spec})
+	if err != nil {
+		return 0, engine.Stats{}, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Run(ctx) }()
+	var tokens int
+	var span time.Duration
+	for _, p := range w.prompts {
+		st, err := e.Submit(ctx, engine.Request{Prompt: p, MaxTokens: maxTokens, IgnoreEOS: true, Sampling: w.sampling})
+		if err != nil {
+			return 0, engine.Stats{}, err
+		}
+		var first, last time.Time
+		n := 0
+		for {
+			ev, ok, err := st.Recv(ctx)
+			if err != nil {
+				return 0, engine.Stats{}, err
+			}
+			if !ok {
+				break
+			}
+			if len(ev.Tokens) > 0 {
+				now := time.Now()
+				if first.IsZero() {
+					first = now
+				}
+				last = now
+				n += len(ev.Tokens)
+			}
+		}
+		tokens += n - 1
+		span += last.Sub(first)
+	}
+	return float64(tokens) / span.Seconds(), e.Stats(), nil
+}
