@@ -60,10 +60,12 @@ func (c SpecConfig) withDefaults() SpecConfig {
 	return c
 }
 
-// specState is a request's drafting record: a run of drafts refused whole
-// pauses its drafting for a while, twice as long each time.
+// specState is a request's drafting record. Its draft length follows
+// what was kept: doubled after a draft kept whole, one more than was kept
+// otherwise, so refused drafts cost little; a draft refused whole pauses
+// drafting for a while, twice as long each time.
 type specState struct {
-	pause, misses int
+	k, pause, misses int
 }
 
 // propose drafts for the running sequences before a step is scheduled.
@@ -84,7 +86,10 @@ func (e *Engine) propose() {
 			rs.spec.pause--
 			continue
 		}
-		k := min(e.spec.Tokens, seq.MaxTokens-seq.Generated()-1, e.m.Config.Context-len(seq.Tokens)-1)
+		if rs.spec.k == 0 {
+			rs.spec.k = e.spec.Tokens
+		}
+		k := min(rs.spec.k, seq.MaxTokens-seq.Generated()-1, e.m.Config.Context-len(seq.Tokens)-1)
 		if k > 0 {
 			seq.Draft = ngramDraft(seq.Draft, seq.Tokens, k, e.spec.NgramMin, e.spec.NgramMax)
 		}
@@ -164,6 +169,11 @@ func (e *Engine) verify(rs *reqState, sc Scheduled, rows []float32, now time.Tim
 	e.specShares++
 	if !rs.ended {
 		e.sched.AcceptDrafts(seq, kept)
+	}
+	if kept == len(draft) {
+		rs.spec.k = min(e.spec.Tokens, 2*len(draft))
+	} else {
+		rs.spec.k = kept + 1
 	}
 	switch {
 	case kept > 0:
