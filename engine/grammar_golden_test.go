@@ -81,6 +81,7 @@ func TestConstrainedGreedyMatchesLlamaCpp(t *testing.T) {
 				{"alone", engineOpts{kvType: quant.F32}, false},
 				{"batched", engineOpts{kvType: quant.F32}, true},
 				{"preempted", engineOpts{kvType: quant.F32, blocks: 40, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true},
+				{"speculative", engineOpts{kvType: quant.F32, spec: SpecConfig{Method: "ngram", MaxBatch: 32}}, true},
 			} {
 				e := startEngine(t, m, mode.o)
 				run := func(batch []grammarGolden) {
@@ -102,10 +103,16 @@ func TestConstrainedGreedyMatchesLlamaCpp(t *testing.T) {
 				}
 				if mode.together {
 					run(gs)
-					continue
+				} else {
+					for _, g := range gs {
+						run([]grammarGolden{g})
+					}
 				}
-				for _, g := range gs {
-					run([]grammarGolden{g})
+				if st := e.Stats(); mode.o.spec.Method != "" {
+					t.Logf("speculative: %d drafted, %d kept over %d verifications", st.SpecDrafted, st.SpecAccepted, st.SpecShares)
+					if st.SpecAccepted == 0 {
+						t.Errorf("speculative: no draft kept under the grammars")
+					}
 				}
 			}
 		})

@@ -10,10 +10,11 @@ import (
 
 // Speculative decoding: a decode share carries drafted tokens after its
 // last one, the backend returns logits for each (backend.SeqInput.Rows:
-// bit for bit those of a plain decode), and the request's own sampler keeps
-// the drafts it would have drawn (sample.Sampler.Verify: greedy output is
-// unchanged token for token, sampled output keeps its distribution), plus
-// one token of its own. Rejected drafts' KV slots go back at once
+// bit for bit those of a plain decode), and each row is sampled as a plain
+// step would sample it (pick: the grammar's way when one holds), the draft
+// kept when the pick is it, so greedy, seeded and constrained output are
+// unchanged token for token; after the kept drafts comes one token of the
+// sampler's own. Rejected drafts' KV slots go back at once
 // (Scheduler.AcceptDrafts).
 
 // SpecConfig turns speculative decoding on.
@@ -78,7 +79,7 @@ func (e *Engine) propose() {
 	for _, seq := range running {
 		seq.Draft = seq.Draft[:0]
 		rs := e.states[seq.ID]
-		if !allow || rs == nil || rs.constrains() || seq.Embed || seq.Prefill || seq.Padding ||
+		if !allow || rs == nil || seq.Embed || seq.Prefill || seq.Padding ||
 			seq.Computed != len(seq.Tokens)-1 {
 			continue
 		}
@@ -130,6 +131,18 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
+// pick samples a row as a plain decode step would: under the request's
+// grammar when it holds, else the sampler's Draw (Sampler.Verify is that
+// draw, compared). A draft is kept when the pick is it, so what the request
+// gets is what it would get without drafting, grammar and seed included.
+func (e *Engine) pick(rs *reqState, row []float32, history []int) (int, error) {
+	if rs.constrains() {
+		return e.sampleConstrained(rs, row, history)
+	}
+	rs.sampler.Penalize(row, history)
+	return rs.sampler.Draw(row), nil
+}
+
 // verify samples a decode share that carried a draft: row j of rows scores
 // the token after draft[j-1]. Each draft the sampler keeps is a token of
 // the request's; the first it refuses is replaced by its own draw, and
@@ -144,14 +157,12 @@ func (e *Engine) verify(rs *reqState, sc Scheduled, rows []float32, now time.Tim
 		if rs.req.Logprobs {
 			rs.raw = append(rs.raw[:0], row...)
 		}
-		rs.sampler.Penalize(row, seq.Tokens)
-		var tok int
-		ok := false
-		if j < len(draft) {
-			tok, ok = rs.sampler.Verify(row, draft[j])
-		} else {
-			tok = rs.sampler.Draw(row)
+		tok, err := e.pick(rs, row, seq.Tokens)
+		if err != nil {
+			e.finish(rs, FinishError, err, now)
+			break
 		}
+		ok := j < len(draft) && tok == draft[j]
 		var lp *sample.Logprob
 		if rs.req.Logprobs {
 			l := sample.LogProbs(rs.raw, tok, rs.req.TopLogprobs)

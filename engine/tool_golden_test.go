@@ -16,7 +16,8 @@ type toolGolden = testmodels.ToolCase
 
 // TestToolGrammarsMatchLlamaCpp: under llama.cpp's tool grammars, lazy
 // ones with their triggers, the engine's greedy tokens are llama.cpp's,
-// alone and all of a model's cases together.
+// alone, all of a model's cases together, and together with n-gram
+// speculation (lazy grammars, triggers and stops under drafts).
 func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
 	gs := testmodels.ToolCases(t)
 	byModel := map[string][]toolGolden{}
@@ -30,7 +31,8 @@ func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			e := startEngine(t, m, engineOpts{kvType: quant.F32})
+			plain := startEngine(t, m, engineOpts{kvType: quant.F32})
+			spec := startEngine(t, m, engineOpts{kvType: quant.F32, spec: SpecConfig{Method: "ngram", MaxBatch: 32}})
 			req := func(g toolGolden) Request {
 				r := Request{Tokens: g.PromptTokens, MaxTokens: 128, Stop: g.StopStrings, Preserve: g.PreservedTokens}
 				if g.Grammar != "" {
@@ -48,7 +50,11 @@ func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
 				}
 				return r
 			}
-			for _, together := range []bool{false, true} {
+			for _, run := range []struct {
+				e        *Engine
+				together bool
+			}{{plain, false}, {plain, true}, {spec, true}} {
+				e, together := run.e, run.together
 				var streams []*Stream
 				for i, g := range gs {
 					st, err := e.Submit(context.Background(), req(g))
@@ -74,6 +80,8 @@ func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
 					}
 				}
 			}
+			st := spec.Stats()
+			t.Logf("speculative: %d drafted, %d kept over %d verifications", st.SpecDrafted, st.SpecAccepted, st.SpecShares)
 		})
 	}
 }
