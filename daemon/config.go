@@ -191,7 +191,7 @@ type EngineKnobs struct {
 	QuantDot            string `toml:"quant_dot"`              // auto (default: prompts float, generated tokens int8), float (exact) or int8 (restart)
 	Speculative         string `toml:"speculative"`            // speculative decoding: ngram, or "" (default: off) (restart)
 	DraftTokens         int    `toml:"draft_tokens"`           // tokens drafted per step; default 4 (restart)
-	DraftMaxBatch       int    `toml:"draft_max_batch"`        // drafting stops above this many decoding sequences; default 4 (restart)
+	DraftMaxBatch       int    `toml:"draft_max_batch"`        // drafting stops above this many decoding sequences (below, where it stops paying); default 16 (restart)
 	MaxNumSeqs          int    `toml:"max_num_seqs"`           // sequences running at once
 	MaxNumBatchedTokens int    `toml:"max_num_batched_tokens"` // tokens per step
 	MaxPartialPrefills  int    `toml:"max_partial_prefills"`   // default 1

@@ -41,7 +41,7 @@ func engineFlags(fs *flag.FlagSet, cfg *EngineConfig, policy, mode *string) {
 	fs.StringVar(mode, "mode", "continuous", "batching: continuous, static or dynamic (baselines)")
 	fs.StringVar(&cfg.Speculative.Method, "speculative", "", "speculative decoding: ngram (drafts from the request's own tokens), or none")
 	fs.IntVar(&cfg.Speculative.Tokens, "draft-tokens", 4, "tokens drafted per step")
-	fs.IntVar(&cfg.Speculative.MaxBatch, "draft-max-batch", 4, "drafting stops above this many decoding sequences")
+	fs.IntVar(&cfg.Speculative.MaxBatch, "draft-max-batch", 16, "drafting stops above this many decoding sequences (below, where it stops paying)")
 	fs.StringVar(&cfg.DraftModel, "draft-model", "", "a draft model (same vocabulary) for --speculative draft: not implemented yet")
 }
 

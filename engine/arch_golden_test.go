@@ -38,7 +38,7 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 			}
 			// n-gram drafts on a batch of up to 16: random-weight models
 			// repeat themselves, so drafts are kept and refused alike.
-			ngram := SpecConfig{Method: "ngram", MaxBatch: 16}
+			ngram := SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}
 			var drafted, kept uint64
 			for _, mode := range []struct {
 				name     string

@@ -102,6 +102,7 @@ type Engine struct {
 	// Speculation's counters (loop-owned; published to snap): drafted
 	// tokens, those kept, and the shares that verified a draft.
 	specDrafted, specKept, specShares uint64
+	specGate                          specGate
 	sleepWeights                      bool
 	live                              map[uint64]*reqState
 	pending                           int            // accepted, not yet scheduled

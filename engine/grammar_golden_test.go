@@ -81,7 +81,7 @@ func TestConstrainedGreedyMatchesLlamaCpp(t *testing.T) {
 				{"alone", engineOpts{kvType: quant.F32}, false},
 				{"batched", engineOpts{kvType: quant.F32}, true},
 				{"preempted", engineOpts{kvType: quant.F32, blocks: 40, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true},
-				{"speculative", engineOpts{kvType: quant.F32, spec: SpecConfig{Method: "ngram", MaxBatch: 32}}, true},
+				{"speculative", engineOpts{kvType: quant.F32, spec: SpecConfig{Method: "ngram", MaxBatch: 32, Ungated: true}}, true},
 			} {
 				e := startEngine(t, m, mode.o)
 				run := func(batch []grammarGolden) {

@@ -198,6 +198,9 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		pt.channel[channelIndex(sc.Seq.Channel)]++
 	}
 	e.mu.Lock()
+	if prompt == 0 {
+		e.specGate.noteStep(step.Tokens, fwd)
+	}
 	e.rec.step(now, len(step.Seqs), step.Tokens, prompt, generated, fwd)
 	e.rec.dash.step(pt)
 	e.mu.Unlock()

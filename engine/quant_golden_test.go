@@ -58,8 +58,8 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 				{"alone", engineOpts{}, false},
 				{"batched", engineOpts{}, true},
 				{"preempted", engineOpts{blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true},
-				{"speculative", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16}}, false},
-				{"speculative-batched", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16}}, true},
+				{"speculative", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}}, false},
+				{"speculative-batched", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}}, true},
 			} {
 				e := startEngine(t, m, mode.o)
 				preempted := 0

@@ -25,11 +25,15 @@ type SpecConfig struct {
 	Method string
 	// Tokens drafted per step at most; default 4.
 	Tokens int
-	// MaxBatch: drafting stops while more sequences than this decode, where
-	// a step is compute-bound and verifying costs what it saves; default 4.
+	// MaxBatch: drafting stops while more sequences than this decode;
+	// below it, it stops where the engine measures that verifying costs
+	// more than it saves (specGate); default 16.
 	MaxBatch int
 	// NgramMin and NgramMax bound the suffix looked up; default 2 and 4.
 	NgramMin, NgramMax int
+	// Ungated drafts whenever there is a draft, below MaxBatch, whatever
+	// the measured costs (tests that must see drafts whatever the timing).
+	Ungated bool
 }
 
 // ParseSpecMethod checks a method name ("", "none", "ngram").
@@ -50,7 +54,7 @@ func (c SpecConfig) withDefaults() SpecConfig {
 		c.Tokens = 4
 	}
 	if c.MaxBatch <= 0 {
-		c.MaxBatch = 4
+		c.MaxBatch = 16
 	}
 	if c.NgramMin <= 0 {
 		c.NgramMin = 2
@@ -75,7 +79,7 @@ func (e *Engine) propose() {
 		return
 	}
 	running := e.sched.running
-	allow := len(running) <= e.spec.MaxBatch
+	allow := len(running) <= e.spec.MaxBatch && (e.spec.Ungated || e.specGate.pays(len(running), e.spec.Tokens))
 	for _, seq := range running {
 		seq.Draft = seq.Draft[:0]
 		rs := e.states[seq.ID]
@@ -178,6 +182,7 @@ func (e *Engine) verify(rs *reqState, sc Scheduled, rows []float32, now time.Tim
 	e.specDrafted += uint64(len(draft))
 	e.specKept += uint64(kept)
 	e.specShares++
+	e.specGate.noteVerify(kept)
 	if !rs.ended {
 		e.sched.AcceptDrafts(seq, kept)
 	}

@@ -39,7 +39,7 @@ func TestNgramDraft(t *testing.T) {
 // kept and refused along the way, and every KV block comes back.
 func TestSpeculationIsInvisible(t *testing.T) {
 	m := loadModel(t, "gguf")
-	ngram := SpecConfig{Method: "ngram", Tokens: 5, MaxBatch: 16}
+	ngram := SpecConfig{Method: "ngram", Tokens: 5, MaxBatch: 16, Ungated: true}
 	reqs := []Request{
 		{Prompt: "Once upon a time, there was a little girl. Once upon a time, there was a little", MaxTokens: 60},
 		{Prompt: "Tim and Sam went to the park. Tim and Sam", MaxTokens: 40, Logprobs: true, TopLogprobs: 2},

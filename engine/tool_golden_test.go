@@ -32,7 +32,7 @@ func TestToolGrammarsMatchLlamaCpp(t *testing.T) {
 			}
 			defer m.Close()
 			plain := startEngine(t, m, engineOpts{kvType: quant.F32})
-			spec := startEngine(t, m, engineOpts{kvType: quant.F32, spec: SpecConfig{Method: "ngram", MaxBatch: 32}})
+			spec := startEngine(t, m, engineOpts{kvType: quant.F32, spec: SpecConfig{Method: "ngram", MaxBatch: 32, Ungated: true}})
 			req := func(g toolGolden) Request {
 				r := Request{Tokens: g.PromptTokens, MaxTokens: 128, Stop: g.StopStrings, Preserve: g.PreservedTokens}
 				if g.Grammar != "" {

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,8 @@ func run() error {
 	draft := flag.Int("draft-tokens", 4, "tokens drafted per step")
 	threads := flag.Int("threads", 2, "CPU threads")
 	quantDot := flag.String("quant-dot", backend.DefaultQuantDot, "float, int8 or auto")
+	batch := flag.Int("batch", 1, "copies of each prompt decoding at once")
+	only := flag.String("workloads", "", "comma-separated workload names to run (default: all)")
 	flag.Parse()
 	m, err := model.Load(*path, model.LoadOptions{Tokenizer: *tok})
 	if err != nil {
@@ -81,8 +84,11 @@ func run() error {
 		{"free text (sampled, T=1)", []string{"Once upon a time", "The weather today", "In a distant land"},
 			sample.Params{Temperature: 1, Seed: 3}},
 	}
-	fmt.Printf("model %s, batch 1, %d tokens a request, %d drafted a step, %d threads, quant_dot %s\n\n",
-		*path, *maxTokens, *draft, *threads, *quantDot)
+	if *only != "" {
+		works = slices.DeleteFunc(works, func(w workload) bool { return !strings.Contains(*only, strings.Fields(w.name)[0]) })
+	}
+	fmt.Printf("model %s, batch %d, %d tokens a request, %d drafted a step, %d threads, quant_dot %s\n\n",
+		*path, *batch, *maxTokens, *draft, *threads, *quantDot)
 	fmt.Println("| workload | round | plain tok/s | ngram tok/s | ratio | drafted | kept | verifying steps |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, w := range works {
@@ -90,7 +96,7 @@ func run() error {
 			var speed [2]float64
 			var st engine.Stats
 			for i, spec := range []engine.SpecConfig{{}, {Method: "ngram", Tokens: *draft}} {
-				s, stats, err := decode(m, spec, w, *maxTokens, *threads, *quantDot)
+				s, stats, err := decode(m, spec, w, *maxTokens, *threads, *quantDot, *batch)
 				if err != nil {
 					return err
 				}
@@ -108,7 +114,7 @@ func run() error {
 
 // decode runs w's prompts one at a time on a fresh engine and returns the
 // decode speed over all of them.
-func decode(m *model.Model, spec engine.SpecConfig, w workload, maxTokens, threads int, quantDot string) (float64, engine.Stats, error) {
+func decode(m *model.Model, spec engine.SpecConfig, w workload, maxTokens, threads int, quantDot string, batch int) (float64, engine.Stats, error) {
 	be, err := cpu.New(m, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: threads, QuantDot: quantDot})
 	if err != nil {
 		return 0, engine.Stats{}, err
@@ -124,30 +130,38 @@ func decode(m *model.Model, spec engine.SpecConfig, w workload, maxTokens, threa
 	var tokens int
 	var span time.Duration
 	for _, p := range w.prompts {
-		st, err := e.Submit(ctx, engine.Request{Prompt: p, MaxTokens: maxTokens, IgnoreEOS: true, Sampling: w.sampling})
-		if err != nil {
-			return 0, engine.Stats{}, err
-		}
-		var first, last time.Time
-		n := 0
-		for {
-			ev, ok, err := st.Recv(ctx)
+		var streams []*engine.Stream
+		for range batch {
+			st, err := e.Submit(ctx, engine.Request{Prompt: p, MaxTokens: maxTokens, IgnoreEOS: true, Sampling: w.sampling})
 			if err != nil {
 				return 0, engine.Stats{}, err
 			}
-			if !ok {
-				break
-			}
-			if len(ev.Tokens) > 0 {
-				now := time.Now()
-				if first.IsZero() {
-					first = now
+			streams = append(streams, st)
+		}
+		// Every copy's first token to the last copy's last: the copies run
+		// together, so this is the batch's decode time.
+		var first, last time.Time
+		n := 0
+		for _, st := range streams {
+			for {
+				ev, ok, err := st.Recv(ctx)
+				if err != nil {
+					return 0, engine.Stats{}, err
 				}
-				last = now
-				n += len(ev.Tokens)
+				if !ok {
+					break
+				}
+				if len(ev.Tokens) > 0 {
+					now := time.Now()
+					if first.IsZero() || n == 0 {
+						first = now
+					}
+					last = now
+					n += len(ev.Tokens)
+				}
 			}
 		}
-		tokens += n - 1
+		tokens += n - batch
 		span += last.Sub(first)
 	}
 	return float64(tokens) / span.Seconds(), e.Stats(), nil
