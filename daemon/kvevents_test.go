@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
-	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/batchd/batchd/kvcache"
+	"github.com/batchd/batchd/kvevents"
 	"github.com/batchd/batchd/testing/synth"
 )
 
@@ -91,68 +92,39 @@ func (s *kvSubscriber) apply(topic string, m zmq4.Msg) {
 		t.Fatalf("sequence %d after %d: a message was dropped", seq, s.lastSeq)
 	}
 	s.lastSeq = seq
-	var batch struct {
-		_      struct{} `msgpack:",array"`
-		TS     float64
-		Events []msgpack.RawMessage
-	}
-	if err := msgpack.Unmarshal(m.Frames[2], &batch); err != nil {
+	_, evs, err := kvevents.Decode(m.Frames[2])
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, raw := range batch.Events {
-		var ev []any
-		if err := msgpack.Unmarshal(raw, &ev); err != nil {
-			t.Fatal(err)
-		}
-		switch ev[0] {
-		case "BlockStored":
-			var st struct {
-				_      struct{} `msgpack:",array"`
-				Tag    string
-				Hashes []uint64
-				Parent *uint64
-				Tokens []uint32
-				Size   int
-				Lora   *int
-				Medium string
-				Name   *string
-			}
-			if err := msgpack.Unmarshal(raw, &st); err != nil {
-				t.Fatal(err)
-			}
-			if st.Medium != "CPU" || len(st.Tokens) != st.Size*len(st.Hashes) {
-				t.Fatalf("stored %+v", st)
+	for _, ev := range evs {
+		switch ev.Kind {
+		case kvcache.Stored:
+			if ev.Medium != "CPU" || len(ev.Tokens) != ev.BlockSize*len(ev.Hashes) {
+				t.Fatalf("stored %+v", ev)
 			}
 			p := uint64(0)
-			if st.Parent != nil {
-				p = *st.Parent
+			if ev.Parent != nil {
+				p = *ev.Parent
 			}
-			for i, h := range st.Hashes {
-				s.held[h], s.parent[h] = st.Tokens[i*st.Size:(i+1)*st.Size], p
+			for i, h := range ev.Hashes {
+				toks := make([]uint32, ev.BlockSize)
+				for j, id := range ev.Tokens[i*ev.BlockSize : (i+1)*ev.BlockSize] {
+					toks[j] = uint32(id)
+				}
+				s.held[h], s.parent[h] = toks, p
 				p = h
 			}
-			s.stored = append(s.stored, st.Hashes)
-		case "BlockRemoved":
-			var rm struct {
-				_      struct{} `msgpack:",array"`
-				Tag    string
-				Hashes []uint64
-				Medium string
-			}
-			if err := msgpack.Unmarshal(raw, &rm); err != nil {
-				t.Fatal(err)
-			}
-			for _, h := range rm.Hashes {
+			s.stored = append(s.stored, ev.Hashes)
+		case kvcache.Removed:
+			for _, h := range ev.Hashes {
 				if _, ok := s.held[h]; !ok {
 					t.Fatalf("BlockRemoved of %x, never stored", h)
 				}
 				delete(s.held, h)
 				s.removed = append(s.removed, h)
 			}
-		case "AllBlocksCleared":
+		case kvcache.Cleared:
 			clear(s.held)
-		default:
-			t.Fatalf("event %v", ev[0])
 		}
 	}
 }

@@ -131,23 +131,31 @@ func (c *completionRequest) fields() *samplingFields { return &c.samplingFields 
 // submit that build makes of it.
 func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, p ipc.Peer, req apiRequest,
 	build func() (*wire.Submit, *httpError), chat bool) {
+	if sub := s.submitOf(w, r, req, build); sub != nil {
+		s.serve(w, r, p, sub, req.fields(), chat)
+	}
+}
+
+// submitOf decodes a body into req, checks its model and builds its
+// submit; on a refusal it writes the error and returns nil.
+func (s *Server) submitOf(w http.ResponseWriter, r *http.Request, req apiRequest, build func() (*wire.Submit, *httpError)) *wire.Submit {
 	if herr := s.decode(w, r, req); herr != nil {
 		writeError(w, herr)
-		return
+		return nil
 	}
 	if herr := s.checkModel(req.model()); herr != nil {
 		writeError(w, herr)
-		return
+		return nil
 	}
 	sub, herr := build()
 	if herr != nil {
 		writeError(w, herr)
-		return
+		return nil
 	}
 	if _, many := s.o.Backend.(ipc.ModelLister); many {
 		sub.Model = req.model()
 	}
-	s.serve(w, r, p, sub, req.fields(), chat)
+	return sub
 }
 
 // serve runs one request: it counts it against the user's cap, submits it,

@@ -42,21 +42,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, p ipc.Peer, req 
 		writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error", msg: "this server does not render"})
 		return
 	}
-	if herr := s.decode(w, r, req); herr != nil {
-		writeError(w, herr)
+	sub := s.submitOf(w, r, req, build)
+	if sub == nil {
 		return
-	}
-	if herr := s.checkModel(req.model()); herr != nil {
-		writeError(w, herr)
-		return
-	}
-	sub, herr := build()
-	if herr != nil {
-		writeError(w, herr)
-		return
-	}
-	if _, many := s.o.Backend.(ipc.ModelLister); many {
-		sub.Model = req.model()
 	}
 	// Rendering runs the chat template and the tokenizer: it counts
 	// against the user's cap as a request does.

@@ -158,3 +158,33 @@ func TestPublishToASubscriber(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeReadsWhatEncodeWrites(t *testing.T) {
+	h0 := kvcache.ChainHash(kvcache.Hash{}, []int{1, 2})
+	h1 := kvcache.ChainHash(h0, []int{3, 4})
+	in := []kvcache.Event{{Kind: kvcache.Cleared},
+		{Kind: kvcache.Stored, Hashes: []kvcache.Hash{h0, h1}, Tokens: []int{1, 2, 3, 4}},
+		{Kind: kvcache.Stored, Hashes: []kvcache.Hash{h1}, Parent: h0, HasParent: true, Tokens: []int{3, 4}},
+		{Kind: kvcache.Removed, Hashes: []kvcache.Hash{h1}}}
+	payload, err := Encode(3, in, "GPU")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, out, err := Decode(payload)
+	if err != nil || ts != 3 || len(out) != len(in) {
+		t.Fatalf("decoded %v %+v (%v)", ts, out, err)
+	}
+	for i, e := range in {
+		o := out[i]
+		if o.Kind != e.Kind || len(o.Hashes) != len(e.Hashes) || !slices.Equal(o.Tokens, e.Tokens) ||
+			(o.Parent != nil) != e.HasParent || e.HasParent && *o.Parent != HashID(e.Parent) {
+			t.Errorf("event %d: sent %+v, read %+v", i, e, o)
+		}
+		if e.Kind != kvcache.Cleared && o.Medium != "GPU" {
+			t.Errorf("event %d: medium %q", i, o.Medium)
+		}
+	}
+	if _, _, err := Decode([]byte{0x93, 1, 2}); err == nil {
+		t.Error("a malformed payload decoded")
+	}
+}

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/batchd/batchd/kvcache"
+	"github.com/batchd/batchd/kvevents"
 )
 
 // Picker chooses the replica for a prompt.
@@ -146,68 +146,40 @@ func (s *Scorer) subscribe(sub zmq4.Socket, i int) {
 		if len(m.Frames) != 3 {
 			continue
 		}
-		var batch struct {
-			_      struct{} `msgpack:",array"`
-			TS     float64
-			Events []msgpack.RawMessage
-		}
-		if msgpack.Unmarshal(m.Frames[2], &batch) != nil {
+		_, evs, err := kvevents.Decode(m.Frames[2])
+		if err != nil {
 			continue
 		}
 		s.mu.Lock()
-		for _, raw := range batch.Events {
-			s.reps[i].apply(raw)
+		for _, ev := range evs {
+			s.reps[i].apply(ev)
 		}
 		s.mu.Unlock()
 	}
 }
 
-func (r *replica) apply(raw []byte) {
-	var tag []any
-	if msgpack.Unmarshal(raw, &tag) != nil || len(tag) == 0 {
-		return
-	}
-	switch tag[0] {
-	case "BlockStored":
-		var st struct {
-			_      struct{} `msgpack:",array"`
-			Tag    string
-			Hashes []uint64
-			Parent *uint64
-			Tokens []int
-			Size   int
-			Lora   *int
-			Medium *string
-			Name   *string
-		}
-		if msgpack.Unmarshal(raw, &st) != nil || st.Size <= 0 {
+func (r *replica) apply(ev kvevents.Received) {
+	switch ev.Kind {
+	case kvcache.Stored:
+		if ev.BlockSize <= 0 {
 			return
 		}
 		var parent kvcache.Hash
-		if st.Parent != nil {
-			p, ok := r.engine[*st.Parent]
+		if ev.Parent != nil {
+			p, ok := r.engine[*ev.Parent]
 			if !ok {
 				return // a chain we never saw the start of
 			}
 			parent = p
 		}
-		for j, h := range st.Hashes {
-			key := kvcache.ChainHash(parent, st.Tokens[j*st.Size:(j+1)*st.Size])
+		for j, h := range ev.Hashes {
+			key := kvcache.ChainHash(parent, ev.Tokens[j*ev.BlockSize:(j+1)*ev.BlockSize])
 			r.engine[h] = key
 			r.keys[key]++
 			parent = key
 		}
-	case "BlockRemoved":
-		var rm struct {
-			_      struct{} `msgpack:",array"`
-			Tag    string
-			Hashes []uint64
-			Medium *string
-		}
-		if msgpack.Unmarshal(raw, &rm) != nil {
-			return
-		}
-		for _, h := range rm.Hashes {
+	case kvcache.Removed:
+		for _, h := range ev.Hashes {
 			if key, ok := r.engine[h]; ok {
 				delete(r.engine, h)
 				if r.keys[key]--; r.keys[key] <= 0 {
@@ -215,7 +187,7 @@ func (r *replica) apply(raw []byte) {
 				}
 			}
 		}
-	case "AllBlocksCleared":
+	case kvcache.Cleared:
 		clear(r.keys)
 		clear(r.engine)
 	}
