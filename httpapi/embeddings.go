@@ -86,18 +86,8 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request, p ipc.Peer) 
 		}
 		e.Dimensions = *req.Dimensions
 	}
-	if err := s.o.Users.AcquireUser(p); err != nil {
-		writeError(w, fromWire(err))
-		return
-	}
-	res, err := eb.Embed(r.Context(), p, e)
-	s.o.Users.ReleaseUser(p)
-	if err != nil {
-		herr := fromWire(err)
-		if herr.code == wire.CodeNotFound {
-			herr.typ, herr.param, herr.code = "invalid_request_error", "model", "model_not_found"
-		}
-		writeError(w, herr)
+	var res *wire.Embed
+	if !s.counted(w, p, func() (err error) { res, err = eb.Embed(r.Context(), p, e); return err }) {
 		return
 	}
 	data := make([]map[string]any, len(res.Embeddings))

@@ -136,6 +136,32 @@ func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, p ipc.Peer, re
 	}
 }
 
+// modelError is a backend's refusal in OpenAI's shape: not found can only
+// be the model (the one thing a request looks up).
+func modelError(err error) *httpError {
+	herr := fromWire(err)
+	if herr.code == wire.CodeNotFound {
+		herr.typ, herr.param, herr.code = "invalid_request_error", "model", "model_not_found"
+	}
+	return herr
+}
+
+// counted runs fn under the user's cap on requests, for work that is not
+// a stream (render, embeddings); a refusal is written and it reports false.
+func (s *Server) counted(w http.ResponseWriter, p ipc.Peer, fn func() error) bool {
+	if err := s.o.Users.AcquireUser(p); err != nil {
+		writeError(w, fromWire(err))
+		return false
+	}
+	err := fn()
+	s.o.Users.ReleaseUser(p)
+	if err != nil {
+		writeError(w, modelError(err))
+		return false
+	}
+	return true
+}
+
 // submitOf decodes a body into req, checks its model and builds its
 // submit; on a refusal it writes the error and returns nil.
 func (s *Server) submitOf(w http.ResponseWriter, r *http.Request, req apiRequest, build func() (*wire.Submit, *httpError)) *wire.Submit {
@@ -177,11 +203,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *
 	defer release()
 	st0, err := s.o.Backend.Submit(r.Context(), p, sub)
 	if err != nil {
-		herr := fromWire(err)
-		if herr.code == wire.CodeNotFound { // the only thing a submit looks up
-			herr.typ, herr.param, herr.code = "invalid_request_error", "model", "model_not_found"
-		}
-		writeError(w, herr)
+		writeError(w, modelError(err))
 		return
 	}
 	st := releasing{st0, release}

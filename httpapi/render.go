@@ -48,18 +48,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, p ipc.Peer, req 
 	}
 	// Rendering runs the chat template and the tokenizer: it counts
 	// against the user's cap as a request does.
-	if err := s.o.Users.AcquireUser(p); err != nil {
-		writeError(w, fromWire(err))
-		return
-	}
-	ids, err := rd.Render(r.Context(), p, sub)
-	s.o.Users.ReleaseUser(p)
-	if err != nil {
-		herr := fromWire(err)
-		if herr.code == wire.CodeNotFound {
-			herr.typ, herr.param, herr.code = "invalid_request_error", "model", "model_not_found"
-		}
-		writeError(w, herr)
+	var ids []int
+	if !s.counted(w, p, func() (err error) { ids, err = rd.Render(r.Context(), p, sub); return err }) {
 		return
 	}
 	if ids == nil {
