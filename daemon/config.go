@@ -189,7 +189,8 @@ type EngineKnobs struct {
 	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
 	KVCacheType         string `toml:"kv_cache_type"`          // f16 (default) or f32 (restart)
 	QuantDot            string `toml:"quant_dot"`              // auto (default: prompts float, generated tokens int8), float (exact) or int8 (restart)
-	Speculative         string `toml:"speculative"`            // speculative decoding: ngram, or "" (default: off) (restart)
+	Speculative         string `toml:"speculative"`            // speculative decoding: ngram, draft, or "" (default: off) (restart)
+	DraftModel          string `toml:"draft_model"`            // the draft model's file (the model's vocabulary) for speculative = "draft", which it implies (restart)
 	DraftTokens         int    `toml:"draft_tokens"`           // tokens drafted per step; default 4 (restart)
 	DraftMaxBatch       int    `toml:"draft_max_batch"`        // drafting stops above this many decoding sequences (below, where it stops paying); default 16 (restart)
 	MaxNumSeqs          int    `toml:"max_num_seqs"`           // sequences running at once
@@ -403,6 +404,9 @@ func (e EngineKnobs) validateNames() []error {
 	}
 	if _, err := engine.ParseSpecMethod(e.Speculative); err != nil {
 		errs = append(errs, fmt.Errorf("engine.speculative: %w", err))
+	}
+	if err := checkDraft(e.Speculative, e.DraftModel); err != nil {
+		errs = append(errs, fmt.Errorf("engine: %w", err))
 	}
 	if e.DraftTokens < 0 || e.DraftTokens > 32 || e.DraftMaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("engine.draft_tokens = %d, draft_max_batch = %d: want 0 to 32 and >= 0", e.DraftTokens, e.DraftMaxBatch))

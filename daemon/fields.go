@@ -59,6 +59,7 @@ func restartFields() []restartField {
 		field("engine.kv_cache_type", func(c *Config) *string { return &c.Engine.KVCacheType }),
 		field("engine.quant_dot", func(c *Config) *string { return &c.Engine.QuantDot }),
 		field("engine.speculative", func(c *Config) *string { return &c.Engine.Speculative }),
+		field("engine.draft_model", func(c *Config) *string { return &c.Engine.DraftModel }),
 		field("engine.draft_tokens", func(c *Config) *int { return &c.Engine.DraftTokens }),
 		field("engine.draft_max_batch", func(c *Config) *int { return &c.Engine.DraftMaxBatch }),
 		field("engine.prefix_caching", func(c *Config) **bool { return &c.Engine.PrefixCaching }),

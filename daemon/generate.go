@@ -39,17 +39,14 @@ func engineFlags(fs *flag.FlagSet, cfg *EngineConfig, policy, mode *string) {
 	fs.IntVar(&cfg.Scheduler.MaxPartialPrefills, "max-partial-prefills", 1, "prompts prefilled in part per step")
 	fs.StringVar(policy, "policy", "fcfs", "scheduling policy: fcfs or priority")
 	fs.StringVar(mode, "mode", "continuous", "batching: continuous, static or dynamic (baselines)")
-	fs.StringVar(&cfg.Speculative.Method, "speculative", "", "speculative decoding: ngram (drafts from the request's own tokens), or none")
+	fs.StringVar(&cfg.Speculative.Method, "speculative", "", "speculative decoding: ngram (drafts from the request's own tokens), draft (a draft model's greedy tokens: --draft-model), or none")
 	fs.IntVar(&cfg.Speculative.Tokens, "draft-tokens", 4, "tokens drafted per step")
 	fs.IntVar(&cfg.Speculative.MaxBatch, "draft-max-batch", 16, "drafting stops above this many decoding sequences (below, where it stops paying)")
-	fs.StringVar(&cfg.DraftModel, "draft-model", "", "a draft model (same vocabulary) for --speculative draft: not implemented yet")
+	fs.StringVar(&cfg.DraftModel, "draft-model", "", "the draft model's file (the target's vocabulary) for --speculative draft, which it implies")
 }
 
 func applyPolicyMode(cfg *EngineConfig, policy, mode string) error {
 	var err error
-	if cfg.DraftModel != "" {
-		return fmt.Errorf("--draft-model: %w: a draft model is not served yet; --speculative ngram needs none", engine.ErrInvalidArgument)
-	}
 	if cfg.Speculative.Method, err = engine.ParseSpecMethod(cfg.Speculative.Method); err != nil {
 		return err
 	}

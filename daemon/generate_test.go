@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,10 +141,11 @@ func TestGeneratePositionalPrompt(t *testing.T) {
 	}
 }
 
-// TestGenerateSpeculative: --speculative ngram gives the tokens plain
-// decoding gives; a draft model, not served yet, and an unknown method are
-// refused by name rather than ignored, on the command line and in the
-// config.
+// TestGenerateSpeculative: --speculative ngram, and a draft model (the
+// model as its own draft), give the tokens plain decoding gives; a draft
+// method without a draft model, a draft model with another method and an
+// unknown method are refused by name rather than ignored, on the command
+// line and in the config.
 func TestGenerateSpeculative(t *testing.T) {
 	m := synth.TinyFile(t, 256)
 	plain := generate(t, "--model", m, "--json", "--max-tokens", "40", "a b a b a b a b")
@@ -151,21 +153,45 @@ func TestGenerateSpeculative(t *testing.T) {
 	if len(plain) != 1 || len(spec) != 1 || !slices.Equal(plain[0].OutputTokens, spec[0].OutputTokens) {
 		t.Fatalf("with speculation %v, without %v", spec, plain)
 	}
-	env := &runEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
 	for _, args := range [][]string{
-		{"generate", "--model", m, "--speculative", "draft", "--draft-model", m, "x"},
-		{"generate", "--model", m, "--speculative", "eagle", "x"},
+		{"--speculative", "draft", "--draft-model", m},
+		{"--draft-model", m}, // implies draft
 	} {
-		if err := run(context.Background(), args, env); err == nil || !strings.Contains(err.Error(), "draft") && !strings.Contains(err.Error(), "eagle") {
-			t.Errorf("%v: %v, want a refusal naming it", args, err)
+		args = append([]string{"--model", m, "--json", "--max-tokens", "40"}, append(args, "a b a b a b a b")...)
+		if got := generate(t, args...); len(got) != 1 || !slices.Equal(plain[0].OutputTokens, got[0].OutputTokens) {
+			t.Fatalf("%v: %v, without speculation %v", args, got, plain)
+		}
+	}
+	env := &runEnv{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--speculative", "draft"}, "draft model"},
+		{[]string{"--speculative", "ngram", "--draft-model", m}, "method draft"},
+		{[]string{"--speculative", "eagle"}, "eagle"},
+		{[]string{"--draft-model", filepath.Join(t.TempDir(), "none.gguf")}, "none.gguf"},
+	} {
+		args := append([]string{"generate", "--model", m}, append(tc.args, "x")...)
+		if err := run(context.Background(), args, env); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a refusal saying %q", tc.args, err, tc.want)
 		}
 	}
 	c := Default()
 	c.Model.Path = m
 	c.Engine.Speculative = "draft"
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "engine.speculative") {
-		t.Errorf("speculative = draft: %v", err)
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "draft_model") {
+		t.Errorf("speculative = draft without draft_model: %v", err)
 	}
+	c.Engine.DraftModel = m
+	if err := c.Validate(); err != nil {
+		t.Errorf("speculative = draft with draft_model: %v", err)
+	}
+	c.Engine.Speculative = "ngram"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "draft_model") {
+		t.Errorf("speculative = ngram with draft_model: %v", err)
+	}
+	c.Engine.DraftModel = ""
 	c.Engine.Speculative = "ngram"
 	if err := c.Validate(); err != nil {
 		t.Errorf("speculative = ngram: %v", err)

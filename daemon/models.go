@@ -39,6 +39,38 @@ type ModelEntry struct {
 	// request's num_ctx does; a request may ask for less), and the
 	// sequences its default KV share holds; 0 is the model's.
 	Context int `toml:"context"`
+	// Speculative decoding for this model, as [engine]'s keys: a method
+	// (ngram, draft, none), a draft model's file (implies draft) and the
+	// tokens drafted per step (num_speculative_tokens is vLLM's name for
+	// it); unset keys take [engine]'s.
+	Speculative          string `toml:"speculative"`
+	DraftModel           string `toml:"draft_model"`
+	DraftTokens          int    `toml:"draft_tokens"`
+	NumSpeculativeTokens int    `toml:"num_speculative_tokens"`
+}
+
+// speculation applies the entry's speculative keys to ec.
+func (e ModelEntry) speculation(ec *EngineConfig) {
+	if e.Speculative != "" || e.DraftModel != "" { // the entry's method, not [engine]'s draft model
+		ec.Speculative.Method, ec.DraftModel = e.Speculative, e.DraftModel
+	}
+	if n := max(e.DraftTokens, e.NumSpeculativeTokens); n > 0 {
+		ec.Speculative.Tokens = n
+	}
+}
+
+// checkDraft checks a speculative method against a draft model's file.
+func checkDraft(method, draftModel string) error {
+	m, err := engine.ParseSpecMethod(method)
+	switch {
+	case err != nil:
+		return err
+	case m == "draft" && draftModel == "":
+		return fmt.Errorf("speculative = \"draft\" needs draft_model, a file with the model's vocabulary")
+	case draftModel != "" && m != "" && m != "draft":
+		return fmt.Errorf("draft_model %s with speculative = %q: a draft model drafts with method draft", draftModel, m)
+	}
+	return nil
 }
 
 // KeepAlive is Ollama's keep_alive: a duration ("5m"), a number of
@@ -120,6 +152,12 @@ func (c *Config) validateModels() []error {
 		if _, err := toolcall.ParseFormat(e.ToolFormat); err != nil {
 			errs = append(errs, fmt.Errorf("models.%s.tool_format: %w", name, err))
 		}
+		if err := checkDraft(e.Speculative, e.DraftModel); err != nil {
+			errs = append(errs, fmt.Errorf("models.%s: %w", name, err))
+		}
+		if e.DraftTokens < 0 || e.DraftTokens > 32 || e.NumSpeculativeTokens < 0 || e.NumSpeculativeTokens > 32 {
+			errs = append(errs, fmt.Errorf("models.%s: draft_tokens %d, num_speculative_tokens %d: want 0 to 32", name, e.DraftTokens, e.NumSpeculativeTokens))
+		}
 	}
 	if _, _, err := c.modelSpecs(); err != nil {
 		errs = append(errs, err)
@@ -151,6 +189,7 @@ func (c *Config) modelSpecs() ([]models.Spec, string, error) {
 		if e.QuantDot != "" {
 			ec.QuantDot = e.QuantDot
 		}
+		e.speculation(&ec)
 		s := models.Spec{Name: name, Aliases: e.Aliases, Path: e.Path, Preload: e.Preload, Options: ec}
 		if e.KeepAlive != nil {
 			ka := e.KeepAlive.Duration

@@ -521,6 +521,7 @@ func engineConfig(c Config, configPath string) EngineConfig {
 		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
 		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.scheduler(),
 		Speculative: engine.SpecConfig{Method: c.Engine.Speculative, Tokens: c.Engine.DraftTokens, MaxBatch: c.Engine.DraftMaxBatch},
+		DraftModel:  c.Engine.DraftModel,
 		MaxQueue:    c.Engine.MaxQueue, Adaptive: c.Engine.Adaptive == nil || *c.Engine.Adaptive,
 		TTFTTarget: c.Channels["realtime"].TTFTTarget.Duration, ITLTarget: c.Channels["realtime"].ITLTarget.Duration,
 		CacheDir: c.cacheDir(), CacheMaxBytes: c.PrefixCache.persistMax()}

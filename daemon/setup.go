@@ -62,8 +62,10 @@ type EngineConfig struct {
 	KVEvents  engine.KVEventSink // the prefix cache's events, may be nil
 	// Speculative: speculative decoding (engine.SpecConfig; Method "" off).
 	Speculative engine.SpecConfig
-	DraftModel  string // refused until draft models are served
-	Channels    map[string]engine.ChannelPolicy
+	// DraftModel is the draft model's file for Speculative.Method "draft"
+	// (it implies that method when none is named).
+	DraftModel string
+	Channels   map[string]engine.ChannelPolicy
 	// Adaptive moves the effective limits with the load, below the plan's;
 	// TTFTTarget and ITLTarget are its latency objectives.
 	Adaptive              bool
@@ -94,6 +96,7 @@ type Runtime struct {
 	// from the chat template unless configured).
 	Tools   toolSupport
 	backend backend.Backend
+	draft   *draftRuntime // the draft model, when it speculates with one
 	cancel  context.CancelFunc
 }
 
@@ -186,13 +189,17 @@ func (p *preparedEngine) start() (*Runtime, error) {
 		adaptive = &engine.ControllerConfig{MinSeqs: 1, MaxSeqs: sc.MaxNumSeqs, MinTokens: min(64, sc.MaxNumBatchedTokens),
 			MaxTokens: sc.MaxNumBatchedTokens, TTFTTarget: cfg.TTFTTarget, ITLTarget: cfg.ITLTarget}
 	}
+	draft, err := openDraft(&cfg, m, be, kvType, log)
+	if err != nil {
+		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
+	}
 	cacheFile, cacheID := cacheFileOf(cfg, m, be, kvType)
 	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
 		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID, CacheMaxBytes: cfg.CacheMaxBytes,
 		KVEvents: cfg.KVEvents, Speculative: cfg.Speculative})
 	if err != nil {
-		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
+		return nil, errors.Join(err, closeChat(tmpl), draft.close(), be.Close(), m.Close())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = e.Run(ctx) }()
@@ -208,7 +215,7 @@ func (p *preparedEngine) start() (*Runtime, error) {
 			"reasoning", tools.reasoning != nil)
 	}
 	return &Runtime{Name: cfg.Name, ContextLimit: cfg.Context, Model: m, Engine: e, Plan: plan, Detection: det, Chat: tmpl, ChatErr: p.chatErr,
-		ParseSpecialInMessages: cfg.ParseSpecialInMessages, Tools: tools, backend: be, cancel: cancel}, nil
+		ParseSpecialInMessages: cfg.ParseSpecialInMessages, Tools: tools, backend: be, draft: draft, cancel: cancel}, nil
 }
 
 func closeChat(t *chat.Template) error {
@@ -257,5 +264,5 @@ func (r *Runtime) Close() error {
 	if r.Chat != nil {
 		_ = r.Chat.Close()
 	}
-	return errors.Join(r.backend.Close(), r.Model.Close())
+	return errors.Join(r.draft.close(), r.backend.Close(), r.Model.Close())
 }

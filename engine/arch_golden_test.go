@@ -13,7 +13,8 @@ import (
 // engine's greedy tokens are llama.cpp's: each prompt alone, all in one
 // batch, under preemption in a tiny pool, and again with the prefix cache
 // warm (the second pass reuses the first's blocks), and with n-gram
-// speculation alone, batched and preempted. Where llama.cpp's top
+// speculation alone, batched and preempted, and with the model as its own
+// draft model. Where llama.cpp's top
 // two are within 1e-4 the tokens may part (the test says where).
 func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 	var refused, ran uint64
@@ -54,6 +55,9 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 				{"speculative-batched", engineOpts{spec: ngram}, true, 1},
 				{"speculative-preempted", engineOpts{blocks: 24, blockSize: 4, spec: ngram,
 					sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true, 1},
+				// The model as its own draft: every draft is kept, so
+				// each verification ends with the target's own token.
+				{"draft-model-self", engineOpts{spec: SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true}, draft: m}, true, 1},
 			} {
 				e := startEngine(t, m, mode.o)
 				preempted, cached := 0, 0
@@ -85,8 +89,11 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 						run([]testmodels.ArchGolden{g})
 					}
 				}
-				if st := e.Stats(); mode.o.spec.Method != "" {
+				st := e.Stats()
+				if mode.o.spec.Method != "" {
 					t.Logf("%s: %d drafted, %d kept over %d verifications", mode.name, st.SpecDrafted, st.SpecAccepted, st.SpecShares)
+				}
+				if mode.o.spec.Method == "ngram" {
 					drafted += st.SpecDrafted
 					kept += st.SpecAccepted
 				}
@@ -97,6 +104,8 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 					t.Errorf("no prompt token came from the prefix cache")
 				case mode.name == "speculative-preempted" && preempted == 0:
 					t.Errorf("no preemption in the tiny pool with speculation")
+				case mode.o.draft != nil && (st.SpecDrafted == 0 || st.SpecAccepted != st.SpecDrafted):
+					t.Errorf("the model as its own draft: %d of %d drafts kept, want all", st.SpecAccepted, st.SpecDrafted)
 				}
 			}
 			if kept == 0 {

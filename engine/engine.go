@@ -103,6 +103,9 @@ type Engine struct {
 	// tokens, those kept, and the shares that verified a draft.
 	specDrafted, specKept, specShares uint64
 	specGate                          specGate
+	drafter                           *drafter    // Method "draft"'s model; nil otherwise
+	specWant                          []*Sequence // propose's scratch
+	specKs                            []int
 	sleepWeights                      bool
 	live                              map[uint64]*reqState
 	pending                           int            // accepted, not yet scheduled
@@ -236,6 +239,13 @@ func New(o Options) (*Engine, error) {
 			return nil, err
 		}
 		e.spec = o.Speculative.withDefaults()
+		if e.spec.Method == "draft" {
+			d, err := newDrafter(e.spec.Draft, o.Model, o.BlockSize)
+			if err != nil {
+				return nil, err
+			}
+			e.drafter = d
+		}
 	}
 	if o.KVEvents != nil && !e.sched.whole { // an encoder's blocks are never shared
 		e.kvEvents = o.KVEvents

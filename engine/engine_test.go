@@ -28,7 +28,11 @@ type engineOpts struct {
 	quantDot          string // backend.Options.QuantDot
 	kvType            quant.DType
 	spec              SpecConfig
+	draft             *model.Model // spec.Method "draft": its model, on the target's threads
 }
+
+// cpuNew is cpu.New where a local named cpu hides the package.
+var cpuNew = func(m *model.Model, o backend.Options) (backend.Backend, error) { return cpu.New(m, o) }
 
 func loadModel(t testing.TB, format string) *model.Model {
 	t.Helper()
@@ -64,6 +68,15 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var draftBe backend.Backend
+	if o.draft != nil {
+		draftBe, err = cpuNew(o.draft, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2,
+			QuantDot: o.quantDot, KVType: o.kvType, ShareThreads: cpu})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.spec.Draft = &DraftModel{Model: o.draft, Backend: draftBe, NumBlocks: o.blocks}
+	}
 	e, err := New(Options{Model: m, Backend: cpu, NumBlocks: o.blocks, BlockSize: o.blockSize,
 		Scheduler: o.sched, MaxQueue: o.maxQueue, Speculative: o.spec})
 	if err != nil {
@@ -72,7 +85,11 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	var mu sync.Mutex
 	var violation error
 	e.afterStep = func() {
-		if err := e.pool.Check(); err != nil {
+		err := e.pool.Check()
+		if err == nil && e.drafter != nil {
+			err = e.drafter.pool.Check()
+		}
+		if err != nil {
 			mu.Lock()
 			violation = err
 			mu.Unlock()
@@ -86,6 +103,12 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 		cancel()
 		if !o.noStart {
 			<-e.Done()
+		}
+		if draftBe != nil {
+			if u := e.drafter.pool.Usage(); !o.noStart && u.Used != 0 {
+				t.Errorf("the draft model's pool holds %d blocks after every request ended", u.Used)
+			}
+			draftBe.Close()
 		}
 		cpu.Close()
 		mu.Lock()

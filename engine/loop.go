@@ -360,6 +360,9 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 func (e *Engine) deliver(rs *reqState, done Event, now time.Time) {
 	seq := rs.seq
 	delete(e.states, seq.ID)
+	if e.drafter != nil {
+		e.drafter.drop(seq.ID)
+	}
 	e.mu.Lock()
 	if rs.cancelled && done.Finish != FinishCancelled && done.Finish != FinishError {
 		// Cancel was told yes before the loop saw it: keep its word.

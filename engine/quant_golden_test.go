@@ -25,8 +25,8 @@ type quantGolden struct {
 // TestQuantizedGreedyMatchesLlamaCpp: batchd computes in float32 from exactly
 // dequantized weights, so its greedy tokens on each quantized file equal
 // llama.cpp's on the file's dequantized twin: alone, all prompts in one
-// batch, under preemption in a tiny pool, and with n-gram speculation alone
-// and batched. Where llama.cpp's top two
+// batch, under preemption in a tiny pool, and with n-gram speculation and
+// a draft model (the Q4_0 file of the same weights) alone and batched. Where llama.cpp's top two
 // log-probabilities are within 1e-4 the tokens may part there (a near tie).
 func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 	dir := filepath.Join(testmodels.Dir(t), "quant")
@@ -34,6 +34,12 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 	if len(files) == 0 {
 		t.Skip("no models/quant goldens")
 	}
+	var keptDraft uint64 // the draft model's kept tokens over every file
+	defer func() {
+		if keptDraft == 0 && !t.Failed() {
+			t.Error("the draft model's drafts were never kept: the test did not exercise acceptance")
+		}
+	}()
 	for _, gp := range files {
 		name := strings.TrimSuffix(filepath.Base(gp), ".dequant-f32.golden.json")
 		t.Run(strings.TrimPrefix(name, "tiny-quant-"), func(t *testing.T) {
@@ -50,6 +56,12 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
+			draft, err := model.Load(filepath.Join(dir, "tiny-quant-Q4_0.gguf"), model.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer draft.Close()
+			drafted := SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true}
 			for _, mode := range []struct {
 				name     string
 				o        engineOpts
@@ -60,6 +72,10 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 				{"preempted", engineOpts{blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true},
 				{"speculative", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}}, false},
 				{"speculative-batched", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}}, true},
+				{"draft-model", engineOpts{spec: drafted, draft: draft}, false},
+				{"draft-model-batched", engineOpts{spec: drafted, draft: draft}, true},
+				{"draft-model-preempted", engineOpts{blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8},
+					spec: drafted, draft: draft}, true},
 			} {
 				e := startEngine(t, m, mode.o)
 				preempted := 0
@@ -92,8 +108,18 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 				if mode.name == "preempted" {
 					t.Logf("%d preemptions", preempted)
 				}
-				if st := e.Stats(); mode.o.spec.Method != "" && st.SpecAccepted == 0 {
+				st := e.Stats()
+				if mode.o.spec.Method != "" {
+					t.Logf("%s: %d drafted, %d kept", mode.name, st.SpecDrafted, st.SpecAccepted)
+				}
+				switch {
+				case mode.o.spec.Method != "" && st.SpecDrafted == 0:
+					t.Errorf("%s: nothing drafted", mode.name)
+				case mode.o.spec.Method == "ngram" && st.SpecAccepted == 0:
 					t.Errorf("%s: %d drafted, none kept", mode.name, st.SpecDrafted)
+				}
+				if mode.o.draft != nil {
+					keptDraft += st.SpecAccepted
 				}
 			}
 		})

@@ -39,6 +39,11 @@ func (e *Engine) maybeSleep() {
 		e.log.Error("release memory for sleep", "err", err)
 		return
 	}
+	if e.drafter != nil {
+		if err := e.drafter.sleep(weights); err != nil {
+			e.log.Error("release the draft model's memory for sleep", "err", err)
+		}
+	}
 	e.mu.Lock()
 	e.rec.sleeps++
 	e.mu.Unlock()
@@ -55,6 +60,12 @@ func (e *Engine) wakeUp() error {
 	start := time.Now()
 	if err := e.backend.(backend.Sleeper).Restore(); err != nil {
 		return err
+	}
+	if e.drafter != nil {
+		if err := e.drafter.wake(); err != nil {
+			e.log.Error("restore the draft model's memory: drafting stops", "err", err)
+			e.spec.Method = ""
+		}
 	}
 	e.asleep.Store(false)
 	e.loadCache("wake")

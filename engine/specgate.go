@@ -10,27 +10,36 @@ import (
 // count (power-of-two buckets, smoothed) and the tokens a verification
 // keeps on average. Drafting for B sequences turns a step of B tokens into
 // one of about B(1+k) that yields B(1+E); it pays while
-// T(B(1+k)) < (1+E) T(B). A bucket never measured counts as paying, so the
+// T(B(1+k)) < (1+E) T(B), plus k passes of a draft model's when one
+// drafts. A bucket never measured counts as paying, so the
 // engine finds out; memory-bound small batches pay, compute-bound large
 // ones stop.
 type specGate struct {
 	cost [12]float64 // seconds per decode-only step of 2^i..2^(i+1)-1 tokens; 0: not measured
-	gain float64     // tokens kept per verification, smoothed (from gainPrior)
-	shut int         // steps refused in a row; every 32nd is let through to measure again
-	seen bool        // gain has been measured; before, gainPrior stands
+	// draft: seconds per draft-model pass over 2^i..2^(i+1)-1 sequences
+	// (Method "draft"; a step drafting k tokens makes k passes).
+	draft [12]float64
+	gain  float64 // tokens kept per verification, smoothed (from gainPrior)
+	shut  int     // steps refused in a row; every 32nd is let through to measure again
+	seen  bool    // gain has been measured; before, gainPrior stands
 }
 
 // noteStep records a decode-only step's forward time.
-func (g *specGate) noteStep(tokens int, fwd time.Duration) {
-	if tokens <= 0 || fwd <= 0 {
+func (g *specGate) noteStep(tokens int, fwd time.Duration) { smooth(&g.cost, tokens, fwd) }
+
+// noteDraft records a draft-model pass over seqs sequences.
+func (g *specGate) noteDraft(seqs int, fwd time.Duration) { smooth(&g.draft, seqs, fwd) }
+
+func smooth(t *[12]float64, n int, d time.Duration) {
+	if n <= 0 || d <= 0 {
 		return
 	}
-	i := min(bits.Len(uint(tokens))-1, len(g.cost)-1)
-	if g.cost[i] == 0 {
-		g.cost[i] = fwd.Seconds()
+	i := min(bits.Len(uint(n))-1, len(t)-1)
+	if t[i] == 0 {
+		t[i] = d.Seconds()
 		return
 	}
-	g.cost[i] = 0.9*g.cost[i] + 0.1*fwd.Seconds()
+	t[i] = 0.9*t[i] + 0.1*d.Seconds()
 }
 
 // gainPrior is the gain assumed before any verification: two tokens kept.
@@ -53,8 +62,11 @@ func (g *specGate) pays(b, k int) bool {
 	if b <= 0 {
 		return true
 	}
-	at := func(n int) float64 { return g.cost[min(bits.Len(uint(n))-1, len(g.cost)-1)] }
-	plain, spec := at(b), at(b*(1+k))
+	at := func(t *[12]float64, n int) float64 { return t[min(bits.Len(uint(n))-1, len(t)-1)] }
+	plain, spec := at(&g.cost, b), at(&g.cost, b*(1+k))
+	if spec > 0 {
+		spec += float64(k) * at(&g.draft, b) // 0 for n-gram drafts, or before a pass is timed
+	}
 	gain := g.gain
 	if !g.seen {
 		gain = gainPrior

@@ -21,8 +21,10 @@ import (
 type SpecConfig struct {
 	// Method: "ngram" drafts from the request's own prompt and output (the
 	// tokens that followed the last earlier occurrence of its last n
-	// tokens); "" is off.
+	// tokens); "draft" runs Draft (draftmodel.go); "" is off.
 	Method string
+	// Draft is the draft model of Method "draft".
+	Draft *DraftModel
 	// Tokens drafted per step at most; default 4.
 	Tokens int
 	// MaxBatch: drafting stops while more sequences than this decode;
@@ -36,17 +38,15 @@ type SpecConfig struct {
 	Ungated bool
 }
 
-// ParseSpecMethod checks a method name ("", "none", "ngram").
+// ParseSpecMethod checks a method name ("", "none", "ngram", "draft").
 func ParseSpecMethod(s string) (string, error) {
 	switch s {
 	case "", "none", "off":
 		return "", nil
-	case "ngram":
+	case "ngram", "draft":
 		return s, nil
-	case "draft":
-		return "", fmt.Errorf("%w: speculative method draft (a draft model) is not implemented yet; use ngram", ErrInvalidArgument)
 	}
-	return "", fmt.Errorf("%w: speculative method %q (want ngram or none)", ErrInvalidArgument, s)
+	return "", fmt.Errorf("%w: speculative method %q (want ngram, draft or none)", ErrInvalidArgument, s)
 }
 
 func (c SpecConfig) withDefaults() SpecConfig {
@@ -80,6 +80,7 @@ func (e *Engine) propose() {
 	}
 	running := e.sched.running
 	allow := len(running) <= e.spec.MaxBatch && (e.spec.Ungated || e.specGate.pays(len(running), e.spec.Tokens))
+	want, ks := e.specWant[:0], e.specKs[:0]
 	for _, seq := range running {
 		seq.Draft = seq.Draft[:0]
 		rs := e.states[seq.ID]
@@ -95,8 +96,18 @@ func (e *Engine) propose() {
 			rs.spec.k = e.spec.Tokens
 		}
 		k := min(rs.spec.k, seq.MaxTokens-seq.Generated()-1, e.m.Config.Context-len(seq.Tokens)-1)
-		if k > 0 {
+		switch {
+		case k <= 0:
+		case e.drafter != nil:
+			want, ks = append(want, seq), append(ks, k)
+		default:
 			seq.Draft = ngramDraft(seq.Draft, seq.Tokens, k, e.spec.NgramMin, e.spec.NgramMax)
+		}
+	}
+	e.specWant, e.specKs = want, ks
+	if e.drafter != nil {
+		if t, passes := e.proposeDraft(want, ks); passes > 0 {
+			e.specGate.noteDraft(len(want), t/time.Duration(passes))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
 )
 
@@ -94,23 +95,33 @@ func TestSpeculationIsInvisible(t *testing.T) {
 		return out
 	}
 	want := run(startEngine(t, m, engineOpts{}), false)
-	for _, together := range []bool{false, true} {
-		e := startEngine(t, m, engineOpts{spec: ngram, blockSize: 4, blocks: 128})
-		got := run(e, together)
-		for i := range reqs {
-			if !slices.Equal(got[i].toks, want[i].toks) || got[i].text != want[i].text || got[i].finish != want[i].finish ||
-				got[i].lps != want[i].lps {
-				t.Errorf("batched %v, request %d: with speculation\n %q %v %s\nwithout\n %q %v %s", together, i,
-					got[i].text, got[i].toks, got[i].finish, want[i].text, want[i].toks, want[i].finish)
+	// The model as its own draft model: its greedy drafts are kept by the
+	// greedy requests and refused now and then by the sampled ones.
+	self := SpecConfig{Method: "draft", Tokens: 5, MaxBatch: 16, Ungated: true}
+	for _, mode := range []struct {
+		spec  SpecConfig
+		draft *model.Model
+	}{{ngram, nil}, {self, m}} {
+		for _, together := range []bool{false, true} {
+			e := startEngine(t, m, engineOpts{spec: mode.spec, draft: mode.draft, blockSize: 4, blocks: 128})
+			got := run(e, together)
+			for i := range reqs {
+				if !slices.Equal(got[i].toks, want[i].toks) || got[i].text != want[i].text || got[i].finish != want[i].finish ||
+					got[i].lps != want[i].lps {
+					t.Errorf("%s, batched %v, request %d: with speculation\n %q %v %s\nwithout\n %q %v %s", mode.spec.Method, together, i,
+						got[i].text, got[i].toks, got[i].finish, want[i].text, want[i].toks, want[i].finish)
+				}
 			}
+			st := e.Stats()
+			if st.SpecAccepted == 0 || st.SpecAccepted == st.SpecDrafted {
+				t.Errorf("%s, batched %v: %d drafted, %d kept: want some kept and some refused", mode.spec.Method, together,
+					st.SpecDrafted, st.SpecAccepted)
+			}
+			if st.KVBlocksUsed != 0 {
+				t.Errorf("%s, batched %v: %d KV blocks still used", mode.spec.Method, together, st.KVBlocksUsed)
+			}
+			t.Logf("%s, batched %v: %d drafted, %d kept in %d verifications", mode.spec.Method, together, st.SpecDrafted,
+				st.SpecAccepted, st.SpecShares)
 		}
-		st := e.Stats()
-		if st.SpecAccepted == 0 || st.SpecAccepted == st.SpecDrafted {
-			t.Errorf("batched %v: %d drafted, %d kept: want some kept and some refused", together, st.SpecDrafted, st.SpecAccepted)
-		}
-		if st.KVBlocksUsed != 0 {
-			t.Errorf("batched %v: %d KV blocks still used", together, st.KVBlocksUsed)
-		}
-		t.Logf("batched %v: %d drafted, %d kept in %d verifications", together, st.SpecDrafted, st.SpecAccepted, st.SpecShares)
 	}
 }

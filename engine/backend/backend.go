@@ -109,6 +109,12 @@ type Options struct {
 	// (fast prefill), generated tokens as "int8" (fast decode). Either way
 	// batching stays invisible.
 	QuantDot string
+	// ShareThreads, when set, is a backend of the same kind whose worker
+	// threads this one runs on (a draft model's beside its target's), so
+	// that two idle pools do not spin against each other. The two must
+	// never Forward at once, and this one closes first. Backends of
+	// another kind ignore it.
+	ShareThreads Backend
 }
 
 // DefaultQuantDot is the product's quant_dot: what the daemon runs when

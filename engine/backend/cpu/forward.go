@@ -22,7 +22,9 @@ type Backend struct {
 	kvMem     kvArena   // backs k and v
 	rope      *ropeTable
 	pool      *workers
-	kern      *kernels // chosen at New (Options.Kernels)
+	// sharedPool: pool is another backend's (Options.ShareThreads).
+	sharedPool bool
+	kern       *kernels // chosen at New (Options.Kernels)
 
 	// scratch, grown to the largest step seen
 	cap                int
@@ -70,7 +72,12 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}
 	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
-		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize)), pool: newWorkers(o.Threads)}
+		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}
+	if host, ok := o.ShareThreads.(*Backend); ok {
+		b.pool, b.sharedPool = host.pool, true
+	} else {
+		b.pool = newWorkers(o.Threads)
+	}
 	if err := b.Restore(); err != nil {
 		return nil, err
 	}
@@ -128,7 +135,9 @@ func (b *Backend) Restore() error {
 
 // Close stops the worker threads and drops the KV store.
 func (b *Backend) Close() error {
-	b.pool.close()
+	if !b.sharedPool {
+		b.pool.close()
+	}
 	b.k, b.v = nil, nil
 	return b.kvMem.free()
 }

@@ -4,13 +4,20 @@
 // time from the first token to the last, and the ratio is per round.
 //
 //	go run ./testing/cmd/specbench --model build/l110-q4_k_m.gguf --rounds 3
+//
+// With --draft-model the speculative mode drafts with that model (on the
+// target's threads) instead of n-gram lookup:
+//
+//	go run ./testing/cmd/specbench --model build/l110-q8_0.gguf --draft-model build/l110-q4_0.gguf
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -66,12 +73,35 @@ func run() error {
 	quantDot := flag.String("quant-dot", backend.DefaultQuantDot, "float, int8 or auto")
 	batch := flag.Int("batch", 1, "copies of each prompt decoding at once")
 	only := flag.String("workloads", "", "comma-separated workload names to run (default: all)")
+	draftPath := flag.String("draft-model", "", "draft model file: speculate with it instead of n-gram lookup")
+	llamaBin := flag.String("llama-server", "", "llama-server binary: with --draft-model, llama.cpp's figures on the same files beside batchd's, interleaved")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	m, err := model.Load(*path, model.LoadOptions{Tokenizer: *tok})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	method := "ngram"
+	var dm *model.Model
+	if *draftPath != "" {
+		if dm, err = model.Load(*draftPath, model.LoadOptions{Tokenizer: *tok}); err != nil {
+			return err
+		}
+		defer dm.Close()
+		method = "draft"
+	}
 	works := []workload{
 		// A random-weight file falls into loops of its own on a run of
 		// one word: what n-gram drafting catches on real models when the
@@ -87,16 +117,39 @@ func run() error {
 	if *only != "" {
 		works = slices.DeleteFunc(works, func(w workload) bool { return !strings.Contains(*only, strings.Fields(w.name)[0]) })
 	}
-	fmt.Printf("model %s, batch %d, %d tokens a request, %d drafted a step, %d threads, quant_dot %s\n\n",
-		*path, *batch, *maxTokens, *draft, *threads, *quantDot)
-	fmt.Println("| workload | round | plain tok/s | ngram tok/s | ratio | drafted | kept | verifying steps |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var lp *llamaServer
+	var ld []*llamaServer // --draft-p-min 0.8 (llama.cpp's default) and 0
+	if *llamaBin != "" && dm != nil && *batch == 1 {
+		if lp, err = startLlama(*llamaBin, *path, "", *draft, *threads, 0); err != nil {
+			return err
+		}
+		defer lp.stop()
+		for _, pMin := range []float64{0.8, 0} {
+			s, err := startLlama(*llamaBin, *path, *draftPath, *draft, *threads, pMin)
+			if err != nil {
+				return err
+			}
+			defer s.stop()
+			ld = append(ld, s)
+		}
+	}
+	fmt.Printf("model %s, draft %s, batch %d, %d tokens a request, %d drafted a step, %d threads, quant_dot %s\n\n",
+		*path, cmp.Or(*draftPath, "ngram"), *batch, *maxTokens, *draft, *threads, *quantDot)
+	fmt.Printf("| workload | round | plain tok/s | %s tok/s | ratio | drafted | kept | verifying steps |", method)
+	if lp != nil {
+		fmt.Print(" llama.cpp plain | draft, p_min 0.8 | ratio | draft, p_min 0 | ratio |")
+	}
+	fmt.Print("\n|---|---|---|---|---|---|---|---|")
+	if lp != nil {
+		fmt.Print("---|---|---|---|---|")
+	}
+	fmt.Println()
 	for _, w := range works {
 		for r := 1; r <= *rounds; r++ {
 			var speed [2]float64
 			var st engine.Stats
-			for i, spec := range []engine.SpecConfig{{}, {Method: "ngram", Tokens: *draft}} {
-				s, stats, err := decode(m, spec, w, *maxTokens, *threads, *quantDot, *batch)
+			for i, spec := range []engine.SpecConfig{{}, {Method: method, Tokens: *draft}} {
+				s, stats, err := decode(m, dm, spec, w, *maxTokens, *threads, *quantDot, *batch)
 				if err != nil {
 					return err
 				}
@@ -105,8 +158,23 @@ func run() error {
 					st = stats
 				}
 			}
-			fmt.Printf("| %s | %d | %.1f | %.1f | %.2fx | %d | %d | %d |\n", w.name, r, speed[0], speed[1], speed[1]/speed[0],
+			fmt.Printf("| %s | %d | %.1f | %.1f | %.2fx | %d | %d | %d |", w.name, r, speed[0], speed[1], speed[1]/speed[0],
 				st.SpecDrafted, st.SpecAccepted, st.SpecShares)
+			if lp != nil {
+				plain, err := lp.decode(context.Background(), w, *maxTokens)
+				if err != nil {
+					return err
+				}
+				fmt.Printf(" %.1f |", plain)
+				for _, s := range ld {
+					spec, err := s.decode(context.Background(), w, *maxTokens)
+					if err != nil {
+						return err
+					}
+					fmt.Printf(" %.1f | %.2fx |", spec, spec/plain)
+				}
+			}
+			fmt.Println()
 		}
 	}
 	return nil
@@ -114,12 +182,20 @@ func run() error {
 
 // decode runs w's prompts one at a time on a fresh engine and returns the
 // decode speed over all of them.
-func decode(m *model.Model, spec engine.SpecConfig, w workload, maxTokens, threads int, quantDot string, batch int) (float64, engine.Stats, error) {
+func decode(m, dm *model.Model, spec engine.SpecConfig, w workload, maxTokens, threads int, quantDot string, batch int) (float64, engine.Stats, error) {
 	be, err := cpu.New(m, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: threads, QuantDot: quantDot})
 	if err != nil {
 		return 0, engine.Stats{}, err
 	}
 	defer be.Close()
+	if spec.Method == "draft" {
+		dbe, err := cpu.New(dm, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: threads, QuantDot: quantDot, ShareThreads: be})
+		if err != nil {
+			return 0, engine.Stats{}, err
+		}
+		defer dbe.Close()
+		spec.Draft = &engine.DraftModel{Model: dm, Backend: dbe, NumBlocks: 256}
+	}
 	e, err := engine.New(engine.Options{Model: m, Backend: be, NumBlocks: 256, BlockSize: 16, Speculative: spec})
 	if err != nil {
 		return 0, engine.Stats{}, err

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// TestDraftModelNeedsTheTargetsVocabulary: a draft whose tokens are not the
+// target's, id for id, is refused at New, as is "draft" without a model.
+func TestDraftModelNeedsTheTargetsVocabulary(t *testing.T) {
+	m := loadModel(t, "gguf")
+	other, err := model.Load(filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	be, err := cpuNew(m, backend.Options{NumBlocks: 16, BlockSize: 16, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	dbe, err := cpuNew(other, backend.Options{NumBlocks: 16, BlockSize: 16, Threads: 1, ShareThreads: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbe.Close()
+	for _, tc := range []struct {
+		name  string
+		draft *DraftModel
+		want  string
+	}{
+		{"another vocabulary", &DraftModel{Model: other, Backend: dbe, NumBlocks: 16}, "vocabulary"},
+		{"no draft model", nil, "needs a draft model"},
+	} {
+		_, err := New(Options{Model: m, Backend: be, NumBlocks: 16, Speculative: SpecConfig{Method: "draft", Draft: tc.draft}})
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New: %v, want ErrInvalidArgument saying %q", tc.name, err, tc.want)
+		}
+	}
+	if m, err := ParseSpecMethod("draft"); err != nil || m != "draft" {
+		t.Errorf("ParseSpecMethod(draft) = %q, %v", m, err)
+	}
+}
+
+// TestDraftModelCatchesUpInChunks: a prompt longer than the catch-up is
+// prefilled into the draft model over several steps, drafting only once
+// it has caught up; the output is the target's.
+func TestDraftModelCatchesUpInChunks(t *testing.T) {
+	m := loadModel(t, "gguf")
+	prompt := strings.Repeat("Tim and Sam went to the park to play with a ball. ", 12)
+	want := run(t, startEngine(t, m, engineOpts{blocks: 512}), Request{Prompt: prompt, MaxTokens: 40})
+	e := startEngine(t, m, engineOpts{blocks: 512, spec: SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true}, draft: m})
+	e.drafter.catchup = 64 // set before Submit, which the loop's read follows
+	if want.done.Usage.PromptTokens <= 3*e.drafter.catchup {
+		t.Fatalf("prompt of %d tokens: want more than three catch-ups", want.done.Usage.PromptTokens)
+	}
+	got := run(t, e, Request{Prompt: prompt, MaxTokens: 40})
+	if got.text != want.text {
+		t.Errorf("with a draft model:\n %q\nwithout:\n %q", got.text, want.text)
+	}
+	if st := e.Stats(); st.SpecAccepted == 0 || st.SpecAccepted != st.SpecDrafted {
+		t.Errorf("self-draft after catching up: %d of %d kept, want all and some", st.SpecAccepted, st.SpecDrafted)
+	}
+}
