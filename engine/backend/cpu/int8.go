@@ -169,7 +169,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q5_K:
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
 	case quant.Q6_K:
-		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2)
+		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2, q6kx4AVX512, scratch[len(scratch)-resLen:])
 	case quant.Q4_1:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
 	case quant.Q5_0:

@@ -108,7 +108,8 @@ func checkRounding(t *testing.T, got float32, row, x, d []float32, block int) {
 	}
 }
 
-// TestQ6KInt8KernelMatchesGo: likewise for Q6_K.
+// TestQ6KInt8KernelMatchesGo: likewise for Q6_K, one token at a time and
+// four at once.
 func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
@@ -146,6 +147,20 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
 			}
 			checkRounding(t, want, row, x[tk*cols:(tk+1)*cols], d, 256)
+		}
+		if !haveVNNI {
+			continue
+		}
+		for t0 := 0; t0+4 <= n; t0++ { // every window of four tokens
+			var got [4]float32
+			q6kx4AVX512(&wr[0], &a.qs[t0*cols], &a.d[t0*nsb], &a.bs[t0*cols/16], cols, nsb, cols/16, nsb, &got[0])
+			for j := range 4 {
+				tk := t0 + j
+				want := dotQ6KGo(wr, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb)
+				if math.Float32bits(got[j]) != math.Float32bits(want) {
+					t.Fatalf("row %d token %d: four-token AVX-512 %v, Go %v", r, tk, got[j], want)
+				}
+			}
 		}
 	}
 }
