@@ -358,3 +358,46 @@ func TestConfiguredModels(t *testing.T) {
 		t.Errorf("an unknown model over HTTP: %d %+v", resp.StatusCode, e)
 	}
 }
+
+// TestConfiguredDraftModel: a [models.NAME] table's draft_model and
+// num_speculative_tokens turn on draft-model speculation for that model
+// only (the model as its own draft here: every draft kept), and its
+// output is the plain model's; a draft model with another method is
+// refused by name.
+func TestConfiguredDraftModel(t *testing.T) {
+	path := filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf")
+	cfg := fmt.Sprintf("[models.plain]\npath = %q\npreload = true\n[models.drafted]\npath = %q\npreload = true\n"+
+		"draft_model = %q\nnum_speculative_tokens = 3\n", path, path, path)
+	td := startDaemonFlags(t, cfg, ServeFlags{})
+	c := td.dial(t)
+	var outs [2][]int
+	for i, name := range []string{"plain", "drafted"} {
+		res, err := c.Generate(context.Background(), client.Request{Model: name, Prompt: "Hello there", MaxTokens: 24, IgnoreEOS: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = res.Tokens
+	}
+	if !slices.Equal(outs[0], outs[1]) || len(outs[0]) != 24 {
+		t.Errorf("with a draft model %v, without %v", outs[1], outs[0])
+	}
+	seen := 0
+	for _, rt := range td.d.loadedRuntimes() {
+		st := rt.Engine.Stats()
+		seen++
+		switch {
+		case rt.Name == "plain" && st.SpecDrafted != 0:
+			t.Errorf("plain drafted %d tokens", st.SpecDrafted)
+		case rt.Name == "drafted" && (st.SpecDrafted == 0 || st.SpecAccepted != st.SpecDrafted):
+			t.Errorf("drafted: %d of %d drafts kept, want all and some", st.SpecAccepted, st.SpecDrafted)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d models loaded, want 2", seen)
+	}
+	c2 := Default()
+	c2.Models = map[string]ModelEntry{"x": {Path: path, Speculative: "ngram", DraftModel: path}}
+	if err := c2.Validate(); err == nil || !strings.Contains(err.Error(), "models.x") || !strings.Contains(err.Error(), "draft") {
+		t.Errorf("ngram with a draft model: %v", err)
+	}
+}
