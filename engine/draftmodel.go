@@ -108,39 +108,7 @@ func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
 	if len(want) == 0 || d.asleep {
 		return 0, 0
 	}
-	d.active = d.active[:0]
-	budget := d.catchup
-	for i, seq := range want {
-		ds := d.seqs[seq.ID]
-		if ds == nil {
-			ds = &draftSeq{}
-			d.seqs[seq.ID] = ds
-		}
-		// What the draft holds beyond the request's tokens is refused drafts.
-		have := commonPrefix(ds.toks, seq.Tokens)
-		if have == len(seq.Tokens) { // it must compute the last token to score the next
-			have--
-		}
-		ds.toks = ds.toks[:have]
-		d.pool.Shrink(kvcache.SeqID(seq.ID), have)
-		feed := seq.Tokens[have:]
-		if len(feed) > budget {
-			feed = feed[:budget] // catch up over several steps; no draft now
-		}
-		budget -= len(feed)
-		k := ks[i]
-		if have+len(feed) < len(seq.Tokens) {
-			k = 0
-		}
-		if err := d.pool.Allocate(kvcache.SeqID(seq.ID), nil, have+len(feed)+max(k-1, 0)); err != nil {
-			d.drop(seq.ID) // the draft pool is full: this one drafts later, from scratch
-			continue
-		}
-		d.active = append(d.active, draftJob{seq: seq, ds: ds, k: k, feed: feed, pos: have})
-		if budget == 0 {
-			break
-		}
-	}
+	d.plan(want, ks)
 	if e.seat != nil {
 		e.seat.Acquire()
 		defer e.seat.Release()
@@ -184,6 +152,45 @@ func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
 		}
 	}
 	return time.Since(start), round
+}
+
+// plan reconciles each wanted sequence's draft state with its tokens and
+// fills d.active: what each feeds this step (a catch-up within the step's
+// budget) and how many drafts it takes (none until it has caught up).
+func (d *drafter) plan(want []*Sequence, ks []int) {
+	d.active = d.active[:0]
+	budget := d.catchup
+	for i, seq := range want {
+		ds := d.seqs[seq.ID]
+		if ds == nil {
+			ds = &draftSeq{}
+			d.seqs[seq.ID] = ds
+		}
+		// What the draft holds beyond the request's tokens is refused drafts.
+		have := commonPrefix(ds.toks, seq.Tokens)
+		if have == len(seq.Tokens) { // it must compute the last token to score the next
+			have--
+		}
+		ds.toks = ds.toks[:have]
+		d.pool.Shrink(kvcache.SeqID(seq.ID), have)
+		feed := seq.Tokens[have:]
+		if len(feed) > budget {
+			feed = feed[:budget] // catch up over several steps; no draft now
+		}
+		budget -= len(feed)
+		k := ks[i]
+		if have+len(feed) < len(seq.Tokens) {
+			k = 0
+		}
+		if err := d.pool.Allocate(kvcache.SeqID(seq.ID), nil, have+len(feed)+max(k-1, 0)); err != nil {
+			d.drop(seq.ID) // the draft pool is full: this one drafts later, from scratch
+			continue
+		}
+		d.active = append(d.active, draftJob{seq: seq, ds: ds, k: k, feed: feed, pos: have})
+		if budget == 0 {
+			break
+		}
+	}
 }
 
 // drop frees a request's draft blocks (deliver: the request ended).

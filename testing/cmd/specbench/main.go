@@ -25,6 +25,7 @@ import (
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/backend/cpu"
+	"github.com/batchd/batchd/engine/grammar"
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/sample"
 )
@@ -41,7 +42,14 @@ type workload struct {
 	name     string
 	prompts  []string
 	sampling sample.Params
+	schema   string // a JSON Schema the output must match (structured output); "" none
 }
+
+// teamSchema is structured output whose keys and punctuation repeat: an
+// array of objects, what n-gram drafting catches in a schema's output.
+const teamSchema = `{"type": "array", "minItems": 6, "maxItems": 6, "items": {"type": "object",
+  "properties": {"name": {"type": "string", "maxLength": 8}, "role": {"enum": ["admin", "editor", "viewer"]},
+    "active": {"type": "boolean"}}, "required": ["name", "role", "active"], "additionalProperties": false}}`
 
 var code = `func (s *Scheduler) Schedule(now time.Time) *Step {
 	st := &Step{Now: now}
@@ -106,13 +114,14 @@ func run() error {
 		// A random-weight file falls into loops of its own on a run of
 		// one word: what n-gram drafting catches on real models when the
 		// output repeats text it has seen (code, quotes, a schema's keys).
-		{"loop (greedy)", []string{strings.Repeat("stop ", 150)}, sample.Params{}},
-		{"code (greedy)", []string{"Here is the code again, unchanged:\n" + code + "\n" + code[:200]}, sample.Params{}},
+		{"loop (greedy)", []string{strings.Repeat("stop ", 150)}, sample.Params{}, ""},
+		{"code (greedy)", []string{"Here is the code again, unchanged:\n" + code + "\n" + code[:200]}, sample.Params{}, ""},
 		{"document (greedy)", []string{strings.Repeat("The committee met on Tuesday and agreed the budget. ", 6) +
-			"Summary: The committee met on"}, sample.Params{}},
-		{"free text (greedy)", []string{"Once upon a time", "The weather today", "In a distant land"}, sample.Params{}},
+			"Summary: The committee met on"}, sample.Params{}, ""},
+		{"json (schema, greedy)", []string{"The team as JSON: "}, sample.Params{}, teamSchema},
+		{"free text (greedy)", []string{"Once upon a time", "The weather today", "In a distant land"}, sample.Params{}, ""},
 		{"free text (sampled, T=1)", []string{"Once upon a time", "The weather today", "In a distant land"},
-			sample.Params{Temperature: 1, Seed: 3}},
+			sample.Params{Temperature: 1, Seed: 3}, ""},
 	}
 	if *only != "" {
 		works = slices.DeleteFunc(works, func(w workload) bool { return !strings.Contains(*only, strings.Fields(w.name)[0]) })
@@ -205,10 +214,17 @@ func decode(m, dm *model.Model, spec engine.SpecConfig, w workload, maxTokens, t
 	go func() { _ = e.Run(ctx) }()
 	var tokens int
 	var span time.Duration
+	var g *grammar.Grammar
+	if w.schema != "" {
+		if g, err = grammar.FromSchema([]byte(w.schema), grammar.SchemaOptions{}); err != nil {
+			return 0, engine.Stats{}, err
+		}
+	}
 	for _, p := range w.prompts {
 		var streams []*engine.Stream
 		for range batch {
-			st, err := e.Submit(ctx, engine.Request{Prompt: p, MaxTokens: maxTokens, IgnoreEOS: true, Sampling: w.sampling})
+			// A grammar's output ends where the schema does: no IgnoreEOS.
+			st, err := e.Submit(ctx, engine.Request{Prompt: p, MaxTokens: maxTokens, IgnoreEOS: g == nil, Sampling: w.sampling, Grammar: g})
 			if err != nil {
 				return 0, engine.Stats{}, err
 			}
