@@ -26,9 +26,13 @@ func modelWithTemplate(t *testing.T, src string) string {
 // TestModelTemplateThatFailsAtLoad: a model file whose template recurses
 // without end killed the daemon at start (the template is test-rendered),
 // a crash loop under systemd. Now the daemon serves prompts, health says
-// why chat is off, and a chat request gets that reason.
+// why chat is off, and a chat request gets that reason. The render's time
+// budget is raised so that only the stack budget can stop it: under the
+// race detector on a loaded machine the recursion took over the default 2s
+// to reach it, and the test failed on the time budget instead.
 func TestModelTemplateThatFailsAtLoad(t *testing.T) {
-	td := startDaemonFlags(t, "", ServeFlags{Model: modelWithTemplate(t, `{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`)})
+	td := startDaemonFlags(t, "[model]\nchat_template_timeout = \"30s\"\n",
+		ServeFlags{Model: modelWithTemplate(t, `{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`)})
 	c := td.dial(t)
 	ctx := context.Background()
 	h, err := c.Health(ctx)
