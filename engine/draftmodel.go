@@ -46,6 +46,9 @@ type drafter struct {
 	asleep bool
 	// catchup: tokens prefilled per step at most (draftCatchup).
 	catchup int
+	// wait: steps a request sits out after the pool had no room for it,
+	// so that a full pool is not refilled with catch-ups every step.
+	wait map[uint64]int
 }
 
 // draftSeq is one request's place in the draft model: toks are the tokens
@@ -77,7 +80,8 @@ func newDrafter(d *DraftModel, target *model.Model, blockSize int) (*drafter, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: draft model: %w", ErrInvalidArgument, err)
 	}
-	return &drafter{m: d.Model, be: d.Backend, pool: pool, seqs: map[uint64]*draftSeq{}, catchup: draftCatchup}, nil
+	return &drafter{m: d.Model, be: d.Backend, pool: pool, seqs: map[uint64]*draftSeq{},
+		catchup: draftCatchup, wait: map[uint64]int{}}, nil
 }
 
 // SameVocabulary checks that draft's tokens are target's, id for id, so
@@ -161,6 +165,10 @@ func (d *drafter) plan(want []*Sequence, ks []int) {
 	d.active = d.active[:0]
 	budget := d.catchup
 	for i, seq := range want {
+		if d.wait[seq.ID] > 0 {
+			d.wait[seq.ID]--
+			continue
+		}
 		ds := d.seqs[seq.ID]
 		if ds == nil {
 			ds = &draftSeq{}
@@ -184,6 +192,7 @@ func (d *drafter) plan(want []*Sequence, ks []int) {
 		}
 		if err := d.pool.Allocate(kvcache.SeqID(seq.ID), nil, have+len(feed)+max(k-1, 0)); err != nil {
 			d.drop(seq.ID) // the draft pool is full: this one drafts later, from scratch
+			d.wait[seq.ID] = noRoomWait
 			continue
 		}
 		d.active = append(d.active, draftJob{seq: seq, ds: ds, k: k, feed: feed, pos: have})
@@ -193,10 +202,20 @@ func (d *drafter) plan(want []*Sequence, ks []int) {
 	}
 }
 
-// drop frees a request's draft blocks (deliver: the request ended).
+// noRoomWait is how many drafting steps a request sits out after the
+// draft pool had no room for it.
+const noRoomWait = 64
+
+// drop frees a request's draft blocks.
 func (d *drafter) drop(id uint64) {
 	d.pool.Free(kvcache.SeqID(id))
 	delete(d.seqs, id)
+}
+
+// ended forgets a request that ended (deliver).
+func (d *drafter) ended(id uint64) {
+	d.drop(id)
+	delete(d.wait, id)
 }
 
 // sleep releases the draft model's KV memory with the target's.
@@ -204,6 +223,7 @@ func (d *drafter) sleep(weights bool) error {
 	for id := range d.seqs {
 		d.drop(id)
 	}
+	clear(d.wait)
 	sl, ok := d.be.(backend.Sleeper)
 	if !ok {
 		return nil

@@ -68,3 +68,29 @@ func TestDraftModelCatchesUpInChunks(t *testing.T) {
 		t.Errorf("self-draft after catching up: %d of %d kept, want all and some", st.SpecAccepted, st.SpecDrafted)
 	}
 }
+
+// TestDraftModelPoolFull: a request the draft model's pool cannot hold runs
+// undrafted, its output unchanged, and the pool ends empty (startEngine
+// checks); a request that fits drafts in the same engine afterwards.
+func TestDraftModelPoolFull(t *testing.T) {
+	m := loadModel(t, "gguf")
+	long := Request{Prompt: strings.Repeat("Tim and Sam went to the park. ", 8), MaxTokens: 30}
+	short := Request{Prompt: "Lily", MaxTokens: 30}
+	plain := startEngine(t, m, engineOpts{blocks: 64})
+	want := []result{run(t, plain, long), run(t, plain, short)}
+	e := startEngine(t, m, engineOpts{blocks: 64, spec: SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true},
+		draft: m, draftBlocks: 4}) // 64 tokens: the long prompt never fits
+	for i, r := range []Request{long, short} {
+		got := run(t, e, r)
+		if got.text != want[i].text {
+			t.Errorf("request %d with a full draft pool:\n %q\nwithout drafting:\n %q", i, got.text, want[i].text)
+		}
+		st := e.Stats()
+		if i == 0 && st.SpecDrafted != 0 {
+			t.Errorf("the long request drafted %d tokens from a pool that cannot hold it", st.SpecDrafted)
+		}
+		if i == 1 && st.SpecDrafted == 0 {
+			t.Errorf("the short request, which fits, drafted nothing")
+		}
+	}
+}

@@ -29,6 +29,7 @@ type engineOpts struct {
 	kvType            quant.DType
 	spec              SpecConfig
 	draft             *model.Model // spec.Method "draft": its model, on the target's threads
+	draftBlocks       int          // its KV pool; 0 is blocks
 }
 
 // cpuNew is cpu.New where a local named cpu hides the package.
@@ -70,12 +71,15 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	}
 	var draftBe backend.Backend
 	if o.draft != nil {
-		draftBe, err = cpuNew(o.draft, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2,
+		if o.draftBlocks == 0 {
+			o.draftBlocks = o.blocks
+		}
+		draftBe, err = cpuNew(o.draft, backend.Options{NumBlocks: o.draftBlocks, BlockSize: o.blockSize, Threads: 2,
 			QuantDot: o.quantDot, KVType: o.kvType, ShareThreads: cpu})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.spec.Draft = &DraftModel{Model: o.draft, Backend: draftBe, NumBlocks: o.blocks}
+		o.spec.Draft = &DraftModel{Model: o.draft, Backend: draftBe, NumBlocks: o.draftBlocks}
 	}
 	e, err := New(Options{Model: m, Backend: cpu, NumBlocks: o.blocks, BlockSize: o.blockSize,
 		Scheduler: o.sched, MaxQueue: o.maxQueue, Speculative: o.spec})

@@ -361,7 +361,7 @@ func (e *Engine) deliver(rs *reqState, done Event, now time.Time) {
 	seq := rs.seq
 	delete(e.states, seq.ID)
 	if e.drafter != nil {
-		e.drafter.drop(seq.ID)
+		e.drafter.ended(seq.ID)
 	}
 	e.mu.Lock()
 	if rs.cancelled && done.Finish != FinishCancelled && done.Finish != FinishError {
