@@ -76,7 +76,9 @@ func newDrafter(d *DraftModel, target *model.Model, blockSize int) (*drafter, er
 	if d.Model.Config.NonCausal {
 		return nil, fmt.Errorf("%w: draft model %s is an encoder", ErrInvalidArgument, d.Model.Path)
 	}
-	pool, err := kvcache.New(kvcache.Options{NumBlocks: d.NumBlocks, BlockSize: blockSize})
+	// A prefix cache of its own: requests that share a system prompt
+	// prefill it into the draft once.
+	pool, err := kvcache.New(kvcache.Options{NumBlocks: d.NumBlocks, BlockSize: blockSize, PrefixCaching: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: draft model: %w", ErrInvalidArgument, err)
 	}
@@ -174,13 +176,23 @@ func (d *drafter) plan(want []*Sequence, ks []int) {
 			ds = &draftSeq{}
 			d.seqs[seq.ID] = ds
 		}
+		id := kvcache.SeqID(seq.ID)
 		// What the draft holds beyond the request's tokens is refused drafts.
 		have := commonPrefix(ds.toks, seq.Tokens)
 		if have == len(seq.Tokens) { // it must compute the last token to score the next
 			have--
 		}
+		var cached []int
+		if have == 0 && !d.pool.Has(id) {
+			cached, have = d.pool.Lookup(seq.Salt, seq.Tokens[:len(seq.Tokens)-1])
+			d.pool.Record(len(seq.Tokens)-1, have)
+			ds.toks = append(ds.toks[:0], seq.Tokens[:have]...)
+		}
 		ds.toks = ds.toks[:have]
-		d.pool.Shrink(kvcache.SeqID(seq.ID), have)
+		d.pool.Shrink(id, have)
+		// Confirmed tokens only, and never the block of the last one, which
+		// is computed again when everything else is.
+		d.pool.Commit(id, seq.Salt, seq.Tokens[:have])
 		feed := seq.Tokens[have:]
 		if len(feed) > budget {
 			feed = feed[:budget] // catch up over several steps; no draft now
@@ -190,7 +202,7 @@ func (d *drafter) plan(want []*Sequence, ks []int) {
 		if have+len(feed) < len(seq.Tokens) {
 			k = 0
 		}
-		if err := d.pool.Allocate(kvcache.SeqID(seq.ID), nil, have+len(feed)+max(k-1, 0)); err != nil {
+		if err := d.pool.Allocate(id, cached, have+len(feed)+max(k-1, 0)); err != nil {
 			d.drop(seq.ID) // the draft pool is full: this one drafts later, from scratch
 			d.wait[seq.ID] = noRoomWait
 			continue

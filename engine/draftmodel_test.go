@@ -94,3 +94,24 @@ func TestDraftModelPoolFull(t *testing.T) {
 		}
 	}
 }
+
+// TestDraftModelSharesPrefixes: the draft model's pool is a prefix cache
+// of its own, so a second request with the first's prompt does not
+// prefill it into the draft again; its output is still the target's.
+func TestDraftModelSharesPrefixes(t *testing.T) {
+	m := loadModel(t, "gguf")
+	r := Request{Prompt: strings.Repeat("Tim and Sam went to the park. ", 6), MaxTokens: 20}
+	want := run(t, startEngine(t, m, engineOpts{blocks: 64}), r)
+	e := startEngine(t, m, engineOpts{blocks: 64, blockSize: 8, spec: SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true}, draft: m})
+	for i := range 2 {
+		if got := run(t, e, r); got.text != want.text {
+			t.Fatalf("run %d with a draft model:\n %q\nwithout:\n %q", i, got.text, want.text)
+		}
+		// The loop touches the draft pool only for running requests, and
+		// this one's end was pushed after it let go of its blocks.
+		u := e.drafter.pool.Usage()
+		if i == 0 && u.Hits != 0 || i == 1 && u.Hits < uint64(want.done.Usage.PromptTokens/2) {
+			t.Errorf("run %d: the draft's prefix cache served %d of %d tokens looked up", i, u.Hits, u.Queries)
+		}
+	}
+}
