@@ -6,6 +6,7 @@ import (
 
 	"github.com/batchd/batchd/engine/backend"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/sample"
 	"github.com/batchd/batchd/kvcache"
 )
 
@@ -56,6 +57,7 @@ type drafter struct {
 // refused; reconciled against the request's tokens before each use).
 type draftSeq struct {
 	toks []int
+	sure int // toks[:sure] are the request's own: reconciling starts there
 }
 
 type draftJob struct {
@@ -150,7 +152,7 @@ func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
 			j.ds.toks = append(j.ds.toks, j.feed...)
 			j.pos += len(j.feed)
 			if j.k > 0 {
-				tok := argmax(logits[n])
+				tok := sample.Argmax(logits[n]) // the lowest id on a tie
 				j.seq.Draft = append(j.seq.Draft, tok)
 				j.feed = j.seq.Draft[len(j.seq.Draft)-1:]
 			}
@@ -178,7 +180,8 @@ func (d *drafter) plan(want []*Sequence, ks []int) {
 		}
 		id := kvcache.SeqID(seq.ID)
 		// What the draft holds beyond the request's tokens is refused drafts.
-		have := commonPrefix(ds.toks, seq.Tokens)
+		sure := min(ds.sure, len(ds.toks))
+		have := sure + commonPrefix(ds.toks[sure:], seq.Tokens[sure:])
 		if have == len(seq.Tokens) { // it must compute the last token to score the next
 			have--
 		}
@@ -207,6 +210,7 @@ func (d *drafter) plan(want []*Sequence, ks []int) {
 			d.wait[seq.ID] = noRoomWait
 			continue
 		}
+		ds.sure = have + len(feed)
 		d.active = append(d.active, draftJob{seq: seq, ds: ds, k: k, feed: feed, pos: have})
 		if budget == 0 {
 			break
@@ -266,15 +270,4 @@ func commonPrefix(a, b []int) int {
 		}
 	}
 	return n
-}
-
-// argmax is the draft's choice: the highest logit, the lowest id on a tie.
-func argmax(row []float32) int {
-	best := 0
-	for i, v := range row {
-		if v > row[best] {
-			best = i
-		}
-	}
-	return best
 }
