@@ -8,10 +8,11 @@ import (
 // specGate decides whether drafting pays at the present batch, from what
 // the engine measures: the forward time of decode-only steps by their token
 // count (power-of-two buckets, smoothed) and the tokens a verification
-// keeps on average. Drafting for B sequences turns a step of B tokens into
-// one of about B(1+k) that yields B(1+E); it pays while
+// keeps on average. Drafting k tokens for each of B sequences turns a step
+// of B tokens into one of B(1+k) that yields B(1+E); it pays while
 // T(B(1+k)) < (1+E) T(B), plus k passes of a draft model's when one
-// drafts. A bucket never measured counts as paying, so the
+// drafts. k is what this step's drafts hold (each request's draft length
+// follows what it kept), not the configured most. A bucket never measured counts as paying, so the
 // engine finds out; memory-bound small batches pay, compute-bound large
 // ones stop.
 type specGate struct {
@@ -55,23 +56,26 @@ func (g *specGate) noteVerify(kept int) {
 	g.gain = 0.7*g.gain + 0.3*float64(kept)
 }
 
-// pays reports whether b sequences drafting k tokens each is worth it. A
-// step it refuses now and then goes through anyway, so that a gain that
-// has changed (the text began to repeat) is seen.
-func (g *specGate) pays(b, k int) bool {
-	if b <= 0 {
+// pays reports whether a step of b decoding sequences, of which n carry
+// drafts of d tokens in all (passes draft-model passes to make them), is
+// worth it: the step costs T(b+d) plus the passes and yields about b + n
+// times the gain, against b tokens for T(b). A step it refuses now and
+// then goes through anyway, so that a gain that has changed (the text
+// began to repeat) is seen.
+func (g *specGate) pays(b, n, d, passes int) bool {
+	if b <= 0 || n <= 0 {
 		return true
 	}
 	at := func(t *[12]float64, n int) float64 { return t[min(bits.Len(uint(n))-1, len(t)-1)] }
-	plain, spec := at(&g.cost, b), at(&g.cost, b*(1+k))
+	plain, spec := at(&g.cost, b), at(&g.cost, b+d)
 	if spec > 0 {
-		spec += float64(k) * at(&g.draft, b) // 0 for n-gram drafts, or before a pass is timed
+		spec += float64(passes) * at(&g.draft, n) // 0 for n-gram drafts, or before a pass is timed
 	}
 	gain := g.gain
 	if !g.seen {
 		gain = gainPrior
 	}
-	if plain == 0 || spec == 0 || spec < (1+gain)*plain {
+	if plain == 0 || spec == 0 || spec*float64(b) < (float64(b)+float64(n)*gain)*plain {
 		g.shut = 0
 		return true
 	}

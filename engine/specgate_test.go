@@ -11,7 +11,7 @@ import (
 // every draft is kept, and an unmeasured size is tried.
 func TestSpecGate(t *testing.T) {
 	var g specGate
-	if !g.pays(4, 4) {
+	if !g.pays(4, 4, 16, 0) {
 		t.Fatal("nothing measured: the gate should let drafting be tried")
 	}
 	ms := time.Millisecond
@@ -22,10 +22,10 @@ func TestSpecGate(t *testing.T) {
 		g.noteStep(80, 300*ms)
 		g.noteVerify(2)
 	}
-	if !g.pays(1, 4) {
+	if !g.pays(1, 1, 4, 0) {
 		t.Errorf("batch 1: %v < %v x (1 + %v) should pay", g.cost[2], g.cost[0], g.gain)
 	}
-	if g.pays(16, 4) {
+	if g.pays(16, 16, 64, 0) {
 		t.Errorf("batch 16: %v vs %v x (1 + %v) should not pay", g.cost[6], g.cost[4], g.gain)
 	}
 	for range 60 {
@@ -33,11 +33,37 @@ func TestSpecGate(t *testing.T) {
 	}
 	tried := 0
 	for range 64 {
-		if g.pays(1, 4) {
+		if g.pays(1, 1, 4, 0) {
 			tried++
 		}
 	}
 	if tried != 2 {
 		t.Errorf("batch 1 with drafts all refused (gain %v): %d of 64 steps drafted, want 2 (every 32nd, to measure again)", g.gain, tried)
+	}
+}
+
+// TestSpecGateWeighsTheDraftsMade: the gate judges the step the drafts in
+// hand would make, not the longest the configuration allows: one drafted
+// token that is usually kept pays where sixteen would not.
+func TestSpecGateWeighsTheDraftsMade(t *testing.T) {
+	var g specGate
+	ms := time.Millisecond
+	for range 20 {
+		g.noteStep(1, 30*ms)
+		g.noteStep(2, 33*ms)
+		g.noteStep(17, 200*ms)
+		g.noteVerify(1)
+	}
+	if !g.pays(1, 1, 1, 0) {
+		t.Errorf("one drafted token: %v < %v x (1 + %v) should pay", g.cost[1], g.cost[0], g.gain)
+	}
+	if g.pays(1, 1, 16, 0) {
+		t.Errorf("sixteen drafted tokens: %v vs %v x (1 + %v) should not pay", g.cost[4], g.cost[0], g.gain)
+	}
+	// A draft model's passes count: two passes of 40 ms over one sequence
+	// outweigh what one kept token is worth.
+	g.noteDraft(1, 40*ms)
+	if g.pays(1, 1, 1, 2) {
+		t.Errorf("two draft passes of %v on top of %v should not pay for a gain of %v", g.draft[0], g.cost[1], g.gain)
 	}
 }

@@ -73,19 +73,31 @@ type specState struct {
 	k, pause, misses int
 }
 
+// firstDraft is a request's first draft length at most: a long first
+// draft refused whole costs a verification many times a plain step's.
+const firstDraft = 4
+
 // propose drafts for the running sequences before a step is scheduled.
+// n-gram drafts are made first and dropped if the gate refuses the step
+// they would make (they cost next to nothing); a draft model's passes run
+// only once the gate has let through what they would draft.
 func (e *Engine) propose() {
 	if e.spec.Method == "" {
 		return
 	}
 	running := e.sched.running
-	allow := len(running) <= e.spec.MaxBatch && (e.spec.Ungated || e.specGate.pays(len(running), e.spec.Tokens))
+	if len(running) > e.spec.MaxBatch {
+		for _, seq := range running {
+			seq.Draft = seq.Draft[:0]
+		}
+		return
+	}
 	want, ks := e.specWant[:0], e.specKs[:0]
+	n, d, passes := 0, 0, 0
 	for _, seq := range running {
 		seq.Draft = seq.Draft[:0]
 		rs := e.states[seq.ID]
-		if !allow || rs == nil || seq.Embed || seq.Prefill || seq.Padding ||
-			seq.Computed != len(seq.Tokens)-1 {
+		if rs == nil || seq.Embed || seq.Prefill || seq.Padding || seq.Computed != len(seq.Tokens)-1 {
 			continue
 		}
 		if rs.spec.pause > 0 {
@@ -93,21 +105,33 @@ func (e *Engine) propose() {
 			continue
 		}
 		if rs.spec.k == 0 {
-			rs.spec.k = e.spec.Tokens
+			rs.spec.k = min(e.spec.Tokens, firstDraft)
 		}
 		k := min(rs.spec.k, seq.MaxTokens-seq.Generated()-1, e.m.Config.Context-len(seq.Tokens)-1)
 		switch {
 		case k <= 0:
+			continue
 		case e.drafter != nil:
 			want, ks = append(want, seq), append(ks, k)
+			passes = max(passes, k)
 		default:
 			seq.Draft = ngramDraft(seq.Draft, seq.Tokens, k, e.spec.NgramMin, e.spec.NgramMax)
+			k = len(seq.Draft)
+		}
+		if k > 0 {
+			n, d = n+1, d+k
 		}
 	}
+	if n > 0 && !e.spec.Ungated && !e.specGate.pays(len(running), n, d, passes) {
+		for _, seq := range running {
+			seq.Draft = seq.Draft[:0]
+		}
+		want, ks = want[:0], ks[:0]
+	}
 	e.specWant, e.specKs = want, ks
-	if e.drafter != nil {
-		if t, passes := e.proposeDraft(want, ks); passes > 0 {
-			e.specGate.noteDraft(len(want), t/time.Duration(passes))
+	if e.drafter != nil && len(want) > 0 {
+		if t, made := e.proposeDraft(want, ks); made > 0 {
+			e.specGate.noteDraft(len(want), t/time.Duration(made))
 		}
 	}
 }
