@@ -29,6 +29,7 @@ type q8Acts struct {
 	qs   []int8
 	d    []float32
 	sums []int32
+	bias []int32 // per block: -128 times its values' sum (Q8_0's row kernel)
 }
 
 // actKind is the activation form a weight format's int8 kernels take.
@@ -36,14 +37,14 @@ type actKind uint8
 
 const (
 	actNone actKind = iota // no int8 kernels: the float path
-	actQ8_0                // blocks of 32, fp16 scale (Q4_0)
+	actQ8_0                // blocks of 32, fp16 scale (Q4_0, Q8_0, ...)
 	actQ8_K                // blocks of 256, float32 scale, 16-sums (K-quants)
 )
 
 // int8Kind says which activations the int8 path's kernels for t take.
 func int8Kind(t quant.DType) actKind {
 	switch t {
-	case quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL:
+	case quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL, quant.Q8_0:
 		return actQ8_0
 	case quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q3_K, quant.Q2_K:
 		return actQ8_K
@@ -53,7 +54,7 @@ func int8Kind(t quant.DType) actKind {
 
 // needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
 // they run as Go loops); the others' need only AVX2.
-func needsVNNI(t quant.DType) bool { return t == quant.Q5_K }
+func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.Q8_0 }
 
 // form is the activation form w's type takes on this backend's int8 path,
 // actNone where it takes the float path: under QuantDot "auto", formats
@@ -95,8 +96,9 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		a.qs = make([]int8, n*cols)
 		a.d = make([]float32, n*cols/q8Block)
 		a.sums = make([]int32, n*cols/4)
+		a.bias = make([]int32, n*cols/q8Block)
 	}
-	a.qs, a.d, a.sums = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4]
+	a.qs, a.d, a.sums, a.bias = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.bias[:n*cols/q8Block]
 	for b := range n * cols / q8Block {
 		v := x[b*q8Block : (b+1)*q8Block]
 		var amax float32
@@ -112,9 +114,12 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		for i, f := range v {
 			q[i] = int8(math.RoundToEven(float64(f * id)))
 		}
+		var sum int32
 		for l := range 8 {
 			a.sums[b*8+l] = int32(q[4*l]) + int32(q[4*l+1]) + int32(q[4*l+2]) + int32(q[4*l+3])
+			sum += a.sums[b*8+l]
 		}
+		a.bias[b] = -128 * sum
 	}
 }
 
@@ -164,6 +169,8 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	switch w.Type {
 	case quant.Q4_0:
 		kn.matmulQ40(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:])
+	case quant.Q8_0:
+		kn.matmulQ80Rows(out, &a.q8, n, w, lo, hi, scratch)
 	case quant.Q4_K:
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
 	case quant.Q5_K:

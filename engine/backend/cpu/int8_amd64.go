@@ -15,6 +15,9 @@ func dotQ40VNNI(w *byte, qs *int8, d *float32, sums *int32, nb int) float32
 func dot4Q40VNNI(w *byte, qs *int8, d *float32, sums *int32, qstride, dstride, nb int, out *float32)
 
 //go:noescape
+func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, bias *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+//go:noescape
 func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
 
 //go:noescape

@@ -11,6 +11,10 @@ func dot4Q40VNNI(w *byte, qs *int8, d *float32, sums *int32, qstride, dstride, n
 	panic("no simd")
 }
 
+func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, bias *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32 { panic("no simd") }
 
 func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32) {

@@ -40,21 +40,39 @@ func TestQ8Quantize(t *testing.T) {
 	}
 }
 
-// TestInt8KernelsMatchGo: the Q4_0 int8 kernels (AVX2's, and VNNI's for
-// one token and four) give exactly the Go loops' sums, and those differ
-// from the float path's by no more than the activations' rounding allows
-// (half a step per element).
+// TestInt8KernelsMatchGo: the Q4_0 and Q8_0 int8 kernels (AVX2's, and
+// VNNI's for one token and four) give exactly the Go loops' sums, and those
+// differ from the float path's by no more than the activations' rounding
+// allows (half a step per element). Q8_0's rows include every byte value.
+// The Go loops compute row by row and token by token, so a match also says
+// a result does not depend on the rows or tokens that shared its pass.
 func TestInt8KernelsMatchGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Rows in fours and not, batch 1 (four-row kernel only) and leftovers
-	// after groups of four tokens, and a split of the rows between shares.
-	for _, sh := range []struct{ rows, n, mid, cols int }{{8, 7, 8, 256}, {11, 1, 3, 288}, {11, 6, 5, 288}, {13, 1, 13, 32}, {5, 5, 2, 96}} {
+	// after groups of four tokens, an odd block count, and a split of the
+	// rows between shares.
+	for _, sh := range []struct {
+		dt                 quant.DType
+		rows, n, mid, cols int
+	}{
+		{quant.Q4_0, 8, 7, 8, 256}, {quant.Q4_0, 11, 1, 3, 288}, {quant.Q4_0, 11, 6, 5, 288}, {quant.Q4_0, 13, 1, 13, 32}, {quant.Q4_0, 5, 5, 2, 96},
+		{quant.Q8_0, 8, 7, 8, 256}, {quant.Q8_0, 11, 1, 3, 288}, {quant.Q8_0, 13, 1, 13, 32}, {quant.Q8_0, 5, 5, 2, 96},
+		// Q8_0's row kernel: groups of sixteen split between shares, rows
+		// past the last group, and more tokens than one pass takes.
+		{quant.Q8_0, 40, 7, 19, 256}, {quant.Q8_0, 35, 1, 16, 288}, {quant.Q8_0, 48, 70, 21, 96}, {quant.Q8_0, 32, 3, 0, 32},
+	} {
 		cols := sh.cols
 		rows, n := sh.rows, sh.n
-		w, err := model.NewMatrix(quant.Q4_0, rows, cols, synth.RandomMatrix(rng, quant.Q4_0, rows, cols, 0.5))
+		wb := synth.RandomMatrix(rng, sh.dt, rows, cols, 0.5)
+		if sh.dt == quant.Q8_0 && rows*cols >= 256 {
+			for v := range 256 { // -128 (never quantize_row_q8_0's) to 127
+				wb[(v/32)*34+2+v%32] = byte(v)
+			}
+		}
+		w, err := model.NewMatrix(sh.dt, rows, cols, wb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +98,7 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 			simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("kernels %q, %d rows, %d tokens: out %d: SIMD %v, Go %v", set, rows, n, i, got[i], want[i])
+					t.Fatalf("%s, kernels %q, %d rows, %d tokens: out %d: SIMD %v, Go %v", sh.dt, set, rows, n, i, got[i], want[i])
 				}
 			}
 		}
@@ -171,7 +189,7 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 // dequantized twin: the rounding of 8-bit activations, nothing worse.
 func TestInt8StaysNearTheReference(t *testing.T) {
 	dir := filepath.Join(testmodels.Dir(t), "quant")
-	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"} {
+	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "Q8_0"} {
 		b, err := os.ReadFile(filepath.Join(dir, "tiny-quant-"+name+".dequant-f32.golden.json"))
 		if err != nil {
 			t.Skip("no models/quant goldens")
@@ -309,7 +327,7 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0} {
+			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0, quant.Q8_0} {
 				native := b.kern.simd && (b.kern.vnni || !needsVNNI(dt))
 				if got, want := b.kern.form(dt) != actNone, qd == "int8" || native; got != want {
 					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)

@@ -11,8 +11,8 @@ import (
 // scale * activation scale) and added into float lane l; the _1 formats
 // then add their min times the lane's activation sum, scaled the same way.
 // The lanes fold as hsum8. lanes32Go defines it; the AVX2 kernels
-// (int8b_amd64.s) match it bit for bit. (Q8_0 stays on the float path:
-// its fused float kernels were faster than this form at every batch.)
+// (int8b_amd64.s) match it bit for bit. (Q8_0 takes the row form,
+// int8rows.go: this one was slower than its fused float kernels.)
 
 // block32 is one such format.
 type block32 struct {
