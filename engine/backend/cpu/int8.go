@@ -11,8 +11,9 @@ import (
 // with quantized weights, each token's activations are quantized on their
 // own to 8-bit blocks of 32 with one scale (ggml's block_q8_0), and weight
 // blocks are dotted with them in integers (AVX512-VNNI VPDPBUSD). A block's
-// integer sum is exact; the float sums across blocks run in eight lanes in
-// a fixed order, which the pure-Go loops below reproduce bit for bit. A
+// integer sum is exact; the float sums across blocks run in a fixed order
+// (lanes of elements, or one lane per row: int8rows.go), which the pure-Go
+// loops reproduce bit for bit. A
 // token's result depends only on its own activations, so batching stays
 // invisible. It applies to every batch size of the formats it covers
 // (int8Kind), so a token never changes path with its batch.
@@ -29,7 +30,7 @@ type q8Acts struct {
 	qs   []int8
 	d    []float32
 	sums []int32
-	bias []int32 // per block: -128 times its values' sum (Q8_0's row kernel)
+	nsum []int32 // per block: minus its values' sum (the row kernels)
 }
 
 // actKind is the activation form a weight format's int8 kernels take.
@@ -96,9 +97,9 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		a.qs = make([]int8, n*cols)
 		a.d = make([]float32, n*cols/q8Block)
 		a.sums = make([]int32, n*cols/4)
-		a.bias = make([]int32, n*cols/q8Block)
+		a.nsum = make([]int32, n*cols/q8Block)
 	}
-	a.qs, a.d, a.sums, a.bias = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.bias[:n*cols/q8Block]
+	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
 	for b := range n * cols / q8Block {
 		v := x[b*q8Block : (b+1)*q8Block]
 		var amax float32
@@ -119,7 +120,7 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 			a.sums[b*8+l] = int32(q[4*l]) + int32(q[4*l+1]) + int32(q[4*l+2]) + int32(q[4*l+3])
 			sum += a.sums[b*8+l]
 		}
-		a.bias[b] = -128 * sum
+		a.nsum[b] = -sum
 	}
 }
 
@@ -138,8 +139,9 @@ func fold16(acc *[16]float32) float32 {
 }
 
 // dotQ40Go is the Q4_0 x q8 dot of one row and one token, lane by lane as
-// the VNNI kernels sum it: lane l of block b holds elements 4l..4l+3, in
-// float lane l (b even) or 8+l (b odd).
+// dotQ40AVX2 sums it (CPUs without VNNI; with it, Q4_0 takes the row form,
+// int8rows.go): lane l of block b holds elements 4l..4l+3, in float lane l
+// (b even) or 8+l (b odd).
 func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 	var acc [16]float32
 	for b := range nb {
@@ -168,9 +170,13 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	switch w.Type {
 	case quant.Q4_0:
-		kn.matmulQ40(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:])
+		if kn.simd && kn.vnni {
+			kn.matmulRows16(out, &a.q8, n, w, lo, hi, scratch, q40Rows16VNNI, dotQ40RowGo)
+		} else {
+			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
+		}
 	case quant.Q8_0:
-		kn.matmulQ80Rows(out, &a.q8, n, w, lo, hi, scratch)
+		kn.matmulRows16(out, &a.q8, n, w, lo, hi, scratch, q80Rows16VNNI, dotQ80RowGo)
 	case quant.Q4_K:
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
 	case quant.Q5_K:
@@ -194,31 +200,17 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	}
 }
 
-// matmulQ40 is matmulInt8 for Q4_0: four tokens per pass over a row where
-// the kernels allow, then one at a time.
-func (kn *kernels) matmulQ40(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int, res []float32) {
+// matmulQ40 is matmulInt8 for Q4_0 without VNNI, in element lanes.
+func (kn *kernels) matmulQ40(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int) {
 	cols, rows := w.Cols, w.Rows
 	nb, rb := cols/q8Block, w.Type.RowBytes(cols)
-	full := 0
-	if kn.simd && kn.vnni {
-		full = n &^ 3
-	}
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*rb : (r+1)*rb]
-		for t := 0; t < full; t += 4 {
-			dot4Q40VNNI(&row[0], &a.qs[t*cols], &a.d[t*nb], &a.sums[t*cols/4], cols, nb, nb, &res[0])
-			for j := range 4 {
-				out[(t+j)*rows+r] = res[j]
-			}
-		}
-		for t := full; t < n; t++ {
+		for t := range n {
 			qs, d := a.qs[t*cols:(t+1)*cols], a.d[t*nb:(t+1)*nb]
-			switch {
-			case kn.simd && kn.vnni:
-				out[t*rows+r] = dotQ40VNNI(&row[0], &qs[0], &d[0], &a.sums[t*cols/4], nb)
-			case kn.simd:
+			if kn.simd {
 				out[t*rows+r] = dotQ40AVX2(&row[0], &qs[0], &d[0], &a.sums[t*cols/4], nb)
-			default:
+			} else {
 				out[t*rows+r] = dotQ40Go(row, qs, d, nb)
 			}
 		}

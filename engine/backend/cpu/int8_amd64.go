@@ -9,13 +9,10 @@ import "golang.org/x/sys/cpu"
 var haveVNNI = haveAVX512 && cpu.X86.HasAVX512VNNI
 
 //go:noescape
-func dotQ40VNNI(w *byte, qs *int8, d *float32, sums *int32, nb int) float32
+func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
 //go:noescape
-func dot4Q40VNNI(w *byte, qs *int8, d *float32, sums *int32, qstride, dstride, nb int, out *float32)
-
-//go:noescape
-func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, bias *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+func q40Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
 //go:noescape
 func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32

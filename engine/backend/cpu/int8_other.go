@@ -4,14 +4,10 @@ package cpu
 
 const haveVNNI = false
 
-func dotQ40VNNI(w *byte, qs *int8, d *float32, sums *int32, nb int) float32 {
+func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
-func dot4Q40VNNI(w *byte, qs *int8, d *float32, sums *int32, qstride, dstride, nb int, out *float32) {
-	panic("no simd")
-}
-
-func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, bias *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+func q40Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
 

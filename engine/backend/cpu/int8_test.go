@@ -60,9 +60,11 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 	}{
 		{quant.Q4_0, 8, 7, 8, 256}, {quant.Q4_0, 11, 1, 3, 288}, {quant.Q4_0, 11, 6, 5, 288}, {quant.Q4_0, 13, 1, 13, 32}, {quant.Q4_0, 5, 5, 2, 96},
 		{quant.Q8_0, 8, 7, 8, 256}, {quant.Q8_0, 11, 1, 3, 288}, {quant.Q8_0, 13, 1, 13, 32}, {quant.Q8_0, 5, 5, 2, 96},
-		// Q8_0's row kernel: groups of sixteen split between shares, rows
-		// past the last group, and more tokens than one pass takes.
+		// The row kernels (Q8_0; Q4_0 on VNNI): groups of sixteen split
+		// between shares, rows past the last group, and more tokens than
+		// one pass takes.
 		{quant.Q8_0, 40, 7, 19, 256}, {quant.Q8_0, 35, 1, 16, 288}, {quant.Q8_0, 48, 70, 21, 96}, {quant.Q8_0, 32, 3, 0, 32},
+		{quant.Q4_0, 40, 7, 19, 256}, {quant.Q4_0, 35, 1, 16, 288}, {quant.Q4_0, 48, 70, 21, 96}, {quant.Q4_0, 32, 3, 0, 32},
 	} {
 		cols := sh.cols
 		rows, n := sh.rows, sh.n
@@ -91,11 +93,22 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		if haveVNNI {
 			sets = append(sets, "")
 		}
+		// VNNI runs Q4_0 in row lanes: dotQ40RowGo, row by row, defines it.
+		rowWant := make([]float32, n*rows)
+		rb := w.Type.RowBytes(cols)
+		for i := range rowWant {
+			tok, r := i/rows, i%rows
+			rowWant[i] = dotQ40RowGo(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:(tok+1)*cols/32], cols/32)
+		}
 		got := make([]float32, n*rows)
 		for _, set := range sets {
 			simd, _ := chooseKernels(set)
 			simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
 			simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
+			want := want
+			if sh.dt == quant.Q4_0 && set == "" {
+				want = rowWant
+			}
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("%s, kernels %q, %d rows, %d tokens: out %d: SIMD %v, Go %v", sh.dt, set, rows, n, i, got[i], want[i])

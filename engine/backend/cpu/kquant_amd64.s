@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // AVX2 dequantizers for the K-quants, bit-identical to package quant's Go
