@@ -184,13 +184,13 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2, q6kx4AVX512, scratch[len(scratch)-resLen:])
 	case quant.Q4_1:
-		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
+		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &q41Rows)
 	case quant.Q5_0:
-		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q50Int8)
+		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &q50Rows)
 	case quant.Q5_1:
-		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q51Int8)
+		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &q51Rows)
 	case quant.IQ4_NL:
-		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
+		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &iq4nlRows)
 	case quant.IQ4_XS:
 		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
 	case quant.Q3_K:

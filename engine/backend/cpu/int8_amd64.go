@@ -15,6 +15,18 @@ func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 func q40Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
 //go:noescape
+func q41Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+//go:noescape
+func q50Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+//go:noescape
+func q51Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+//go:noescape
+func iq4nlRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+//go:noescape
 func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
 
 //go:noescape

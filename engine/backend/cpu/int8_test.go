@@ -351,7 +351,8 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	}
 }
 
-// TestAVX2Int8KernelsMatchGo: the AVX2 int8 kernels (one token and four)
+// TestAVX2Int8KernelsMatchGo: the AVX2 int8 kernels (one token and four;
+// with VNNI the 32-value formats take the row kernels, TestRowKernelsMatchGo)
 // give exactly their Go loops' sums, on random bytes (every level, scale,
 // fifth bit, high bit and sign) and on quantized rows, rows longer than
 // 64 super-blocks included, and stay within the activations' rounding.
@@ -372,7 +373,7 @@ func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 		{quant.Q5_0, []int{0}, []int{320}}, {quant.Q5_1, []int{0, 2}, []int{320}}, {quant.IQ4_NL, []int{0}, []int{320}},
 		{quant.Q6_K, []int{208}, []int{256, 768}},
 	}
-	simd, _ := chooseKernels("")
+	simd, _ := chooseKernels("avx2")
 	gok, _ := chooseKernels("go")
 	for _, c := range cases {
 		f := quant.Lookup(c.dt)

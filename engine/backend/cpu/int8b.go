@@ -6,7 +6,8 @@ import (
 )
 
 // The int8 path for Q4_1, Q5_0, Q5_1 and IQ4_NL against q8_0
-// activations, in Q4_0's lane form: lane l of a block holds the exact sum
+// activations on CPUs without VNNI (with it they take the row form,
+// int8rows.go), in Q4_0's lane form: lane l of a block holds the exact sum
 // over elements 4l..4l+3 of value times activation, scaled by (weight
 // scale * activation scale) and added into float lane l; the _1 formats
 // then add their min times the lane's activation sum, scaled the same way.
@@ -16,9 +17,9 @@ import (
 
 // block32 is one such format.
 type block32 struct {
+	kind quant.DType
 	size int
-	min  bool                           // an fp16 min follows the scale
-	vals func(blk []byte, v *[32]int32) // the block's integer values (less any offset)
+	min  bool // an fp16 min follows the scale
 	asm  func(w *byte, qs *int8, d *float32, nb int) float32
 	asm4 func(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
 }
@@ -36,25 +37,34 @@ func fifthBits(qh []byte, v *[32]int32) {
 	}
 }
 
-var (
-	q41Int8 = block32{20, true, func(b []byte, v *[32]int32) { nibbles(b[4:], v) }, dotQ41AVX2, dotQ41x4AVX2}
-	q50Int8 = block32{22, false, func(b []byte, v *[32]int32) {
+// values sets v to a block's integer values (less any offset). A switch,
+// not a function value: v stays on the caller's stack.
+func (f *block32) values(b []byte, v *[32]int32) {
+	switch f.kind {
+	case quant.Q4_1:
+		nibbles(b[4:], v)
+	case quant.Q5_0:
 		nibbles(b[6:], v)
 		fifthBits(b[2:], v)
 		for j := range v {
 			v[j] -= 16
 		}
-	}, dotQ50AVX2, dotQ50x4AVX2}
-	q51Int8 = block32{24, true, func(b []byte, v *[32]int32) {
+	case quant.Q5_1:
 		nibbles(b[8:], v)
 		fifthBits(b[4:], v)
-	}, dotQ51AVX2, dotQ51x4AVX2}
-	iq4nlInt8 = block32{18, false, func(b []byte, v *[32]int32) {
+	case quant.IQ4_NL:
 		nibbles(b[2:], v)
 		for j := range v {
 			v[j] = int32(quant.IQ4Grid[v[j]])
 		}
-	}, dotIQ4NLAVX2, dotIQ4NLx4AVX2}
+	}
+}
+
+var (
+	q41Int8   = block32{quant.Q4_1, 20, true, dotQ41AVX2, dotQ41x4AVX2}
+	q50Int8   = block32{quant.Q5_0, 22, false, dotQ50AVX2, dotQ50x4AVX2}
+	q51Int8   = block32{quant.Q5_1, 24, true, dotQ51AVX2, dotQ51x4AVX2}
+	iq4nlInt8 = block32{quant.IQ4_NL, 18, false, dotIQ4NLAVX2, dotIQ4NLx4AVX2}
 )
 
 // lanes32Go is the int8 dot of one row of f's blocks and one token.
@@ -63,7 +73,7 @@ func lanes32Go(w []byte, qs []int8, d []float32, nb int, f block32) float32 {
 	var v [32]int32
 	for b := range nb {
 		blk, x := w[b*f.size:(b+1)*f.size], qs[b*q8Block:(b+1)*q8Block]
-		f.vals(blk, &v)
+		f.values(blk, &v)
 		ds := f16(blk) * d[b]
 		ms := float32(0)
 		if f.min {

@@ -2,15 +2,16 @@ package cpu
 
 import "github.com/batchd/batchd/engine/model"
 
-// The row-lane form of the int8 path for Q8_0 and Q4_0 (AVX512-VNNI): a
+// The row-lane form of the int8 path for Q8_0, Q4_0 and the other 32-value
+// formats (Q4_1, Q5_0, Q5_1, IQ4_NL) on AVX512-VNNI: a
 // kernel call covers sixteen rows, each in a lane of its own, so a token's
 // float work per block (convert, scale, add) is one instruction for sixteen
 // rows where the element-lane form (dotQ40Go) spends one per row, and each
 // row's block is transposed once for every token of the pass. A row's
 // result is its blocks' exact integer sums scaled and added in block order
 // (dotQ80RowGo, dotQ40RowGo), whichever rows, shares or tokens it shares a
-// call with. Without VNNI, Q8_0 runs its Go loop and Q4_0 keeps the lane
-// form (dotQ40AVX2).
+// call with. Without VNNI, Q8_0 runs its Go loop and the others keep the
+// element-lane form (dotQ40AVX2, int8b.go).
 
 // rowsTokens is the most tokens a kernel call takes: its accumulators and
 // results (32 floats a token) live in the share's scratch.
@@ -57,6 +58,56 @@ func dotQ40RowGo(w []byte, qs []int8, d []float32, nb int) float32 {
 		acc = acc + float32(float32(p)*ds)
 	}
 	return acc
+}
+
+// rows32Go is dotQ40RowGo for a block32 format (int8b.go): its values
+// less any offset, and for the _1 formats the min times the activations'
+// sum added after each block.
+func rows32Go(w []byte, qs []int8, d []float32, nb int, f block32) float32 {
+	var acc float32
+	var v [32]int32
+	for b := range nb {
+		blk, x := w[b*f.size:(b+1)*f.size], qs[b*q8Block:(b+1)*q8Block]
+		f.values(blk, &v)
+		var p, s int32
+		for e, q := range x {
+			p += v[e] * int32(q)
+			s += int32(q)
+		}
+		acc = acc + float32(float32(p)*(f16(blk)*d[b]))
+		if f.min {
+			acc = acc + float32(float32(s)*(f16(blk[2:])*d[b]))
+		}
+	}
+	return acc
+}
+
+// rows32 is a block32 format's row kernel and its Go loop.
+type rows32 struct {
+	kern rows16Kernel
+	f    block32
+	slow rowGo
+}
+
+func newRows32(k rows16Kernel, f block32) rows32 {
+	return rows32{k, f, func(w []byte, qs []int8, d []float32, nb int) float32 { return rows32Go(w, qs, d, nb, f) }}
+}
+
+var (
+	q41Rows   = newRows32(q41Rows16VNNI, q41Int8)
+	q50Rows   = newRows32(q50Rows16VNNI, q50Int8)
+	q51Rows   = newRows32(q51Rows16VNNI, q51Int8)
+	iq4nlRows = newRows32(iq4nlRows16VNNI, iq4nlInt8)
+)
+
+// matmulRows32 is matmulInt8 for a block32 format: the row kernel on
+// VNNI, else the element-lane kernels (matmulBlock32).
+func (kn *kernels) matmulRows32(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int, scratch []float32, r *rows32) {
+	if !kn.simd || !kn.vnni {
+		kn.matmulBlock32(out, a, n, w, lo, hi, scratch[len(scratch)-resLen:], r.f)
+		return
+	}
+	kn.matmulRows16(out, a, n, w, lo, hi, scratch, r.kern, r.slow)
 }
 
 // matmulRows16 is matmulInt8 on a row kernel: groups of sixteen rows

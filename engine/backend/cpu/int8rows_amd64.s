@@ -24,6 +24,11 @@ DATA r16perm<>+48(SB)/8, $0x0000000d0000000c
 DATA r16perm<>+56(SB)/8, $0x0000000f0000000e
 GLOBL r16perm<>(SB), RODATA|NOPTR, $64
 
+// iq4nlu8: IQ4_NL's grid plus 128, as unsigned bytes.
+DATA iq4nlu8<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4nlu8<>+8(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL iq4nlu8<>(SB), RODATA|NOPTR, $16
+
 // r16iota: rows in order (Q4_0's transposition).
 DATA r16iota<>+0(SB)/8, $0x0000000100000000
 DATA r16iota<>+8(SB)/8, $0x0000000300000002
@@ -80,17 +85,18 @@ zero_loop: \
 	VPMOVDW    Z20, Y20 \
 	VCVTPH2PS  Y20, Z20
 
-// R16TOKENS adds block b into every token's accumulator: weights in
-// Z8..Z15, scales in Z20, the offset 2^sh.
-#define R16TOKENS(sh) \
+// R16TOKSTART points R13, R14, R10 and AX at the first token's
+// activations, scales, negated sums and accumulator, R12 at the count.
+#define R16TOKSTART \
 	MOVQ DI, R13 \
 	MOVQ DX, R14 \
 	MOVQ R8, R10 \
 	MOVQ acc+72(FP), AX \
-	MOVQ ntok+64(FP), R12 \
-tok_loop: \
-	VPBROADCASTD    (R10), Z21 \
-	VPSLLD          $sh, Z21, Z21 \
+	MOVQ ntok+64(FP), R12
+
+// R16DOTS adds the block's integers (weights in Z8..Z15, started in Z21)
+// times its scales (Z20 times the token's) to the accumulator, in Z21.
+#define R16DOTS \
 	VPDPBUSD.BCST   (R13), Z8, Z21 \
 	VPDPBUSD.BCST   4(R13), Z9, Z21 \
 	VPDPBUSD.BCST   8(R13), Z10, Z21 \
@@ -102,14 +108,159 @@ tok_loop: \
 	VCVTDQ2PS       Z21, Z21 \
 	VMULPS.BCST     (R14), Z20, Z22 \
 	VMULPS          Z22, Z21, Z21 \
-	VADDPS          (AX), Z21, Z21 \
-	VMOVUPS         Z21, (AX) \
+	VADDPS          (AX), Z21, Z21
+
+// R16MIN adds the mins' part (Z23 times the token's scale, times its
+// activations' sum: minus that of their negated sum) to Z21.
+#define R16MIN \
+	VPBROADCASTD    (R10), Z24 \
+	VCVTDQ2PS       Z24, Z24 \
+	VMULPS.BCST     (R14), Z23, Z22 \
+	VMULPS          Z22, Z24, Z24 \
+	VSUBPS          Z24, Z21, Z21
+
+// R16NEXT stores Z21 and steps to the next token.
+#define R16NEXT \
+	VMOVUPS Z21, (AX) \
 	ADDQ BX, R13 \
 	ADDQ R9, R14 \
 	ADDQ R9, R10 \
 	ADDQ $64, AX \
-	DECQ R12 \
+	DECQ R12
+
+// R16TOKENS adds the block into every token's accumulator, the weights'
+// offset 2^sh.
+#define R16TOKENS(sh) \
+	R16TOKSTART \
+tok_loop: \
+	VPBROADCASTD    (R10), Z21 \
+	VPSLLD          $sh, Z21, Z21 \
+	R16DOTS \
+	R16NEXT \
 	JNZ  tok_loop
+
+// R16TOKENSMIN is R16TOKENS for unsigned weights with a min.
+#define R16TOKENSMIN \
+	R16TOKSTART \
+tok_loop: \
+	VPXORD          Z21, Z21, Z21 \
+	R16DOTS \
+	R16MIN \
+	R16NEXT \
+	JNZ  tok_loop
+
+// R16PF prefetches the next group of rows, step bytes (sixteen blocks) a
+// block: sixteen rows' streams are more than the hardware prefetcher
+// follows.
+#define R16PF(step) \
+	MOVQ pf-8(SP), AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	PREFETCHT0 128(AX) \
+	PREFETCHT0 192(AX) \
+	PREFETCHT0 256(AX) \
+	PREFETCHT0 320(AX) \
+	ADDQ $step, AX \
+	MOVQ AX, pf-8(SP)
+
+// R16NIBBLES loads sixteen rows' 16 bytes of nibbles at off and leaves,
+// for v in 0..7, the values meeting activation bytes 4v..4v+3 in Z(8+v):
+// the rows are transposed 4x4 per 128-bit lane (Z(k) = rows k, k+4, k+8,
+// k+12), low nibbles are values 0-15, high ones 16-31. Z16: 0x0f bytes.
+#define R16NIBBLES(off) \
+	R16BASES \
+	VMOVDQU      off(SI), X0 \
+	VINSERTI32X4 $1, off(R13), Z0, Z0 \
+	VINSERTI32X4 $2, off(R14), Z0, Z0 \
+	VINSERTI32X4 $3, off(R10), Z0, Z0 \
+	VMOVDQU      off(SI)(R11*1), X1 \
+	VINSERTI32X4 $1, off(R13)(R11*1), Z1, Z1 \
+	VINSERTI32X4 $2, off(R14)(R11*1), Z1, Z1 \
+	VINSERTI32X4 $3, off(R10)(R11*1), Z1, Z1 \
+	VMOVDQU      off(SI)(R11*2), X2 \
+	VINSERTI32X4 $1, off(R13)(R11*2), Z2, Z2 \
+	VINSERTI32X4 $2, off(R14)(R11*2), Z2, Z2 \
+	VINSERTI32X4 $3, off(R10)(R11*2), Z2, Z2 \
+	VMOVDQU      off(SI)(R15*1), X3 \
+	VINSERTI32X4 $1, off(R13)(R15*1), Z3, Z3 \
+	VINSERTI32X4 $2, off(R14)(R15*1), Z3, Z3 \
+	VINSERTI32X4 $3, off(R10)(R15*1), Z3, Z3 \
+	VPUNPCKLDQ  Z1, Z0, Z8 \
+	VPUNPCKHDQ  Z1, Z0, Z9 \
+	VPUNPCKLDQ  Z3, Z2, Z10 \
+	VPUNPCKHDQ  Z3, Z2, Z11 \
+	VPUNPCKLQDQ Z10, Z8, Z4 \
+	VPUNPCKHQDQ Z10, Z8, Z5 \
+	VPUNPCKLQDQ Z11, Z9, Z6 \
+	VPUNPCKHQDQ Z11, Z9, Z7 \
+	VPSRLD $4, Z4, Z12 \
+	VPSRLD $4, Z5, Z13 \
+	VPSRLD $4, Z6, Z14 \
+	VPSRLD $4, Z7, Z15 \
+	VPANDD Z16, Z4, Z8 \
+	VPANDD Z16, Z5, Z9 \
+	VPANDD Z16, Z6, Z10 \
+	VPANDD Z16, Z7, Z11 \
+	VPANDD Z16, Z12, Z12 \
+	VPANDD Z16, Z13, Z13 \
+	VPANDD Z16, Z14, Z14 \
+	VPANDD Z16, Z15, Z15
+
+// R16FIFTH ORs each value's fifth bit into Z(8+v): bit e of the rows' qh
+// (gathered at off) for value e, spread to bit 4 of its byte by a
+// multiply (Z25: 0x0f, Z26: 0x02040810, Z27: 0x10 bytes).
+#define R16FIFTH(off) \
+	KXNORW K3, K3, K3 \
+	VPGATHERDD off(SI)(Z17*1), K3, Z24 \
+	R16BIT(0, Z24, Z8) \
+	VPSRLD $4, Z24, Z24 \
+	R16BIT(1, Z24, Z9) \
+	VPSRLD $4, Z24, Z24 \
+	R16BIT(2, Z24, Z10) \
+	VPSRLD $4, Z24, Z24 \
+	R16BIT(3, Z24, Z11) \
+	VPSRLD $4, Z24, Z24 \
+	R16BIT(4, Z24, Z12) \
+	VPSRLD $4, Z24, Z24 \
+	R16BIT(5, Z24, Z13) \
+	VPSRLD $4, Z24, Z24 \
+	R16BIT(6, Z24, Z14) \
+	VPSRLD $4, Z24, Z24 \
+	R16BIT(7, Z24, Z15)
+
+#define R16BIT(v, h, z) \
+	VPANDD  Z25, h, Z0 \
+	VPMULLD Z26, Z0, Z0 \
+	VPANDD  Z27, Z0, Z0 \
+	VPORD   Z0, z, z
+
+// R16FIFTHSETUP loads R16FIFTH's constants.
+#define R16FIFTHSETUP \
+	MOVL $0x0f, AX \
+	VPBROADCASTD AX, Z25 \
+	MOVL $0x02040810, AX \
+	VPBROADCASTD AX, Z26 \
+	MOVL $0x10101010, AX \
+	VPBROADCASTD AX, Z27
+
+// R16SCALESMIN gathers the rows' fp16 scale and min (the dword at SI)
+// into Z20 and Z23, as floats.
+#define R16SCALESMIN \
+	KXNORW K2, K2, K2 \
+	VPGATHERDD (SI)(Z17*1), K2, Z23 \
+	VPMOVDW    Z23, Y20 \
+	VCVTPH2PS  Y20, Z20 \
+	VPSRLD     $16, Z23, Z23 \
+	VPMOVDW    Z23, Y23 \
+	VCVTPH2PS  Y23, Z23
+
+// R16STEP moves to the next block (size bytes a row).
+#define R16STEP(size) \
+	ADDQ $size, SI \
+	ADDQ $32, DI \
+	ADDQ $4, DX \
+	ADDQ $4, R8 \
+	DECQ CX
 
 // R16OUT stores each token's sixteen results in row order (Z18 undoes
 // the lane order).
@@ -207,78 +358,97 @@ q80_block:
 	VPXORD Z16, Z15, Z15
 	R16SCALES
 	R16TOKENS(7)
-	ADDQ $34, SI
-	ADDQ $32, DI
-	ADDQ $4, DX
-	ADDQ $4, R8
-	DECQ CX
+	R16STEP(34)
 	JNZ  q80_block
 	R16OUT
 
 // func q40Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 // As q80Rows16VNNI for Q4_0 rows (18-byte blocks: scale, 16 bytes of
-// nibbles, values 0-15 low and 16-31 high), lanes in row order.
+// nibbles), lanes in row order; the offset is 8.
 TEXT ·q40Rows16VNNI(SB), NOSPLIT, $8-96
 	R16SETUP(r16iota<>(SB))
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z16
-
 q40_block:
-	MOVQ pf-8(SP), AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	PREFETCHT0 128(AX)
-	PREFETCHT0 192(AX)
-	PREFETCHT0 256(AX)
-	ADDQ $288, AX
-	MOVQ AX, pf-8(SP)
-	// Z(k) = rows k, k+4, k+8, k+12, 16 bytes each.
-	R16BASES
-	VMOVDQU      2(SI), X0
-	VINSERTI32X4 $1, 2(R13), Z0, Z0
-	VINSERTI32X4 $2, 2(R14), Z0, Z0
-	VINSERTI32X4 $3, 2(R10), Z0, Z0
-	VMOVDQU      2(SI)(R11*1), X1
-	VINSERTI32X4 $1, 2(R13)(R11*1), Z1, Z1
-	VINSERTI32X4 $2, 2(R14)(R11*1), Z1, Z1
-	VINSERTI32X4 $3, 2(R10)(R11*1), Z1, Z1
-	VMOVDQU      2(SI)(R11*2), X2
-	VINSERTI32X4 $1, 2(R13)(R11*2), Z2, Z2
-	VINSERTI32X4 $2, 2(R14)(R11*2), Z2, Z2
-	VINSERTI32X4 $3, 2(R10)(R11*2), Z2, Z2
-	VMOVDQU      2(SI)(R15*1), X3
-	VINSERTI32X4 $1, 2(R13)(R15*1), Z3, Z3
-	VINSERTI32X4 $2, 2(R14)(R15*1), Z3, Z3
-	VINSERTI32X4 $3, 2(R10)(R15*1), Z3, Z3
-	// 4x4 dword transposes in each 128-bit lane: Z(4+e) = dword e of
-	// every row, in row order.
-	VPUNPCKLDQ  Z1, Z0, Z8
-	VPUNPCKHDQ  Z1, Z0, Z9
-	VPUNPCKLDQ  Z3, Z2, Z10
-	VPUNPCKHDQ  Z3, Z2, Z11
-	VPUNPCKLQDQ Z10, Z8, Z4
-	VPUNPCKHQDQ Z10, Z8, Z5
-	VPUNPCKLQDQ Z11, Z9, Z6
-	VPUNPCKHQDQ Z11, Z9, Z7
-	// Low nibbles: values 4e..4e+3 (Z8+e); high: 16+4e.. (Z12+e).
-	VPSRLD $4, Z4, Z12
-	VPSRLD $4, Z5, Z13
-	VPSRLD $4, Z6, Z14
-	VPSRLD $4, Z7, Z15
-	VPANDD Z16, Z4, Z8
-	VPANDD Z16, Z5, Z9
-	VPANDD Z16, Z6, Z10
-	VPANDD Z16, Z7, Z11
-	VPANDD Z16, Z12, Z12
-	VPANDD Z16, Z13, Z13
-	VPANDD Z16, Z14, Z14
-	VPANDD Z16, Z15, Z15
+	R16PF(288)
+	R16NIBBLES(2)
 	R16SCALES
 	R16TOKENS(3)
-	ADDQ $18, SI
-	ADDQ $32, DI
-	ADDQ $4, DX
-	ADDQ $4, R8
-	DECQ CX
+	R16STEP(18)
 	JNZ  q40_block
+	R16OUT
+
+// func iq4nlRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+// IQ4_NL: Q4_0's layout, each nibble an index into the grid, which
+// VPSHUFB looks up (iq4nlu8: the grid plus 128); the offset is 128.
+TEXT ·iq4nlRows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(r16iota<>(SB))
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+	VBROADCASTI32X4 iq4nlu8<>(SB), Z28
+iq4nl_block:
+	R16PF(288)
+	R16NIBBLES(2)
+	VPSHUFB Z8, Z28, Z8
+	VPSHUFB Z9, Z28, Z9
+	VPSHUFB Z10, Z28, Z10
+	VPSHUFB Z11, Z28, Z11
+	VPSHUFB Z12, Z28, Z12
+	VPSHUFB Z13, Z28, Z13
+	VPSHUFB Z14, Z28, Z14
+	VPSHUFB Z15, Z28, Z15
+	R16SCALES
+	R16TOKENS(7)
+	R16STEP(18)
+	JNZ  iq4nl_block
+	R16OUT
+
+// func q41Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+// Q4_1 (20-byte blocks: scale, min, nibbles): unsigned values, then the
+// min times the activations' sum.
+TEXT ·q41Rows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(r16iota<>(SB))
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+q41_block:
+	R16PF(320)
+	R16NIBBLES(4)
+	R16SCALESMIN
+	R16TOKENSMIN
+	R16STEP(20)
+	JNZ  q41_block
+	R16OUT
+
+// func q50Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+// Q5_0 (22-byte blocks: scale, 32 fifth bits, nibbles); the offset is 16.
+TEXT ·q50Rows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(r16iota<>(SB))
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+	R16FIFTHSETUP
+q50_block:
+	R16PF(352)
+	R16NIBBLES(6)
+	R16FIFTH(2)
+	R16SCALES
+	R16TOKENS(4)
+	R16STEP(22)
+	JNZ  q50_block
+	R16OUT
+
+// func q51Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+// Q5_1 (24-byte blocks: scale, min, fifth bits, nibbles).
+TEXT ·q51Rows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(r16iota<>(SB))
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+	R16FIFTHSETUP
+q51_block:
+	R16PF(384)
+	R16NIBBLES(8)
+	R16FIFTH(4)
+	R16SCALESMIN
+	R16TOKENSMIN
+	R16STEP(24)
+	JNZ  q51_block
 	R16OUT

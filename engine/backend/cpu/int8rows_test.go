@@ -1,0 +1,72 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// TestRowKernelsMatchGo: the sixteen-row VNNI kernels of the 32-value
+// formats give exactly their row-by-row Go loops' results, on random bytes
+// (every nibble, fifth bit, grid index and byte value) and on quantized
+// rows, over groups split between shares, rows past the last group and
+// more tokens than a pass takes; and they stay within the activations'
+// rounding of the float path.
+func TestRowKernelsMatchGo(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("no AVX512-VNNI")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	slow := map[quant.DType]rowGo{
+		quant.Q4_0: dotQ40RowGo, quant.Q8_0: dotQ80RowGo, quant.Q4_1: q41Rows.slow,
+		quant.Q5_0: q50Rows.slow, quant.Q5_1: q51Rows.slow, quant.IQ4_NL: iq4nlRows.slow,
+	}
+	halves := map[quant.DType][]int{quant.Q4_0: {0}, quant.Q8_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0}}
+	simd, _ := chooseKernels("")
+	for dt, ref := range slow {
+		f := quant.Lookup(dt)
+		for _, sh := range []struct{ rows, n, mid, cols int }{{16, 1, 16, 32}, {40, 7, 19, 256}, {35, 1, 16, 288}, {48, 70, 21, 96}} {
+			for _, random := range []bool{true, false} {
+				rows, n, cols := sh.rows, sh.n, sh.cols
+				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
+				if random {
+					for i := range wb {
+						wb[i] = byte(rng.Uint32())
+					}
+					for b := range rows * cols / f.BlockElems {
+						for _, o := range halves[dt] {
+							h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+							wb[b*f.BlockBytes+o], wb[b*f.BlockBytes+o+1] = byte(h), byte(h>>8)
+						}
+					}
+				}
+				w, err := model.NewMatrix(dt, rows, cols, wb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := randVec(rng, n*cols)
+				var a acts
+				a.need(x, n, w, int8Kind(dt))
+				got := make([]float32, n*rows)
+				scratch := make([]float32, scratchLen(cols))
+				simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
+				simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
+				rb, nb := w.Type.RowBytes(cols), cols/32
+				row := make([]float32, cols)
+				for i := range got {
+					tok, r := i/rows, i%rows
+					want := ref(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*nb:(tok+1)*nb], nb)
+					if math.Float32bits(got[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %d rows, %d tokens, random %v: row %d token %d: kernel %v, Go %v", dt, rows, n, random, r, tok, got[i], want)
+					}
+					w.Row(r, row)
+					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*nb:], 32)
+				}
+			}
+		}
+	}
+}
