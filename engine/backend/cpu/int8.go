@@ -171,12 +171,12 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	switch w.Type {
 	case quant.Q4_0:
 		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, &a.q8, n, w, lo, hi, scratch, q40Rows16VNNI, dotQ40RowGo)
+			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q40Rows16VNNI)
 		} else {
 			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 		}
 	case quant.Q8_0:
-		kn.matmulRows16(out, &a.q8, n, w, lo, hi, scratch, q80Rows16VNNI, dotQ80RowGo)
+		kn.matmulRows16(out, a, n, w, lo, hi, scratch, q80Rows16VNNI)
 	case quant.Q4_K:
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
 	case quant.Q5_K:
@@ -184,15 +184,19 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2, q6kx4AVX512, scratch[len(scratch)-resLen:])
 	case quant.Q4_1:
-		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &q41Rows)
+		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q41Rows)
 	case quant.Q5_0:
-		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &q50Rows)
+		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q50Rows)
 	case quant.Q5_1:
-		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &q51Rows)
+		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q51Rows)
 	case quant.IQ4_NL:
-		kn.matmulRows32(out, &a.q8, n, w, lo, hi, scratch, &iq4nlRows)
+		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &iq4nlRows)
 	case quant.IQ4_XS:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
+		if kn.simd && kn.vnni {
+			kn.matmulRows16(out, a, n, w, lo, hi, scratch, iq4xsRows16VNNI)
+		} else {
+			kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
+		}
 	case quant.Q3_K:
 		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q3kInt8)
 	case quant.Q2_K:

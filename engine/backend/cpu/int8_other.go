@@ -86,3 +86,7 @@ func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32 {
 func q4kLanesAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32) {
 	panic("no simd")
 }
+
+func iq4xsRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}

@@ -69,11 +69,12 @@ var (
 
 // lanes32Go is the int8 dot of one row of f's blocks and one token.
 func lanes32Go(w []byte, qs []int8, d []float32, nb int, f block32) float32 {
+	fp := &f
 	var acc [8]float32
 	var v [32]int32
 	for b := range nb {
 		blk, x := w[b*f.size:(b+1)*f.size], qs[b*q8Block:(b+1)*q8Block]
-		f.values(blk, &v)
+		fp.values(blk, &v)
 		ds := f16(blk) * d[b]
 		ms := float32(0)
 		if f.min {

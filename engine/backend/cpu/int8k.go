@@ -23,6 +23,7 @@ type q8KActs struct {
 	qs   []int8
 	d    []float32
 	bs   []int16
+	nsum []int32 // minus each 32 values' sum (IQ4_XS's row kernel)
 }
 
 // quantize fills a from n rows of x (cols a multiple of 256): the value of
@@ -32,8 +33,9 @@ func (a *q8KActs) quantize(x []float32, n, cols int) {
 	a.cols = cols
 	if cap(a.qs) < n*cols {
 		a.qs, a.d, a.bs = make([]int8, n*cols), make([]float32, n*cols/qkK), make([]int16, n*cols/16)
+		a.nsum = make([]int32, n*cols/32)
 	}
-	a.qs, a.d, a.bs = a.qs[:n*cols], a.d[:n*cols/qkK], a.bs[:n*cols/16]
+	a.qs, a.d, a.bs, a.nsum = a.qs[:n*cols], a.d[:n*cols/qkK], a.bs[:n*cols/16], a.nsum[:n*cols/32]
 	for b := range n * cols / qkK {
 		v, q := x[b*qkK:(b+1)*qkK], a.qs[b*qkK:(b+1)*qkK]
 		var amax, mx float32
@@ -46,6 +48,7 @@ func (a *q8KActs) quantize(x []float32, n, cols int) {
 			a.d[b] = 0
 			clear(q)
 			clear(a.bs[b*16 : (b+1)*16])
+			clear(a.nsum[b*8 : (b+1)*8])
 			continue
 		}
 		iscale := -127 / mx
@@ -58,6 +61,9 @@ func (a *q8KActs) quantize(x []float32, n, cols int) {
 				s += int16(e)
 			}
 			a.bs[b*16+j] = s
+		}
+		for j := range 8 {
+			a.nsum[b*8+j] = -(int32(a.bs[b*16+2*j]) + int32(a.bs[b*16+2*j+1]))
 		}
 		a.d[b] = 1 / iscale
 	}

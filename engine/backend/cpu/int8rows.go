@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/batchd/batchd/engine/model"
+import (
+	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/engine/quant"
+)
 
 // The row-lane form of the int8 path for Q8_0, Q4_0 and the other 32-value
 // formats (Q4_1, Q5_0, Q5_1, IQ4_NL) on AVX512-VNNI: a
@@ -17,11 +20,8 @@ import "github.com/batchd/batchd/engine/model"
 // results (32 floats a token) live in the share's scratch.
 const rowsTokens = 64
 
-// rows16Kernel is a format's sixteen-row kernel; rowGo its Go loop.
-type (
-	rows16Kernel func(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
-	rowGo        func(w []byte, qs []int8, d []float32, nb int) float32
-)
+// rows16Kernel is a format's sixteen-row kernel.
+type rows16Kernel func(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
 // dotQ80RowGo is the Q8_0 x q8_0 dot of one row and one token as the row
 // kernel computes it: per block the exact integer sum, times (weight scale
@@ -63,7 +63,7 @@ func dotQ40RowGo(w []byte, qs []int8, d []float32, nb int) float32 {
 // rows32Go is dotQ40RowGo for a block32 format (int8b.go): its values
 // less any offset, and for the _1 formats the min times the activations'
 // sum added after each block.
-func rows32Go(w []byte, qs []int8, d []float32, nb int, f block32) float32 {
+func rows32Go(w []byte, qs []int8, d []float32, nb int, f *block32) float32 {
 	var acc float32
 	var v [32]int32
 	for b := range nb {
@@ -82,57 +82,57 @@ func rows32Go(w []byte, qs []int8, d []float32, nb int, f block32) float32 {
 	return acc
 }
 
-// rows32 is a block32 format's row kernel and its Go loop.
+// rows32 is a block32 format's row kernel.
 type rows32 struct {
 	kern rows16Kernel
-	f    block32
-	slow rowGo
-}
-
-func newRows32(k rows16Kernel, f block32) rows32 {
-	return rows32{k, f, func(w []byte, qs []int8, d []float32, nb int) float32 { return rows32Go(w, qs, d, nb, f) }}
+	f    *block32
 }
 
 var (
-	q41Rows   = newRows32(q41Rows16VNNI, q41Int8)
-	q50Rows   = newRows32(q50Rows16VNNI, q50Int8)
-	q51Rows   = newRows32(q51Rows16VNNI, q51Int8)
-	iq4nlRows = newRows32(iq4nlRows16VNNI, iq4nlInt8)
+	q41Rows   = rows32{q41Rows16VNNI, &q41Int8}
+	q50Rows   = rows32{q50Rows16VNNI, &q50Int8}
+	q51Rows   = rows32{q51Rows16VNNI, &q51Int8}
+	iq4nlRows = rows32{iq4nlRows16VNNI, &iq4nlInt8}
 )
 
 // matmulRows32 is matmulInt8 for a block32 format: the row kernel on
 // VNNI, else the element-lane kernels (matmulBlock32).
-func (kn *kernels) matmulRows32(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int, scratch []float32, r *rows32) {
+func (kn *kernels) matmulRows32(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32, r *rows32) {
 	if !kn.simd || !kn.vnni {
-		kn.matmulBlock32(out, a, n, w, lo, hi, scratch[len(scratch)-resLen:], r.f)
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], *r.f)
 		return
 	}
-	kn.matmulRows16(out, a, n, w, lo, hi, scratch, r.kern, r.slow)
+	kn.matmulRows16(out, a, n, w, lo, hi, scratch, r.kern)
 }
 
 // matmulRows16 is matmulInt8 on a row kernel: groups of sixteen rows
 // aligned to the matrix (a share's first and last group may reach outside
 // [lo, hi): computed whole, only its own rows kept), rows past the last
-// whole group (every row without VNNI) by the Go loop, tokens in passes of
-// up to rowsTokens.
-func (kn *kernels) matmulRows16(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int, scratch []float32,
-	kern rows16Kernel, slow rowGo) {
-	cols, rows := w.Cols, w.Rows
-	nb, rb := cols/q8Block, w.Type.RowBytes(cols)
+// whole group (every row without VNNI) by the format's Go loop (rowTail),
+// tokens in passes of up to rowsTokens. q8_0 activations have a scale and
+// a sum per 32 values; q8_K ones (IQ4_XS) a scale per 256 and a sum per 32.
+func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32, kern rows16Kernel) {
+	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
+	qs, d, nsum, nb, dn := a.q8.qs, a.q8.d, a.q8.nsum, cols/q8Block, cols/q8Block
+	if int8Kind(w.Type) == actQ8_K {
+		qs, d, nsum, nb, dn = a.q8k.qs, a.q8k.d, a.q8k.nsum, cols/qkK, cols/qkK
+	}
 	whole := rows &^ 15
 	if !kn.simd || !kn.vnni {
 		whole = 0
 	}
-	pass := min(rowsTokens, len(scratch)/32)
-	acc, res := scratch[:16*pass], scratch[16*pass:32*pass]
+	// Accumulators (and IQ4_XS's integer sums) take 32 floats a token,
+	// results 16.
+	pass := min(rowsTokens, len(scratch)/48)
+	acc, res := scratch[:32*pass], scratch[32*pass:48*pass]
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
 		for t := 0; t < n; t += pass {
 			k := min(pass, n-t)
 			if g >= lo && g+16 <= hi {
-				kern(&w.Data[g*rb], rb, &a.qs[t*cols], &a.d[t*nb], &a.nsum[t*nb], cols, nb, nb, k, &acc[0], &out[t*rows+g], rows)
+				kern(&w.Data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
 				continue
 			}
-			kern(&w.Data[g*rb], rb, &a.qs[t*cols], &a.d[t*nb], &a.nsum[t*nb], cols, nb, nb, k, &acc[0], &res[0], 16)
+			kern(&w.Data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
 			for j := range k {
 				for r := max(g, lo); r < min(g+16, hi); r++ {
 					out[(t+j)*rows+r] = res[j*16+r-g]
@@ -141,9 +141,34 @@ func (kn *kernels) matmulRows16(out []float32, a *q8Acts, n int, w *model.Matrix
 		}
 	}
 	for r := max(lo, whole); r < hi; r++ {
-		row := w.Data[r*rb : (r+1)*rb]
 		for t := range n {
-			out[t*rows+r] = slow(row, a.qs[t*cols:(t+1)*cols], a.d[t*nb:(t+1)*nb], nb)
+			out[t*rows+r] = rowTail(w.Data[r*rb:(r+1)*rb], a, t, w.Type, cols)
 		}
 	}
+}
+
+// rowTail is one row's result for token t by its format's Go loop (a
+// switch, not a function value: nothing escapes).
+func rowTail(row []byte, a *acts, t int, typ quant.DType, cols int) float32 {
+	if typ == quant.IQ4_XS {
+		nsb := cols / qkK
+		return dotIQ4XSGo(row, a.q8k.qs[t*cols:(t+1)*cols], a.q8k.d[t*nsb:(t+1)*nsb], nil, nsb)
+	}
+	nb := cols / q8Block
+	qs, d := a.q8.qs[t*cols:(t+1)*cols], a.q8.d[t*nb:(t+1)*nb]
+	switch typ {
+	case quant.Q8_0:
+		return dotQ80RowGo(row, qs, d, nb)
+	case quant.Q4_0:
+		return dotQ40RowGo(row, qs, d, nb)
+	case quant.Q4_1:
+		return rows32Go(row, qs, d, nb, &q41Int8)
+	case quant.Q5_0:
+		return rows32Go(row, qs, d, nb, &q50Int8)
+	case quant.Q5_1:
+		return rows32Go(row, qs, d, nb, &q51Int8)
+	case quant.IQ4_NL:
+		return rows32Go(row, qs, d, nb, &iq4nlInt8)
+	}
+	panic("no row kernel for " + typ.String())
 }

@@ -452,3 +452,120 @@ q51_block:
 	R16STEP(24)
 	JNZ  q51_block
 	R16OUT
+
+// func iq4xsRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+// IQ4_XS against q8_K activations (nb super-blocks of 256; d: a scale per
+// 256 values, nsum: a negated sum per 32, so 8*dstride of them a token).
+// Per 32-value sub-block as IQ4_NL's, its integer times the sub-block's
+// 6-bit scale less 32 summed exactly over the super-block (in acc's second
+// half, 16 words a token); then acc = acc + (d_a * d_w) * S.
+TEXT ·iq4xsRows16VNNI(SB), NOSPLIT, $16-96
+	R16SETUP(r16iota<>(SB))
+	MOVQ ntok+64(FP), R12
+	MOVQ R12, R13
+	SHLQ $6, R13
+	ADDQ acc+72(FP), R13
+iq4xs_zero:
+	VMOVDQU32 Z19, (R13)
+	ADDQ $64, R13
+	DECQ R12
+	JNZ  iq4xs_zero
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+	VBROADCASTI32X4 iq4nlu8<>(SB), Z28
+	MOVL $0x0f, AX
+	VPBROADCASTD AX, Z25
+	MOVL $3, AX
+	VPBROADCASTD AX, Z26
+	MOVL $32, AX
+	VPBROADCASTD AX, Z27
+
+iq4xs_sb:
+	// Z20: the rows' d; Z30: their scales_h; Z29: scales_l.
+	KXNORW K2, K2, K2
+	VPGATHERDD (SI)(Z17*1), K2, Z30
+	VPMOVDW    Z30, Y20
+	VCVTPH2PS  Y20, Z20
+	VPSRLD     $16, Z30, Z30
+	KXNORW K3, K3, K3
+	VPGATHERDD 4(SI)(Z17*1), K3, Z29
+	MOVQ $8, ib-16(SP)
+
+iq4xs_ib:
+	R16PF(272)
+	R16NIBBLES(8)
+	VPSHUFB Z8, Z28, Z8
+	VPSHUFB Z9, Z28, Z9
+	VPSHUFB Z10, Z28, Z10
+	VPSHUFB Z11, Z28, Z11
+	VPSHUFB Z12, Z28, Z12
+	VPSHUFB Z13, Z28, Z13
+	VPSHUFB Z14, Z28, Z14
+	VPSHUFB Z15, Z28, Z15
+	// Z31: this sub-block's scale less 32, per row.
+	VPANDD Z25, Z29, Z31
+	VPANDD Z26, Z30, Z0
+	VPSLLD $4, Z0, Z0
+	VPORD  Z0, Z31, Z31
+	VPSUBD Z27, Z31, Z31
+	VPSRLD $4, Z29, Z29
+	VPSRLD $2, Z30, Z30
+	MOVQ DI, R13
+	MOVQ R8, R10
+	MOVQ ntok+64(FP), R12
+	MOVQ R12, AX
+	SHLQ $6, AX
+	ADDQ acc+72(FP), AX
+
+iq4xs_tok:
+	VPBROADCASTD    (R10), Z21
+	VPSLLD          $7, Z21, Z21
+	VPDPBUSD.BCST   (R13), Z8, Z21
+	VPDPBUSD.BCST   4(R13), Z9, Z21
+	VPDPBUSD.BCST   8(R13), Z10, Z21
+	VPDPBUSD.BCST   12(R13), Z11, Z21
+	VPDPBUSD.BCST   16(R13), Z12, Z21
+	VPDPBUSD.BCST   20(R13), Z13, Z21
+	VPDPBUSD.BCST   24(R13), Z14, Z21
+	VPDPBUSD.BCST   28(R13), Z15, Z21
+	VPMULLD         Z31, Z21, Z21
+	VPADDD          (AX), Z21, Z21
+	VMOVDQU32       Z21, (AX)
+	ADDQ BX, R13
+	LEAQ (R10)(R9*8), R10
+	ADDQ $64, AX
+	DECQ R12
+	JNZ  iq4xs_tok
+
+	ADDQ $16, SI
+	ADDQ $32, DI
+	ADDQ $4, R8
+	DECQ ib-16(SP)
+	JNZ  iq4xs_ib
+
+	// The super-block's float step, and its sums cleared for the next.
+	ADDQ $8, SI
+	MOVQ DX, R14
+	MOVQ acc+72(FP), AX
+	MOVQ ntok+64(FP), R12
+	MOVQ R12, R13
+	SHLQ $6, R13
+	ADDQ AX, R13
+
+iq4xs_fl:
+	VCVTDQ2PS   (R13), Z21
+	VMOVDQU32   Z19, (R13)
+	VMULPS.BCST (R14), Z20, Z22
+	VMULPS      Z22, Z21, Z21
+	VADDPS      (AX), Z21, Z21
+	VMOVUPS     Z21, (AX)
+	ADDQ R9, R14
+	ADDQ $64, AX
+	ADDQ $64, R13
+	DECQ R12
+	JNZ  iq4xs_fl
+
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  iq4xs_sb
+	R16OUT

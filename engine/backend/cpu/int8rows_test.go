@@ -10,8 +10,9 @@ import (
 	"github.com/batchd/batchd/testing/synth"
 )
 
-// TestRowKernelsMatchGo: the sixteen-row VNNI kernels of the 32-value
-// formats give exactly their row-by-row Go loops' results, on random bytes
+// TestRowKernelsMatchGo: the sixteen-row VNNI kernels (the 32-value
+// formats, and IQ4_XS against q8_K activations) give exactly their
+// row-by-row Go loops' results, on random bytes
 // (every nibble, fifth bit, grid index and byte value) and on quantized
 // rows, over groups split between shares, rows past the last group and
 // more tokens than a pass takes; and they stay within the activations'
@@ -21,15 +22,16 @@ func TestRowKernelsMatchGo(t *testing.T) {
 		t.Skip("no AVX512-VNNI")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	slow := map[quant.DType]rowGo{
-		quant.Q4_0: dotQ40RowGo, quant.Q8_0: dotQ80RowGo, quant.Q4_1: q41Rows.slow,
-		quant.Q5_0: q50Rows.slow, quant.Q5_1: q51Rows.slow, quant.IQ4_NL: iq4nlRows.slow,
-	}
-	halves := map[quant.DType][]int{quant.Q4_0: {0}, quant.Q8_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0}}
+	halves := map[quant.DType][]int{quant.Q4_0: {0}, quant.Q8_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0},
+		quant.IQ4_XS: {0}}
 	simd, _ := chooseKernels("")
-	for dt, ref := range slow {
+	for dt := range halves {
 		f := quant.Lookup(dt)
-		for _, sh := range []struct{ rows, n, mid, cols int }{{16, 1, 16, 32}, {40, 7, 19, 256}, {35, 1, 16, 288}, {48, 70, 21, 96}} {
+		shapes := []struct{ rows, n, mid, cols int }{{16, 1, 16, 32}, {40, 7, 19, 256}, {35, 1, 16, 288}, {48, 70, 21, 96}}
+		if dt == quant.IQ4_XS {
+			shapes = []struct{ rows, n, mid, cols int }{{16, 1, 16, 256}, {40, 7, 19, 512}, {35, 1, 16, 768}, {48, 70, 21, 256}}
+		}
+		for _, sh := range shapes {
 			for _, random := range []bool{true, false} {
 				rows, n, cols := sh.rows, sh.n, sh.cols
 				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
@@ -59,12 +61,16 @@ func TestRowKernelsMatchGo(t *testing.T) {
 				row := make([]float32, cols)
 				for i := range got {
 					tok, r := i/rows, i%rows
-					want := ref(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*nb:(tok+1)*nb], nb)
+					want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, dt, cols)
 					if math.Float32bits(got[i]) != math.Float32bits(want) {
 						t.Fatalf("%s %d rows, %d tokens, random %v: row %d token %d: kernel %v, Go %v", dt, rows, n, random, r, tok, got[i], want)
 					}
 					w.Row(r, row)
-					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*nb:], 32)
+					if dt == quant.IQ4_XS {
+						checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8k.d[tok*cols/256:], 256)
+					} else {
+						checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*nb:], 32)
+					}
 				}
 			}
 		}
