@@ -178,7 +178,11 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q8_0:
 		kn.matmulRows16(out, a, n, w, lo, hi, scratch, q80Rows16VNNI)
 	case quant.Q4_K:
-		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
+		if kn.simd && kn.vnni {
+			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q4kRows16VNNI)
+		} else {
+			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
+		}
 	case quant.Q5_K:
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
 	case quant.Q6_K:

@@ -17,7 +17,7 @@ import (
 // element-lane form (dotQ40AVX2, int8b.go).
 
 // rowsTokens is the most tokens a kernel call takes: its accumulators and
-// results (32 floats a token) live in the share's scratch.
+// results (64 floats a token) live in the share's scratch.
 const rowsTokens = 64
 
 // rows16Kernel is a format's sixteen-row kernel.
@@ -56,6 +56,36 @@ func dotQ40RowGo(w []byte, qs []int8, d []float32, nb int) float32 {
 			p += v * int32(q)
 		}
 		acc = acc + float32(float32(p)*ds)
+	}
+	return acc
+}
+
+// dotQ4KRowGo is the Q4_K x q8_K dot of one row and one token as its row
+// kernel computes it: per super-block the exact integers S (each
+// sub-block's 6-bit scale times its integer) and M (each 6-bit min times
+// minus the sub-block's activation sum, nsum), then acc + (d_a d) S, then
+// + (d_a dmin) M.
+func dotQ4KRowGo(w []byte, qs []int8, d []float32, nsum []int32, nsb int) float32 {
+	var acc float32
+	for b := range nsb {
+		blk, x := w[b*144:(b+1)*144], qs[b*qkK:(b+1)*qkK]
+		sc, m := quant.K4ScaleMins(blk)
+		var S, M int32
+		for j := range 8 {
+			q := blk[16+32*(j/2):]
+			var p int32
+			for i, v := range x[32*j : 32*j+32] {
+				nib := q[i] & 0xf
+				if j%2 == 1 {
+					nib = q[i] >> 4
+				}
+				p += int32(nib) * int32(v)
+			}
+			S += int32(sc[j]) * p
+			M += int32(m[j]) * nsum[8*b+j]
+		}
+		acc = acc + float32((d[b]*f16(blk))*float32(S))
+		acc = acc + float32((d[b]*f16(blk[2:]))*float32(M))
 	}
 	return acc
 }
@@ -121,10 +151,10 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 	if !kn.simd || !kn.vnni {
 		whole = 0
 	}
-	// Accumulators (and IQ4_XS's integer sums) take 32 floats a token,
-	// results 16.
-	pass := min(rowsTokens, len(scratch)/48)
-	acc, res := scratch[:32*pass], scratch[32*pass:48*pass]
+	// Accumulators (and the super-block formats' integer sums) take 48
+	// floats a token, results 16.
+	pass := min(rowsTokens, len(scratch)/64)
+	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
 		for t := 0; t < n; t += pass {
 			k := min(pass, n-t)
@@ -150,9 +180,12 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 // rowTail is one row's result for token t by its format's Go loop (a
 // switch, not a function value: nothing escapes).
 func rowTail(row []byte, a *acts, t int, typ quant.DType, cols int) float32 {
-	if typ == quant.IQ4_XS {
-		nsb := cols / qkK
-		return dotIQ4XSGo(row, a.q8k.qs[t*cols:(t+1)*cols], a.q8k.d[t*nsb:(t+1)*nsb], nil, nsb)
+	if nsb := cols / qkK; typ == quant.IQ4_XS || typ == quant.Q4_K {
+		qs, d := a.q8k.qs[t*cols:(t+1)*cols], a.q8k.d[t*nsb:(t+1)*nsb]
+		if typ == quant.Q4_K {
+			return dotQ4KRowGo(row, qs, d, a.q8k.nsum[t*cols/32:(t+1)*cols/32], nsb)
+		}
+		return dotIQ4XSGo(row, qs, d, nil, nsb)
 	}
 	nb := cols / q8Block
 	qs, d := a.q8.qs[t*cols:(t+1)*cols], a.q8.d[t*nb:(t+1)*nb]

@@ -29,6 +29,13 @@ DATA iq4nlu8<>+0(SB)/8, $0x766a5d4f3f2d1801
 DATA iq4nlu8<>+8(SB)/8, $0xf1d9c5b5a6998d81
 GLOBL iq4nlu8<>(SB), RODATA|NOPTR, $16
 
+DATA r16c63<>+0(SB)/4, $63
+GLOBL r16c63<>(SB), RODATA|NOPTR, $4
+DATA r16c15<>+0(SB)/4, $15
+GLOBL r16c15<>(SB), RODATA|NOPTR, $4
+DATA r16c3<>+0(SB)/4, $3
+GLOBL r16c3<>(SB), RODATA|NOPTR, $4
+
 // r16iota: rows in order (Q4_0's transposition).
 DATA r16iota<>+0(SB)/8, $0x0000000100000000
 DATA r16iota<>+8(SB)/8, $0x0000000300000002
@@ -84,6 +91,52 @@ zero_loop: \
 	VPGATHERDD (SI)(Z17*1), K2, Z20 \
 	VPMOVDW    Z20, Y20 \
 	VCVTPH2PS  Y20, Z20
+
+// R16LOAD32 loads sixteen rows' 32 bytes at off and leaves dword v of
+// every row in Z(8+v): Z(i) = row i | row i+8, then 8x8 dword transposes
+// in each 256-bit half; lanes in r16perm's order.
+#define R16LOAD32(off) \
+	R16BASES \
+	VMOVDQU      off(SI), Y0 \
+	VINSERTI64X4 $1, off(R14), Z0, Z0 \
+	VMOVDQU      off(SI)(R11*1), Y1 \
+	VINSERTI64X4 $1, off(R14)(R11*1), Z1, Z1 \
+	VMOVDQU      off(SI)(R11*2), Y2 \
+	VINSERTI64X4 $1, off(R14)(R11*2), Z2, Z2 \
+	VMOVDQU      off(SI)(R15*1), Y3 \
+	VINSERTI64X4 $1, off(R14)(R15*1), Z3, Z3 \
+	VMOVDQU      off(R13), Y4 \
+	VINSERTI64X4 $1, off(R10), Z4, Z4 \
+	VMOVDQU      off(R13)(R11*1), Y5 \
+	VINSERTI64X4 $1, off(R10)(R11*1), Z5, Z5 \
+	VMOVDQU      off(R13)(R11*2), Y6 \
+	VINSERTI64X4 $1, off(R10)(R11*2), Z6, Z6 \
+	VMOVDQU      off(R13)(R15*1), Y7 \
+	VINSERTI64X4 $1, off(R10)(R15*1), Z7, Z7 \
+	VPUNPCKLDQ  Z1, Z0, Z8 \
+	VPUNPCKHDQ  Z1, Z0, Z9 \
+	VPUNPCKLDQ  Z3, Z2, Z10 \
+	VPUNPCKHDQ  Z3, Z2, Z11 \
+	VPUNPCKLDQ  Z5, Z4, Z12 \
+	VPUNPCKHDQ  Z5, Z4, Z13 \
+	VPUNPCKLDQ  Z7, Z6, Z14 \
+	VPUNPCKHDQ  Z7, Z6, Z15 \
+	VPUNPCKLQDQ Z10, Z8, Z0 \
+	VPUNPCKHQDQ Z10, Z8, Z1 \
+	VPUNPCKLQDQ Z11, Z9, Z2 \
+	VPUNPCKHQDQ Z11, Z9, Z3 \
+	VPUNPCKLQDQ Z14, Z12, Z4 \
+	VPUNPCKHQDQ Z14, Z12, Z5 \
+	VPUNPCKLQDQ Z15, Z13, Z6 \
+	VPUNPCKHQDQ Z15, Z13, Z7 \
+	VSHUFI32X4 $0x88, Z4, Z0, Z8 \
+	VSHUFI32X4 $0xdd, Z4, Z0, Z12 \
+	VSHUFI32X4 $0x88, Z5, Z1, Z9 \
+	VSHUFI32X4 $0xdd, Z5, Z1, Z13 \
+	VSHUFI32X4 $0x88, Z6, Z2, Z10 \
+	VSHUFI32X4 $0xdd, Z6, Z2, Z14 \
+	VSHUFI32X4 $0x88, Z7, Z3, Z11 \
+	VSHUFI32X4 $0xdd, Z7, Z3, Z15
 
 // R16TOKSTART points R13, R14, R10 and AX at the first token's
 // activations, scales, negated sums and accumulator, R12 at the count.
@@ -304,50 +357,7 @@ q80_block:
 	PREFETCHT0 512(AX)
 	ADDQ $544, AX
 	MOVQ AX, pf-8(SP)
-	// Z(i) = row i | row i+8, 32 bytes each.
-	R16BASES
-	VMOVDQU      2(SI), Y0
-	VINSERTI64X4 $1, 2(R14), Z0, Z0
-	VMOVDQU      2(SI)(R11*1), Y1
-	VINSERTI64X4 $1, 2(R14)(R11*1), Z1, Z1
-	VMOVDQU      2(SI)(R11*2), Y2
-	VINSERTI64X4 $1, 2(R14)(R11*2), Z2, Z2
-	VMOVDQU      2(SI)(R15*1), Y3
-	VINSERTI64X4 $1, 2(R14)(R15*1), Z3, Z3
-	VMOVDQU      2(R13), Y4
-	VINSERTI64X4 $1, 2(R10), Z4, Z4
-	VMOVDQU      2(R13)(R11*1), Y5
-	VINSERTI64X4 $1, 2(R10)(R11*1), Z5, Z5
-	VMOVDQU      2(R13)(R11*2), Y6
-	VINSERTI64X4 $1, 2(R10)(R11*2), Z6, Z6
-	VMOVDQU      2(R13)(R15*1), Y7
-	VINSERTI64X4 $1, 2(R10)(R15*1), Z7, Z7
-	// 8x8 dword transposes in each 256-bit half.
-	VPUNPCKLDQ  Z1, Z0, Z8
-	VPUNPCKHDQ  Z1, Z0, Z9
-	VPUNPCKLDQ  Z3, Z2, Z10
-	VPUNPCKHDQ  Z3, Z2, Z11
-	VPUNPCKLDQ  Z5, Z4, Z12
-	VPUNPCKHDQ  Z5, Z4, Z13
-	VPUNPCKLDQ  Z7, Z6, Z14
-	VPUNPCKHDQ  Z7, Z6, Z15
-	VPUNPCKLQDQ Z10, Z8, Z0
-	VPUNPCKHQDQ Z10, Z8, Z1
-	VPUNPCKLQDQ Z11, Z9, Z2
-	VPUNPCKHQDQ Z11, Z9, Z3
-	VPUNPCKLQDQ Z14, Z12, Z4
-	VPUNPCKHQDQ Z14, Z12, Z5
-	VPUNPCKLQDQ Z15, Z13, Z6
-	VPUNPCKHQDQ Z15, Z13, Z7
-	// Z(8+e): dword e of every row, biased.
-	VSHUFI32X4 $0x88, Z4, Z0, Z8
-	VSHUFI32X4 $0xdd, Z4, Z0, Z12
-	VSHUFI32X4 $0x88, Z5, Z1, Z9
-	VSHUFI32X4 $0xdd, Z5, Z1, Z13
-	VSHUFI32X4 $0x88, Z6, Z2, Z10
-	VSHUFI32X4 $0xdd, Z6, Z2, Z14
-	VSHUFI32X4 $0x88, Z7, Z3, Z11
-	VSHUFI32X4 $0xdd, Z7, Z3, Z15
+	R16LOAD32(2)
 	VPXORD Z16, Z8, Z8
 	VPXORD Z16, Z9, Z9
 	VPXORD Z16, Z10, Z10
@@ -568,4 +578,193 @@ iq4xs_fl:
 	ADDQ $4, DX
 	DECQ CX
 	JNZ  iq4xs_sb
+	R16OUT
+
+// Q4_K (144-byte super-blocks: d, dmin, twelve bytes of 6-bit scales and
+// mins, 128 bytes of nibbles: chunk p's low nibbles are sub-block 2p, its
+// high ones 2p+1) against q8_K activations. Per super-block and token the
+// exact integers S = sum of scale_j p_j and M = sum of min_j times minus
+// sub-block j's activation sum (acc's second part: S then M, 32 words a
+// token); then acc = acc + (d_a d) S, then + (d_a dmin) M (dotQ4KRowGo).
+
+// Q4KSCLO(j, zs, zm): sub-block j < 4's scale and min, from the rows'
+// scale bytes 0-3 (Z29) and 4-7 (Z30).
+#define Q4KSCLO(j, zs, zm) \
+	VPSRLD $(8*j), Z29, zs \
+	VPANDD.BCST r16c63<>(SB), zs, zs \
+	VPSRLD $(8*j), Z30, zm \
+	VPANDD.BCST r16c63<>(SB), zm, zm
+
+// Q4KSCHI(i, zs, zm): sub-block 4+i's, from bytes 8-11 (Z31) and the top
+// two bits of bytes i and 4+i.
+#define Q4KSCHI(i, zs, zm) \
+	VPSRLD $(8*i), Z31, zs \
+	VPANDD.BCST r16c15<>(SB), zs, zs \
+	VPSRLD $(8*i+6), Z29, Z28 \
+	VPANDD.BCST r16c3<>(SB), Z28, Z28 \
+	VPSLLD $4, Z28, Z28 \
+	VPORD  Z28, zs, zs \
+	VPSRLD $(8*i+4), Z31, zm \
+	VPANDD.BCST r16c15<>(SB), zm, zm \
+	VPSRLD $(8*i+6), Z30, Z28 \
+	VPANDD.BCST r16c3<>(SB), Z28, Z28 \
+	VPSLLD $4, Z28, Z28 \
+	VPORD  Z28, zm, zm
+
+// Q4KCHUNK(p, lbl) adds chunk p (sub-blocks 2p and 2p+1, scales and mins
+// in Z24/Z25 and Z26/Z27) into every token's S and M.
+#define Q4KCHUNK(p, lbl) \
+	R16PF9(576) \
+	R16LOAD32(16+32*p) \
+	VPSRLD $4, Z8, Z0 \
+	VPSRLD $4, Z9, Z1 \
+	VPSRLD $4, Z10, Z2 \
+	VPSRLD $4, Z11, Z3 \
+	VPSRLD $4, Z12, Z4 \
+	VPSRLD $4, Z13, Z5 \
+	VPSRLD $4, Z14, Z6 \
+	VPSRLD $4, Z15, Z7 \
+	VPANDD Z16, Z8, Z8 \
+	VPANDD Z16, Z9, Z9 \
+	VPANDD Z16, Z10, Z10 \
+	VPANDD Z16, Z11, Z11 \
+	VPANDD Z16, Z12, Z12 \
+	VPANDD Z16, Z13, Z13 \
+	VPANDD Z16, Z14, Z14 \
+	VPANDD Z16, Z15, Z15 \
+	VPANDD Z16, Z0, Z0 \
+	VPANDD Z16, Z1, Z1 \
+	VPANDD Z16, Z2, Z2 \
+	VPANDD Z16, Z3, Z3 \
+	VPANDD Z16, Z4, Z4 \
+	VPANDD Z16, Z5, Z5 \
+	VPANDD Z16, Z6, Z6 \
+	VPANDD Z16, Z7, Z7 \
+	LEAQ (64*p)(DI), R13 \
+	LEAQ (8*p)(R8), R10 \
+	MOVQ ntok+64(FP), R12 \
+	MOVQ R12, AX \
+	SHLQ $6, AX \
+	ADDQ acc+72(FP), AX \
+lbl: \
+	VPXORD          Z21, Z21, Z21 \
+	VPDPBUSD.BCST   (R13), Z8, Z21 \
+	VPDPBUSD.BCST   4(R13), Z9, Z21 \
+	VPDPBUSD.BCST   8(R13), Z10, Z21 \
+	VPDPBUSD.BCST   12(R13), Z11, Z21 \
+	VPDPBUSD.BCST   16(R13), Z12, Z21 \
+	VPDPBUSD.BCST   20(R13), Z13, Z21 \
+	VPDPBUSD.BCST   24(R13), Z14, Z21 \
+	VPDPBUSD.BCST   28(R13), Z15, Z21 \
+	VPMULLD         Z24, Z21, Z21 \
+	VPXORD          Z22, Z22, Z22 \
+	VPDPBUSD.BCST   32(R13), Z0, Z22 \
+	VPDPBUSD.BCST   36(R13), Z1, Z22 \
+	VPDPBUSD.BCST   40(R13), Z2, Z22 \
+	VPDPBUSD.BCST   44(R13), Z3, Z22 \
+	VPDPBUSD.BCST   48(R13), Z4, Z22 \
+	VPDPBUSD.BCST   52(R13), Z5, Z22 \
+	VPDPBUSD.BCST   56(R13), Z6, Z22 \
+	VPDPBUSD.BCST   60(R13), Z7, Z22 \
+	VPMULLD         Z25, Z22, Z22 \
+	VPADDD          Z22, Z21, Z21 \
+	VPADDD          (AX), Z21, Z21 \
+	VMOVDQU32       Z21, (AX) \
+	VPBROADCASTD    (R10), Z21 \
+	VPMULLD         Z26, Z21, Z21 \
+	VPBROADCASTD    4(R10), Z22 \
+	VPMULLD         Z27, Z22, Z22 \
+	VPADDD          Z22, Z21, Z21 \
+	VPADDD          64(AX), Z21, Z21 \
+	VMOVDQU32       Z21, 64(AX) \
+	ADDQ BX, R13 \
+	LEAQ (R10)(R9*8), R10 \
+	SUBQ $-128, AX \
+	DECQ R12 \
+	JNZ  lbl
+
+// R16PF9 is R16PF over nine lines.
+#define R16PF9(step) \
+	MOVQ pf-8(SP), AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	PREFETCHT0 128(AX) \
+	PREFETCHT0 192(AX) \
+	PREFETCHT0 256(AX) \
+	PREFETCHT0 320(AX) \
+	PREFETCHT0 384(AX) \
+	PREFETCHT0 448(AX) \
+	PREFETCHT0 512(AX) \
+	ADDQ $step, AX \
+	MOVQ AX, pf-8(SP)
+
+// func q4kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+TEXT ·q4kRows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(r16perm<>(SB))
+	MOVQ ntok+64(FP), R12
+	MOVQ acc+72(FP), R13
+	MOVQ R12, AX
+	SHLQ $6, AX
+	ADDQ AX, R13
+q4k_zero:
+	VMOVDQU32 Z19, (R13)
+	VMOVDQU32 Z19, 64(R13)
+	SUBQ $-128, R13
+	DECQ R12
+	JNZ  q4k_zero
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+
+q4k_sb:
+	R16SCALESMIN
+	KXNORW K3, K3, K3
+	VPGATHERDD 4(SI)(Z17*1), K3, Z29
+	KXNORW K3, K3, K3
+	VPGATHERDD 8(SI)(Z17*1), K3, Z30
+	KXNORW K3, K3, K3
+	VPGATHERDD 12(SI)(Z17*1), K3, Z31
+	Q4KSCLO(0, Z24, Z26)
+	Q4KSCLO(1, Z25, Z27)
+	Q4KCHUNK(0, q4k_t0)
+	Q4KSCLO(2, Z24, Z26)
+	Q4KSCLO(3, Z25, Z27)
+	Q4KCHUNK(1, q4k_t1)
+	Q4KSCHI(0, Z24, Z26)
+	Q4KSCHI(1, Z25, Z27)
+	Q4KCHUNK(2, q4k_t2)
+	Q4KSCHI(2, Z24, Z26)
+	Q4KSCHI(3, Z25, Z27)
+	Q4KCHUNK(3, q4k_t3)
+
+	// The super-block's float steps, and S and M cleared for the next.
+	MOVQ DX, R14
+	MOVQ acc+72(FP), AX
+	MOVQ ntok+64(FP), R12
+	MOVQ R12, R13
+	SHLQ $6, R13
+	ADDQ AX, R13
+q4k_fl:
+	VCVTDQ2PS   (R13), Z21
+	VMULPS.BCST (R14), Z20, Z22
+	VMULPS      Z22, Z21, Z21
+	VADDPS      (AX), Z21, Z21
+	VCVTDQ2PS   64(R13), Z24
+	VMULPS.BCST (R14), Z23, Z22
+	VMULPS      Z22, Z24, Z24
+	VADDPS      Z24, Z21, Z21
+	VMOVUPS     Z21, (AX)
+	VMOVDQU32   Z19, (R13)
+	VMOVDQU32   Z19, 64(R13)
+	ADDQ R9, R14
+	ADDQ $64, AX
+	SUBQ $-128, R13
+	DECQ R12
+	JNZ  q4k_fl
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $32, R8
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q4k_sb
 	R16OUT
