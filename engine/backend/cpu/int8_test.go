@@ -93,12 +93,12 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		if haveVNNI {
 			sets = append(sets, "")
 		}
-		// VNNI runs Q4_0 in row lanes: dotQ40RowGo, row by row, defines it.
+		// VNNI runs Q4_0 in row lanes: rows32Go, row by row, defines it.
 		rowWant := make([]float32, n*rows)
 		rb := w.Type.RowBytes(cols)
 		for i := range rowWant {
 			tok, r := i/rows, i%rows
-			rowWant[i] = dotQ40RowGo(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:(tok+1)*cols/32], cols/32)
+			rowWant[i] = rows32Go(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:(tok+1)*cols/32], cols/32, &q40Row)
 		}
 		got := make([]float32, n*rows)
 		for _, set := range sets {

@@ -41,6 +41,15 @@ func fifthBits(qh []byte, v *[32]int32) {
 // not a function value: v stays on the caller's stack.
 func (f *block32) values(b []byte, v *[32]int32) {
 	switch f.kind {
+	case quant.Q8_0:
+		for j := range v {
+			v[j] = int32(int8(b[2+j]))
+		}
+	case quant.Q4_0:
+		nibbles(b[2:], v)
+		for j := range v {
+			v[j] -= 8
+		}
 	case quant.Q4_1:
 		nibbles(b[4:], v)
 	case quant.Q5_0:

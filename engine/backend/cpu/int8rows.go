@@ -12,7 +12,7 @@ import (
 // rows where the element-lane form (dotQ40Go) spends one per row, and each
 // row's block is transposed once for every token of the pass. A row's
 // result is its blocks' exact integer sums scaled and added in block order
-// (dotQ80RowGo, dotQ40RowGo), whichever rows, shares or tokens it shares a
+// (rows32Go, dotQ4KRowGo, dotIQ4XSGo), whichever rows, shares or tokens it shares a
 // call with. Without VNNI, Q8_0 runs its Go loop and the others keep the
 // element-lane form (dotQ40AVX2, int8b.go).
 
@@ -23,42 +23,12 @@ const rowsTokens = 64
 // rows16Kernel is a format's sixteen-row kernel.
 type rows16Kernel func(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
-// dotQ80RowGo is the Q8_0 x q8_0 dot of one row and one token as the row
-// kernel computes it: per block the exact integer sum, times (weight scale
-// times activation scale), added in block order.
-func dotQ80RowGo(w []byte, qs []int8, d []float32, nb int) float32 {
-	var acc float32
-	for b := range nb {
-		blk := w[b*34 : (b+1)*34]
-		ds := f16(blk) * d[b]
-		var p int32
-		for e, q := range qs[b*q8Block : (b+1)*q8Block] {
-			p += int32(int8(blk[2+e])) * int32(q)
-		}
-		acc = acc + float32(float32(p)*ds)
-	}
-	return acc
-}
-
-// dotQ40RowGo is dotQ80RowGo for Q4_0: value e of a block is nibble e%16
-// of its bytes (low for e < 16, high after) less 8.
-func dotQ40RowGo(w []byte, qs []int8, d []float32, nb int) float32 {
-	var acc float32
-	for b := range nb {
-		blk := w[b*18 : (b+1)*18]
-		ds := f16(blk) * d[b]
-		var p int32
-		for e, q := range qs[b*q8Block : (b+1)*q8Block] {
-			v := int32(blk[2+e%16]&0xF) - 8
-			if e >= 16 {
-				v = int32(blk[2+e%16]>>4) - 8
-			}
-			p += v * int32(q)
-		}
-		acc = acc + float32(float32(p)*ds)
-	}
-	return acc
-}
+// q40Row and q80Row describe Q4_0 and Q8_0 blocks for rows32Go (they have
+// no lane kernels of this form).
+var (
+	q40Row = block32{kind: quant.Q4_0, size: 18}
+	q80Row = block32{kind: quant.Q8_0, size: 34}
+)
 
 // dotQ4KRowGo is the Q4_K x q8_K dot of one row and one token as its row
 // kernel computes it: per super-block the exact integers S (each
@@ -90,9 +60,11 @@ func dotQ4KRowGo(w []byte, qs []int8, d []float32, nsum []int32, nsb int) float3
 	return acc
 }
 
-// rows32Go is dotQ40RowGo for a block32 format (int8b.go): its values
-// less any offset, and for the _1 formats the min times the activations'
-// sum added after each block.
+// rows32Go is the dot of one row of a 32-value format (int8b.go's, Q4_0's
+// or Q8_0's) and one token as the row kernels compute it: per block the
+// exact integer sum of its values (less any offset) times the activations,
+// times (weight scale times activation scale), added in block order; for
+// the _1 formats then the min times the activations' sum.
 func rows32Go(w []byte, qs []int8, d []float32, nb int, f *block32) float32 {
 	var acc float32
 	var v [32]int32
@@ -191,9 +163,9 @@ func rowTail(row []byte, a *acts, t int, typ quant.DType, cols int) float32 {
 	qs, d := a.q8.qs[t*cols:(t+1)*cols], a.q8.d[t*nb:(t+1)*nb]
 	switch typ {
 	case quant.Q8_0:
-		return dotQ80RowGo(row, qs, d, nb)
+		return rows32Go(row, qs, d, nb, &q80Row)
 	case quant.Q4_0:
-		return dotQ40RowGo(row, qs, d, nb)
+		return rows32Go(row, qs, d, nb, &q40Row)
 	case quant.Q4_1:
 		return rows32Go(row, qs, d, nb, &q41Int8)
 	case quant.Q5_0:

@@ -138,6 +138,29 @@ zero_loop: \
 	VSHUFI32X4 $0x88, Z7, Z3, Z11 \
 	VSHUFI32X4 $0xdd, Z7, Z3, Z15
 
+// R16DOT8 adds to acc the products of weights Z8..Z15 with the token's
+// activation dwords at (R13); R16DOT8HI those of Z0..Z7 with the next 32
+// bytes (Q4_K's second sub-block).
+#define R16DOT8(acc) \
+	VPDPBUSD.BCST   (R13), Z8, acc \
+	VPDPBUSD.BCST   4(R13), Z9, acc \
+	VPDPBUSD.BCST   8(R13), Z10, acc \
+	VPDPBUSD.BCST   12(R13), Z11, acc \
+	VPDPBUSD.BCST   16(R13), Z12, acc \
+	VPDPBUSD.BCST   20(R13), Z13, acc \
+	VPDPBUSD.BCST   24(R13), Z14, acc \
+	VPDPBUSD.BCST   28(R13), Z15, acc
+
+#define R16DOT8HI(acc) \
+	VPDPBUSD.BCST   32(R13), Z0, acc \
+	VPDPBUSD.BCST   36(R13), Z1, acc \
+	VPDPBUSD.BCST   40(R13), Z2, acc \
+	VPDPBUSD.BCST   44(R13), Z3, acc \
+	VPDPBUSD.BCST   48(R13), Z4, acc \
+	VPDPBUSD.BCST   52(R13), Z5, acc \
+	VPDPBUSD.BCST   56(R13), Z6, acc \
+	VPDPBUSD.BCST   60(R13), Z7, acc
+
 // R16TOKSTART points R13, R14, R10 and AX at the first token's
 // activations, scales, negated sums and accumulator, R12 at the count.
 #define R16TOKSTART \
@@ -150,14 +173,7 @@ zero_loop: \
 // R16DOTS adds the block's integers (weights in Z8..Z15, started in Z21)
 // times its scales (Z20 times the token's) to the accumulator, in Z21.
 #define R16DOTS \
-	VPDPBUSD.BCST   (R13), Z8, Z21 \
-	VPDPBUSD.BCST   4(R13), Z9, Z21 \
-	VPDPBUSD.BCST   8(R13), Z10, Z21 \
-	VPDPBUSD.BCST   12(R13), Z11, Z21 \
-	VPDPBUSD.BCST   16(R13), Z12, Z21 \
-	VPDPBUSD.BCST   20(R13), Z13, Z21 \
-	VPDPBUSD.BCST   24(R13), Z14, Z21 \
-	VPDPBUSD.BCST   28(R13), Z15, Z21 \
+	R16DOT8(Z21) \
 	VCVTDQ2PS       Z21, Z21 \
 	VMULPS.BCST     (R14), Z20, Z22 \
 	VMULPS          Z22, Z21, Z21 \
@@ -530,14 +546,7 @@ iq4xs_ib:
 iq4xs_tok:
 	VPBROADCASTD    (R10), Z21
 	VPSLLD          $7, Z21, Z21
-	VPDPBUSD.BCST   (R13), Z8, Z21
-	VPDPBUSD.BCST   4(R13), Z9, Z21
-	VPDPBUSD.BCST   8(R13), Z10, Z21
-	VPDPBUSD.BCST   12(R13), Z11, Z21
-	VPDPBUSD.BCST   16(R13), Z12, Z21
-	VPDPBUSD.BCST   20(R13), Z13, Z21
-	VPDPBUSD.BCST   24(R13), Z14, Z21
-	VPDPBUSD.BCST   28(R13), Z15, Z21
+	R16DOT8(Z21)
 	VPMULLD         Z31, Z21, Z21
 	VPADDD          (AX), Z21, Z21
 	VMOVDQU32       Z21, (AX)
@@ -648,24 +657,10 @@ iq4xs_fl:
 	ADDQ acc+72(FP), AX \
 lbl: \
 	VPXORD          Z21, Z21, Z21 \
-	VPDPBUSD.BCST   (R13), Z8, Z21 \
-	VPDPBUSD.BCST   4(R13), Z9, Z21 \
-	VPDPBUSD.BCST   8(R13), Z10, Z21 \
-	VPDPBUSD.BCST   12(R13), Z11, Z21 \
-	VPDPBUSD.BCST   16(R13), Z12, Z21 \
-	VPDPBUSD.BCST   20(R13), Z13, Z21 \
-	VPDPBUSD.BCST   24(R13), Z14, Z21 \
-	VPDPBUSD.BCST   28(R13), Z15, Z21 \
+	R16DOT8(Z21) \
 	VPMULLD         Z24, Z21, Z21 \
 	VPXORD          Z22, Z22, Z22 \
-	VPDPBUSD.BCST   32(R13), Z0, Z22 \
-	VPDPBUSD.BCST   36(R13), Z1, Z22 \
-	VPDPBUSD.BCST   40(R13), Z2, Z22 \
-	VPDPBUSD.BCST   44(R13), Z3, Z22 \
-	VPDPBUSD.BCST   48(R13), Z4, Z22 \
-	VPDPBUSD.BCST   52(R13), Z5, Z22 \
-	VPDPBUSD.BCST   56(R13), Z6, Z22 \
-	VPDPBUSD.BCST   60(R13), Z7, Z22 \
+	R16DOT8HI(Z22) \
 	VPMULLD         Z25, Z22, Z22 \
 	VPADDD          Z22, Z21, Z21 \
 	VPADDD          (AX), Z21, Z21 \
