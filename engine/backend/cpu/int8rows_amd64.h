@@ -399,3 +399,15 @@ lbl: \
 	PREFETCHT0 512(AX) \
 	ADDQ $step, AX \
 	MOVQ AX, pf-8(SP)
+
+// R16GRID maps the nibbles in Z8..Z15 through the grid in Z28 (IQ4_NL's
+// and IQ4_XS's values plus 128, per 128-bit lane).
+#define R16GRID \
+	VPSHUFB Z8, Z28, Z8 \
+	VPSHUFB Z9, Z28, Z9 \
+	VPSHUFB Z10, Z28, Z10 \
+	VPSHUFB Z11, Z28, Z11 \
+	VPSHUFB Z12, Z28, Z12 \
+	VPSHUFB Z13, Z28, Z13 \
+	VPSHUFB Z14, Z28, Z14 \
+	VPSHUFB Z15, Z28, Z15
