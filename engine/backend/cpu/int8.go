@@ -186,6 +186,10 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q5_K:
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
 	case quant.Q6_K:
+		if kn.simd && kn.vnni {
+			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q6kRows16VNNI)
+			return
+		}
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2, q6kx4AVX512, scratch[len(scratch)-resLen:])
 	case quant.Q4_1:
 		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q41Rows)

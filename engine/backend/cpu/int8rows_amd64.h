@@ -411,3 +411,113 @@ lbl: \
 	VPSHUFB Z13, Z28, Z13 \
 	VPSHUFB Z14, Z28, Z14 \
 	VPSHUFB Z15, Z28, Z15
+
+// R16PF7 is R16PF over seven lines.
+#define R16PF7(step) \
+	MOVQ pf-8(SP), AX \
+	PREFETCHT0 (AX) \
+	PREFETCHT0 64(AX) \
+	PREFETCHT0 128(AX) \
+	PREFETCHT0 192(AX) \
+	PREFETCHT0 256(AX) \
+	PREFETCHT0 320(AX) \
+	PREFETCHT0 384(AX) \
+	ADDQ $step, AX \
+	MOVQ AX, pf-8(SP)
+
+// Q6KHI(v, q): chunk q's high values for dword v into Z(v), from its ql
+// (Z(8+v)) and qh (Z(24+v)) bits 4+2q and 5+2q: (ql >> 4) & 0x0f |
+// (qh >> 2q) & 0x30 (VPTERNLOGD 0xEC: dest & C | B).
+#define Q6KHI(v, q, zl, zh, zo) \
+	VPSRLD $4, zl, zo \
+	VPSRLD $(2*q), zh, Z18 \
+	VPANDD.BCST r16c30<>(SB), Z18, Z18 \
+	VPTERNLOGD.BCST $0xEC, r16c0f<>(SB), Z18, zo
+
+// Q6KLO(q): chunk q's low values for the same dword, in place: ql & 0x0f |
+// (qh << (4-2q)) & 0x30.
+#define Q6KLO(q, zl, zh) \
+	VPSLLD $(4-2*q), zh, Z18 \
+	VPANDD.BCST r16c30<>(SB), Z18, Z18 \
+	VPTERNLOGD.BCST $0xEC, r16c0f<>(SB), Z18, zl
+
+#define Q6KV(v, q, zl, zh, zo) \
+	Q6KHI(v, q, zl, zh, zo) \
+	Q6KLO(q, zl, zh)
+
+// Q6KSUB(j, w0, w1, w2, w3, off, sc) adds sub-block j's part to Z18 (first
+// in Z18, others through Z19): (its values times the token's 16 bytes at
+// off(R13), started at -32 times their sum) times its scale.
+#define Q6KSUB(j, w0, w1, w2, w3, off, sc, z) \
+	VPBROADCASTW    (2*(j))(R10), z \
+	VPMADDWD        Z16, z, z \
+	VPDPBUSD.BCST   off(R13), w0, z \
+	VPDPBUSD.BCST   (off+4)(R13), w1, z \
+	VPDPBUSD.BCST   (off+8)(R13), w2, z \
+	VPDPBUSD.BCST   (off+12)(R13), w3, z \
+	VPMULLD         sc, z, z
+
+// Q6KSCALE(k, src, dst): dst = the sign-extended byte k of src's dwords.
+#define Q6KSCALE(k, src, dst) \
+	VPSLLD $(24-8*(k)), src, dst \
+	VPSRAD $24, dst, dst
+
+// Q6KCHUNK(h, q, lbl): ql bytes 64h+32q.. of the sixteen rows (with the
+// half's qh in Z24..Z31) as sub-blocks j = 8h+2q, j+1 (low nibbles) and
+// j+4, j+5 (high), added into every token's S.
+#define Q6KCHUNK(h, q, lbl) \
+	R16PF7(420) \
+	R16PF7(420) \
+	R16LOAD32(64*h+32*q) \
+	Q6KV(0, q, Z8, Z24, Z0) \
+	Q6KV(1, q, Z9, Z25, Z1) \
+	Q6KV(2, q, Z10, Z26, Z2) \
+	Q6KV(3, q, Z11, Z27, Z3) \
+	Q6KV(4, q, Z12, Z28, Z4) \
+	Q6KV(5, q, Z13, Z29, Z5) \
+	Q6KV(6, q, Z14, Z30, Z6) \
+	Q6KV(7, q, Z15, Z31, Z7) \
+	KXNORW K2, K2, K2 \
+	VPGATHERDD (192+8*h)(SI)(Z17*1), K2, Z21 \
+	KXNORW K2, K2, K2 \
+	VPGATHERDD (196+8*h)(SI)(Z17*1), K2, Z23 \
+	Q6KSCALE(2*q, Z21, Z20) \
+	Q6KSCALE(2*q+1, Z21, Z21) \
+	Q6KSCALE(2*q, Z23, Z22) \
+	Q6KSCALE(2*q+1, Z23, Z23) \
+	LEAQ (128*h+32*q)(DI), R13 \
+	MOVQ R8, R10 \
+	MOVQ ntok+64(FP), R12 \
+	MOVQ R12, AX \
+	SHLQ $6, AX \
+	ADDQ acc+72(FP), AX \
+lbl: \
+	Q6KSUB(8*h+2*q, Z8, Z9, Z10, Z11, 0, Z20, Z18) \
+	Q6KSUB(8*h+2*q+1, Z12, Z13, Z14, Z15, 16, Z21, Z19) \
+	VPADDD          Z19, Z18, Z18 \
+	Q6KSUB(8*h+2*q+4, Z0, Z1, Z2, Z3, 64, Z22, Z19) \
+	VPADDD          Z19, Z18, Z18 \
+	Q6KSUB(8*h+2*q+5, Z4, Z5, Z6, Z7, 80, Z23, Z19) \
+	VPADDD          Z19, Z18, Z18 \
+	VPADDD          (AX), Z18, Z18 \
+	VMOVDQU32       Z18, (AX) \
+	ADDQ BX, R13 \
+	LEAQ (R10)(R9*8), R10 \
+	ADDQ $64, AX \
+	DECQ R12 \
+	JNZ  lbl
+
+// Q6KHALF(h, ...): the half's qh (bytes 128+32h) into Z24..Z31, then its
+// two chunks.
+#define Q6KHALF(h, l0, l1) \
+	R16LOAD32(128+32*h) \
+	VMOVDQA64 Z8, Z24 \
+	VMOVDQA64 Z9, Z25 \
+	VMOVDQA64 Z10, Z26 \
+	VMOVDQA64 Z11, Z27 \
+	VMOVDQA64 Z12, Z28 \
+	VMOVDQA64 Z13, Z29 \
+	VMOVDQA64 Z14, Z30 \
+	VMOVDQA64 Z15, Z31 \
+	Q6KCHUNK(h, 0, l0) \
+	Q6KCHUNK(h, 1, l1)

@@ -35,6 +35,10 @@ DATA r16c15<>+0(SB)/4, $15
 GLOBL r16c15<>(SB), RODATA|NOPTR, $4
 DATA r16c3<>+0(SB)/4, $3
 GLOBL r16c3<>(SB), RODATA|NOPTR, $4
+DATA r16c0f<>+0(SB)/4, $0x0f0f0f0f
+GLOBL r16c0f<>(SB), RODATA|NOPTR, $4
+DATA r16c30<>+0(SB)/4, $0x30303030
+GLOBL r16c30<>(SB), RODATA|NOPTR, $4
 
 // r16iota: rows in order (Q4_0's transposition).
 DATA r16iota<>+0(SB)/8, $0x0000000100000000
@@ -338,4 +342,69 @@ q4k_fl:
 	ADDQ $4, DX
 	DECQ CX
 	JNZ  q4k_sb
+	R16OUT
+
+// Q6_K (210-byte super-blocks: ql[128], qh[64], sixteen int8 scales, d)
+// against q8_K activations; nsum is their 16-sums (int16, q8KActs.bs).
+// Half h's values 128h+l, +32, +64, +96 are ql[64h+l] and ql[64h+32+l]'s
+// low then high nibbles with qh[32h+l]'s bit pairs 0-3 as bits 4-5. Per
+// 16-value sub-block j its unsigned values' integer less 32 times the
+// activations' sum, times scale_j, summed exactly into S (acc's second
+// part, 16 words a token); then acc = acc + (d_a d) S (dotQ6KGo).
+
+// func q6kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+TEXT ·q6kRows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(r16perm<>(SB))
+	MOVQ ntok+64(FP), R12
+	MOVQ acc+72(FP), R13
+	MOVQ R12, AX
+	SHLQ $6, AX
+	ADDQ AX, R13
+q6k_zero:
+	VMOVDQU32 Z19, (R13)
+	ADDQ $64, R13
+	DECQ R12
+	JNZ  q6k_zero
+	// Words (-32, 0): VPMADDWD of a broadcast 16-sum gives -32 times it.
+	MOVL $0x0000ffe0, AX
+	VPBROADCASTD AX, Z16
+
+q6k_sb:
+	Q6KHALF(0, q6k_t0, q6k_t1)
+	Q6KHALF(1, q6k_t2, q6k_t3)
+
+	// The super-block's float step (d: the high half of the dword at 206,
+	// not 208, which would read past the matrix), and S cleared.
+	KXNORW K2, K2, K2
+	VPGATHERDD 206(SI)(Z17*1), K2, Z20
+	VPSRLD     $16, Z20, Z20
+	VPMOVDW    Z20, Y20
+	VCVTPH2PS  Y20, Z20
+	VPXORD     Z19, Z19, Z19
+	MOVQ DX, R14
+	MOVQ acc+72(FP), AX
+	MOVQ ntok+64(FP), R12
+	MOVQ R12, R13
+	SHLQ $6, R13
+	ADDQ AX, R13
+q6k_fl:
+	VCVTDQ2PS   (R13), Z21
+	VMULPS.BCST (R14), Z20, Z22
+	VMULPS      Z22, Z21, Z21
+	VADDPS      (AX), Z21, Z21
+	VMOVUPS     Z21, (AX)
+	VMOVDQU32   Z19, (R13)
+	ADDQ R9, R14
+	ADDQ $64, AX
+	ADDQ $64, R13
+	DECQ R12
+	JNZ  q6k_fl
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $32, R8
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q6k_sb
+	VMOVDQU32 r16perm<>(SB), Z18
 	R16OUT

@@ -11,7 +11,7 @@ import (
 )
 
 // TestRowKernelsMatchGo: the sixteen-row VNNI kernels (the 32-value
-// formats, and IQ4_XS and Q4_K against q8_K activations) give exactly their
+// formats, and IQ4_XS, Q4_K and Q6_K against q8_K activations) give exactly their
 // row-by-row Go loops' results, on random bytes
 // (every nibble, fifth bit, grid index and byte value) and on quantized
 // rows, over groups split between shares, rows past the last group and
@@ -23,12 +23,12 @@ func TestRowKernelsMatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
 	halves := map[quant.DType][]int{quant.Q4_0: {0}, quant.Q8_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0},
-		quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}}
+		quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}, quant.Q6_K: {208}}
 	simd, _ := chooseKernels("")
 	for dt := range halves {
 		f := quant.Lookup(dt)
 		shapes := []struct{ rows, n, mid, cols int }{{16, 1, 16, 32}, {40, 7, 19, 256}, {35, 1, 16, 288}, {48, 70, 21, 96}}
-		if dt == quant.IQ4_XS || dt == quant.Q4_K {
+		if int8Kind(dt) == actQ8_K {
 			shapes = []struct{ rows, n, mid, cols int }{{16, 1, 16, 256}, {40, 7, 19, 512}, {35, 1, 16, 768}, {48, 70, 21, 256}}
 		}
 		for _, sh := range shapes {
@@ -66,7 +66,7 @@ func TestRowKernelsMatchGo(t *testing.T) {
 						t.Fatalf("%s %d rows, %d tokens, random %v: row %d token %d: kernel %v, Go %v", dt, rows, n, random, r, tok, got[i], want)
 					}
 					w.Row(r, row)
-					if dt == quant.IQ4_XS || dt == quant.Q4_K {
+					if int8Kind(dt) == actQ8_K {
 						checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8k.d[tok*cols/256:], 256)
 					} else {
 						checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*nb:], 32)
