@@ -184,7 +184,11 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
 		}
 	case quant.Q5_K:
-		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
+		if kn.simd && kn.vnni {
+			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q5kRows16VNNI)
+		} else {
+			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
+		}
 	case quant.Q6_K:
 		if kn.simd && kn.vnni {
 			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q6kRows16VNNI)

@@ -98,3 +98,7 @@ func q4kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 func q6kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
+
+func q5kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}

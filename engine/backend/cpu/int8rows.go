@@ -39,18 +39,34 @@ var (
 // minus the sub-block's activation sum, nsum), then acc + (d_a d) S, then
 // + (d_a dmin) M.
 func dotQ4KRowGo(w []byte, qs []int8, d []float32, nsum []int32, nsb int) float32 {
+	return dotKRowGo(w, 144, 16, -1, qs, d, nsum, nsb)
+}
+
+// dotQ5KRowGo is dotQ4KRowGo for Q5_K: value l of sub-block j has bit j of
+// qh[l] as its fifth.
+func dotQ5KRowGo(w []byte, qs []int8, d []float32, nsum []int32, nsb int) float32 {
+	return dotKRowGo(w, 176, 48, 16, qs, d, nsum, nsb)
+}
+
+// dotKRowGo is the two: size-byte super-blocks, nibbles at qOff (chunk
+// j/2's low nibbles are sub-block j even, its high ones j odd), fifth bits
+// at qhOff (none if negative).
+func dotKRowGo(w []byte, size, qOff, qhOff int, qs []int8, d []float32, nsum []int32, nsb int) float32 {
 	var acc float32
 	for b := range nsb {
-		blk, x := w[b*144:(b+1)*144], qs[b*qkK:(b+1)*qkK]
+		blk, x := w[b*size:(b+1)*size], qs[b*qkK:(b+1)*qkK]
 		sc, m := quant.K4ScaleMins(blk)
 		var S, M int32
 		for j := range 8 {
-			q := blk[16+32*(j/2):]
+			q := blk[qOff+32*(j/2):]
 			var p int32
 			for i, v := range x[32*j : 32*j+32] {
 				nib := q[i] & 0xf
 				if j%2 == 1 {
 					nib = q[i] >> 4
+				}
+				if qhOff >= 0 {
+					nib |= (blk[qhOff+i] >> j & 1) << 4
 				}
 				p += int32(nib) * int32(v)
 			}
@@ -160,15 +176,19 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 // rowTail is one row's result for token t by its format's Go loop (a
 // switch, not a function value: nothing escapes).
 func rowTail(row []byte, a *acts, t int, typ quant.DType, cols int) float32 {
-	if nsb := cols / qkK; typ == quant.IQ4_XS || typ == quant.Q4_K || typ == quant.Q6_K {
+	if nsb := cols / qkK; int8Kind(typ) == actQ8_K {
 		qs, d := a.q8k.qs[t*cols:(t+1)*cols], a.q8k.d[t*nsb:(t+1)*nsb]
 		switch typ {
 		case quant.Q6_K:
 			return dotQ6KGo(row, qs, d, a.q8k.bs[t*cols/16:(t+1)*cols/16], nsb)
 		case quant.Q4_K:
 			return dotQ4KRowGo(row, qs, d, a.q8k.nsum[t*cols/32:(t+1)*cols/32], nsb)
+		case quant.Q5_K:
+			return dotQ5KRowGo(row, qs, d, a.q8k.nsum[t*cols/32:(t+1)*cols/32], nsb)
+		case quant.IQ4_XS:
+			return dotIQ4XSGo(row, qs, d, nil, nsb)
 		}
-		return dotIQ4XSGo(row, qs, d, nil, nsb)
+		panic("no row kernel for " + typ.String())
 	}
 	nb := cols / q8Block
 	qs, d := a.q8.qs[t*cols:(t+1)*cols], a.q8.d[t*nb:(t+1)*nb]

@@ -303,35 +303,34 @@ out_loop: \
 	VZEROUPPER \
 	RET
 
-// Q4KSCLO(j, zs, zm): sub-block j < 4's scale and min, from the rows'
-// scale bytes 0-3 (Z29) and 4-7 (Z30).
-#define Q4KSCLO(j, zs, zm) \
-	VPSRLD $(8*j), Z29, zs \
+// Q4KSCLO(j, b0, b4, zs, zm): sub-block j < 4's scale and min, from the
+// rows' scale bytes 0-3 (b0) and 4-7 (b4).
+#define Q4KSCLO(j, b0, b4, zs, zm) \
+	VPSRLD $(8*j), b0, zs \
 	VPANDD.BCST r16c63<>(SB), zs, zs \
-	VPSRLD $(8*j), Z30, zm \
+	VPSRLD $(8*j), b4, zm \
 	VPANDD.BCST r16c63<>(SB), zm, zm
 
-// Q4KSCHI(i, zs, zm): sub-block 4+i's, from bytes 8-11 (Z31) and the top
-// two bits of bytes i and 4+i.
-#define Q4KSCHI(i, zs, zm) \
-	VPSRLD $(8*i), Z31, zs \
+// Q4KSCHI(i, b0, b4, b8, t, zs, zm): sub-block 4+i's, from bytes 8-11
+// (b8) and the top two bits of bytes i and 4+i; t a temporary.
+#define Q4KSCHI(i, b0, b4, b8, t, zs, zm) \
+	VPSRLD $(8*i), b8, zs \
 	VPANDD.BCST r16c15<>(SB), zs, zs \
-	VPSRLD $(8*i+6), Z29, Z28 \
-	VPANDD.BCST r16c3<>(SB), Z28, Z28 \
-	VPSLLD $4, Z28, Z28 \
-	VPORD  Z28, zs, zs \
-	VPSRLD $(8*i+4), Z31, zm \
+	VPSRLD $(8*i+6), b0, t \
+	VPANDD.BCST r16c3<>(SB), t, t \
+	VPSLLD $4, t, t \
+	VPORD  t, zs, zs \
+	VPSRLD $(8*i+4), b8, zm \
 	VPANDD.BCST r16c15<>(SB), zm, zm \
-	VPSRLD $(8*i+6), Z30, Z28 \
-	VPANDD.BCST r16c3<>(SB), Z28, Z28 \
-	VPSLLD $4, Z28, Z28 \
-	VPORD  Z28, zm, zm
+	VPSRLD $(8*i+6), b4, t \
+	VPANDD.BCST r16c3<>(SB), t, t \
+	VPSLLD $4, t, t \
+	VPORD  t, zm, zm
 
-// Q4KCHUNK(p, lbl) adds chunk p (sub-blocks 2p and 2p+1, scales and mins
-// in Z24/Z25 and Z26/Z27) into every token's S and M.
-#define Q4KCHUNK(p, lbl) \
-	R16PF9(576) \
-	R16LOAD32(16+32*p) \
+// KNIBBLES(off) loads sixteen rows' 32 bytes of nibbles at off as two
+// sub-blocks: low nibbles in Z8..Z15, high ones in Z0..Z7 (Z16: 0x0f).
+#define KNIBBLES(off) \
+	R16LOAD32(off) \
 	VPSRLD $4, Z8, Z0 \
 	VPSRLD $4, Z9, Z1 \
 	VPSRLD $4, Z10, Z2 \
@@ -355,7 +354,12 @@ out_loop: \
 	VPANDD Z16, Z4, Z4 \
 	VPANDD Z16, Z5, Z5 \
 	VPANDD Z16, Z6, Z6 \
-	VPANDD Z16, Z7, Z7 \
+	VPANDD Z16, Z7, Z7
+
+// KTOKENS(p, lbl, s0, s1, m0, m1) adds chunk p (sub-blocks 2p in Z8..Z15
+// and 2p+1 in Z0..Z7, their scales s0, s1 and mins m0, m1) into every
+// token's S and M.
+#define KTOKENS(p, lbl, s0, s1, m0, m1) \
 	LEAQ (64*p)(DI), R13 \
 	LEAQ (8*p)(R8), R10 \
 	MOVQ ntok+64(FP), R12 \
@@ -365,17 +369,17 @@ out_loop: \
 lbl: \
 	VPXORD          Z21, Z21, Z21 \
 	R16DOT8(Z21) \
-	VPMULLD         Z24, Z21, Z21 \
+	VPMULLD         s0, Z21, Z21 \
 	VPXORD          Z22, Z22, Z22 \
 	R16DOT8HI(Z22) \
-	VPMULLD         Z25, Z22, Z22 \
+	VPMULLD         s1, Z22, Z22 \
 	VPADDD          Z22, Z21, Z21 \
 	VPADDD          (AX), Z21, Z21 \
 	VMOVDQU32       Z21, (AX) \
 	VPBROADCASTD    (R10), Z21 \
-	VPMULLD         Z26, Z21, Z21 \
+	VPMULLD         m0, Z21, Z21 \
 	VPBROADCASTD    4(R10), Z22 \
-	VPMULLD         Z27, Z22, Z22 \
+	VPMULLD         m1, Z22, Z22 \
 	VPADDD          Z22, Z21, Z21 \
 	VPADDD          64(AX), Z21, Z21 \
 	VMOVDQU32       Z21, 64(AX) \
@@ -384,6 +388,53 @@ lbl: \
 	SUBQ $-128, AX \
 	DECQ R12 \
 	JNZ  lbl
+
+// Q4KCHUNK(p, lbl): Q4_K's chunk p (scales and mins in Z24/Z25, Z26/Z27).
+#define Q4KCHUNK(p, lbl) \
+	R16PF9(576) \
+	KNIBBLES(16+32*p) \
+	KTOKENS(p, lbl, Z24, Z25, Z26, Z27)
+
+// Q5KFIFTH(r, zh, z): ORs bit 4 of zh rotated left by r into z's bytes
+// (VPTERNLOGD 0xF8: dest | B & C).
+#define Q5KFIFTH(r, zh, z) \
+	VPROLD $r, zh, Z21 \
+	VPTERNLOGD.BCST $0xF8, r16c10<>(SB), Z21, z
+
+// Q5KCHUNK(p, lbl, rl, rh): Q5_K's chunk p, its fifth bits (2p for the
+// low nibbles, 2p+1 for the high) from qh in Z18, Z19, Z20, Z23, Z24..Z27
+// rotated to bit 4 by rl and rh; scales and mins in Z28/Z29, Z30/Z31.
+#define Q5KCHUNK(p, lbl, rl, rh) \
+	R16PF7(352) \
+	R16PF7(352) \
+	KNIBBLES(48+32*p) \
+	Q5KFIFTH(rl, Z18, Z8) \
+	Q5KFIFTH(rl, Z19, Z9) \
+	Q5KFIFTH(rl, Z20, Z10) \
+	Q5KFIFTH(rl, Z23, Z11) \
+	Q5KFIFTH(rl, Z24, Z12) \
+	Q5KFIFTH(rl, Z25, Z13) \
+	Q5KFIFTH(rl, Z26, Z14) \
+	Q5KFIFTH(rl, Z27, Z15) \
+	Q5KFIFTH(rh, Z18, Z0) \
+	Q5KFIFTH(rh, Z19, Z1) \
+	Q5KFIFTH(rh, Z20, Z2) \
+	Q5KFIFTH(rh, Z23, Z3) \
+	Q5KFIFTH(rh, Z24, Z4) \
+	Q5KFIFTH(rh, Z25, Z5) \
+	Q5KFIFTH(rh, Z26, Z6) \
+	Q5KFIFTH(rh, Z27, Z7) \
+	KTOKENS(p, lbl, Z28, Z29, Z30, Z31)
+
+// KSCALEBYTES gathers the rows' scale bytes 0-3, 4-7 and 8-11 into Z0,
+// Z1 and Z2.
+#define KSCALEBYTES \
+	KXNORW K3, K3, K3 \
+	VPGATHERDD 4(SI)(Z17*1), K3, Z0 \
+	KXNORW K3, K3, K3 \
+	VPGATHERDD 8(SI)(Z17*1), K3, Z1 \
+	KXNORW K3, K3, K3 \
+	VPGATHERDD 12(SI)(Z17*1), K3, Z2
 
 // R16PF9 is R16PF over nine lines.
 #define R16PF9(step) \
@@ -521,3 +572,46 @@ lbl: \
 	VMOVDQA64 Z15, Z31 \
 	Q6KCHUNK(h, 0, l0) \
 	Q6KCHUNK(h, 1, l1)
+
+// KZERO(lbl) zeroes Q4_K's and Q5_K's S and M (acc's second and third
+// parts, 32 words a token).
+#define KZERO(lbl) \
+	MOVQ ntok+64(FP), R12 \
+	MOVQ acc+72(FP), R13 \
+	MOVQ R12, AX \
+	SHLQ $6, AX \
+	ADDQ AX, R13 \
+lbl: \
+	VMOVDQU32 Z19, (R13) \
+	VMOVDQU32 Z19, 64(R13) \
+	SUBQ $-128, R13 \
+	DECQ R12 \
+	JNZ  lbl
+
+// KFLOAT(lbl) is Q4_K's and Q5_K's float steps at the end of a
+// super-block (d in Z20, dmin in Z23, Z19 zero): acc = acc + (d_a d) S,
+// then + (d_a dmin) M; S and M cleared for the next.
+#define KFLOAT(lbl) \
+	MOVQ DX, R14 \
+	MOVQ acc+72(FP), AX \
+	MOVQ ntok+64(FP), R12 \
+	MOVQ R12, R13 \
+	SHLQ $6, R13 \
+	ADDQ AX, R13 \
+lbl: \
+	VCVTDQ2PS   (R13), Z21 \
+	VMULPS.BCST (R14), Z20, Z22 \
+	VMULPS      Z22, Z21, Z21 \
+	VADDPS      (AX), Z21, Z21 \
+	VCVTDQ2PS   64(R13), Z24 \
+	VMULPS.BCST (R14), Z23, Z22 \
+	VMULPS      Z22, Z24, Z24 \
+	VADDPS      Z24, Z21, Z21 \
+	VMOVUPS     Z21, (AX) \
+	VMOVDQU32   Z19, (R13) \
+	VMOVDQU32   Z19, 64(R13) \
+	ADDQ R9, R14 \
+	ADDQ $64, AX \
+	SUBQ $-128, R13 \
+	DECQ R12 \
+	JNZ  lbl

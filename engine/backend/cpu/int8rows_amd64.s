@@ -39,6 +39,8 @@ DATA r16c0f<>+0(SB)/4, $0x0f0f0f0f
 GLOBL r16c0f<>(SB), RODATA|NOPTR, $4
 DATA r16c30<>+0(SB)/4, $0x30303030
 GLOBL r16c30<>(SB), RODATA|NOPTR, $4
+DATA r16c10<>+0(SB)/4, $0x10101010
+GLOBL r16c10<>(SB), RODATA|NOPTR, $4
 
 // r16iota: rows in order (Q4_0's transposition).
 DATA r16iota<>+0(SB)/8, $0x0000000100000000
@@ -276,65 +278,30 @@ iq4xs_fl:
 // func q4kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 TEXT ·q4kRows16VNNI(SB), NOSPLIT, $8-96
 	R16SETUP(r16perm<>(SB))
-	MOVQ ntok+64(FP), R12
-	MOVQ acc+72(FP), R13
-	MOVQ R12, AX
-	SHLQ $6, AX
-	ADDQ AX, R13
-q4k_zero:
-	VMOVDQU32 Z19, (R13)
-	VMOVDQU32 Z19, 64(R13)
-	SUBQ $-128, R13
-	DECQ R12
-	JNZ  q4k_zero
+	KZERO(q4k_zero)
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z16
 
 q4k_sb:
 	R16SCALESMIN
-	KXNORW K3, K3, K3
-	VPGATHERDD 4(SI)(Z17*1), K3, Z29
-	KXNORW K3, K3, K3
-	VPGATHERDD 8(SI)(Z17*1), K3, Z30
-	KXNORW K3, K3, K3
-	VPGATHERDD 12(SI)(Z17*1), K3, Z31
-	Q4KSCLO(0, Z24, Z26)
-	Q4KSCLO(1, Z25, Z27)
+	KSCALEBYTES
+	VMOVDQA64 Z0, Z29
+	VMOVDQA64 Z1, Z30
+	VMOVDQA64 Z2, Z31
+	Q4KSCLO(0, Z29, Z30, Z24, Z26)
+	Q4KSCLO(1, Z29, Z30, Z25, Z27)
 	Q4KCHUNK(0, q4k_t0)
-	Q4KSCLO(2, Z24, Z26)
-	Q4KSCLO(3, Z25, Z27)
+	Q4KSCLO(2, Z29, Z30, Z24, Z26)
+	Q4KSCLO(3, Z29, Z30, Z25, Z27)
 	Q4KCHUNK(1, q4k_t1)
-	Q4KSCHI(0, Z24, Z26)
-	Q4KSCHI(1, Z25, Z27)
+	Q4KSCHI(0, Z29, Z30, Z31, Z28, Z24, Z26)
+	Q4KSCHI(1, Z29, Z30, Z31, Z28, Z25, Z27)
 	Q4KCHUNK(2, q4k_t2)
-	Q4KSCHI(2, Z24, Z26)
-	Q4KSCHI(3, Z25, Z27)
+	Q4KSCHI(2, Z29, Z30, Z31, Z28, Z24, Z26)
+	Q4KSCHI(3, Z29, Z30, Z31, Z28, Z25, Z27)
 	Q4KCHUNK(3, q4k_t3)
 
-	// The super-block's float steps, and S and M cleared for the next.
-	MOVQ DX, R14
-	MOVQ acc+72(FP), AX
-	MOVQ ntok+64(FP), R12
-	MOVQ R12, R13
-	SHLQ $6, R13
-	ADDQ AX, R13
-q4k_fl:
-	VCVTDQ2PS   (R13), Z21
-	VMULPS.BCST (R14), Z20, Z22
-	VMULPS      Z22, Z21, Z21
-	VADDPS      (AX), Z21, Z21
-	VCVTDQ2PS   64(R13), Z24
-	VMULPS.BCST (R14), Z23, Z22
-	VMULPS      Z22, Z24, Z24
-	VADDPS      Z24, Z21, Z21
-	VMOVUPS     Z21, (AX)
-	VMOVDQU32   Z19, (R13)
-	VMOVDQU32   Z19, 64(R13)
-	ADDQ R9, R14
-	ADDQ $64, AX
-	SUBQ $-128, R13
-	DECQ R12
-	JNZ  q4k_fl
+	KFLOAT(q4k_fl)
 
 	ADDQ $144, SI
 	ADDQ $256, DI
@@ -406,5 +373,57 @@ q6k_fl:
 	ADDQ $4, DX
 	DECQ CX
 	JNZ  q6k_sb
+	VMOVDQU32 r16perm<>(SB), Z18
+	R16OUT
+
+// Q5_K (176-byte super-blocks: Q4_K's d, dmin and scales, 32 bytes of
+// fifth bits, 128 of nibbles): as Q4_K, with value l of sub-block j having
+// bit j of qh[l] as its fifth (dotQ5KRowGo). qh is transposed once per
+// super-block and held; the scale bytes are gathered again per chunk.
+
+// func q5kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+TEXT ·q5kRows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(r16perm<>(SB))
+	KZERO(q5k_zero)
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+
+q5k_sb:
+	R16LOAD32(16)
+	VMOVDQA64 Z8, Z18
+	VMOVDQA64 Z9, Z19
+	VMOVDQA64 Z10, Z20
+	VMOVDQA64 Z11, Z23
+	VMOVDQA64 Z12, Z24
+	VMOVDQA64 Z13, Z25
+	VMOVDQA64 Z14, Z26
+	VMOVDQA64 Z15, Z27
+	KSCALEBYTES
+	Q4KSCLO(0, Z0, Z1, Z28, Z30)
+	Q4KSCLO(1, Z0, Z1, Z29, Z31)
+	Q5KCHUNK(0, q5k_t0, 4, 3)
+	KSCALEBYTES
+	Q4KSCLO(2, Z0, Z1, Z28, Z30)
+	Q4KSCLO(3, Z0, Z1, Z29, Z31)
+	Q5KCHUNK(1, q5k_t1, 2, 1)
+	KSCALEBYTES
+	Q4KSCHI(0, Z0, Z1, Z2, Z3, Z28, Z30)
+	Q4KSCHI(1, Z0, Z1, Z2, Z3, Z29, Z31)
+	Q5KCHUNK(2, q5k_t2, 0, 31)
+	KSCALEBYTES
+	Q4KSCHI(2, Z0, Z1, Z2, Z3, Z28, Z30)
+	Q4KSCHI(3, Z0, Z1, Z2, Z3, Z29, Z31)
+	Q5KCHUNK(3, q5k_t3, 30, 29)
+
+	R16SCALESMIN
+	VPXORD Z19, Z19, Z19
+	KFLOAT(q5k_fl)
+
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $32, R8
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q5k_sb
 	VMOVDQU32 r16perm<>(SB), Z18
 	R16OUT
