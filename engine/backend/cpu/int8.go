@@ -210,9 +210,17 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 			kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
 		}
 	case quant.Q3_K:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q3kInt8)
+		if kn.simd && kn.vnni {
+			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q3kRows16VNNI)
+		} else {
+			kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q3kInt8)
+		}
 	case quant.Q2_K:
-		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q2kInt8)
+		if kn.simd && kn.vnni {
+			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q2kRows16VNNI)
+		} else {
+			kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q2kInt8)
+		}
 	}
 }
 

@@ -102,3 +102,11 @@ func q6kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 func q5kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
+
+func q2kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}
+
+func q3kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}

@@ -7,17 +7,17 @@ import (
 	"github.com/batchd/batchd/engine/quant"
 )
 
-// The row-lane form of the int8 path on AVX512-VNNI, for Q8_0, Q4_0 and
-// the other 32-value formats (Q4_1, Q5_0, Q5_1, IQ4_NL), IQ4_XS, Q4_K and
-// Q6_K: a kernel call covers sixteen rows, each in a lane of its own, so a
-// token's float work per block (convert, scale, add) is one instruction
-// for sixteen rows where the element-lane form (dotQ40Go) spends one per
-// row, and each row's block is transposed once for every token of the
-// pass. A row's result is its blocks' exact integer sums scaled and added
-// in block order (rows32Go, dotQ4KRowGo, dotIQ4XSGo, dotQ6KGo), whichever
-// rows, shares or tokens it shares a call with. Without VNNI, Q8_0 runs
-// its Go loop, Q6_K its super-block kernels (int8k.go) and the others the
-// element-lane form (dotQ40AVX2, int8b.go).
+// The row-lane form of the int8 path on AVX512-VNNI, for every format it
+// has: Q8_0, Q4_0 and the other 32-value formats (Q4_1, Q5_0, Q5_1,
+// IQ4_NL), IQ4_XS and the K-quants. A kernel call covers sixteen rows,
+// each in a lane of its own, so a token's float work per block (convert,
+// scale, add) is one instruction for sixteen rows where the element-lane
+// form (dotQ40Go) spends one per row, and each row's block is transposed
+// once for every token of the pass. A row's result is its blocks' exact
+// integer sums scaled and added in block order (rows32Go, dotKRowGo,
+// dotQ6KGo, dotQ3KGo, dotQ2KGo, dotIQ4XSGo), whichever rows, shares or
+// tokens it shares a call with. Without VNNI, Q8_0 and Q5_K run their Go
+// loops and the others their AVX2 kernels (int8b.go, int8k.go, int8x.go).
 
 // rowsTokens is the most tokens a kernel call takes: its accumulators and
 // results (64 floats a token) live in the share's scratch.
@@ -138,8 +138,8 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 	if int8Kind(w.Type) == actQ8_K {
 		qs, d, nsum, nb, dn = a.q8k.qs, a.q8k.d, a.q8k.nsum, cols/qkK, cols/qkK
 	}
-	if w.Type == quant.Q6_K {
-		// Q6_K's kernel reads the 16-sums (int16): as many bytes a token as
+	if t := w.Type; t == quant.Q6_K || t == quant.Q3_K || t == quant.Q2_K {
+		// These kernels read the 16-sums (int16): as many bytes a token as
 		// the 32-sums, so nsum's indexing below finds them too.
 		nsum = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(a.q8k.bs))), len(a.q8k.bs)/2)
 	}
@@ -181,6 +181,10 @@ func rowTail(row []byte, a *acts, t int, typ quant.DType, cols int) float32 {
 		switch typ {
 		case quant.Q6_K:
 			return dotQ6KGo(row, qs, d, a.q8k.bs[t*cols/16:(t+1)*cols/16], nsb)
+		case quant.Q3_K:
+			return dotQ3KGo(row, qs, d, a.q8k.bs[t*cols/16:(t+1)*cols/16], nsb)
+		case quant.Q2_K:
+			return dotQ2KGo(row, qs, d, a.q8k.bs[t*cols/16:(t+1)*cols/16], nsb)
 		case quant.Q4_K:
 			return dotQ4KRowGo(row, qs, d, a.q8k.nsum[t*cols/32:(t+1)*cols/32], nsb)
 		case quant.Q5_K:

@@ -11,7 +11,7 @@ import (
 )
 
 // TestRowKernelsMatchGo: the sixteen-row VNNI kernels (the 32-value
-// formats, and IQ4_XS, Q4_K, Q5_K and Q6_K against q8_K activations) give exactly their
+// formats, and IQ4_XS and the K-quants against q8_K activations) give exactly their
 // row-by-row Go loops' results, on random bytes
 // (every nibble, fifth bit, grid index and byte value) and on quantized
 // rows, over groups split between shares, rows past the last group and
@@ -23,7 +23,7 @@ func TestRowKernelsMatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
 	halves := map[quant.DType][]int{quant.Q4_0: {0}, quant.Q8_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0},
-		quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}}
+		quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.Q3_K: {108}, quant.Q2_K: {80, 82}}
 	simd, _ := chooseKernels("")
 	for dt := range halves {
 		f := quant.Lookup(dt)

@@ -7,8 +7,8 @@ import (
 	"github.com/batchd/batchd/engine/quant"
 )
 
-// The int8 path for IQ4_XS, Q3_K and Q2_K against q8_K activations (IQ4_XS
-// on AVX512-VNNI in row lanes, int8rows.go, to the same Go loop). Per
+// The int8 path for IQ4_XS, Q3_K and Q2_K against q8_K activations (on
+// AVX512-VNNI in row lanes, int8rows.go, to the same Go loops). Per
 // super-block, the sum over its sub-blocks of scale times (values .
 // activations) is an exact integer S (Q3_K's levels offset by 4 and Q2_K's
 // mins go through the activations' 16-sums), and the float work is
