@@ -181,20 +181,16 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 		if kn.simd && kn.vnni {
 			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q4kRows16VNNI)
 		} else {
-			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q4kLanes)
+			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
 		}
 	case quant.Q5_K:
-		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q5kRows16VNNI)
-		} else {
-			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch, q5kLanes)
-		}
+		kn.matmulRows16(out, a, n, w, lo, hi, scratch, q5kRows16VNNI)
 	case quant.Q6_K:
 		if kn.simd && kn.vnni {
 			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q6kRows16VNNI)
 			return
 		}
-		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2, q6kx4AVX512, scratch[len(scratch)-resLen:])
+		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2)
 	case quant.Q4_1:
 		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q41Rows)
 	case quant.Q5_0:

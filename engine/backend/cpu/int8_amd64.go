@@ -42,12 +42,6 @@ func iq4nlRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride
 func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
 
 //go:noescape
-func q4kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
-
-//go:noescape
-func q5kLanesAVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
-
-//go:noescape
 func iq4xsDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32
 
 //go:noescape
@@ -88,9 +82,6 @@ func dotIQ4NLAVX2(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
 func dotIQ4NLx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
-
-//go:noescape
-func q6kx4AVX512(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb int, out *float32)
 
 //go:noescape
 func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32)

@@ -139,8 +139,8 @@ func checkRounding(t *testing.T, got float32, row, x, d []float32, block int) {
 	}
 }
 
-// TestQ6KInt8KernelMatchesGo: likewise for Q6_K, one token at a time and
-// four at once.
+// TestQ6KInt8KernelMatchesGo: likewise for Q6_K's AVX2 kernel (CPUs
+// without VNNI).
 func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
@@ -178,20 +178,6 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
 			}
 			checkRounding(t, want, row, x[tk*cols:(tk+1)*cols], d, 256)
-		}
-		if !haveVNNI {
-			continue
-		}
-		for t0 := 0; t0+4 <= n; t0++ { // every window of four tokens
-			var got [4]float32
-			q6kx4AVX512(&wr[0], &a.qs[t0*cols], &a.d[t0*nsb], &a.bs[t0*cols/16], cols, nsb, cols/16, nsb, &got[0])
-			for j := range 4 {
-				tk := t0 + j
-				want := dotQ6KGo(wr, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb)
-				if math.Float32bits(got[j]) != math.Float32bits(want) {
-					t.Fatalf("row %d token %d: four-token AVX-512 %v, Go %v", r, tk, got[j], want)
-				}
-			}
 		}
 	}
 }
@@ -244,32 +230,22 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 	}
 }
 
-// TestKLanesMatchGo: the AVX-512 lane kernels (Q4_K, Q5_K), over one to
-// eight tokens a pass, leave exactly the Go loops' lanes, and the folded
-// results stay within the activations' rounding of the float path.
-func TestKLanesMatchGo(t *testing.T) {
-	if !haveVNNI {
-		t.Skip("no AVX-512 VNNI/BW")
-	}
-	for _, dt := range []quant.DType{quant.Q4_K, quant.Q5_K} {
-		t.Run(dt.String(), func(t *testing.T) { testKLanes(t, dt) })
-	}
-}
-
-func testKLanes(t *testing.T, dt quant.DType) {
-	k, size := q4kLanes, 144
-	if dt == quant.Q5_K {
-		k, size = q5kLanes, 176
+// TestQ4KLanesMatchGo: Q4_K's AVX2 lane kernel (CPUs without VNNI) leaves
+// exactly the Go loop's lanes, and the folded result stays within the
+// activations' rounding of the float path.
+func TestQ4KLanesMatchGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	const cols, n = 768, 8
-	wb := make([]byte, dt.RowBytes(cols))
+	wb := make([]byte, quant.Q4_K.RowBytes(cols))
 	for i := range wb {
 		wb[i] = byte(rng.Uint32())
 	}
 	for b := range cols / 256 {
 		d, dm := quant.F32ToF16(rng.Float32()*0.01), quant.F32ToF16(rng.Float32()*0.01)
-		wb[b*size], wb[b*size+1], wb[b*size+2], wb[b*size+3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
+		wb[b*144], wb[b*144+1], wb[b*144+2], wb[b*144+3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
 	}
 	x := make([]float32, n*cols)
 	for i := range x {
@@ -278,45 +254,21 @@ func testKLanes(t *testing.T, dt quant.DType) {
 	var a q8KActs
 	a.quantize(x, n, cols)
 	nsb := cols / 256
-	for nt := 1; nt <= n; nt++ {
-		got, want := make([]float32, nt*laneAcc), make([]float32, nt*laneAcc)
-		res := make([]float32, nt)
-		for i := range got {
-			got[i] = float32(i) // the kernel zeroes them
-		}
-		k.asm(&wb[0], &a.qs[0], &a.d[0], &a.bs[0], cols, nsb, cols/16, nsb, nt, &got[0], &res[0])
-		for tk := range nt {
-			k.goLoop(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, want[tk*laneAcc:(tk+1)*laneAcc])
-			if f := foldLanes(want[tk*laneAcc : (tk+1)*laneAcc]); math.Float32bits(res[tk]) != math.Float32bits(f) {
-				t.Fatalf("%d tokens, token %d: folded %v, Go %v", nt, tk, res[tk], f)
-			}
-		}
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%d tokens, lane %d: AVX-512 %v, Go %v", nt, i, got[i], want[i])
-			}
-		}
-		if k.avx2 != nil { // the one-token AVX2 kernel leaves the same lanes
-			var sc [16]int16
-			lanes := make([]float32, laneAcc)
-			for tk := range nt {
-				k.avx2(&wb[0], &a.qs[tk*cols], &a.d[tk*nsb], &a.bs[tk*cols/16], nsb, &sc[0], &lanes[0])
-				for i, v := range lanes {
-					if w := want[tk*laneAcc+i]; math.Float32bits(v) != math.Float32bits(w) {
-						t.Fatalf("token %d, lane %d: AVX2 %v, Go %v", tk, i, v, w)
-					}
-				}
-			}
-		}
-	}
-	w, _ := model.NewMatrix(dt, 1, cols, wb)
+	w, _ := model.NewMatrix(quant.Q4_K, 1, cols, wb)
 	row := make([]float32, cols)
 	w.Row(0, row)
-	acc := make([]float32, laneAcc)
+	var sc [16]int16
+	got, want := make([]float32, laneAcc), make([]float32, laneAcc)
 	for tk := range n {
-		clear(acc)
-		k.goLoop(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, acc)
-		checkRounding(t, foldLanes(acc), row, x[tk*cols:(tk+1)*cols], a.d[tk*nsb:], 256)
+		clear(want)
+		q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, want)
+		q4kLanesAVX2(&wb[0], &a.qs[tk*cols], &a.d[tk*nsb], &a.bs[tk*cols/16], nsb, &sc[0], &got[0])
+		for i, v := range got {
+			if math.Float32bits(v) != math.Float32bits(want[i]) {
+				t.Fatalf("token %d, lane %d: AVX2 %v, Go %v", tk, i, v, want[i])
+			}
+		}
+		checkRounding(t, foldLanes(want), row, x[tk*cols:(tk+1)*cols], a.d[tk*nsb:], 256)
 	}
 }
 

@@ -75,35 +75,20 @@ type (
 	kDotGo func(w []byte, qs []int8, d []float32, bs []int16, nsb int) float32
 )
 
-// kDot4 is a K-quant format's four-token kernel (AVX512-VNNI): one
-// super-block unpacked once for four tokens, each result kDotGo's.
-type kDot4 func(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb int, out *float32)
-
-// matmulK is matmulInt8 for a K-quant format, a row against each token in
-// turn, four at a time where the format has a four-token kernel; one token
-// (batch-1 decode) takes all its rows in one call when the format has a
-// rows kernel.
+// matmulK is matmulInt8 for Q6_K without VNNI (with it, Q6_K runs in row
+// lanes, int8rows.go): a row against each token in turn; one token
+// (batch-1 decode) takes all its rows in one call.
 func (kn *kernels) matmulK(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, simd kDot, slow kDotGo,
-	rowsKernel func(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32), four kDot4, res []float32) {
+	rowsKernel func(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32)) {
 	cols, rows := w.Cols, w.Rows
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
-	if n == 1 && kn.simd && rowsKernel != nil && hi > lo {
+	if n == 1 && kn.simd && hi > lo {
 		rowsKernel(&w.Data[lo*rb], rb, &a.qs[0], &a.d[0], &a.bs[0], nsb, hi-lo, &out[lo])
 		return
 	}
-	full := 0
-	if kn.simd && kn.vnni && four != nil {
-		full = n &^ 3
-	}
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*rb : (r+1)*rb]
-		for t := 0; t < full; t += 4 {
-			four(&row[0], &a.qs[t*cols], &a.d[t*nsb], &a.bs[t*cols/16], cols, nsb, cols/16, nsb, &res[0])
-			for j := range 4 {
-				out[(t+j)*rows+r] = res[j]
-			}
-		}
-		for t := full; t < n; t++ {
+		for t := range n {
 			qs, d, bs := a.qs[t*cols:(t+1)*cols], a.d[t*nsb:(t+1)*nsb], a.bs[t*cols/16:(t+1)*cols/16]
 			if kn.simd {
 				out[t*rows+r] = simd(&row[0], &qs[0], &d[0], &bs[0], nsb)

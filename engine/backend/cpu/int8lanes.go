@@ -7,8 +7,8 @@ import (
 	"github.com/batchd/batchd/engine/quant"
 )
 
-// The lane form of the Q4_K int8 kernel (AVX-512, several tokens per pass
-// over a row). Per super-block, lane d (0..15) of a token holds the exact
+// The lane form of the Q4_K int8 kernel, on CPUs with AVX2 but not
+// AVX512-VNNI (with it Q4_K runs in row lanes, int8rows.go). Per super-block, lane d (0..15) of a token holds the exact
 // integer sum over the four 64-value chunks p of sc[2p + d/8] times the
 // products of values 64p+4d .. 64p+4d+3, and lane e (0..7) of the min part
 // m[e] times the activations' sum over sub-block e. Each lane is then
@@ -22,51 +22,36 @@ const laneAcc = 24
 
 // q4kLanesGo adds super-blocks [0, nsb) of one row into acc for one token.
 func q4kLanesGo(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32) {
-	kLanesGo(w, 144, 16, -1, qs, d, bs, nsb, acc)
-}
-
-// q5kLanesGo is q4kLanesGo for Q5_K: each value's fifth bit comes from
-// qh (bit 2p of qh[i] for the low nibbles of chunk p, bit 2p+1 for the high).
-func q5kLanesGo(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32) {
-	kLanesGo(w, 176, 48, 16, qs, d, bs, nsb, acc)
-}
-
-// kLanesGo is the lane arithmetic of Q4_K (qhOff < 0) and Q5_K blocks of
-// size bytes, their nibbles at qOff and high bits at qhOff.
-func kLanesGo(w []byte, size, qOff, qhOff int, qs []int8, d []float32, bs []int16, nsb int, acc []float32) {
 	for b := range nsb {
-		blk, x := w[b*size:(b+1)*size], qs[b*qkK:(b+1)*qkK]
-		sc, m := quant.K4ScaleMins(blk)
-		q := blk[qOff:]
-		var s [16]int32
-		for p := range 4 {
-			for l := range 16 {
-				for k := range 4 {
-					by := 4*l + k // byte of the 64-byte chunk vector
-					var nib int32
-					i, bit := by, 2*p
-					if by < 32 {
-						nib = int32(q[32*p+by] & 0xF)
-					} else {
-						nib = int32(q[32*p+by-32] >> 4)
-						i, bit = by-32, 2*p+1
-					}
-					if qhOff >= 0 && blk[qhOff+i]>>bit&1 != 0 {
-						nib += 16
-					}
-					s[l] += int32(sc[2*p+l/8]) * nib * int32(x[64*p+by])
+		q4kLanesBlock(w[b*144:(b+1)*144], qs[b*qkK:(b+1)*qkK], d[b], bs[b*16:(b+1)*16], acc)
+	}
+}
+
+// q4kLanesBlock adds one super-block's lanes into acc.
+func q4kLanesBlock(blk []byte, x []int8, dx float32, bs []int16, acc []float32) {
+	sc, m := quant.K4ScaleMins(blk)
+	q := blk[16:]
+	var s [16]int32
+	for p := range 4 {
+		for l := range 16 {
+			for k := range 4 {
+				by := 4*l + k // byte of the 64-byte chunk vector
+				nib := int32(q[32*p+by%32] & 0xF)
+				if by >= 32 {
+					nib = int32(q[32*p+by-32] >> 4)
 				}
+				s[l] += int32(sc[2*p+l/8]) * nib * int32(x[64*p+by])
 			}
 		}
-		dd := d[b] * quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8)
-		dm := d[b] * quant.F16ToF32(uint16(blk[2])|uint16(blk[3])<<8)
-		for l, v := range s {
-			acc[l] = acc[l] + float32(dd*float32(v))
-		}
-		for e := range 8 {
-			mv := int32(m[e]) * (int32(bs[b*16+2*e]) + int32(bs[b*16+2*e+1]))
-			acc[16+e] = acc[16+e] + float32(dm*float32(mv))
-		}
+	}
+	dd := dx * f16(blk)
+	dm := dx * f16(blk[2:])
+	for l, v := range s {
+		acc[l] = acc[l] + float32(dd*float32(v))
+	}
+	for e := range 8 {
+		mv := int32(m[e]) * (int32(bs[2*e]) + int32(bs[2*e+1]))
+		acc[16+e] = acc[16+e] + float32(dm*float32(mv))
 	}
 }
 
@@ -81,51 +66,25 @@ func foldLanes(acc []float32) float32 {
 	return hsum8(&a) - hsum8(&m)
 }
 
-// laneKernels are a format's lane-form kernels: the assembly (up to eight
-// tokens per call) and the Go loop it matches.
-type laneKernels struct {
-	asm    func(w *byte, qs *int8, d *float32, bs *int16, qstride, dstride, bstride, nsb, ntok int, acc, res *float32)
-	avx2   func(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32) // one token; nil: none
-	goLoop func(w []byte, qs []int8, d []float32, bs []int16, nsb int, acc []float32)
-}
-
-var (
-	q4kLanes = laneKernels{q4kLanesAVX512, q4kLanesAVX2, q4kLanesGo}
-	q5kLanes = laneKernels{q5kLanesAVX512, nil, q5kLanesGo}
-)
-
-// matmulKLanes is matmulInt8 for Q4_K and Q5_K in the lane form: each row
-// against up to eight tokens per pass (scratch holds their lanes). More per
-// pass measured slower at 64 tokens on Zen 4.
-func (kn *kernels) matmulKLanes(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32, k laneKernels) {
+// matmulKLanes is matmulInt8 for Q4_K without VNNI: each row against each
+// token (q4kLanesAVX2, or the Go loop without AVX2), the lanes folded.
+func (kn *kernels) matmulKLanes(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	cols, rows := w.Cols, w.Rows
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
-	const group = 8
-	acc, res := scratch[:group*laneAcc], scratch[group*laneAcc:group*laneAcc+group]
+	lanes := scratch[:laneAcc]
 	// The AVX2 kernel's scales scratch (16 words) follows, out of the
-	// share's scratch (a local array would escape through the func value).
-	sc := (*int16)(unsafe.Pointer(&scratch[group*laneAcc+group]))
+	// share's scratch (a local array would escape).
+	sc := (*int16)(unsafe.Pointer(&scratch[laneAcc]))
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*rb : (r+1)*rb]
-		for t0 := 0; t0 < n; t0 += group {
-			nt := min(group, n-t0)
-			if kn.simd && kn.vnni {
-				k.asm(&row[0], &a.qs[t0*cols], &a.d[t0*nsb], &a.bs[t0*cols/16], cols, nsb, cols/16, nsb, nt, &acc[0], &res[0])
+		for t := range n {
+			if kn.simd {
+				q4kLanesAVX2(&row[0], &a.qs[t*cols], &a.d[t*nsb], &a.bs[t*cols/16], nsb, sc, &lanes[0])
 			} else {
-				for t := range nt {
-					tt, lanes := t0+t, acc[t*laneAcc:(t+1)*laneAcc]
-					if kn.simd && k.avx2 != nil {
-						k.avx2(&row[0], &a.qs[tt*cols], &a.d[tt*nsb], &a.bs[tt*cols/16], nsb, sc, &lanes[0])
-					} else {
-						clear(lanes)
-						k.goLoop(row, a.qs[tt*cols:(tt+1)*cols], a.d[tt*nsb:(tt+1)*nsb], a.bs[tt*cols/16:(tt+1)*cols/16], nsb, lanes)
-					}
-					res[t] = foldLanes(lanes)
-				}
+				clear(lanes)
+				q4kLanesGo(row, a.qs[t*cols:(t+1)*cols], a.d[t*nsb:(t+1)*nsb], a.bs[t*cols/16:(t+1)*cols/16], nsb, lanes)
 			}
-			for t := range nt {
-				out[(t0+t)*rows+r] = res[t]
-			}
+			out[t*rows+r] = foldLanes(lanes)
 		}
 	}
 }
