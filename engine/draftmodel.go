@@ -109,8 +109,11 @@ func SameVocabulary(target, draft *model.Model) error {
 }
 
 // proposeDraft fills seq.Draft for the sequences in want (their draft
-// lengths in ks) from the draft model, and returns the forward time spent
-// and the passes it took.
+// lengths in ks) from the draft model, and returns the forward time of its
+// plain passes (one token a sequence) and their count: a pass that also
+// catches a sequence up (a prompt, tokens since it last drafted) is left
+// out, so that the gate weighs what drafting costs each step while it goes
+// on, not the once-only catch-up.
 func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
 	d := e.drafter
 	if len(want) == 0 || d.asleep {
@@ -121,20 +124,28 @@ func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
 		e.seat.Acquire()
 		defer e.seat.Release()
 	}
-	start, round := time.Now(), 0
-	for ; ; round++ {
+	var plain time.Duration
+	passes := 0
+	for round := 0; ; round++ {
 		d.batch.Seqs = d.batch.Seqs[:0]
+		single := true
 		for _, j := range d.active {
 			if round > 0 && round >= j.k {
 				continue
 			}
+			single = single && len(j.feed) == 1
 			d.batch.Seqs = append(d.batch.Seqs, backend.SeqInput{Tokens: j.feed, Pos: j.pos,
 				Blocks: d.pool.Blocks(kvcache.SeqID(j.seq.ID)), Logits: j.k > 0, PromptLen: j.seq.PromptLen})
 		}
 		if len(d.batch.Seqs) == 0 {
 			break
 		}
+		start := time.Now()
 		logits, err := d.be.Forward(&d.batch)
+		if single {
+			plain += time.Since(start)
+			passes++
+		}
 		if err != nil {
 			e.log.Error("draft model forward pass failed: drafting stops", "err", err)
 			e.spec.Method = ""
@@ -159,7 +170,7 @@ func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
 			n++
 		}
 	}
-	return time.Since(start), round
+	return plain, passes
 }
 
 // plan reconciles each wanted sequence's draft state with its tokens and

@@ -115,3 +115,40 @@ func TestDraftModelSharesPrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestDraftTimingLeavesOutCatchUps: the draft passes the gate is told
+// about are the plain ones (one token a sequence). A request's first
+// drafting step prefills its prompt into the draft in its first pass,
+// which is not counted: the gate would otherwise take the once-only
+// catch-up for what drafting costs every step, and keep itself shut.
+func TestDraftTimingLeavesOutCatchUps(t *testing.T) {
+	m := loadModel(t, "gguf")
+	be, err := cpuNew(m, backend.Options{NumBlocks: 32, BlockSize: 16, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	dbe, err := cpuNew(m, backend.Options{NumBlocks: 32, BlockSize: 16, Threads: 1, ShareThreads: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbe.Close()
+	e, err := New(Options{Model: m, Backend: be, NumBlocks: 32, Speculative: SpecConfig{Method: "draft",
+		Draft: &DraftModel{Model: m, Backend: dbe, NumBlocks: 32}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := m.Tokenizer.Encode("Once upon a time, in a land far away, there lived", true)
+	seq := &Sequence{ID: 1, Tokens: prompt, PromptLen: len(prompt), MaxTokens: 64}
+	if _, passes := e.proposeDraft([]*Sequence{seq}, []int{4}); passes != 3 || len(seq.Draft) != 4 {
+		t.Fatalf("first drafting step: %d plain passes and %d drafts, want 3 (the prompt's pass left out) and 4", passes, len(seq.Draft))
+	}
+	// The target kept three drafts and picked a token of its own: the
+	// draft holds all but that one, so the next step is plain passes only.
+	seq.Tokens = append(append([]int(nil), prompt...), seq.Draft[0], seq.Draft[1], seq.Draft[2], 0)
+	seq.Draft = seq.Draft[:0]
+	if _, passes := e.proposeDraft([]*Sequence{seq}, []int{4}); passes != 4 || len(seq.Draft) != 4 {
+		t.Fatalf("caught-up step: %d plain passes and %d drafts, want 4 and 4", passes, len(seq.Draft))
+	}
+	e.drafter.ended(seq.ID)
+}

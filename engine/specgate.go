@@ -22,7 +22,9 @@ type specGate struct {
 	draft [12]float64
 	gain  float64 // tokens kept per verification, smoothed (from gainPrior)
 	shut  int     // steps refused in a row; every 32nd is let through to measure again
-	seen  bool    // gain has been measured; before, gainPrior stands
+	// probe: refused steps before a draft model's next probe (0: probeEvery).
+	probe int
+	seen  bool // gain has been measured; before, gainPrior stands
 }
 
 // noteStep records a decode-only step's forward time.
@@ -61,7 +63,8 @@ func (g *specGate) noteVerify(kept int) {
 // worth it: the step costs T(b+d) plus the passes and yields about b + n
 // times the gain, against b tokens for T(b). A step it refuses now and
 // then goes through anyway, so that a gain that has changed (the text
-// began to repeat) is seen.
+// began to repeat) is seen: every 32nd for n-gram drafts, ever more rarely
+// for a draft model's.
 func (g *specGate) pays(b, n, d, passes int) bool {
 	if b <= 0 || n <= 0 {
 		return true
@@ -76,9 +79,29 @@ func (g *specGate) pays(b, n, d, passes int) bool {
 		gain = gainPrior
 	}
 	if plain == 0 || spec == 0 || spec*float64(b) < (float64(b)+float64(n)*gain)*plain {
-		g.shut = 0
+		g.shut, g.probe = 0, 0
 		return true
 	}
 	g.shut++
-	return g.shut%32 == 0
+	if passes == 0 {
+		return g.shut%probeEvery == 0
+	}
+	// A draft model's probe also costs its catch-up (a prefill of every
+	// token since it last drafted, the prompt for a new request), so each
+	// probe that does not reopen the gate doubles the wait for the next.
+	if g.probe == 0 {
+		g.probe = probeEvery
+	}
+	if g.shut < g.probe {
+		return false
+	}
+	g.shut, g.probe = 0, min(2*g.probe, probeMost)
+	return true
 }
+
+// probeEvery is how many refused steps the gate lets through one to
+// measure again; probeMost the longest a draft model's probes back off to.
+const (
+	probeEvery = 32
+	probeMost  = 1024
+)

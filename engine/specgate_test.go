@@ -67,3 +67,56 @@ func TestSpecGateWeighsTheDraftsMade(t *testing.T) {
 		t.Errorf("two draft passes of %v on top of %v should not pay for a gain of %v", g.draft[0], g.cost[1], g.gain)
 	}
 }
+
+// TestSpecGateBacksOffDraftModelProbes: with drafts all refused, n-gram
+// probes stay every 32nd step, and a draft model's (each a catch-up
+// prefill in the draft) back off: 32, 64, 128, ... refused steps apart,
+// up to 1024; a step that pays again resets them.
+func TestSpecGateBacksOffDraftModelProbes(t *testing.T) {
+	var g specGate
+	ms := time.Millisecond
+	for range 20 {
+		g.noteStep(1, 30*ms)
+		g.noteStep(5, 36*ms)
+		g.noteVerify(0)
+	}
+	g.noteDraft(1, 10*ms)
+	var at []int
+	for i := 1; i <= 3000; i++ {
+		if g.pays(1, 1, 4, 4) {
+			at = append(at, i)
+		}
+	}
+	want := []int{32, 96, 224, 480, 992, 2016}
+	if len(at) != len(want) {
+		t.Fatalf("draft-model probes at steps %v, want %v", at, want)
+	}
+	for i := range want {
+		if at[i] != want[i] {
+			t.Fatalf("draft-model probes at steps %v, want %v", at, want)
+		}
+	}
+	// Drafts kept again: the step pays, and the back-off starts over.
+	for range 20 {
+		g.noteVerify(4)
+	}
+	g.noteDraft(1, 1*ms)
+	if !g.pays(1, 1, 4, 4) || g.probe != 0 {
+		t.Fatalf("drafts kept again: the gate should open and reset its back-off (probe %d)", g.probe)
+	}
+	ngram := 0
+	var h specGate
+	for range 20 {
+		h.noteStep(1, 30*ms)
+		h.noteStep(5, 36*ms)
+		h.noteVerify(0)
+	}
+	for range 3200 {
+		if h.pays(1, 1, 4, 0) {
+			ngram++
+		}
+	}
+	if ngram != 100 {
+		t.Errorf("n-gram probes: %d in 3200 refused steps, want 100 (every 32nd)", ngram)
+	}
+}

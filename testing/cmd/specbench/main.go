@@ -9,6 +9,11 @@
 // target's threads) instead of n-gram lookup:
 //
 //	go run ./testing/cmd/specbench --model build/l110-q8_0.gguf --draft-model build/l110-q4_0.gguf
+//
+// Each round starts both modes' engines afresh, so the speculation gate
+// learns from nothing; with --warm each mode keeps one engine over a
+// workload's rounds, as a daemon does, and round 2 on shows what it has
+// learnt (round 1 its cold start).
 package main
 
 import (
@@ -84,6 +89,7 @@ func run() error {
 	draftPath := flag.String("draft-model", "", "draft model file: speculate with it instead of n-gram lookup")
 	llamaBin := flag.String("llama-server", "", "llama-server binary: with --draft-model, llama.cpp's figures on the same files beside batchd's, interleaved")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	warm := flag.Bool("warm", false, "keep each mode's engine over a workload's rounds (the gate keeps what it learnt)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -153,18 +159,30 @@ func run() error {
 		fmt.Print("---|---|---|---|---|")
 	}
 	fmt.Println()
+	opts := benchOptions{threads: *threads, quantDot: *quantDot}
 	for _, w := range works {
+		var engs [2]*benchEngine
 		for r := 1; r <= *rounds; r++ {
 			var speed [2]float64
 			var st engine.Stats
 			for i, spec := range []engine.SpecConfig{{}, {Method: method, Tokens: *draft}} {
-				s, stats, err := decode(m, dm, spec, w, *maxTokens, *threads, *quantDot, *batch)
+				if engs[i] == nil {
+					if engs[i], err = startEngine(m, dm, spec, opts); err != nil {
+						return err
+					}
+				}
+				before := engs[i].e.Stats()
+				s, err := decode(engs[i].e, w, *maxTokens, *batch)
 				if err != nil {
 					return err
 				}
-				speed[i] = s
-				if i == 1 {
-					st = stats
+				speed[i], st = s, engs[i].e.Stats()
+				st.SpecDrafted -= before.SpecDrafted
+				st.SpecAccepted -= before.SpecAccepted
+				st.SpecShares -= before.SpecShares
+				if !*warm {
+					engs[i].stop()
+					engs[i] = nil
 				}
 			}
 			fmt.Printf("| %s | %d | %.1f | %.1f | %.2fx | %d | %d | %d |", w.name, r, speed[0], speed[1], speed[1]/speed[0],
@@ -185,39 +203,69 @@ func run() error {
 			}
 			fmt.Println()
 		}
+		for _, be := range engs {
+			if be != nil {
+				be.stop()
+			}
+		}
 	}
 	return nil
 }
 
-// decode runs w's prompts one at a time on a fresh engine and returns the
-// decode speed over all of them.
-func decode(m, dm *model.Model, spec engine.SpecConfig, w workload, maxTokens, threads int, quantDot string, batch int) (float64, engine.Stats, error) {
-	be, err := cpu.New(m, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: threads, QuantDot: quantDot})
+type benchOptions struct {
+	threads  int
+	quantDot string
+}
+
+// benchEngine is a running engine and what stops it.
+type benchEngine struct {
+	e    *engine.Engine
+	stop func()
+}
+
+// startEngine starts an engine on m (drafting with dm when spec says so).
+func startEngine(m, dm *model.Model, spec engine.SpecConfig, o benchOptions) (*benchEngine, error) {
+	be, err := cpu.New(m, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: o.threads, QuantDot: o.quantDot})
 	if err != nil {
-		return 0, engine.Stats{}, err
+		return nil, err
 	}
-	defer be.Close()
-	if spec.Method == "draft" {
-		dbe, err := cpu.New(dm, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: threads, QuantDot: quantDot, ShareThreads: be})
-		if err != nil {
-			return 0, engine.Stats{}, err
+	closers := []func() error{be.Close}
+	stop := func() {
+		for _, c := range slices.Backward(closers) {
+			_ = c()
 		}
-		defer dbe.Close()
+	}
+	if spec.Method == "draft" {
+		dbe, err := cpu.New(dm, backend.Options{NumBlocks: 256, BlockSize: 16, Threads: o.threads, QuantDot: o.quantDot, ShareThreads: be})
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		closers = append(closers, dbe.Close)
 		spec.Draft = &engine.DraftModel{Model: dm, Backend: dbe, NumBlocks: 256}
 	}
 	e, err := engine.New(engine.Options{Model: m, Backend: be, NumBlocks: 256, BlockSize: 16, Speculative: spec})
 	if err != nil {
-		return 0, engine.Stats{}, err
+		stop()
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = e.Run(ctx) }()
+	done := make(chan struct{})
+	go func() { _ = e.Run(ctx); close(done) }()
+	return &benchEngine{e: e, stop: func() { cancel(); <-done; stop() }}, nil
+}
+
+// decode runs w's prompts one at a time on e and returns the decode speed
+// over all of them.
+func decode(e *engine.Engine, w workload, maxTokens, batch int) (float64, error) {
+	ctx := context.Background()
+	var err error
 	var tokens int
 	var span time.Duration
 	var g *grammar.Grammar
 	if w.schema != "" {
 		if g, err = grammar.FromSchema([]byte(w.schema), grammar.SchemaOptions{}); err != nil {
-			return 0, engine.Stats{}, err
+			return 0, err
 		}
 	}
 	for _, p := range w.prompts {
@@ -226,7 +274,7 @@ func decode(m, dm *model.Model, spec engine.SpecConfig, w workload, maxTokens, t
 			// A grammar's output ends where the schema does: no IgnoreEOS.
 			st, err := e.Submit(ctx, engine.Request{Prompt: p, MaxTokens: maxTokens, IgnoreEOS: g == nil, Sampling: w.sampling, Grammar: g})
 			if err != nil {
-				return 0, engine.Stats{}, err
+				return 0, err
 			}
 			streams = append(streams, st)
 		}
@@ -238,7 +286,7 @@ func decode(m, dm *model.Model, spec engine.SpecConfig, w workload, maxTokens, t
 			for {
 				ev, ok, err := st.Recv(ctx)
 				if err != nil {
-					return 0, engine.Stats{}, err
+					return 0, err
 				}
 				if !ok {
 					break
@@ -256,5 +304,5 @@ func decode(m, dm *model.Model, spec engine.SpecConfig, w workload, maxTokens, t
 		tokens += n - batch
 		span += last.Sub(first)
 	}
-	return float64(tokens) / span.Seconds(), e.Stats(), nil
+	return float64(tokens) / span.Seconds(), nil
 }
