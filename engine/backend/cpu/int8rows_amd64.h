@@ -172,17 +172,21 @@ tok_loop: \
 	R16NEXT \
 	JNZ  tok_loop
 
-// R16PF prefetches the next group of rows, step bytes (sixteen blocks) a
-// block: sixteen rows' streams are more than the hardware prefetcher
-// follows.
-#define R16PF(step) \
+// R16PF6 prefetches six lines at pf-8(SP), left in AX.
+#define R16PF6 \
 	MOVQ pf-8(SP), AX \
 	PREFETCHT0 (AX) \
 	PREFETCHT0 64(AX) \
 	PREFETCHT0 128(AX) \
 	PREFETCHT0 192(AX) \
 	PREFETCHT0 256(AX) \
-	PREFETCHT0 320(AX) \
+	PREFETCHT0 320(AX)
+
+// R16PF prefetches the next group of rows, step bytes (sixteen blocks) a
+// block: sixteen rows' streams are more than the hardware prefetcher
+// follows.
+#define R16PF(step) \
+	R16PF6 \
 	ADDQ $step, AX \
 	MOVQ AX, pf-8(SP)
 
@@ -305,13 +309,7 @@ out_loop: \
 
 // R16PF9 is R16PF over nine lines.
 #define R16PF9(step) \
-	MOVQ pf-8(SP), AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	PREFETCHT0 128(AX) \
-	PREFETCHT0 192(AX) \
-	PREFETCHT0 256(AX) \
-	PREFETCHT0 320(AX) \
+	R16PF6 \
 	PREFETCHT0 384(AX) \
 	PREFETCHT0 448(AX) \
 	PREFETCHT0 512(AX) \
@@ -332,13 +330,7 @@ out_loop: \
 
 // R16PF7 is R16PF over seven lines.
 #define R16PF7(step) \
-	MOVQ pf-8(SP), AX \
-	PREFETCHT0 (AX) \
-	PREFETCHT0 64(AX) \
-	PREFETCHT0 128(AX) \
-	PREFETCHT0 192(AX) \
-	PREFETCHT0 256(AX) \
-	PREFETCHT0 320(AX) \
+	R16PF6 \
 	PREFETCHT0 384(AX) \
 	ADDQ $step, AX \
 	MOVQ AX, pf-8(SP)

@@ -1,6 +1,36 @@
 // Macros of the K-quant row kernels (int8rowsk_amd64.s); the shared ones
 // are in int8rows_amd64.h.
 
+// KHOLD32(off) is R16LOAD32(off) with the dwords left in Z24..Z31, held
+// while other bytes are loaded.
+#define KHOLD32(off) \
+	R16LOAD32(off) \
+	VMOVDQA64 Z8, Z24 \
+	VMOVDQA64 Z9, Z25 \
+	VMOVDQA64 Z10, Z26 \
+	VMOVDQA64 Z11, Z27 \
+	VMOVDQA64 Z12, Z28 \
+	VMOVDQA64 Z13, Z29 \
+	VMOVDQA64 Z14, Z30 \
+	VMOVDQA64 Z15, Z31
+
+// KSTOKS starts a token loop over acc's second part (the exact integer
+// sums): R12 the tokens, AX token 0's sums.
+#define KSTOKS \
+	MOVQ ntok+64(FP), R12 \
+	MOVQ R12, AX \
+	SHLQ $6, AX \
+	ADDQ acc+72(FP), AX
+
+// KSACC starts a token loop over both parts: AX the float accumulators,
+// R13 the sums, R12 the tokens.
+#define KSACC \
+	MOVQ acc+72(FP), AX \
+	MOVQ ntok+64(FP), R12 \
+	MOVQ R12, R13 \
+	SHLQ $6, R13 \
+	ADDQ AX, R13
+
 // Q4KSCLO(j, b0, b4, zs, zm): sub-block j < 4's scale and min, from the
 // rows' scale bytes 0-3 (b0) and 4-7 (b4).
 #define Q4KSCLO(j, b0, b4, zs, zm) \
@@ -60,10 +90,7 @@
 #define KTOKENS(p, lbl, s0, s1, m0, m1) \
 	LEAQ (64*p)(DI), R13 \
 	LEAQ (8*p)(R8), R10 \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ R12, AX \
-	SHLQ $6, AX \
-	ADDQ acc+72(FP), AX \
+	KSTOKS \
 lbl: \
 	VPXORD          Z21, Z21, Z21 \
 	R16DOT8(Z21) \
@@ -196,10 +223,7 @@ lbl: \
 	Q6KSCALE(2*q+1, Z23, Z23) \
 	LEAQ (128*h+32*q)(DI), R13 \
 	MOVQ R8, R10 \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ R12, AX \
-	SHLQ $6, AX \
-	ADDQ acc+72(FP), AX \
+	KSTOKS \
 lbl: \
 	Q6KSUB(8*h+2*q, Z8, Z9, Z10, Z11, 0, Z20, Z18) \
 	Q6KSUB(8*h+2*q+1, Z12, Z13, Z14, Z15, 16, Z21, Z19) \
@@ -219,26 +243,14 @@ lbl: \
 // Q6KHALF(h, ...): the half's qh (bytes 128+32h) into Z24..Z31, then its
 // two chunks.
 #define Q6KHALF(h, l0, l1) \
-	R16LOAD32(128+32*h) \
-	VMOVDQA64 Z8, Z24 \
-	VMOVDQA64 Z9, Z25 \
-	VMOVDQA64 Z10, Z26 \
-	VMOVDQA64 Z11, Z27 \
-	VMOVDQA64 Z12, Z28 \
-	VMOVDQA64 Z13, Z29 \
-	VMOVDQA64 Z14, Z30 \
-	VMOVDQA64 Z15, Z31 \
+	KHOLD32(128+32*h) \
 	Q6KCHUNK(h, 0, l0) \
 	Q6KCHUNK(h, 1, l1)
 
 // KZERO(lbl) zeroes Q4_K's and Q5_K's S and M (acc's second and third
 // parts, 32 words a token).
 #define KZERO(lbl) \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ acc+72(FP), R13 \
-	MOVQ R12, AX \
-	SHLQ $6, AX \
-	ADDQ AX, R13 \
+	KSACC \
 lbl: \
 	VMOVDQU32 Z19, (R13) \
 	VMOVDQU32 Z19, 64(R13) \
@@ -251,11 +263,7 @@ lbl: \
 // then + (d_a dmin) M; S and M cleared for the next.
 #define KFLOAT(lbl) \
 	MOVQ DX, R14 \
-	MOVQ acc+72(FP), AX \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ R12, R13 \
-	SHLQ $6, R13 \
-	ADDQ AX, R13 \
+	KSACC \
 lbl: \
 	VCVTDQ2PS   (R13), Z21 \
 	VMULPS.BCST (R14), Z20, Z22 \
@@ -277,11 +285,7 @@ lbl: \
 // SZERO(lbl) zeroes Q6_K's, Q3_K's and Q2_K's S (acc's second part, 16
 // words a token).
 #define SZERO(lbl) \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ acc+72(FP), R13 \
-	MOVQ R12, AX \
-	SHLQ $6, AX \
-	ADDQ AX, R13 \
+	KSACC \
 lbl: \
 	VMOVDQU32 Z19, (R13) \
 	ADDQ $64, R13 \
@@ -299,11 +303,7 @@ lbl: \
 	VCVTPH2PS  Y20, Z20 \
 	VPXORD     Z19, Z19, Z19 \
 	MOVQ DX, R14 \
-	MOVQ acc+72(FP), AX \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ R12, R13 \
-	SHLQ $6, R13 \
-	ADDQ AX, R13 \
+	KSACC \
 lbl: \
 	VCVTDQ2PS   (R13), Z21 \
 	VMULPS.BCST (R14), Z20, Z22 \
@@ -353,10 +353,7 @@ lbl: \
 	Q3KSC(lo, sl1, sh1, Z23) \
 	LEAQ (128*h+32*s)(DI), R13 \
 	MOVQ R8, R10 \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ R12, AX \
-	SHLQ $6, AX \
-	ADDQ acc+72(FP), AX \
+	KSTOKS \
 lbl: \
 	VPBROADCASTW    (2*(8*h+2*s))(R10), Z21 \
 	VPMADDWD        ·r16cm4(SB), Z21, Z21 \
@@ -436,10 +433,7 @@ lbl: \
 	VPSRLD $24, Z20, Z20 \
 	VPSRLD $24, Z21, Z23 \
 	LEAQ (128*h+64*q)(DI), R13 \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ R12, AX \
-	SHLQ $6, AX \
-	ADDQ acc+72(FP), AX \
+	KSTOKS \
 lbl: \
 	Q2KSUB(Z8, Z9, Z10, Z11, 0, Z18, Z21) \
 	Q2KSUB(Z12, Z13, Z14, Z15, 16, Z19, Z22) \
@@ -458,15 +452,7 @@ lbl: \
 // Q2KHALF(h, l0, l1): half h's qs bytes transposed into Z24..Z31, then its
 // two chunks.
 #define Q2KHALF(h, l0, l1) \
-	R16LOAD32(16+32*h) \
-	VMOVDQA64 Z8, Z24 \
-	VMOVDQA64 Z9, Z25 \
-	VMOVDQA64 Z10, Z26 \
-	VMOVDQA64 Z11, Z27 \
-	VMOVDQA64 Z12, Z28 \
-	VMOVDQA64 Z13, Z29 \
-	VMOVDQA64 Z14, Z30 \
-	VMOVDQA64 Z15, Z31 \
+	KHOLD32(16+32*h) \
 	Q2KCHUNK(h, 0, l0) \
 	Q2KCHUNK(h, 1, l1)
 
@@ -507,11 +493,7 @@ lbl: \
 	VPXORD     Z19, Z19, Z19 \
 	MOVQ DX, R14 \
 	MOVQ R8, R10 \
-	MOVQ acc+72(FP), AX \
-	MOVQ ntok+64(FP), R12 \
-	MOVQ R12, R13 \
-	SHLQ $6, R13 \
-	ADDQ AX, R13 \
+	KSACC \
 lbl: \
 	VPXORD         Z22, Z22, Z22 \
 	VPDPWSSD.BCST  (R10), Z0, Z22 \

@@ -16,10 +16,7 @@
 // half, 16 words a token); then acc = acc + (d_a * d_w) * S.
 TEXT ·iq4xsRows16VNNI(SB), NOSPLIT, $16-96
 	R16SETUP(·r16iota(SB))
-	MOVQ ntok+64(FP), R12
-	MOVQ R12, R13
-	SHLQ $6, R13
-	ADDQ acc+72(FP), R13
+	KSACC
 iq4xs_zero:
 	VMOVDQU32 Z19, (R13)
 	ADDQ $64, R13
@@ -60,10 +57,7 @@ iq4xs_ib:
 	VPSRLD $2, Z30, Z30
 	MOVQ DI, R13
 	MOVQ R8, R10
-	MOVQ ntok+64(FP), R12
-	MOVQ R12, AX
-	SHLQ $6, AX
-	ADDQ acc+72(FP), AX
+	KSTOKS
 
 iq4xs_tok:
 	VPBROADCASTD    (R10), Z21
@@ -87,11 +81,7 @@ iq4xs_tok:
 	// The super-block's float step, and its sums cleared for the next.
 	ADDQ $8, SI
 	MOVQ DX, R14
-	MOVQ acc+72(FP), AX
-	MOVQ ntok+64(FP), R12
-	MOVQ R12, R13
-	SHLQ $6, R13
-	ADDQ AX, R13
+	KSACC
 
 iq4xs_fl:
 	VCVTDQ2PS   (R13), Z21
@@ -254,15 +244,7 @@ TEXT ·q3kRows16VNNI(SB), NOSPLIT, $8-96
 	SZERO(q3k_zero)
 
 q3k_sb:
-	R16LOAD32(0)
-	VMOVDQA64 Z8, Z24
-	VMOVDQA64 Z9, Z25
-	VMOVDQA64 Z10, Z26
-	VMOVDQA64 Z11, Z27
-	VMOVDQA64 Z12, Z28
-	VMOVDQA64 Z13, Z29
-	VMOVDQA64 Z14, Z30
-	VMOVDQA64 Z15, Z31
+	KHOLD32(0)
 	KXNORW K2, K2, K2
 	VPGATHERDD 96(SI)(Z17*1), K2, Z16
 	KXNORW K2, K2, K2
