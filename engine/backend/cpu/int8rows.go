@@ -131,7 +131,8 @@ func (kn *kernels) matmulRows32(out []float32, a *acts, n int, w *model.Matrix, 
 // [lo, hi): computed whole, only its own rows kept), rows past the last
 // whole group (every row without VNNI) by the format's Go loop (rowTail),
 // tokens in passes of up to rowsTokens. q8_0 activations have a scale and
-// a sum per 32 values; q8_K ones (IQ4_XS) a scale per 256 and a sum per 32.
+// a negated sum per 32 values; q8_K ones a scale per 256 and a negated sum
+// per 32, or (Q6_K, Q3_K, Q2_K) an int16 sum per 16.
 func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32, kern rows16Kernel) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	qs, d, nsum, nb, dn := a.q8.qs, a.q8.d, a.q8.nsum, cols/q8Block, cols/q8Block
