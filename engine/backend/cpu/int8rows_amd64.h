@@ -190,11 +190,10 @@ tok_loop: \
 	ADDQ $step, AX \
 	MOVQ AX, pf-8(SP)
 
-// R16NIBBLES loads sixteen rows' 16 bytes of nibbles at off and leaves,
-// for v in 0..7, the values meeting activation bytes 4v..4v+3 in Z(8+v):
-// the rows are transposed 4x4 per 128-bit lane (Z(k) = rows k, k+4, k+8,
-// k+12), low nibbles are values 0-15, high ones 16-31. Z16: 0x0f bytes.
-#define R16NIBBLES(off) \
+// R16LOAD16 loads sixteen rows' 16 bytes at off and leaves dword k of
+// every row in Z(4+k), rows in order (Z(k) = rows k, k+4, k+8, k+12, each
+// 128-bit lane transposed 4x4).
+#define R16LOAD16(off) \
 	R16BASES \
 	VMOVDQU      off(SI), X0 \
 	VINSERTI32X4 $1, off(R13), Z0, Z0 \
@@ -219,7 +218,14 @@ tok_loop: \
 	VPUNPCKLQDQ Z10, Z8, Z4 \
 	VPUNPCKHQDQ Z10, Z8, Z5 \
 	VPUNPCKLQDQ Z11, Z9, Z6 \
-	VPUNPCKHQDQ Z11, Z9, Z7 \
+	VPUNPCKHQDQ Z11, Z9, Z7
+
+// R16NIBBLES loads sixteen rows' 16 bytes of nibbles at off and leaves,
+// for v in 0..7, the values meeting activation bytes 4v..4v+3 in Z(8+v):
+// the rows are transposed 4x4 per 128-bit lane (Z(k) = rows k, k+4, k+8,
+// k+12), low nibbles are values 0-15, high ones 16-31. Z16: 0x0f bytes.
+#define R16NIBBLES(off) \
+	R16LOAD16(off) \
 	VPSRLD $4, Z4, Z12 \
 	VPSRLD $4, Z5, Z13 \
 	VPSRLD $4, Z6, Z14 \

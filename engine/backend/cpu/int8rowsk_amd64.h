@@ -151,15 +151,38 @@ lbl: \
 	Q5KFIFTH(rh, Z27, Z7) \
 	KTOKENS(p, lbl, Z28, Z29, Z30, Z31)
 
-// KSCALEBYTES gathers the rows' scale bytes 0-3, 4-7 and 8-11 into Z0,
-// Z1 and Z2.
+// KSCALEBYTES loads Q4_K's and Q5_K's scale bytes 0-3, 4-7 and 8-11 into
+// Z0, Z1 and Z2 (KSC16's copy of block bytes 4-15).
 #define KSCALEBYTES \
-	KXNORW K3, K3, K3 \
-	VPGATHERDD 4(SI)(Z17*1), K3, Z0 \
-	KXNORW K3, K3, K3 \
-	VPGATHERDD 8(SI)(Z17*1), K3, Z1 \
-	KXNORW K3, K3, K3 \
-	VPGATHERDD 12(SI)(Z17*1), K3, Z2
+	VMOVDQU64 64(SP), Z0 \
+	VMOVDQU64 128(SP), Z1 \
+	VMOVDQU64 192(SP), Z2
+
+// KDMIN loads Q4_K's and Q5_K's d and dmin (KSC16's copy of bytes 0-3)
+// into Z20 and Z23, as floats.
+#define KDMIN \
+	VMOVDQU64  (SP), Z23 \
+	VPMOVDW    Z23, Y20 \
+	VCVTPH2PS  Y20, Z20 \
+	VPSRLD     $16, Z23, Z23 \
+	VPMOVDW    Z23, Y23 \
+	VCVTPH2PS  Y23, Z23
+
+// KSC16(off, zi) copies the sixteen rows' 16 bytes at off (a super-block's
+// scales) to the frame, dword k of every row at 64k(SP) in R16LOAD32's
+// lane order: one transposition where gathers would cost sixteen loads a
+// dword. zi: a free register.
+#define KSC16(off, zi) \
+	R16LOAD16(off) \
+	VMOVDQU32 ·r16perm(SB), zi \
+	VPERMD    Z4, zi, Z4 \
+	VPERMD    Z5, zi, Z5 \
+	VPERMD    Z6, zi, Z6 \
+	VPERMD    Z7, zi, Z7 \
+	VMOVDQU64 Z4, (SP) \
+	VMOVDQU64 Z5, 64(SP) \
+	VMOVDQU64 Z6, 128(SP) \
+	VMOVDQU64 Z7, 192(SP)
 
 // Q6KHI(v, q): chunk q's high values for dword v into Z(v), from its ql
 // (Z(8+v)) and qh (Z(24+v)) bits 4+2q and 5+2q: (ql >> 4) & 0x0f |
@@ -213,10 +236,8 @@ lbl: \
 	Q6KV(5, q, Z13, Z29, Z5) \
 	Q6KV(6, q, Z14, Z30, Z6) \
 	Q6KV(7, q, Z15, Z31, Z7) \
-	KXNORW K2, K2, K2 \
-	VPGATHERDD (192+8*h)(SI)(Z17*1), K2, Z21 \
-	KXNORW K2, K2, K2 \
-	VPGATHERDD (196+8*h)(SI)(Z17*1), K2, Z23 \
+	VMOVDQU64 (128*h)(SP), Z21 \
+	VMOVDQU64 (128*h+64)(SP), Z23 \
 	Q6KSCALE(2*q, Z21, Z20) \
 	Q6KSCALE(2*q+1, Z21, Z21) \
 	Q6KSCALE(2*q, Z23, Z22) \
@@ -422,8 +443,7 @@ lbl: \
 	Q2KLEVELS(4*q+2, Z29, Z5) \
 	Q2KLEVELS(4*q+2, Z30, Z6) \
 	Q2KLEVELS(4*q+2, Z31, Z7) \
-	KXNORW K2, K2, K2 \
-	VPGATHERDD (8*h+4*q)(SI)(Z17*1), K2, Z21 \
+	VMOVDQU64 (64*(2*h+q))(SP), Z21 \
 	VPANDD.BCST ·r16c0f(SB), Z21, Z21 \
 	VPSLLD $24, Z21, Z18 \
 	VPSRLD $24, Z18, Z18 \
@@ -471,14 +491,10 @@ lbl: \
 // Q2KFLOAT(lbl): per token C (the min pairs in Z0..Z7 against the 16-sums'
 // dwords) and acc = acc + (d_a d) S - (d_a dmin) C; S cleared.
 #define Q2KFLOAT(lbl) \
-	KXNORW K2, K2, K2 \
-	VPGATHERDD (SI)(Z17*1), K2, Z8 \
-	KXNORW K2, K2, K2 \
-	VPGATHERDD 4(SI)(Z17*1), K2, Z9 \
-	KXNORW K2, K2, K2 \
-	VPGATHERDD 8(SI)(Z17*1), K2, Z10 \
-	KXNORW K2, K2, K2 \
-	VPGATHERDD 12(SI)(Z17*1), K2, Z11 \
+	VMOVDQU64 (SP), Z8 \
+	VMOVDQU64 64(SP), Z9 \
+	VMOVDQU64 128(SP), Z10 \
+	VMOVDQU64 192(SP), Z11 \
 	Q2KPAIRS(Z8, Z0, Z1) \
 	Q2KPAIRS(Z9, Z2, Z3) \
 	Q2KPAIRS(Z10, Z4, Z5) \

@@ -109,18 +109,18 @@ iq4xs_fl:
 // token); then acc = acc + (d_a d) S, then + (d_a dmin) M (dotQ4KRowGo).
 
 // func q4kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
-TEXT ·q4kRows16VNNI(SB), NOSPLIT, $8-96
+TEXT ·q4kRows16VNNI(SB), NOSPLIT, $264-96
 	R16SETUP(·r16perm(SB))
 	KZERO(q4k_zero)
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z16
 
 q4k_sb:
-	R16SCALESMIN
-	KSCALEBYTES
-	VMOVDQA64 Z0, Z29
-	VMOVDQA64 Z1, Z30
-	VMOVDQA64 Z2, Z31
+	KSC16(0, Z28)
+	KDMIN
+	VMOVDQU64 64(SP), Z29
+	VMOVDQU64 128(SP), Z30
+	VMOVDQU64 192(SP), Z31
 	Q4KSCLO(0, Z29, Z30, Z24, Z26)
 	Q4KSCLO(1, Z29, Z30, Z25, Z27)
 	Q4KCHUNK(0, q4k_t0)
@@ -153,7 +153,7 @@ q4k_sb:
 // part, 16 words a token); then acc = acc + (d_a d) S (dotQ6KGo).
 
 // func q6kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
-TEXT ·q6kRows16VNNI(SB), NOSPLIT, $8-96
+TEXT ·q6kRows16VNNI(SB), NOSPLIT, $264-96
 	R16SETUP(·r16perm(SB))
 	SZERO(q6k_zero)
 	// Words (-32, 0): VPMADDWD of a broadcast 16-sum gives -32 times it.
@@ -161,6 +161,7 @@ TEXT ·q6kRows16VNNI(SB), NOSPLIT, $8-96
 	VPBROADCASTD AX, Z16
 
 q6k_sb:
+	KSC16(192, Z18)
 	Q6KHALF(0, q6k_t0, q6k_t1)
 	Q6KHALF(1, q6k_t2, q6k_t3)
 
@@ -183,13 +184,14 @@ q6k_sb:
 // super-block and held; the scale bytes are gathered again per chunk.
 
 // func q5kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
-TEXT ·q5kRows16VNNI(SB), NOSPLIT, $8-96
+TEXT ·q5kRows16VNNI(SB), NOSPLIT, $264-96
 	R16SETUP(·r16perm(SB))
 	KZERO(q5k_zero)
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z16
 
 q5k_sb:
+	KSC16(0, Z18)
 	R16LOAD32(16)
 	VMOVDQA64 Z8, Z18
 	VMOVDQA64 Z9, Z19
@@ -216,7 +218,7 @@ q5k_sb:
 	Q4KSCHI(3, Z0, Z1, Z2, Z3, Z29, Z31)
 	Q5KCHUNK(3, q5k_t3, 30, 29)
 
-	R16SCALESMIN
+	KDMIN
 	VPXORD Z19, Z19, Z19
 	KFLOAT(q5k_fl)
 
@@ -275,11 +277,12 @@ q3k_sb:
 // acc + (d_a d) S - (d_a dmin) C (dotQ2KGo).
 
 // func q2kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
-TEXT ·q2kRows16VNNI(SB), NOSPLIT, $8-96
+TEXT ·q2kRows16VNNI(SB), NOSPLIT, $264-96
 	R16SETUP(·r16perm(SB))
 	SZERO(q2k_zero)
 
 q2k_sb:
+	KSC16(0, Z16)
 	Q2KHALF(0, q2k_t0, q2k_t1)
 	Q2KHALF(1, q2k_t2, q2k_t3)
 	Q2KFLOAT(q2k_fl)
