@@ -166,57 +166,35 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 }
 
 // matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
-// the quantized activations, by the weights' format.
+// the quantized activations, by the weights' format: its row kernel with
+// VNNI (int8rows.go), else its AVX2 kernels; Q8_0 and Q5_K have none, so
+// matmulRows16 runs their Go loops (rowTail).
 func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	if kern := rowKernel(w.Type); kn.simd && kn.vnni || needsVNNI(w.Type) {
+		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
+		return
+	}
 	switch w.Type {
 	case quant.Q4_0:
-		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q40Rows16VNNI)
-		} else {
-			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
-		}
-	case quant.Q8_0:
-		kn.matmulRows16(out, a, n, w, lo, hi, scratch, q80Rows16VNNI)
+		kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 	case quant.Q4_K:
-		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q4kRows16VNNI)
-		} else {
-			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
-		}
-	case quant.Q5_K:
-		kn.matmulRows16(out, a, n, w, lo, hi, scratch, q5kRows16VNNI)
+		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q6_K:
-		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q6kRows16VNNI)
-			return
-		}
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2)
 	case quant.Q4_1:
-		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q41Rows)
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
 	case quant.Q5_0:
-		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q50Rows)
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q50Int8)
 	case quant.Q5_1:
-		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &q51Rows)
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q51Int8)
 	case quant.IQ4_NL:
-		kn.matmulRows32(out, a, n, w, lo, hi, scratch, &iq4nlRows)
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
 	case quant.IQ4_XS:
-		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, a, n, w, lo, hi, scratch, iq4xsRows16VNNI)
-		} else {
-			kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
-		}
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
 	case quant.Q3_K:
-		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q3kRows16VNNI)
-		} else {
-			kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q3kInt8)
-		}
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q3kInt8)
 	case quant.Q2_K:
-		if kn.simd && kn.vnni {
-			kn.matmulRows16(out, a, n, w, lo, hi, scratch, q2kRows16VNNI)
-		} else {
-			kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q2kInt8)
-		}
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q2kInt8)
 	}
 }
 

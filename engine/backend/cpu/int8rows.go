@@ -103,27 +103,35 @@ func rows32Go(w []byte, qs []int8, d []float32, nb int, f *block32) float32 {
 	return acc
 }
 
-// rows32 is a block32 format's row kernel.
-type rows32 struct {
-	kern rows16Kernel
-	f    *block32
-}
-
-var (
-	q41Rows   = rows32{q41Rows16VNNI, &q41Int8}
-	q50Rows   = rows32{q50Rows16VNNI, &q50Int8}
-	q51Rows   = rows32{q51Rows16VNNI, &q51Int8}
-	iq4nlRows = rows32{iq4nlRows16VNNI, &iq4nlInt8}
-)
-
-// matmulRows32 is matmulInt8 for a block32 format: the row kernel on
-// VNNI, else the element-lane kernels (matmulBlock32).
-func (kn *kernels) matmulRows32(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32, r *rows32) {
-	if !kn.simd || !kn.vnni {
-		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], *r.f)
-		return
+// rowKernel is t's sixteen-row kernel (AVX512-VNNI).
+func rowKernel(t quant.DType) rows16Kernel {
+	switch t {
+	case quant.Q8_0:
+		return q80Rows16VNNI
+	case quant.Q4_0:
+		return q40Rows16VNNI
+	case quant.Q4_1:
+		return q41Rows16VNNI
+	case quant.Q5_0:
+		return q50Rows16VNNI
+	case quant.Q5_1:
+		return q51Rows16VNNI
+	case quant.IQ4_NL:
+		return iq4nlRows16VNNI
+	case quant.IQ4_XS:
+		return iq4xsRows16VNNI
+	case quant.Q2_K:
+		return q2kRows16VNNI
+	case quant.Q3_K:
+		return q3kRows16VNNI
+	case quant.Q4_K:
+		return q4kRows16VNNI
+	case quant.Q5_K:
+		return q5kRows16VNNI
+	case quant.Q6_K:
+		return q6kRows16VNNI
 	}
-	kn.matmulRows16(out, a, n, w, lo, hi, scratch, r.kern)
+	panic("no row kernel for " + t.String())
 }
 
 // matmulRows16 is matmulInt8 on a row kernel: groups of sixteen rows

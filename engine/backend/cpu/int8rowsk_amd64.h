@@ -268,6 +268,14 @@ lbl: \
 	Q6KCHUNK(h, 0, l0) \
 	Q6KCHUNK(h, 1, l1)
 
+// KSETUP(lbl) starts Q4_K's and Q5_K's kernels: R16SETUP, S and M zeroed
+// (KZERO), Z16 the 0x0f mask.
+#define KSETUP(lbl) \
+	R16SETUP(·r16perm(SB)) \
+	KZERO(lbl) \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z16
+
 // KZERO(lbl) zeroes Q4_K's and Q5_K's S and M (acc's second and third
 // parts, 32 words a token).
 #define KZERO(lbl) \

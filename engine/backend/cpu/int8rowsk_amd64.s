@@ -110,10 +110,7 @@ iq4xs_fl:
 
 // func q4kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 TEXT ·q4kRows16VNNI(SB), NOSPLIT, $264-96
-	R16SETUP(·r16perm(SB))
-	KZERO(q4k_zero)
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z16
+	KSETUP(q4k_zero)
 
 q4k_sb:
 	KSC16(0, Z28)
@@ -185,10 +182,7 @@ q6k_sb:
 
 // func q5kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 TEXT ·q5kRows16VNNI(SB), NOSPLIT, $264-96
-	R16SETUP(·r16perm(SB))
-	KZERO(q5k_zero)
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z16
+	KSETUP(q5k_zero)
 
 q5k_sb:
 	KSC16(0, Z18)
