@@ -3,11 +3,16 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/kvevents"
 )
 
@@ -15,23 +20,59 @@ import (
 // routes by cached prefix (vLLM's KV events over ZeroMQ, as llm-d's
 // indexer subscribes to them; see package kvevents).
 type KVEventsConfig struct {
-	// Endpoint is the ZeroMQ endpoint the PUB socket binds, e.g.
-	// "tcp://*:5557" (vLLM's and llm-d's default port); "" is off
-	// (default). The events carry prompt token ids: bind where only the
-	// router reaches it (restart).
+	// Endpoint is the ZeroMQ endpoint the PUB socket binds: "" is off
+	// (default); "ipc:///run/batchd/kv.sock" is a Unix socket (mode and
+	// group as server.socket_mode and socket_group; a subscriber must pass
+	// allowed_users/allowed_groups as a client does); "tcp://*:5557"
+	// (vLLM's and llm-d's default port) needs allow_from. The events carry
+	// prompt token ids (restart).
 	Endpoint string `toml:"endpoint"`
+	// AllowFrom lists the addresses or CIDRs whose TCP subscribers are
+	// served (the router's pods, e.g. "10.0.0.0/8"); others are hung up on
+	// after the handshake. A TCP endpoint needs it; ["0.0.0.0/0", "::/0"]
+	// serves anyone who reaches the port, for a port a NetworkPolicy
+	// guards (restart).
+	AllowFrom []string `toml:"allow_from"`
 	// Pod is this replica in each topic, kv@POD@MODEL; default $POD_IP
 	// (or the host name) with server.http_listen's port (restart).
 	Pod string `toml:"pod"`
 }
 
-// startKVEvents binds the publisher when kv_events.endpoint is set.
+// kvSubscriberUID is what a TCP subscriber counts as in the connection
+// budget: not a local user, and not exempt from the per-user share.
+const kvSubscriberUID = 0xFFFFFFFE
+
+// startKVEvents binds the publisher when kv_events.endpoint is set. Its
+// connections draw on the daemon's one connection budget: pending (and
+// evictable) until the handshake is done and the peer admitted.
 func (d *Daemon) startKVEvents(cfg Config) error {
 	if cfg.KVEvents.Endpoint == "" {
 		return nil
 	}
-	p, err := kvevents.New(kvevents.Options{Endpoint: cfg.KVEvents.Endpoint, Logger: d.log})
+	network, addr, err := kvevents.ParseEndpoint(cfg.KVEvents.Endpoint)
 	if err != nil {
+		return err
+	}
+	allow, err := parseAllowFrom(cfg.KVEvents.AllowFrom)
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	if network == "unix" {
+		mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
+		ln, err = ipc.Listen(ipc.ListenOptions{Path: addr, Mode: fs.FileMode(mode), Group: cfg.Server.SocketGroup})
+	} else {
+		ln, err = net.Listen(network, addr)
+	}
+	if err != nil {
+		return err
+	}
+	ln = d.conns.Listener(ln, ipc.ListenerOptions{PreAuth: cfg.Server.HelloTimeout.Duration})
+	p, err := kvevents.New(kvevents.Options{Listener: ln, Logger: d.log, Admit: func(c net.Conn) error {
+		return d.admitSubscriber(c, allow)
+	}})
+	if err != nil {
+		_ = ln.Close()
 		return err
 	}
 	d.kvPub, d.kvPod = p, kvPod(cfg, d.getenv)
@@ -39,6 +80,54 @@ func (d *Daemon) startKVEvents(cfg Config) error {
 		"topic", kvevents.TopicName(d.kvPod, "MODEL"))
 	d.onStop("kv events", func(context.Context) error { return p.Close() })
 	return nil
+}
+
+// admitSubscriber decides whether the peer on c may read the events: on
+// a Unix socket by its credentials under the access policy (as a client),
+// on TCP by its address; then it takes its place in the budget.
+func (d *Daemon) admitSubscriber(c net.Conn, allow []netip.Prefix) error {
+	bc, ok := c.(*ipc.BudgetConn)
+	if !ok {
+		return fmt.Errorf("a connection outside the budget")
+	}
+	uid := uint32(kvSubscriberUID)
+	switch raw := bc.Conn.(type) {
+	case *net.UnixConn:
+		p, err := ipc.PeerCred(raw)
+		if err != nil {
+			return err
+		}
+		if !d.srv.Policy().Allowed(p) {
+			return fmt.Errorf("uid %d is not allowed (server.allowed_users, server.allowed_groups)", p.UID)
+		}
+		uid = p.UID
+	default:
+		ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(allow, func(p netip.Prefix) bool { return p.Contains(ap.Addr().Unmap()) }) {
+			return fmt.Errorf("%s is not in kv_events.allow_from", ap.Addr())
+		}
+	}
+	return bc.Slot().Authenticate(uid)
+}
+
+// parseAllowFrom reads kv_events.allow_from: addresses or CIDRs.
+func parseAllowFrom(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("kv_events.allow_from %q: want an address or a CIDR", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // kvPod is the replica's name in topics: kv_events.pod, else the pod's IP
@@ -75,8 +164,20 @@ func kvMedium(backendName string) string {
 }
 
 func (c KVEventsConfig) validate() error {
-	if c.Endpoint != "" && !strings.HasPrefix(c.Endpoint, "tcp://") {
-		return fmt.Errorf("kv_events.endpoint %q: want tcp://HOST:PORT (e.g. tcp://*:5557)", c.Endpoint)
+	if c.Endpoint == "" {
+		return nil
+	}
+	network, _, err := kvevents.ParseEndpoint(c.Endpoint)
+	if err != nil {
+		return fmt.Errorf("kv_events.endpoint: %w (e.g. tcp://*:5557 or ipc:///run/batchd/kv.sock)", err)
+	}
+	if _, err := parseAllowFrom(c.AllowFrom); err != nil {
+		return err
+	}
+	if network == "tcp" && len(c.AllowFrom) == 0 {
+		return fmt.Errorf("kv_events.endpoint %q: a TCP endpoint needs kv_events.allow_from, the router's addresses or CIDRs "+
+			"(the events carry prompt token ids; [\"0.0.0.0/0\", \"::/0\"] serves anyone who reaches the port); "+
+			"or publish on ipc:// for a router on this host", c.Endpoint)
 	}
 	if strings.Contains(c.Pod, "@") {
 		return fmt.Errorf("kv_events.pod %q: no @ (it separates the topic's parts)", c.Pod)

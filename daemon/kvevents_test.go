@@ -37,7 +37,11 @@ func subscribeKV(t *testing.T, td *testDaemon) *kvSubscriber {
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := zmq4.NewSub(ctx)
 	t.Cleanup(func() { cancel(); _ = sub.Close() })
-	if err := sub.Dial("tcp://" + td.d.kvPub.Addr().String()); err != nil {
+	ep := "tcp://" + td.d.kvPub.Addr().String()
+	if td.d.kvPub.Addr().Network() == "unix" {
+		ep = "ipc://" + td.d.kvPub.Addr().String()
+	}
+	if err := sub.Dial(ep); err != nil {
 		t.Fatal(err)
 	}
 	if err := sub.SetOption(zmq4.OptionSubscribe, "kv@"); err != nil {
@@ -164,7 +168,7 @@ func postJSON(t *testing.T, hc *http.Client, path string, body any) []byte {
 // sequence; once the load ends, the blocks it holds are as many as the
 // prefix cache's.
 func TestKVEventsAndRender(t *testing.T) {
-	cfg := "[model]\nchat_template = \"chatml\"\n[engine]\nblock_size = 16\nkv_blocks = 24\n[kv_events]\nendpoint = \"tcp://127.0.0.1:0\"\npod = \"10.1.2.3:8000\"\n"
+	cfg := "[model]\nchat_template = \"chatml\"\n[engine]\nblock_size = 16\nkv_blocks = 24\n[kv_events]\nendpoint = \"tcp://127.0.0.1:0\"\nallow_from = [\"127.0.0.1\"]\npod = \"10.1.2.3:8000\"\n"
 	td := startDaemonFlags(t, cfg, ServeFlags{Model: synth.TinyFile(t, 512), HTTPSocket: "http"})
 	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
 	name := td.d.runtime().Name

@@ -111,7 +111,10 @@ func (e *Engine) sampleConstrained(rs *reqState, logits []float32, history []int
 	} else {
 		tok = s.Draw(logits)
 	}
-	if math.IsInf(float64(logits[tok]), -1) {
+	if sample.NonFinite(logits[tok]) {
+		if math.IsNaN(float64(logits[tok])) {
+			return 0, errNonFinite
+		}
 		return 0, errGrammarDeadEnd
 	}
 	if !rs.allowed(cv, tok) { // a draw that rounding sent past the last candidate
@@ -138,6 +141,9 @@ func greedySparse(logits []float32, ids []int32, stops []int, end bool, ok func(
 	}
 	if best < 0 || math.IsInf(float64(bv), -1) {
 		return 0, errGrammarDeadEnd
+	}
+	if sample.NonFinite(bv) {
+		return 0, errNonFinite
 	}
 	return best, nil
 }
@@ -198,4 +204,18 @@ func (e *Engine) acceptConstrained(rs *reqState, tok int) error {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	return err
+}
+
+// errNonFinite: the forward pass gave a logit that is not a number (a
+// damaged cache file, a broken kernel); the request fails rather than
+// answer with text drawn from nothing.
+var errNonFinite = fmt.Errorf("%w: the model's output for this sequence is not finite (NaN or infinite logits)", ErrInternal)
+
+// checked returns tok unless its logit shows the row held nothing to
+// choose from: every token at -Inf, or NaN.
+func checked(row []float32, tok int) (int, error) {
+	if sample.NonFinite(row[tok]) {
+		return 0, errNonFinite
+	}
+	return tok, nil
 }

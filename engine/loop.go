@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -19,82 +20,132 @@ const idleTick = time.Second
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.done)
 	batch := &backend.Batch{}
-	for {
-		if e.afterStep != nil {
-			e.afterStep()
-		}
-		now := e.now()
-		e.heartbeat.Store(now.UnixNano())
-		if ctx.Err() != nil {
-			e.shutdown()
-			return nil
-		}
-		e.takeInbox(now)
-		e.wakeForWork()
-		e.applyPins()
-		e.control(now)
-		e.sched.stepCap = e.contendedCap()
-		e.sched.embedTokens = int(e.prefillRate * embedStep.Seconds()) // 0 until a rate is known
-		e.propose()
-		step := e.sched.Schedule(now)
-		e.notePreempted(step)
-		for _, q := range step.Expired {
-			e.finish(e.states[q.ID], FinishError, ErrDeadlineExceeded, now)
-		}
-		for _, q := range step.Released { // a request-level batch ended
-			if rs := e.states[q.ID]; rs != nil && rs.done != nil {
-				d := *rs.done
-				d.Timings.Total = now.Sub(q.Arrival)
-				e.deliver(rs, d, now)
-			}
-		}
-		if len(step.Seqs) == 0 {
-			e.maybeSleep()
-			e.publish()
-			e.idle(ctx)
-			continue
-		}
-		if err := e.wakeUp(); err != nil {
-			e.log.Error("wake from sleep failed", "err", err)
-			for _, sc := range step.Seqs {
-				e.finish(e.states[sc.Seq.ID], FinishError, fmt.Errorf("%w: wake: %w", ErrInternal, err), now)
-			}
-			continue
-		}
-		if e.byRole {
-			promptFirst(step.Seqs)
-		}
-		batch.Seqs = batch.Seqs[:0]
-		for _, sc := range step.Seqs {
-			toks := sc.Seq.Tokens[sc.Start : sc.Start+sc.N]
-			if len(sc.Draft) > 0 { // a copy: Tokens' own array must not see the draft
-				toks = append(toks[:len(toks):len(toks)], sc.Draft...)
-			}
-			batch.Seqs = append(batch.Seqs, backend.SeqInput{
-				Tokens: toks, Pos: sc.Start, Rows: 1 + len(sc.Draft),
-				Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen})
-		}
-		if e.seat != nil {
-			e.seat.Acquire()
-		}
-		fwdStart := e.now()
-		logits, err := e.backend.Forward(batch)
-		if e.seat != nil {
-			e.seat.Release()
-		}
-		now = e.now()
-		fwd := now.Sub(fwdStart)
-		e.busy += fwd
-		e.notePrefillRate(step.Tokens, fwd)
-		if err != nil {
-			e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
-			for _, sc := range step.Seqs {
-				e.finish(e.states[sc.Seq.ID], FinishError, fmt.Errorf("%w: forward pass: %w", ErrInternal, err), now)
-			}
-			continue
-		}
-		e.afterForward(step, logits, now, fwd)
+	for !e.iterate(ctx, batch) {
 	}
+	return nil
+}
+
+// iterate is one pass of the loop: take new work, schedule a step, run it.
+// It reports whether the loop is over. A panic that escapes a request's own
+// handling (seqOutput, forward) means the loop's state can no longer be
+// trusted for the requests it held: they fail, the panic is logged, and
+// the loop goes on for new ones.
+func (e *Engine) iterate(ctx context.Context, batch *backend.Batch) (stop bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("engine step panicked: failing the requests it held", "panic", r, "stack", string(debug.Stack()))
+			e.failAll(fmt.Errorf("%w: %v", ErrInternal, r))
+		}
+	}()
+	if e.afterStep != nil {
+		e.afterStep()
+	}
+	now := e.now()
+	e.heartbeat.Store(now.UnixNano())
+	if ctx.Err() != nil {
+		e.shutdown()
+		return true
+	}
+	e.takeInbox(now)
+	e.wakeForWork()
+	e.applyPins()
+	e.control(now)
+	e.sched.stepCap = e.contendedCap()
+	e.sched.embedTokens = int(e.prefillRate * embedStep.Seconds()) // 0 until a rate is known
+	e.propose()
+	step := e.sched.Schedule(now)
+	e.notePreempted(step)
+	for _, q := range step.Expired {
+		e.finish(e.states[q.ID], FinishError, ErrDeadlineExceeded, now)
+	}
+	for _, q := range step.Released { // a request-level batch ended
+		if rs := e.states[q.ID]; rs != nil && rs.done != nil {
+			d := *rs.done
+			d.Timings.Total = now.Sub(q.Arrival)
+			e.deliver(rs, d, now)
+		}
+	}
+	if len(step.Seqs) == 0 {
+		e.maybeSleep()
+		e.publish()
+		e.idle(ctx)
+		return false
+	}
+	if err := e.wakeUp(); err != nil {
+		e.log.Error("wake from sleep failed", "err", err)
+		for _, sc := range step.Seqs {
+			e.finish(e.states[sc.Seq.ID], FinishError, fmt.Errorf("%w: wake: %w", ErrInternal, err), now)
+		}
+		return false
+	}
+	if e.byRole {
+		promptFirst(step.Seqs)
+	}
+	e.fillBatch(batch, step)
+	if e.seat != nil {
+		e.seat.Acquire()
+	}
+	fwdStart := e.now()
+	logits, err := e.forward(batch)
+	if e.seat != nil {
+		e.seat.Release()
+	}
+	now = e.now()
+	fwd := now.Sub(fwdStart)
+	e.busy += fwd
+	e.notePrefillRate(step.Tokens, fwd)
+	if err != nil {
+		e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
+		for _, sc := range step.Seqs {
+			e.finish(e.states[sc.Seq.ID], FinishError, fmt.Errorf("%w: forward pass: %w", ErrInternal, err), now)
+		}
+		return false
+	}
+	e.afterForward(step, logits, now, fwd)
+	return false
+}
+
+// fillBatch makes the backend's input of a step.
+func (e *Engine) fillBatch(batch *backend.Batch, step *Step) {
+	batch.Seqs = batch.Seqs[:0]
+	for _, sc := range step.Seqs {
+		toks := sc.Seq.Tokens[sc.Start : sc.Start+sc.N]
+		if len(sc.Draft) > 0 { // a copy: Tokens' own array must not see the draft
+			toks = append(toks[:len(toks):len(toks)], sc.Draft...)
+		}
+		batch.Seqs = append(batch.Seqs, backend.SeqInput{
+			Tokens: toks, Pos: sc.Start, Rows: 1 + len(sc.Draft),
+			Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen})
+	}
+}
+
+// failAll ends every live request with err after a panic; one whose own
+// ending panics again is dropped from the loop's books.
+func (e *Engine) failAll(err error) {
+	now := e.now()
+	for id, rs := range e.states {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					e.log.Error("ending a request after a panic panicked", "request", id, "panic", r)
+					delete(e.states, id)
+				}
+			}()
+			e.finish(rs, FinishError, err, now)
+		}()
+	}
+}
+
+// forward runs the backend's pass; a panic in it (a kernel's bug on one
+// input) is that step's error, so its requests fail and the daemon stays.
+func (e *Engine) forward(batch *backend.Batch) (logits [][]float32, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("forward pass panicked", "panic", r, "stack", string(debug.Stack()))
+			logits, err = nil, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return e.backend.Forward(batch)
 }
 
 // embedStep is the forward time embeddings may add to a step beside
@@ -162,36 +213,7 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 		if sc.Start < sc.Seq.PromptLen {
 			prompt += min(sc.Start+sc.N, sc.Seq.PromptLen) - sc.Start
 		}
-		if sc.Seq.Prefill {
-			if sc.Start+sc.N >= sc.Seq.PromptLen {
-				e.prefilled(rs, now)
-			}
-			continue
-		}
-		if sc.Hidden && rs.pool != nil {
-			e.pooled(rs, sc, logits[i], now)
-			continue
-		}
-		if sc.Logits && !sc.Seq.Padding {
-			generated++
-			if len(sc.Draft) > 0 {
-				generated += e.verify(rs, sc, logits[i], now) - 1
-				continue
-			}
-			if rs.constrains() {
-				e.constrainedToken(rs, logits[i], sc.Seq.Tokens, now)
-				continue
-			}
-			if !rs.req.Logprobs {
-				e.onToken(rs, rs.sampler.Sample(logits[i], sc.Seq.Tokens), nil, now)
-				continue
-			}
-			// The sampler edits the row (penalties): keep the model's own.
-			rs.raw = append(rs.raw[:0], logits[i]...)
-			tok := rs.sampler.Sample(logits[i], sc.Seq.Tokens)
-			lp := sample.LogProbs(rs.raw, tok, rs.req.TopLogprobs)
-			e.onToken(rs, tok, &lp, now)
-		}
+		generated += e.seqOutput(rs, sc, logits[i], now)
 	}
 	pt := stepPoint{at: now, seqs: len(step.Seqs), max: e.sched.Config().MaxNumSeqs, fwd: fwd}
 	for _, sc := range step.Seqs {
@@ -206,6 +228,51 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 	e.mu.Unlock()
 	e.obs.Step(len(step.Seqs), step.Tokens)
 	e.publish()
+}
+
+// seqOutput takes one sequence's share of a finished step (its logits,
+// hidden states, or the end of its prefill) and returns how many tokens it
+// generated. A panic here fails this request alone (logged with its stack),
+// never the loop: the other sequences of the step go on.
+func (e *Engine) seqOutput(rs *reqState, sc Scheduled, row []float32, now time.Time) (generated int) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("request failed: internal error", "request", sc.Seq.ID, "panic", r, "stack", string(debug.Stack()))
+			e.finish(rs, FinishError, fmt.Errorf("%w: %v", ErrInternal, r), now)
+		}
+	}()
+	switch {
+	case sc.Seq.Prefill:
+		if sc.Start+sc.N >= sc.Seq.PromptLen {
+			e.prefilled(rs, now)
+		}
+		return 0
+	case sc.Hidden && rs.pool != nil:
+		e.pooled(rs, sc, row, now)
+		return 0
+	case !sc.Logits || sc.Seq.Padding:
+		return 0
+	case len(sc.Draft) > 0:
+		return e.verify(rs, sc, row, now)
+	case rs.constrains():
+		e.constrainedToken(rs, row, sc.Seq.Tokens, now)
+		return 1
+	}
+	if rs.req.Logprobs { // the sampler edits the row (penalties): keep the model's own
+		rs.raw = append(rs.raw[:0], row...)
+	}
+	tok, err := checked(row, rs.sampler.Sample(row, sc.Seq.Tokens))
+	if err != nil {
+		e.finish(rs, FinishError, err, now)
+		return 1
+	}
+	var lp *sample.Logprob
+	if rs.req.Logprobs {
+		l := sample.LogProbs(rs.raw, tok, rs.req.TopLogprobs)
+		lp = &l
+	}
+	e.onToken(rs, tok, lp, now)
+	return 1
 }
 
 // idle waits for new input, a batch window to close, or the heartbeat tick.

@@ -179,7 +179,7 @@ func (e *Engine) pick(rs *reqState, row []float32, history []int) (int, error) {
 		return e.sampleConstrained(rs, row, history)
 	}
 	rs.sampler.Penalize(row, history)
-	return rs.sampler.Draw(row), nil
+	return checked(row, rs.sampler.Draw(row))
 }
 
 // verify samples a decode share that carried a draft: row j of rows scores

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,8 +219,25 @@ func (s *Server) authWith(h func(http.ResponseWriter, *http.Request, ipc.Peer), 
 			writeErr(w, herr)
 			return
 		}
+		defer s.recovered(w, r, writeErr)
 		h(w, r, p)
 	})
+}
+
+// recovered turns a handler's panic into a 500 for that request, logged
+// with its stack, instead of net/http's bare hang-up: no request's
+// content, however it trips a bug, should end more than itself.
+func (s *Server) recovered(w http.ResponseWriter, r *http.Request, writeErr func(http.ResponseWriter, *httpError)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler { //nolint:errorlint // net/http's own sentinel, compared as it does
+		panic(v)
+	}
+	s.log.Error("panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+	w.Header().Set("Connection", "close")
+	writeErr(w, &httpError{status: http.StatusInternalServerError, typ: "server_error", msg: "internal error (logged by the daemon)"})
 }
 
 // authenticate decides who a request is: its Unix peer under the policy,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -144,7 +145,26 @@ func (c *conn) serve() {
 	}
 }
 
+// guard runs f and turns a panic in it into an internal error, logged with
+// its stack: no request's content, however it trips a bug, ends the
+// process or the connection's other requests.
+func (s *Server) guard(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic serving a request", "what", what, "panic", r, "stack", string(debug.Stack()))
+			err = wire.Errorf(wire.CodeInternal, "%s: internal error (logged by the daemon)", what)
+		}
+	}()
+	return f()
+}
+
 func (c *conn) dispatch(h wire.Header, body []byte) {
+	if err := c.s.guard(h.Type, func() error { c.handle(h, body); return nil }); err != nil {
+		c.sendErr(h.ID, err)
+	}
+}
+
+func (c *conn) handle(h wire.Header, body []byte) {
 	switch h.Type {
 	case wire.TypeSubmit:
 		var m wire.Submit
@@ -230,7 +250,11 @@ func (c *conn) submit(m *wire.Submit) {
 		c.sendErr(m.ID, err)
 		return
 	}
-	st, err := s.backend.Submit(c.ctx, c.peer, m)
+	var st RequestStream
+	err := s.guard("submit", func() (err error) {
+		st, err = s.backend.Submit(c.ctx, c.peer, m)
+		return err
+	})
 	if err != nil {
 		c.release()
 		c.sendErr(m.ID, err)
@@ -289,9 +313,18 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 	var toks []int
 	var lps []wire.Logprob
 	for {
-		ev, err := st.Next(context.Background())
+		var ev Event
+		err := c.s.guard("stream", func() (err error) {
+			ev, err = st.Next(context.Background())
+			return err
+		})
 		if err != nil {
-			c.sendErr(id, wire.Errorf(wire.CodeInternal, "stream: %v", err))
+			// The request may still run: it must not outlive its reader.
+			_ = c.s.backend.Cancel(c.peer, st.RequestID(), true)
+			c.mu.Lock()
+			delete(c.reqs, id)
+			c.mu.Unlock()
+			c.sendErr(id, wire.Errorf(wire.CodeInternal, "stream: %v", wire.AsError(err).Message))
 			return
 		}
 		if ev.Done == nil {
@@ -416,7 +449,11 @@ func (c *conn) counted(id uint64, do func() (any, error)) {
 	c.pumps.Add(1)
 	go func() {
 		defer c.pumps.Done()
-		res, err := do()
+		var res any
+		err := c.s.guard("request", func() (err error) {
+			res, err = do()
+			return err
+		})
 		c.release()
 		if err != nil {
 			c.sendErr(id, err)
@@ -441,7 +478,7 @@ func (c *conn) load(typ string, m *wire.Load) {
 	c.pumps.Add(1)
 	go func() {
 		defer c.pumps.Done()
-		if err := ml.LoadModel(m.Model, m.KeepAlive, typ == wire.TypeUnload); err != nil {
+		if err := c.s.guard(typ, func() error { return ml.LoadModel(m.Model, m.KeepAlive, typ == wire.TypeUnload) }); err != nil {
 			c.sendErr(m.ID, err)
 			return
 		}

@@ -29,18 +29,24 @@ type fakeStream struct {
 	stop  chan struct{}
 	steps int
 	big   bool // prompt "big": one 600 KB delta, then done at once
+	// panics: prompt "panic later": Next panics (prompt "panic": Submit does)
+	panics bool
 }
 
 func (f *fakeBackend) Submit(ctx context.Context, p Peer, s *wire.Submit) (RequestStream, error) {
 	if s.MaxTokens < 0 {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "max_tokens")
 	}
+	if s.Prompt == "panic" {
+		var m map[string]int
+		m["a bug"]++ // a nil map write: a real runtime panic
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next++
 	stop := make(chan struct{})
 	f.owners[f.next], f.stops[f.next] = p.UID, stop
-	return &fakeStream{id: f.next, ctx: ctx, stop: stop, big: s.Prompt == "big"}, nil
+	return &fakeStream{id: f.next, ctx: ctx, stop: stop, big: s.Prompt == "big", panics: s.Prompt == "panic later"}, nil
 }
 
 func (f *fakeBackend) Cancel(p Peer, id uint64, admin bool) error {
@@ -65,6 +71,9 @@ func (s *fakeStream) RequestID() uint64   { return s.id }
 func (s *fakeStream) PromptTokens() []int { return []int{1} }
 func (s *fakeStream) Next(ctx context.Context) (Event, error) {
 	s.steps++
+	if s.panics {
+		panic("a stream's bug")
+	}
 	switch {
 	case s.steps == 1 && s.big:
 		return Event{Text: strings.Repeat("x", 600<<10), Tokens: []int{7}}, nil
@@ -373,5 +382,42 @@ func TestShutdownWaitsForDoneFrames(t *testing.T) {
 	}
 	if err := <-shut; err != nil {
 		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// TestPanicsFailTheirRequestOnly: a backend that panics in Submit or in a
+// stream's Next fails that request with an internal error frame; the
+// connection and the server go on (a panic used to end the process).
+func TestPanicsFailTheirRequestOnly(t *testing.T) {
+	ts := startServer(t, Policy{})
+	pc, typ := ts.dialAs(t, 1000)
+	if typ != wire.TypeHello {
+		t.Fatalf("hello: %s", typ)
+	}
+	for i, prompt := range []string{"panic", "panic later", "fine"} {
+		id := uint64(10 + i)
+		if err := wire.WriteFrame(pc.c, &wire.Submit{Type: wire.TypeSubmit, ID: id, Prompt: prompt}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			h, body := pc.next(t)
+			if h.ID != id {
+				continue
+			}
+			if prompt == "fine" { // accepted: it streams until cancelled
+				if h.Type != wire.TypeAccepted {
+					t.Errorf("%q after the panics: %s %q", prompt, h.Type, body)
+				}
+				break
+			}
+			if h.Type == wire.TypeAccepted {
+				continue
+			}
+			var e wire.ErrorFrame
+			if h.Type != wire.TypeError || wire.Decode(body, &e) != nil || e.Code != wire.CodeInternal {
+				t.Errorf("%q: got %s %q, want an internal error frame", prompt, h.Type, body)
+			}
+			break
+		}
 	}
 }

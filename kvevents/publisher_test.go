@@ -3,6 +3,8 @@ package kvevents
 import (
 	"context"
 	"encoding/binary"
+	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -95,25 +97,46 @@ func asU64(t *testing.T, v any) uint64 {
 	return u
 }
 
-func TestPublishToASubscriber(t *testing.T) {
-	p, err := New(Options{Endpoint: "tcp://127.0.0.1:0"})
+// startPublisher serves a publisher on a loopback port (or a Unix socket).
+func startPublisher(t *testing.T, network string, o Options) *Publisher {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "kv.sock")
+	}
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	o.Listener = ln
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// endpoint is p's address as a ZeroMQ peer dials it.
+func endpoint(p *Publisher) string {
+	if p.Addr().Network() == "unix" {
+		return "ipc://" + p.Addr().String()
+	}
+	return "tcp://" + p.Addr().String()
+}
+
+// subscribe dials p with go-zeromq's SUB (a real ZeroMQ peer) and returns
+// its messages.
+func subscribe(t *testing.T, ctx context.Context, p *Publisher, filter string) <-chan zmq4.Msg {
+	t.Helper()
 	sub := zmq4.NewSub(ctx)
-	defer sub.Close()
-	if err := sub.Dial("tcp://" + p.Addr().String()); err != nil {
+	t.Cleanup(func() { sub.Close() })
+	if err := sub.Dial(endpoint(p)); err != nil {
 		t.Fatal(err)
 	}
-	if err := sub.SetOption(zmq4.OptionSubscribe, "kv@"); err != nil {
+	if err := sub.SetOption(zmq4.OptionSubscribe, filter); err != nil {
 		t.Fatal(err)
 	}
-	topic := p.Topic("10.0.0.7:8000", "qwen", "CPU")
-	ev := []kvcache.Event{{Kind: kvcache.Cleared}}
-	// PUB drops until the subscription arrives: send until one lands.
 	got := make(chan zmq4.Msg, 64)
 	go func() {
 		for {
@@ -125,20 +148,42 @@ func TestPublishToASubscriber(t *testing.T) {
 			got <- m
 		}
 	}()
-	var first zmq4.Msg
-	for first.Frames == nil {
-		topic.KVEvents(ev)
+	return got
+}
+
+// firstMessage sends on topic until a message reaches got (PUB drops until
+// the subscription arrives).
+func firstMessage(t *testing.T, ctx context.Context, topic *Topic, got <-chan zmq4.Msg) zmq4.Msg {
+	t.Helper()
+	for {
+		topic.KVEvents([]kvcache.Event{{Kind: kvcache.Cleared}})
 		select {
 		case m, ok := <-got:
 			if !ok {
 				t.Fatal("subscriber closed")
 			}
-			first = m
+			return m
 		case <-time.After(50 * time.Millisecond):
 		case <-ctx.Done():
 			t.Fatal("no message reached the subscriber")
 		}
 	}
+}
+
+func TestPublishToASubscriber(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) { publishToASubscriber(t, network) })
+	}
+}
+
+func publishToASubscriber(t *testing.T, network string) {
+	p := startPublisher(t, network, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := subscribe(t, ctx, p, "kv@")
+	topic := p.Topic("10.0.0.7:8000", "qwen", "CPU")
+	ev := []kvcache.Event{{Kind: kvcache.Cleared}}
+	first := firstMessage(t, ctx, topic, got)
 	if len(first.Frames) != 3 || string(first.Frames[0]) != "kv@10.0.0.7:8000@qwen" || len(first.Frames[1]) != 8 {
 		t.Fatalf("message frames %q", first.Frames)
 	}

@@ -120,3 +120,27 @@ func TestVocabMask(t *testing.T) {
 		}
 	}
 }
+
+// TestTooComplexStateIsAnErrorNotAnEmptyMask: a token that would reach a
+// state past the stack bound makes the mask an error; leaving that token
+// out (as the walk did) emptied the mask and left the sampler nothing.
+func TestTooComplexStateIsAnErrorNotAnEmptyMask(t *testing.T) {
+	g, err := Parse(`root ::= "x" (("a"{0,8}){0,8}){0,8}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVocab([][]byte{[]byte("x"), []byte("a"), []byte("xa"), []byte("b")})
+	mask, err := v.Allowed(g.NewMatcher())
+	if !errors.Is(err, ErrTooComplex) {
+		t.Fatalf("mask %v, err %v; want ErrTooComplex", mask, err)
+	}
+	// A grammar within the bounds still gets its mask.
+	g2, err := Parse(`root ::= "x" "a"*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask, err = v.Allowed(g2.NewMatcher())
+	if err != nil || !mask.Has(0) || !mask.Has(2) || mask.Has(1) || mask.Has(3) {
+		t.Fatalf("mask %v, err %v; want x and xa", mask, err)
+	}
+}

@@ -138,6 +138,9 @@ func (v *Vocab) Allowed(m *Matcher) (*Mask, error) {
 	s := m.s
 	w := &walker{v: v, bits: make([]uint64, (v.n+63)/64)}
 	w.children(0, s, m.p)
+	if w.err != nil {
+		return nil, w.err
+	}
 	if w.work > maxWalkWork {
 		return nil, fmt.Errorf("%w: the tokens this state allows take too long to find (an ambiguous grammar)", ErrTooComplex)
 	}
@@ -163,6 +166,10 @@ type walker struct {
 	bits  []uint64
 	work  int
 	count int // tokens allowed
+	// err is a state past a bound that some token would reach: the mask
+	// would leave that token out for a reason that is not the grammar's,
+	// so the walk fails rather than steer the output (or empty the mask).
+	err error
 }
 
 func (c *maskCache) add(s *state, n int) {
@@ -184,12 +191,16 @@ func (c *maskCache) add(s *state, n int) {
 func (w *walker) children(node int32, s *state, p partial) {
 	v := w.v
 	for c := node + 1; c < v.end[node]; c = v.end[c] {
-		if w.work += len(s.stacks); w.work > maxWalkWork {
+		if w.work += len(s.stacks); w.work > maxWalkWork || w.err != nil {
 			return
 		}
 		ns, np := step(s, p, v.b[c])
-		if ns == nil || ns.err != nil {
+		if ns == nil {
 			continue
+		}
+		if ns.err != nil {
+			w.err = ns.err
+			return
 		}
 		if v.first[c] < v.first[c+1] && (np.remain == 0 || ns.partialOK(np)) {
 			for _, id := range v.ids[v.first[c]:v.first[c+1]] {

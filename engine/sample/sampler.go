@@ -116,14 +116,24 @@ func (s *Sampler) Penalize(logits []float32, history []int) {
 
 // Draw picks a token from penalized logits: the argmax when greedy, else
 // a draw after temperature, top-k, min-p and top-p (Sample's second half).
-// A logit of -Inf is never drawn while another is finite.
+// A logit of -Inf is never drawn while another is finite. When none is
+// (every token masked, or the row is not finite), Draw returns Argmax's
+// pick without drawing, and the caller finds that token's logit is not a
+// number it can use (NonFinite).
 func (s *Sampler) Draw(logits []float32) int {
 	if s.p.Temperature == 0 {
 		return Argmax(logits)
 	}
 	c, sorted, total := s.dist(logits)
+	if len(c) == 0 || !(total > 0) || math.IsInf(float64(total), 0) {
+		return Argmax(logits)
+	}
 	return pick(c, sorted, s.rng.Float32()*total)
 }
+
+// NonFinite reports whether a logit cannot have been a real choice: NaN
+// or an infinity (every token masked, or a forward pass gone wrong).
+func NonFinite(l float32) bool { return l != l || math.IsInf(float64(l), 0) }
 
 // Verify decides a drafted token that a draft proposed with certainty (an
 // n-gram): it draws as Draw does and keeps the draft when the draw is it.

@@ -233,3 +233,19 @@ func TestDrawUnsortedIsTheSortedDraw(t *testing.T) {
 		}
 	}
 }
+
+// TestDrawWithNothingToDraw: a row with no finite logit (a grammar's dead
+// end, a NaN from the forward pass) gives a token whose logit NonFinite
+// flags, at any temperature; it used to index an empty candidate list.
+func TestDrawWithNothingToDraw(t *testing.T) {
+	negInf, nan := float32(math.Inf(-1)), float32(math.NaN())
+	for _, row := range [][]float32{{negInf, negInf, negInf}, {nan, nan, nan}, {nan, negInf, nan}} {
+		for _, temp := range []float32{0, 0.7} {
+			s := New(Params{Temperature: temp, Seed: 1, TopK: 2, TopP: 0.9})
+			tok := s.Draw(slices.Clone(row))
+			if tok < 0 || tok >= len(row) || !NonFinite(row[tok]) {
+				t.Errorf("row %v at %v: token %d", row, temp, tok)
+			}
+		}
+	}
+}

@@ -56,7 +56,7 @@ func start(ctx context.Context, i int, o InstanceOptions) (*Instance, error) {
 		return nil, err
 	}
 	kv := fmt.Sprintf("tcp://127.0.0.1:%d", port)
-	cfg := fmt.Sprintf("log_level = \"warn\"\n[model]\npath = %q\n[server]\nsocket = %q\nhttp_socket = %q\n[engine]\nblock_size = 16\nthreads = %d\n[kv_events]\nendpoint = %q\npod = \"r%d\"\n%s",
+	cfg := fmt.Sprintf("log_level = \"warn\"\n[model]\npath = %q\n[server]\nsocket = %q\nhttp_socket = %q\n[engine]\nblock_size = 16\nthreads = %d\n[kv_events]\nendpoint = %q\nallow_from = [\"127.0.0.1\"]\npod = \"r%d\"\n%s",
 		o.Model, filepath.Join(dir, "b.sock"), filepath.Join(dir, "h.sock"), o.Threads, kv, i, o.Extra)
 	if err := os.WriteFile(filepath.Join(dir, "batchd.toml"), []byte(cfg), 0o644); err != nil {
 		return nil, err

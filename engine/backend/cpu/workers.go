@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +39,10 @@ type workers struct {
 	total  int
 	chunk  int          // > 0: shares claim chunks of this size from next
 	next   atomic.Int64 // the next unclaimed index of a chunked run
+	// failed holds a share's panic until the run ends, when the caller's
+	// goroutine panics with it: a worker's own panic could not be
+	// recovered by anyone and would end the process.
+	failed atomic.Pointer[sharePanic]
 	mu     sync.Mutex
 	cond   *sync.Cond
 	wg     sync.WaitGroup
@@ -155,10 +161,26 @@ func (w *workers) start() {
 		runtime.Gosched()
 	}
 	w.job = nil
+	if p := w.failed.Swap(nil); p != nil {
+		panic(p)
+	}
 }
+
+// sharePanic is a share's panic and where it happened.
+type sharePanic struct {
+	value any
+	stack string
+}
+
+func (p *sharePanic) String() string { return fmt.Sprintf("%v (in a worker share)\n%s", p.value, p.stack) }
 
 // share runs thread id's part of the current job.
 func (w *workers) share(id int) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.failed.CompareAndSwap(nil, &sharePanic{value: r, stack: string(debug.Stack())})
+		}
+	}()
 	if w.chunk == 0 {
 		if lo := id * w.per; lo < w.total {
 			w.job.do(id, lo, min(lo+w.per, w.total))

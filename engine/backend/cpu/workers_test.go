@@ -62,3 +62,37 @@ func TestWorkersWithCallerTakingShares(t *testing.T) {
 		}
 	}
 }
+
+// panicJob panics on one index.
+type panicJob struct{ at int }
+
+func (j panicJob) do(_, lo, hi int) {
+	if j.at >= lo && j.at < hi {
+		panic("kernel bug")
+	}
+}
+
+// TestWorkerPanicReachesTheCaller: a share that panics on a worker
+// goroutine (which no one could recover, ending the process) panics the
+// run's caller instead, after every share is done; the pool still works.
+func TestWorkerPanicReachesTheCaller(t *testing.T) {
+	w := newWorkers(3)
+	defer w.close()
+	for _, at := range []int{0, 50, 99} { // the caller's share and the workers'
+		func() {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Errorf("index %d: no panic reached the caller", at)
+				}
+			}()
+			w.run(100, 1, panicJob{at: at})
+		}()
+		j := &countJob{seen: make([]atomic.Int32, 100)}
+		w.run(100, 1, j)
+		for i := range j.seen {
+			if j.seen[i].Load() != 1 {
+				t.Fatalf("after a panic at %d: index %d visited %d times", at, i, j.seen[i].Load())
+			}
+		}
+	}
+}
