@@ -9,9 +9,17 @@ import (
 // (string, binary, extension, array, map) fits in the bytes that remain, so
 // that decoding a frame allocates no more than the frame's own size: a
 // 9-byte frame must not make the server reserve megabytes.
+//
+// It also bounds nesting (MaxDepth), here, before anything decodes the
+// frame: msgpack's decoder and ours recurse, and a frame of a million
+// one-byte arrays cost half a gigabyte of stack and heap before a later
+// check refused it.
 func checkBody(b []byte) error {
 	off, pending := 0, uint64(1) // values still to read
 	left := func() uint64 { return uint64(len(b) - off) }
+	// open holds, per container being read, how many of its values are
+	// still to come; its length is the nesting depth.
+	open := make([]uint64, 0, 8)
 	for pending > 0 {
 		if off >= len(b) {
 			return fmt.Errorf("truncated msgpack value at byte %d", off)
@@ -19,6 +27,12 @@ func checkBody(b []byte) error {
 		c := b[off]
 		off++
 		pending--
+		for len(open) > 0 && open[len(open)-1] == 0 {
+			open = open[:len(open)-1]
+		}
+		if len(open) > 0 {
+			open[len(open)-1]--
+		}
 		h, ok := headerOf(c)
 		if !ok {
 			return fmt.Errorf("invalid msgpack byte %#x at %d", c, off-1)
@@ -50,12 +64,23 @@ func checkBody(b []byte) error {
 			return fmt.Errorf("declared %d values at byte %d exceed the %d bytes left", items, off, left())
 		}
 		pending += items
+		if items > 0 {
+			if len(open) >= MaxDepth {
+				return fmt.Errorf("msgpack values nested deeper than %d at byte %d", MaxDepth, off)
+			}
+			open = append(open, items)
+		}
 	}
 	if off != len(b) {
 		return fmt.Errorf("%d bytes after the msgpack value", len(b)-off)
 	}
 	return nil
 }
+
+// MaxDepth is the deepest nesting of arrays and maps a frame may hold:
+// the JSON a frame carries (a schema, messages, tools) may nest
+// maxJSONDepth levels, below a few of the frame's own.
+const MaxDepth = maxJSONDepth + 8
 
 // header is what a msgpack type byte says of the value it starts.
 type header struct {

@@ -58,3 +58,32 @@ func BenchmarkTokenFrame(b *testing.B) {
 		}
 	}
 }
+
+// TestDeepNestingIsRefusedBeforeDecoding: a submit whose json_schema (or
+// messages) is a million nested one-element arrays is refused by the
+// shape check, in bytes proportional to its depth bound, before any
+// recursive decoder sees it (each such frame cost ~480 MB, and a 3 MB one
+// overflowed the stack); nesting at the bound still decodes.
+func TestDeepNestingIsRefusedBeforeDecoding(t *testing.T) {
+	nested := func(n int) []byte {
+		b := []byte{0x83, 0xa4, 't', 'y', 'p', 'e', 0xa6, 's', 'u', 'b', 'm', 'i', 't', 0xa2, 'i', 'd', 0x01,
+			0xab, 'j', 's', 'o', 'n', '_', 's', 'c', 'h', 'e', 'm', 'a'}
+		b = append(b, bytes.Repeat([]byte{0x91}, n)...)
+		return append(b, 0xc0)
+	}
+	deep := nested(3_000_000)
+	var err error
+	allocs := testing.AllocsPerRun(1, func() { _, err = DecodeHeader(deep) })
+	if err == nil {
+		t.Fatal("a frame nested 3,000,000 deep was accepted")
+	}
+	if allocs > 20 {
+		t.Errorf("refusing it took %v allocations", allocs)
+	}
+	if _, err := DecodeHeader(nested(MaxDepth - 1)); err != nil {
+		t.Fatalf("nesting within the bound: %v", err)
+	}
+	if _, err := DecodeHeader(nested(MaxDepth + 1)); err == nil {
+		t.Fatal("nesting past the bound was accepted")
+	}
+}
