@@ -101,7 +101,7 @@ func (b ipcBackend) prepare(ctx context.Context, p ipc.Peer, s *wire.Submit, rt 
 			return none, nil, wire.Errorf(wire.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
 		}
 	}
-	gr, err := b.d.structured(s)
+	gr, err := b.d.structured(ctx, s)
 	if err != nil {
 		return none, nil, err
 	}
@@ -169,7 +169,7 @@ func (b ipcBackend) prepare(ctx context.Context, p ipc.Peer, s *wire.Submit, rt 
 // grammar (the structured-output one gr, or the tools').
 func (b ipcBackend) chatPrompt(ctx context.Context, rt *Runtime, s *wire.Submit, gr *grammar.Grammar) (
 	[]int, *chatTools, bool, *grammar.Grammar, error) {
-	ct, err := toolsOf(rt, s, gr != nil)
+	ct, err := toolsOf(ctx, rt, s, gr != nil)
 	if err != nil {
 		return nil, nil, false, nil, err
 	}
@@ -182,7 +182,7 @@ func (b ipcBackend) chatPrompt(ctx context.Context, rt *Runtime, s *wire.Submit,
 		return nil, nil, false, nil, err
 	}
 	if gr == nil && ct.calls() {
-		if gr, err = ct.grammar(b.d); err != nil {
+		if gr, err = ct.grammar(ctx, b.d); err != nil {
 			return nil, nil, false, nil, err
 		}
 	}

@@ -45,7 +45,7 @@ func runGrammar(_ context.Context, args []string, env *runEnv) error {
 		}
 		spec = grammar.Spec{GBNF: string(b)}
 	}
-	src, err := spec.GBNFText()
+	src, err := spec.GBNFText(context.Background())
 	if err == nil {
 		_, err = grammar.Parse(src)
 	}

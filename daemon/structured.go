@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 
 	"github.com/batchd/batchd/engine/grammar"
@@ -24,7 +25,7 @@ func specOf(s *wire.Submit) grammar.Spec {
 
 // structured compiles what a submit asks its output to be (nil: nothing),
 // through the cache; what cannot compile is invalid_argument, naming why.
-func (d *Daemon) structured(s *wire.Submit) (*grammar.Grammar, error) {
+func (d *Daemon) structured(ctx context.Context, s *wire.Submit) (*grammar.Grammar, error) {
 	spec := specOf(s)
 	if spec.Empty() {
 		return nil, nil
@@ -40,7 +41,7 @@ func (d *Daemon) structured(s *wire.Submit) (*grammar.Grammar, error) {
 	if len(s.JSONSchema) > grammar.MaxSourceBytes || len(s.Regex) > grammar.MaxSourceBytes {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "json_schema or regex of more than %d bytes", grammar.MaxSourceBytes)
 	}
-	g, err := d.grammars.Get(spec)
+	g, err := d.grammars.Get(ctx, spec)
 	var se *grammar.SchemaError
 	var sy *grammar.SyntaxError
 	switch {
@@ -48,6 +49,8 @@ func (d *Daemon) structured(s *wire.Submit) (*grammar.Grammar, error) {
 		return g, nil
 	case errors.As(err, &se), errors.As(err, &sy), errors.Is(err, grammar.ErrTooComplex), errors.Is(err, grammar.ErrConflict):
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+	case ctx.Err() != nil:
+		return nil, wire.Errorf(wire.CodeUnavailable, "the request ended while its grammar compiled: %v", ctx.Err())
 	}
 	return nil, wire.Errorf(wire.CodeInvalidArgument, "grammar: %v", err)
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
@@ -42,7 +43,7 @@ type chatTools struct {
 
 // toolsOf reads a submit's tool fields; structured says it also asked for
 // structured output (which a call would not follow).
-func toolsOf(rt *Runtime, s *wire.Submit, structured bool) (*chatTools, error) {
+func toolsOf(ctx context.Context, rt *Runtime, s *wire.Submit, structured bool) (*chatTools, error) {
 	ct := &chatTools{support: rt.Tools}
 	switch s.ReasoningFormat {
 	case "", "auto", "deepseek":
@@ -63,7 +64,7 @@ func toolsOf(rt *Runtime, s *wire.Submit, structured bool) (*chatTools, error) {
 			"tools with a tool_choice other than none cannot be combined with response_format, a grammar or a schema")
 	}
 	parallel := s.ParallelToolCalls == nil || *s.ParallelToolCalls
-	ct.plan, err = toolcall.Build(ct.support.format, ct.tools, ct.choice,
+	ct.plan, err = toolcall.Build(ctx, ct.support.format, ct.tools, ct.choice,
 		toolcall.Options{Parallel: parallel})
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
@@ -103,11 +104,11 @@ func (ct *chatTools) render(r *chatRequest, kwargs []byte) error {
 }
 
 // grammar compiles the plan's grammar (nil when it has none).
-func (ct *chatTools) grammar(d *Daemon) (*grammar.Grammar, error) {
+func (ct *chatTools) grammar(ctx context.Context, d *Daemon) (*grammar.Grammar, error) {
 	if ct.plan.GBNF == "" {
 		return nil, nil
 	}
-	g, err := d.grammars.Get(grammar.Spec{GBNF: ct.plan.GBNF})
+	g, err := d.grammars.Get(ctx, grammar.Spec{GBNF: ct.plan.GBNF})
 	if err != nil {
 		var sy *grammar.SyntaxError
 		if errors.As(err, &sy) || errors.Is(err, grammar.ErrTooComplex) {

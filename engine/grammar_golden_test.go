@@ -47,7 +47,7 @@ func (g grammarGolden) compile(t *testing.T) *grammar.Grammar {
 	var err error
 	if g.Schema != nil {
 		// s08 has number bounds llama.cpp does not enforce: not strict.
-		gr, err = grammar.FromSchema(g.Schema, grammar.SchemaOptions{Strict: g.ID != "s08-number-min-max-not-enforced"})
+		gr, err = grammar.FromSchema(context.Background(), g.Schema, grammar.SchemaOptions{Strict: g.ID != "s08-number-min-max-not-enforced"})
 	} else {
 		gr, err = grammar.Parse(g.GBNF)
 	}

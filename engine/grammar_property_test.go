@@ -124,7 +124,7 @@ func TestRandomSchemasGiveValidOutput(t *testing.T) {
 				s["$defs"] = g.defs
 			}
 			schema, _ := json.Marshal(s)
-			gr, err := grammar.FromSchema(schema, grammar.SchemaOptions{Strict: true})
+			gr, err := grammar.FromSchema(context.Background(), schema, grammar.SchemaOptions{Strict: true})
 			if err != nil {
 				t.Fatalf("%s: %v", schema, err)
 			}

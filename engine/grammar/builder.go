@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -14,10 +15,10 @@ type Builder struct {
 }
 
 // NewBuilder starts a grammar; strict refuses schema keywords the grammar
-// cannot enforce (SchemaOptions.Strict).
-func NewBuilder(strict bool) *Builder {
-	return &Builder{c: &converter{rules: map[string]string{"space": spaceRule}, refs: map[string]value{},
-		resolving: map[string]bool{}, strict: strict}}
+// cannot enforce (SchemaOptions.Strict). Its schemas' conversion is bounded
+// as SchemaGBNF's, all together, and stops when ctx ends.
+func NewBuilder(ctx context.Context, strict bool) *Builder {
+	return &Builder{c: newConverter(ctx, strict)}
 }
 
 // SetStrict sets whether the schemas added next refuse keywords the

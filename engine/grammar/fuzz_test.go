@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func FuzzSchemaGBNF(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, schema []byte, strict bool) {
-		src, err := SchemaGBNF(schema, SchemaOptions{Strict: strict})
+		src, err := SchemaGBNF(context.Background(), schema, SchemaOptions{Strict: strict})
 		if err != nil {
 			var se *SchemaError
 			if !errors.As(err, &se) {

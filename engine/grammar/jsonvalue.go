@@ -79,6 +79,7 @@ func decodeValue(d *json.Decoder, depth int) (value, error) {
 			return v, err
 		case '{':
 			v := value{kind: vObject}
+			at := map[string]int{} // a repeated key's member: the last value wins, in its first place
 			for d.More() {
 				k, err := d.Token()
 				if err != nil {
@@ -88,7 +89,12 @@ func decodeValue(d *json.Decoder, depth int) (value, error) {
 				if err != nil {
 					return v, err
 				}
-				v.set(k.(string), x)
+				if i, ok := at[k.(string)]; ok {
+					v.obj[i].val = x
+					continue
+				}
+				at[k.(string)] = len(v.obj)
+				v.obj = append(v.obj, member{k.(string), x})
 			}
 			_, err := d.Token()
 			return v, err

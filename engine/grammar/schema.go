@@ -1,6 +1,8 @@
 package grammar
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -39,40 +41,54 @@ type SchemaOptions struct {
 // json-schema-to-grammar does (same rules, names and whitespace), where
 // batchd does not enforce more: dates are real dates, and a oneOf whose
 // alternatives may overlap is refused, not read as anyOf.
-func SchemaGBNF(schema []byte, o SchemaOptions) (string, error) {
-	v, err := parseValue(schema)
-	if err != nil {
-		return "", &SchemaError{Msg: "not JSON: " + err.Error()}
-	}
-	if v.kind != vObject && v.kind != vBool {
-		return "", &SchemaError{Msg: "a schema is an object (or true)"}
-	}
-	if err := checkSchema(v, "", o.Strict); err != nil {
-		return "", err
-	}
-	c := &converter{root: v, rules: map[string]string{"space": spaceRule}, refs: map[string]value{},
-		resolving: map[string]bool{}, strict: o.Strict}
-	if err := c.resolveRefs(v); err != nil {
-		return "", err
-	}
-	c.visit(v, "")
-	if c.err != nil {
-		return "", c.err
-	}
-	out := c.format()
-	if _, err := Parse(out); err != nil { // a $ref to itself, say, or past a bound
-		return "", &SchemaError{Msg: err.Error()}
-	}
-	return out, nil
+//
+// The conversion is bounded (maxConvertWork: the bytes of rules it writes,
+// counting each again when rebuilt) and stops with ctx's error when ctx
+// ends: a schema is the client's, and so is the time spent on it.
+func SchemaGBNF(ctx context.Context, schema []byte, o SchemaOptions) (string, error) {
+	src, _, err := convertSchema(ctx, schema, o)
+	return src, err
 }
 
 // FromSchema compiles a JSON Schema into a grammar (SchemaGBNF, then Parse).
-func FromSchema(schema []byte, o SchemaOptions) (*Grammar, error) {
-	src, err := SchemaGBNF(schema, o)
-	if err != nil {
-		return nil, err
+func FromSchema(ctx context.Context, schema []byte, o SchemaOptions) (*Grammar, error) {
+	_, g, err := convertSchema(ctx, schema, o)
+	return g, err
+}
+
+// convertSchema is SchemaGBNF with the grammar it parsed to check its text.
+func convertSchema(ctx context.Context, schema []byte, o SchemaOptions) (string, *Grammar, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, fmt.Errorf("converting the schema stopped: %w", err)
 	}
-	return Parse(src)
+	v, err := parseValue(schema)
+	if err != nil {
+		return "", nil, &SchemaError{Msg: "not JSON: " + err.Error()}
+	}
+	if v.kind != vObject && v.kind != vBool {
+		return "", nil, &SchemaError{Msg: "a schema is an object (or true)"}
+	}
+	if err := checkSchema(v, "", o.Strict); err != nil {
+		return "", nil, err
+	}
+	c := newConverter(ctx, o.Strict)
+	c.root = v
+	if err := c.resolveRefs(v); err != nil {
+		return "", nil, err
+	}
+	c.visit(v, "")
+	if c.err != nil {
+		return "", nil, c.err
+	}
+	out := c.format()
+	g, err := Parse(out)
+	switch {
+	case errors.Is(err, ErrTooComplex):
+		return "", nil, fmt.Errorf("json_schema: %w", err)
+	case err != nil: // a $ref to itself, say
+		return "", nil, &SchemaError{Msg: err.Error()}
+	}
+	return out, g, nil
 }
 
 // converter is llama.cpp's SchemaConverter: rules by name, resolved refs.
@@ -83,6 +99,45 @@ type converter struct {
 	resolving map[string]bool
 	strict    bool
 	err       error
+	ctx       context.Context
+	work      int // bytes of rules written so far, rebuilt ones again (see spend)
+	size      int // bytes of the distinct rules
+	checked   int // work at the last look at ctx
+}
+
+// maxConvertWork bounds one conversion: the bytes of rules it writes,
+// each counted again whenever it is built again. A grammar's text may be
+// MaxSourceBytes; the converter may write several times that while it
+// shares rules, never more.
+const maxConvertWork = 8 * MaxSourceBytes
+
+func newConverter(ctx context.Context, strict bool) *converter {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &converter{rules: map[string]string{"space": spaceRule}, refs: map[string]value{},
+		resolving: map[string]bool{}, strict: strict, ctx: ctx}
+}
+
+// spend counts n bytes of work: past the bound the conversion fails with
+// ErrTooComplex, and every 64 KiB it looks whether its context ended.
+func (c *converter) spend(n int) bool {
+	if c.err != nil {
+		return false
+	}
+	c.work += n
+	if c.work > maxConvertWork {
+		c.err = fmt.Errorf("%w: converting this schema would write more than %d MiB of grammar rules", ErrTooComplex, maxConvertWork>>20)
+		return false
+	}
+	if c.work-c.checked >= 64<<10 {
+		c.checked = c.work
+		if err := c.ctx.Err(); err != nil {
+			c.err = fmt.Errorf("converting the schema stopped: %w", err)
+			return false
+		}
+	}
+	return true
 }
 
 func (c *converter) fail(path, keyword, format string, args ...any) string {
@@ -92,11 +147,15 @@ func (c *converter) fail(path, keyword, format string, args ...any) string {
 	return "space"
 }
 
-var invalidRuleChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+var (
+	invalidRuleChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+	uuidFormat       = regexp.MustCompile(`^uuid[1-5]?$`)
+)
 
 // addRule names rule after name, numbering it when another rule took the
 // name, and returns the name.
 func (c *converter) addRule(name, rule string) string {
+	c.spend(len(name) + len(rule))
 	esc := invalidRuleChars.ReplaceAllString(name, "-")
 	key := esc
 	if old, ok := c.rules[esc]; ok && old != rule {
@@ -105,6 +164,11 @@ func (c *converter) addRule(name, rule string) string {
 			if old, ok := c.rules[key]; !ok || old == rule {
 				break
 			}
+		}
+	}
+	if _, ok := c.rules[key]; !ok {
+		if c.size += len(key) + len(rule) + 6; c.size > MaxSourceBytes && c.err == nil {
+			c.err = fmt.Errorf("%w: the grammar for this schema passes %d bytes of GBNF", ErrTooComplex, MaxSourceBytes)
 		}
 	}
 	c.rules[key] = rule
@@ -267,7 +331,7 @@ func (c *converter) visit(s value, name string) string {
 func (c *converter) scalar(s value, typeIs func(...string) bool, typ value, ruleName string) string {
 	format, _ := s.get("format")
 	switch {
-	case typeIs("", "string") && regexp.MustCompile(`^uuid[1-5]?$`).MatchString(format.str):
+	case typeIs("", "string") && uuidFormat.MatchString(format.str):
 		n := format.str
 		if ruleName == "root" {
 			n = "root"
@@ -325,7 +389,6 @@ func (c *converter) constant(v value) string { return formatLiteral(v.dump()) }
 // formatLiteral quotes text as a GBNF literal. llama.cpp escapes only \r,
 // \n and "; a backslash (JSON's escapes) must be escaped too, or a \t in
 // the JSON text would come out as a raw tab.
-func formatLiteral(s string) string {
-	r := strings.NewReplacer("\\", "\\\\", "\r", "\\r", "\n", "\\n", "\"", "\\\"")
-	return `"` + r.Replace(s) + `"`
-}
+func formatLiteral(s string) string { return `"` + literalEscaper.Replace(s) + `"` }
+
+var literalEscaper = strings.NewReplacer("\\", "\\\\", "\r", "\\r", "\n", "\\n", "\"", "\\\"")

@@ -163,11 +163,7 @@ func (c *converter) buildObject(props []member, required map[string]bool, name s
 		if len(req) > 0 {
 			b.WriteString(` "," space ( `)
 		}
-		var alts []string
-		for i := range opt {
-			alts = append(alts, c.optionalRefs(opt[i:], kv, name, false))
-		}
-		b.WriteString(strings.Join(alts, " | "))
+		b.WriteString(strings.Join(c.optionalChains(opt, kv, name), " | "))
 		if len(req) > 0 {
 			b.WriteString(" )")
 		}
@@ -177,26 +173,41 @@ func (c *converter) buildObject(props []member, required map[string]bool, name s
 	return b.String()
 }
 
-// optionalRefs is llama.cpp's get_recursive_refs: the first of ks, then
-// the rest each optional, as rules of their own.
-func (c *converter) optionalRefs(ks []string, kv map[string]string, name string, firstOptional bool) string {
-	k := ks[0]
-	comma := `( "," space ` + kv[k] + ` )`
-	var res string
-	switch {
-	case firstOptional && k == "*":
-		res = comma + "*"
-	case firstOptional:
-		res = comma + "?"
-	case k == "*":
-		res = kv[k] + " " + comma + "*"
-	default:
-		res = kv[k]
+// optionalChains is llama.cpp's alternatives of get_recursive_refs over
+// every suffix of the optional keys: alternative i is key i, then each
+// later key optional, through the rule "KEY-rest" that holds the chain
+// after it. Those rules are the same for every alternative, so each is
+// built once, from the last key back (the order llama.cpp adds them in,
+// so names and their numbering match): linear in the keys, where calling
+// the recursion per suffix was quadratic (4,000 optional properties took
+// seconds).
+func (c *converter) optionalChains(opt []string, kv map[string]string, name string) []string {
+	n := len(opt)
+	comma := func(k string) string { return `( "," space ` + kv[k] + ` )` }
+	rest := make([]string, n) // rest[j]: the rule of the keys after j, optional
+	for j := n - 2; j >= 0; j-- {
+		k := opt[j+1]
+		r := comma(k) + "?"
+		if k == "*" {
+			r = comma(k) + "*"
+		}
+		if j+2 < n {
+			r += " " + rest[j+1]
+		}
+		rest[j] = c.addRule(dashed(name, opt[j])+"-rest", r)
 	}
-	if len(ks) > 1 {
-		res += " " + c.addRule(dashed(name, k)+"-rest", c.optionalRefs(ks[1:], kv, name, true))
+	alts := make([]string, n)
+	for i, k := range opt {
+		a := kv[k]
+		if k == "*" {
+			a += " " + comma(k) + "*"
+		}
+		if i+1 < n {
+			a += " " + rest[i]
+		}
+		alts[i] = a
 	}
-	return res
+	return alts
 }
 
 // notStrings is a JSON string that is none of names, as llama.cpp's

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ func TestSchemaGrammarsMatchLlamaCpp(t *testing.T) {
 		if c.Schema == nil {
 			continue
 		}
-		got, err := SchemaGBNF(c.Schema, SchemaOptions{Strict: c.ID != "s08-number-min-max-not-enforced"})
+		got, err := SchemaGBNF(context.Background(), c.Schema, SchemaOptions{Strict: c.ID != "s08-number-min-max-not-enforced"})
 		if err != nil {
 			t.Errorf("%s: %v", c.ID, err)
 			continue

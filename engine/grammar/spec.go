@@ -2,7 +2,9 @@ package grammar
 
 import (
 	"container/list"
+	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,8 +29,8 @@ func (s Spec) Empty() bool {
 // ErrConflict: a request asked for two kinds of structure at once.
 var ErrConflict = errors.New("grammar: set only one of a grammar, a JSON schema, JSON mode, a regex or a choice")
 
-// GBNFText returns the GBNF s stands for.
-func (s Spec) GBNFText() (string, error) {
+// GBNFText returns the GBNF s stands for; a conversion stops when ctx ends.
+func (s Spec) GBNFText(ctx context.Context) (string, error) {
 	n := 0
 	for _, set := range []bool{s.GBNF != "", len(s.Schema) > 0, s.JSONObject, s.Regex != "", len(s.Choice) > 0} {
 		if set {
@@ -41,11 +43,11 @@ func (s Spec) GBNFText() (string, error) {
 	case s.GBNF != "":
 		return s.GBNF, nil
 	case len(s.Schema) > 0:
-		return SchemaGBNF(s.Schema, SchemaOptions{Strict: s.Strict})
+		return SchemaGBNF(ctx, s.Schema, SchemaOptions{Strict: s.Strict})
 	case s.JSONObject:
-		return SchemaGBNF([]byte(`{"type": "object"}`), SchemaOptions{})
+		return SchemaGBNF(ctx, []byte(`{"type": "object"}`), SchemaOptions{})
 	case s.Regex != "":
-		return RegexGBNF(s.Regex)
+		return RegexGBNF(ctx, s.Regex)
 	case len(s.Choice) > 0:
 		alts := make([]string, len(s.Choice))
 		for i, c := range s.Choice {
@@ -58,9 +60,10 @@ func (s Spec) GBNFText() (string, error) {
 
 // RegexGBNF is the grammar of the texts a regular expression matches
 // whole (no ^ or $ needed; they are taken off when there).
-func RegexGBNF(re string) (string, error) {
+func RegexGBNF(ctx context.Context, re string) (string, error) {
 	re = "^" + strings.TrimSuffix(strings.TrimPrefix(re, "^"), "$") + "$"
-	c := &converter{rules: map[string]string{}, refs: map[string]value{}, resolving: map[string]bool{}}
+	c := newConverter(ctx, false)
+	delete(c.rules, "space")
 	c.rawPattern(re, "root")
 	if c.err != nil {
 		var se *SchemaError
@@ -72,9 +75,12 @@ func RegexGBNF(re string) (string, error) {
 	return c.format(), nil
 }
 
-// Cache keeps compiled grammars by what they were compiled from, so the
-// same schema on many requests compiles once (and shares its states and
-// masks). It holds at most its size, the least recently used given up.
+// Cache keeps compiled grammars by what they were asked for (the spec
+// itself, before any conversion), so the same schema on many requests
+// converts and compiles once and shares its states and masks; a spec that
+// failed fails again at once. Requests asking for the same new spec wait
+// for one compilation. It holds at most its size, the least recently used
+// given up.
 type Cache struct {
 	mu    sync.Mutex
 	size  int
@@ -83,8 +89,10 @@ type Cache struct {
 }
 
 type cacheEntry struct {
-	key [32]byte
-	g   *Grammar
+	key   [32]byte
+	ready chan struct{} // closed once g or err is set
+	g     *Grammar
+	err   error
 }
 
 // NewCache returns a cache of at most size grammars.
@@ -92,33 +100,99 @@ func NewCache(size int) *Cache {
 	return &Cache{size: max(size, 1), order: list.New(), byKey: map[[32]byte]*list.Element{}}
 }
 
-// Get compiles s, or returns the grammar it compiled to before.
-func (c *Cache) Get(s Spec) (*Grammar, error) {
-	src, err := s.GBNFText()
-	if err != nil {
-		return nil, err
+// key names a spec: each field with its kind and length, so that no two
+// specs share one.
+func (s Spec) key() [32]byte {
+	h := sha256.New()
+	field := func(kind byte, b []byte) {
+		var n [9]byte
+		n[0] = kind
+		binary.BigEndian.PutUint64(n[1:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
 	}
-	key := sha256.Sum256([]byte(src))
-	c.mu.Lock()
-	if e, ok := c.byKey[key]; ok {
-		c.order.MoveToFront(e)
+	field('g', []byte(s.GBNF))
+	field('s', s.Schema)
+	field('t', []byte{btob(s.Strict), btob(s.JSONObject)})
+	field('r', []byte(s.Regex))
+	for _, c := range s.Choice {
+		field('c', []byte(c))
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+func btob(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Get compiles s, or returns what it compiled to (or failed with) before.
+// A compilation ctx cut short is not kept.
+func (c *Cache) Get(ctx context.Context, s Spec) (*Grammar, error) {
+	key := s.key()
+	for {
+		c.mu.Lock()
+		if el, ok := c.byKey[key]; ok {
+			c.order.MoveToFront(el)
+			e := el.Value.(*cacheEntry)
+			c.mu.Unlock()
+			if !closed(e.ready) {
+				select {
+				case <-e.ready:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			if isContextErr(e.err) && ctx.Err() == nil {
+				continue // its requester left; this one compiles
+			}
+			return e.g, e.err
+		}
+		e := &cacheEntry{key: key, ready: make(chan struct{})}
+		c.byKey[key] = c.order.PushFront(e)
+		for c.order.Len() > c.size {
+			old := c.order.Remove(c.order.Back()).(*cacheEntry)
+			delete(c.byKey, old.key)
+		}
 		c.mu.Unlock()
-		return e.Value.(*cacheEntry).g, nil
+		e.g, e.err = compile(ctx, s)
+		if isContextErr(e.err) {
+			c.mu.Lock()
+			if el, ok := c.byKey[key]; ok && el.Value == e {
+				c.order.Remove(el)
+				delete(c.byKey, key)
+			}
+			c.mu.Unlock()
+		}
+		close(e.ready)
+		return e.g, e.err
 	}
-	c.mu.Unlock()
-	g, err := Parse(src)
+}
+
+func compile(ctx context.Context, s Spec) (*Grammar, error) {
+	if len(s.Schema) > 0 && s.GBNF == "" && !s.JSONObject && s.Regex == "" && len(s.Choice) == 0 {
+		return FromSchema(ctx, s.Schema, SchemaOptions{Strict: s.Strict}) // parsed once, not again
+	}
+	src, err := s.GBNFText(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.byKey[key]; ok { // compiled meanwhile by another request
-		return e.Value.(*cacheEntry).g, nil
+	return Parse(src)
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
-	c.byKey[key] = c.order.PushFront(&cacheEntry{key: key, g: g})
-	for c.order.Len() > c.size {
-		old := c.order.Remove(c.order.Back()).(*cacheEntry)
-		delete(c.byKey, old.key)
-	}
-	return g, nil
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -91,21 +91,7 @@ func build(rules [][][]sym, names []string, classes []class, root int32) (*Gramm
 // references, past rules that may match nothing.
 func (g *Grammar) leftRecursive() (string, bool) {
 	n := len(g.alts)
-	nullable := make([]bool, n)
-	for changed := true; changed; {
-		changed = false
-		for r := range n {
-			if nullable[r] {
-				continue
-			}
-			for _, a := range g.alts[r] {
-				if g.nullableFrom(a, nullable) {
-					nullable[r], changed = true, true
-					break
-				}
-			}
-		}
-	}
+	nullable := g.nullableRules()
 	state := make([]uint8, n) // 0 new, 1 on the path, 2 done
 	var visit func(r int32) bool
 	visit = func(r int32) bool {
@@ -137,13 +123,53 @@ func (g *Grammar) leftRecursive() (string, bool) {
 	return "", false
 }
 
-func (g *Grammar) nullableFrom(p int32, nullable []bool) bool {
-	for ; g.syms[p].kind != symEnd; p++ {
-		if g.syms[p].kind != symRef || !nullable[g.syms[p].arg] {
-			return false
+// nullableRules finds the rules that may match nothing, by a worklist in
+// time linear in the grammar: an alternative of references only waits for
+// each of them; the last one found nullable makes its rule nullable. (A
+// fixpoint over every rule per pass was quadratic on a chain of optional
+// rules, as a schema's optional properties make.)
+func (g *Grammar) nullableRules() []bool {
+	n := len(g.alts)
+	nullable := make([]bool, n)
+	type alt struct{ rule, waiting int32 }
+	var alts []alt
+	users := make([][]int32, n) // per rule: the alternatives that refer to it, once per reference
+	var work []int32
+	for r := range n {
+		for _, a := range g.alts[r] {
+			refs := int32(0)
+			p := a
+			for ; g.syms[p].kind == symRef; p++ {
+				refs++
+			}
+			if g.syms[p].kind != symEnd { // a character: never empty
+				continue
+			}
+			if refs == 0 {
+				if !nullable[r] {
+					nullable[r] = true
+					work = append(work, int32(r))
+				}
+				continue
+			}
+			id := int32(len(alts))
+			alts = append(alts, alt{rule: int32(r), waiting: refs})
+			for q := a; g.syms[q].kind == symRef; q++ {
+				users[g.syms[q].arg] = append(users[g.syms[q].arg], id)
+			}
 		}
 	}
-	return true
+	for len(work) > 0 {
+		r := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, id := range users[r] {
+			if alts[id].waiting--; alts[id].waiting == 0 && !nullable[alts[id].rule] {
+				nullable[alts[id].rule] = true
+				work = append(work, alts[id].rule)
+			}
+		}
+	}
+	return nullable
 }
 
 // expander collects the stacks that expanding gives, as llama.cpp's

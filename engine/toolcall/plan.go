@@ -1,6 +1,7 @@
 package toolcall
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -80,8 +81,9 @@ const genericSystem = "Respond in JSON format, either with `tool_call` (a reques
 
 // Build plans a request's calls in format f: the grammar llama.cpp's
 // chat handler builds for the format (same rules and names), narrowed to
-// one function for a named tool_choice, lazy for auto.
-func Build(f Format, tools []Tool, c Choice, o Options) (Plan, error) {
+// one function for a named tool_choice, lazy for auto. Converting the
+// tools' schemas is bounded as a schema's is and stops when ctx ends.
+func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Plan, error) {
 	p := Plan{Format: f, Parallel: o.Parallel}
 	switch f {
 	case Llama3:
@@ -112,7 +114,7 @@ func Build(f Format, tools []Tool, c Choice, o Options) (Plan, error) {
 		}
 	}
 	p.Lazy = c.Mode == Auto && f != Generic
-	b := grammar.NewBuilder(false)
+	b := grammar.NewBuilder(ctx, false)
 	const root = "root"
 	var err error
 	switch f {

@@ -1,6 +1,7 @@
 package toolcall
 
 import (
+	"context"
 	"testing"
 
 	"github.com/batchd/batchd/testing/testmodels"
@@ -35,7 +36,7 @@ func TestGrammarsMatchLlamaCpp(t *testing.T) {
 			if choice.Mode == Named {
 				choice = Choice{Mode: Auto}
 			}
-			p, err := Build(f, tools, choice, Options{})
+			p, err := Build(context.Background(), f, tools, choice, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -172,7 +172,9 @@ type sharePanic struct {
 	stack string
 }
 
-func (p *sharePanic) String() string { return fmt.Sprintf("%v (in a worker share)\n%s", p.value, p.stack) }
+func (p *sharePanic) String() string {
+	return fmt.Sprintf("%v (in a worker share)\n%s", p.value, p.stack)
+}
 
 // share runs thread id's part of the current job.
 func (w *workers) share(id int) {

@@ -188,7 +188,7 @@ func (b *bench) rate(batch int, schema func(int) []byte, lens []int) (float64, [
 			reqs[i].MaxTokens = max(lens[i], 1)
 		}
 		if schema != nil {
-			g, err := b.cache.Get(grammar.Spec{Schema: schema(i), Strict: true})
+			g, err := b.cache.Get(context.Background(), grammar.Spec{Schema: schema(i), Strict: true})
 			if err != nil {
 				return 0, nil, err
 			}
@@ -237,7 +237,7 @@ func (b *bench) maskCost(typical []byte, schemas [][]byte) error {
 	v := grammar.NewVocab(texts)
 	var fresh, cached []time.Duration
 	for _, s := range append([][]byte{typical}, schemas...) {
-		g, err := grammar.FromSchema(s, grammar.SchemaOptions{Strict: true})
+		g, err := grammar.FromSchema(context.Background(), s, grammar.SchemaOptions{Strict: true})
 		if err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func (b *bench) maskCost(typical []byte, schemas [][]byte) error {
 		}
 		// A grammar of its own: the engine's run cached masks for its
 		// vocabulary, not for this one.
-		g2, err := grammar.FromSchema(s, grammar.SchemaOptions{Strict: true})
+		g2, err := grammar.FromSchema(context.Background(), s, grammar.SchemaOptions{Strict: true})
 		if err != nil {
 			return err
 		}

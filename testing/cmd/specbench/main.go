@@ -264,7 +264,7 @@ func decode(e *engine.Engine, w workload, maxTokens, batch int) (float64, error)
 	var span time.Duration
 	var g *grammar.Grammar
 	if w.schema != "" {
-		if g, err = grammar.FromSchema([]byte(w.schema), grammar.SchemaOptions{}); err != nil {
+		if g, err = grammar.FromSchema(context.Background(), []byte(w.schema), grammar.SchemaOptions{}); err != nil {
 			return 0, err
 		}
 	}
