@@ -11,43 +11,79 @@ import (
 	"time"
 )
 
-// scanLocked brings the directory's models up to date: a new file is a
-// model, a removed one is gone (unloaded once idle).
-func (m *Manager) scanLocked() {
+// dirModel is a model file the directory holds.
+type dirModel struct{ name, path string }
+
+// listing is a scan of the directory: its files and its modification time
+// before they were read (so that a change during the read is seen again).
+type listing struct {
+	files []dirModel
+	at    time.Time
+}
+
+// listDir lists the directory's model files; it takes no lock (nil files:
+// no directory, or it could not be read).
+func (m *Manager) listDir() listing {
 	if m.cfg.Dir == "" {
-		return
+		return listing{}
 	}
+	st, err := os.Stat(m.cfg.Dir)
+	if err != nil {
+		m.cfg.Logger.Warn("models directory not read", "dir", m.cfg.Dir, "err", err)
+		return listing{}
+	}
+	m.scans.Add(1)
 	files, err := os.ReadDir(m.cfg.Dir)
 	if err != nil {
 		m.cfg.Logger.Warn("models directory not read", "dir", m.cfg.Dir, "err", err)
+		return listing{}
+	}
+	out := make([]dirModel, 0, len(files))
+	for _, f := range files {
+		name, ok := strings.CutSuffix(f.Name(), m.cfg.Ext)
+		if !ok || name == "" || strings.HasPrefix(name, ".") || checkName(name) != nil {
+			continue
+		}
+		path := filepath.Join(m.cfg.Dir, f.Name())
+		if !f.Type().IsRegular() { // a link: what it points to must be a file
+			if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+				continue
+			}
+		}
+		out = append(out, dirModel{name, path})
+	}
+	return listing{files: out, at: st.ModTime()}
+}
+
+// applyScan brings the directory's models up to date with a listing: a
+// new file is a model, a removed one is gone (unloaded once idle).
+func (m *Manager) applyScan(l listing) {
+	files := l.files
+	if m.cfg.Dir == "" || files == nil {
 		return
 	}
+	m.dirTime = l.at
 	configured := map[string]bool{}
 	for _, e := range m.entries {
 		if !e.spec.fromDir {
 			configured[filepath.Clean(e.spec.Path)] = true
 		}
 	}
-	present := map[string]bool{}
+	present := make(map[string]bool, len(files))
 	for _, f := range files {
-		name, ok := strings.CutSuffix(f.Name(), m.cfg.Ext)
-		path := filepath.Join(m.cfg.Dir, f.Name())
-		if !ok || name == "" || strings.HasPrefix(name, ".") || configured[path] || checkName(name) != nil {
+		if configured[f.path] {
 			continue
 		}
-		if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		present[name] = true
-		if e, ok := m.entries[name]; ok {
+		present[f.name] = true
+		if e, ok := m.entries[f.name]; ok {
 			e.gone = false
 			continue
 		}
-		if m.find(name) != nil { // a configured name or alias wins
+		if m.find(f.name) != nil { // a configured name or alias wins
 			continue
 		}
-		s := Spec{Name: name, Path: path, fromDir: true}
-		m.entries[name] = &entry{spec: s, keepAlive: m.keepAliveOf(s)}
+		s := Spec{Name: f.name, Path: f.path, fromDir: true}
+		m.add(&entry{spec: s, keepAlive: m.keepAliveOf(s)})
 	}
 	var idle []*entry
 	for name, e := range m.entries {
@@ -57,7 +93,7 @@ func (m *Manager) scanLocked() {
 		e.gone = true
 		switch {
 		case e.state == Available || e.state == Failed:
-			delete(m.entries, name)
+			m.forget(e)
 		case e.state == Loaded && e.leases == 0:
 			idle = append(idle, e)
 		}
@@ -94,9 +130,10 @@ func (m *Manager) Run(ctx context.Context, interval time.Duration) {
 
 // Tick unloads idle models past their keep-alive and scans the directory.
 func (m *Manager) Tick() {
+	files := m.listDir()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.scanLocked()
+	m.applyScan(files)
 	now := m.cfg.Now()
 	for _, e := range m.sortedLocked() {
 		if e.state == Loaded && e.leases == 0 && !e.expires.IsZero() && !now.Before(e.expires) {
@@ -166,9 +203,10 @@ type Info struct {
 // List is every model the manager knows, by name (the directory scanned
 // first).
 func (m *Manager) List() []Info {
+	files := m.listDir()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.scanLocked()
+	m.applyScan(files)
 	return m.infosLocked(false)
 }
 
@@ -234,7 +272,7 @@ func (m *Manager) Remove(name string) error {
 			m.unloadLocked(e)
 		}
 	case Available, Failed:
-		delete(m.entries, e.spec.Name)
+		m.forget(e)
 	}
 	return nil
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -123,8 +125,14 @@ type Manager struct {
 	cfg     Config
 	mu      sync.Mutex
 	entries map[string]*entry
-	changed chan struct{} // closed (and replaced) when room may have freed
-	closed  bool
+	// byName indexes entries by every name and alias, exactly and folded
+	// to lower case (the first to take a folded name keeps it), so that a
+	// lookup or a scan of a large directory costs a map access a name.
+	byName, byFold map[string]*entry
+	dirTime        time.Time     // the directory's modification time at the last scan
+	scans          atomic.Int64  // directory listings read, for tests
+	changed        chan struct{} // closed (and replaced) when room may have freed
+	closed         bool
 }
 
 // New makes a manager of cfg's models; Run keeps it (preloads, expiry,
@@ -145,7 +153,8 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, entries: map[string]*entry{}, changed: make(chan struct{})}
+	m := &Manager{cfg: cfg, entries: map[string]*entry{}, byName: map[string]*entry{}, byFold: map[string]*entry{},
+		changed: make(chan struct{})}
 	seen := map[string]string{}
 	for _, s := range cfg.Specs {
 		for _, n := range append([]string{s.Name}, s.Aliases...) {
@@ -157,10 +166,10 @@ func New(cfg Config) (*Manager, error) {
 			}
 			seen[strings.ToLower(n)] = s.Name
 		}
-		m.entries[s.Name] = &entry{spec: s, keepAlive: m.keepAliveOf(s)}
+		m.add(&entry{spec: s, keepAlive: m.keepAliveOf(s)})
 	}
 	m.mu.Lock()
-	m.scanLocked()
+	m.applyScan(m.listDir())
 	m.mu.Unlock()
 	if cfg.Default != "" && m.find(cfg.Default) == nil {
 		return nil, fmt.Errorf("models: default model %q: %w", cfg.Default, ErrNotFound)
@@ -273,7 +282,10 @@ func (m *Manager) Acquire(ctx context.Context, name string, keepAlive *time.Dura
 }
 
 // lookupLocked finds a model by name or alias, scanning the directory
-// once more if it is not known.
+// once more if it is not known and the directory changed since the last
+// scan (a client asking for names that do not exist must not make the
+// daemon list a large directory per request). The scan lists the
+// directory without the lock, so it may change meanwhile.
 func (m *Manager) lookupLocked(name string) (*entry, error) {
 	if name == "" {
 		name = m.defaultLocked()
@@ -284,11 +296,26 @@ func (m *Manager) lookupLocked(name string) (*entry, error) {
 	if e := m.find(name); e != nil {
 		return e, nil
 	}
-	m.scanLocked()
-	if e := m.find(name); e != nil {
-		return e, nil
+	if m.dirChanged() {
+		m.mu.Unlock()
+		files := m.listDir()
+		m.mu.Lock()
+		m.applyScan(files)
+		if e := m.find(name); e != nil {
+			return e, nil
+		}
 	}
 	return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+}
+
+// dirChanged reports whether the models directory was modified (a file
+// added, removed or renamed) since the last scan.
+func (m *Manager) dirChanged() bool {
+	if m.cfg.Dir == "" {
+		return false
+	}
+	st, err := os.Stat(m.cfg.Dir)
+	return err != nil || !st.ModTime().Equal(m.dirTime)
 }
 
 func (m *Manager) defaultLocked() string {
@@ -312,18 +339,54 @@ func (m *Manager) find(name string) *entry {
 	} else if !strings.Contains(name, ":") {
 		cands = append(cands, name+":latest")
 	}
-	for _, fold := range []bool{false, true} {
-		for _, c := range cands {
-			for _, e := range m.entries {
-				for _, n := range append([]string{e.spec.Name}, e.spec.Aliases...) {
-					if n == c || fold && strings.EqualFold(n, c) {
-						return e
-					}
-				}
-			}
+	for _, c := range cands {
+		if e := m.byName[c]; e != nil {
+			return e
+		}
+	}
+	for _, c := range cands {
+		if e := m.byFold[strings.ToLower(c)]; e != nil {
+			return e
 		}
 	}
 	return nil
+}
+
+// add records e under its names.
+func (m *Manager) add(e *entry) {
+	m.entries[e.spec.Name] = e
+	for _, n := range append([]string{e.spec.Name}, e.spec.Aliases...) {
+		if _, ok := m.byName[n]; !ok {
+			m.byName[n] = e
+		}
+		if _, ok := m.byFold[strings.ToLower(n)]; !ok {
+			m.byFold[strings.ToLower(n)] = e
+		}
+	}
+}
+
+// forget drops e and its names; a folded name another entry also has
+// passes to it.
+func (m *Manager) forget(e *entry) {
+	if m.entries[e.spec.Name] == e {
+		delete(m.entries, e.spec.Name)
+	}
+	for _, n := range append([]string{e.spec.Name}, e.spec.Aliases...) {
+		if m.byName[n] == e {
+			delete(m.byName, n)
+		}
+		f := strings.ToLower(n)
+		if m.byFold[f] != e {
+			continue
+		}
+		delete(m.byFold, f)
+		for _, o := range m.entries { // rare: two names differing only in case
+			if strings.ToLower(o.spec.Name) == f {
+				m.byFold[f] = o
+				break
+			}
+		}
+	}
 }
 
 // loadLocked loads e: prepares it without the lock, makes room, starts
@@ -465,7 +528,7 @@ func (m *Manager) unloadLocked(e *entry) {
 	e.state, e.bytes = Available, 0
 	close(e.loading)
 	if e.gone {
-		delete(m.entries, e.spec.Name)
+		m.forget(e)
 	}
 	m.signalLocked()
 }

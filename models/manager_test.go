@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -402,5 +403,45 @@ func TestCloseEndsEverything(t *testing.T) {
 	}
 	if _, err := m.Acquire(context.Background(), "a", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestLargeModelsDirectory: 10,000 files make 10,000 models in one scan
+// (finding a name was a walk over every model, so a scan was quadratic:
+// 30,000 files never became ready), lookups of names that do not exist
+// list the directory again only when it changed (each one rescanned it,
+// under the manager's lock), and a file added is found at its first
+// lookup.
+func TestLargeModelsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	const n = 10000
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%05d.gguf", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newFakeLoader(map[string]int64{"new": 1})
+	m := newManager(t, Config{Dir: dir}, l)
+	if got := len(m.List()); got != n {
+		t.Fatalf("%d models, want %d", got, n)
+	}
+	if _, err := m.Get("M00042"); err != nil { // case folded
+		t.Fatal(err)
+	}
+	before := m.scans.Load()
+	for i := range 1000 {
+		if _, err := m.Acquire(context.Background(), fmt.Sprintf("missing%d", i), nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("missing%d: %v", i, err)
+		}
+	}
+	if got := m.scans.Load() - before; got != 0 {
+		t.Fatalf("1000 lookups of unknown names listed an unchanged directory %d times", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "new.gguf"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, m, "new").Release()
+	if got := m.scans.Load() - before; got != 1 {
+		t.Fatalf("finding a new file took %d listings, want 1", got)
 	}
 }
