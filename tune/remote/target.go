@@ -58,15 +58,18 @@ func (t *Target) Restore() error { return t.write(t.original, t.baseSeqs) }
 // write replaces the config file (atomically) and waits until the daemon
 // runs with max_num_seqs seqs.
 func (t *Target) write(b []byte, seqs int) error {
-	tmp := t.path + ".tune"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, t.path); err != nil {
+	if err := ReplaceFile(t.path, b); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if st, err := os.Lstat(t.path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		// The daemon watches the link's directory, not the file it points
+		// to (replaced in place to keep the link): ask it to reload.
+		if _, err := t.c.Reload(ctx); err != nil {
+			return fmt.Errorf("%s is a link, so the daemon must be asked to reload: %w", t.path, err)
+		}
+	}
 	last := ""
 	for {
 		s, err := t.c.Stats(ctx)
