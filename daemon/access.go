@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -67,6 +69,47 @@ func widenedAccess(running, next *Config) []string {
 	nm, _ := strconv.ParseUint(next.Server.SocketMode, 8, 32)
 	if nm&^rm != 0 {
 		add("server.socket_mode %04o -> %04o", rm, nm)
+	}
+	return append(out, widenedIsolation(running, next)...)
+}
+
+// widenedIsolation lists how next would share more than running does: a
+// channel no longer isolated or in steps of its own, a tag or user that
+// reached an isolated channel sent to one that is not, a compliance rule
+// dropped or changed. A save cut short drops such tables as easily as the
+// access lists, and their absence lets users read each other's prompts
+// through cache hits, so they are held the same way.
+func widenedIsolation(running, next *Config) []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	for _, ch := range slices.Sorted(maps.Keys(running.Channels)) {
+		r, n := running.Channels[ch], next.Channels[ch]
+		if r.Isolated && !n.Isolated {
+			add("channels.%s.isolated turned off: its users share prefix-cache blocks", ch)
+		}
+		if r.OwnSteps && !n.OwnSteps {
+			add("channels.%s.own_steps turned off: its requests share batches", ch)
+		}
+	}
+	isolated := func(c *Config, ch string) bool { return c.Channels[ch].Isolated }
+	for _, tag := range slices.Sorted(maps.Keys(running.Routing.Tags)) {
+		if r, n := running.Routing.Tags[tag], next.Routing.Tags[tag]; isolated(running, r) && !isolated(next, n) {
+			add("routing.tags.%s moves from isolated channel %s to %q", tag, r, n)
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(running.Routing.Users)) {
+		if r, n := running.Routing.Users[u], next.Routing.Users[u]; isolated(running, r) && !isolated(next, n) {
+			add("routing.users.%s moves from isolated channel %s to %q", u, r, n)
+		}
+	}
+	for i, r := range running.Compliance {
+		if !slices.ContainsFunc(next.Compliance, func(n ComplianceRule) bool { return reflect.DeepEqual(n, r) }) {
+			name := r.Name
+			if name == "" {
+				name = "#" + strconv.Itoa(i+1)
+			}
+			add("compliance rule %s removed or changed", name)
+		}
 	}
 	return out
 }

@@ -331,3 +331,39 @@ func TestEditOnceServingIsApplied(t *testing.T) {
 		}
 	}
 }
+
+// TestWidenedIsolation: a file that loses a channel's isolation (or its
+// own steps), routes a tag or user off an isolated channel, or drops or
+// changes a compliance rule widens what users share; such a save was
+// applied at once (another user then hit an isolated prompt's blocks and a
+// medical tag ran on bulk). Adding isolation is not widening.
+func TestWidenedIsolation(t *testing.T) {
+	parse := func(s string) *Config {
+		c, _, err := parseConfig("t", []byte("[model]\npath = \"/dev/null\"\n"+s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	const rule = "[[compliance]]\nname = \"hipaa\"\ntags = [\"medical\"]\nchannel = \"realtime\"\nisolated = true\n"
+	const routing = "[routing.tags]\nmedical = \"realtime\"\n[routing.users]\n\"1234\" = \"realtime\"\n"
+	const channel = "[channels.realtime]\nisolated = true\nown_steps = true\n"
+	base := parse(routing + channel + rule)
+	for _, tc := range []struct{ next, want string }{
+		{routing + channel + rule, ""},
+		{routing + channel + rule + "[channels.bulk]\nisolated = true\n", ""},
+		{"[routing.tags]\nmedical = \"realtime\"\n" + channel + rule, "routing.users.1234 moves from isolated channel realtime"},
+		{routing + "[channels.realtime]\nisolated = true\n" + rule, "channels.realtime.own_steps turned off"},
+		{routing + channel, "compliance rule hipaa removed or changed"},
+		{routing + channel + strings.Replace(rule, "isolated = true", "isolated = false", 1), "compliance rule hipaa removed"},
+		{"", "channels.realtime.isolated turned off"},
+	} {
+		got := strings.Join(widenedAccess(base, parse(tc.next)), "; ")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%q: widened %q, want %q", tc.next, got, tc.want)
+		}
+	}
+}
