@@ -58,6 +58,19 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	return st, nil
 }
 
+// checkTags bounds a request's routing tags.
+func checkTags(tags []string) error {
+	if len(tags) > maxTags {
+		return wire.Errorf(wire.CodeInvalidArgument, "%d tags: at most %d", len(tags), maxTags)
+	}
+	for _, t := range tags {
+		if len(t) > maxTagBytes {
+			return wire.Errorf(wire.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
+		}
+	}
+	return nil
+}
+
 // keepAliveOf reads a request's keep_alive ("": the model's default).
 func keepAliveOf(s string) (*time.Duration, error) {
 	if s == "" {
@@ -93,13 +106,8 @@ func (b ipcBackend) prepare(ctx context.Context, p ipc.Peer, s *wire.Submit, rt 
 	if n := btoi(s.Prompt != "") + btoi(s.Tokens != nil) + btoi(s.Messages != nil); n > 1 {
 		return none, nil, wire.Errorf(wire.CodeInvalidArgument, "give one of prompt, tokens and messages")
 	}
-	if len(s.Tags) > maxTags {
-		return none, nil, wire.Errorf(wire.CodeInvalidArgument, "%d tags: at most %d", len(s.Tags), maxTags)
-	}
-	for _, t := range s.Tags {
-		if len(t) > maxTagBytes {
-			return none, nil, wire.Errorf(wire.CodeInvalidArgument, "tag of %d bytes: at most %d", len(t), maxTagBytes)
-		}
+	if err := checkTags(s.Tags); err != nil {
+		return none, nil, err
 	}
 	gr, err := b.d.structured(ctx, s)
 	if err != nil {

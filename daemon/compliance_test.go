@@ -153,3 +153,50 @@ func TestComplianceChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddingsKeepIsolationAndCompliance: an embedding in an isolated
+// channel caches its blocks in its user's own chain (another user's
+// completion of the same text hit them before: 16 cached tokens), and a
+// tag bound by a compliance rule is refused on another channel, as for
+// completions.
+func TestEmbeddingsKeepIsolationAndCompliance(t *testing.T) {
+	addr := freePort(t)
+	model := filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf")
+	startDaemonFlags(t, fmt.Sprintf(isolatedConfig, addr, true), ServeFlags{Model: model})
+	text := strings.Repeat("An embedding must not leak what its user wrote. ", 8)
+	post := func(key, path string, body map[string]any) (int, []byte) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", "http://"+addr+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(resp.Body)
+		return resp.StatusCode, buf.Bytes()
+	}
+	if code, body := post("key-alice-0123456789", "/v1/embeddings", map[string]any{"input": text, "channel": "realtime"}); code != http.StatusOK {
+		t.Fatalf("alice's embedding: %d %s", code, body)
+	}
+	// In the shared channel: an isolated embedding's blocks were in the shared chain.
+	code, body := post("key-bob-0123456789", "/v1/completions", map[string]any{"prompt": text, "max_tokens": 1, "channel": "standard"})
+	var out struct {
+		Usage struct {
+			Details struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &out); code != http.StatusOK || err != nil {
+		t.Fatalf("bob's completion: %d %s", code, body)
+	}
+	if out.Usage.Details.Cached != 0 {
+		t.Errorf("bob hit %d tokens of alice's isolated embedding", out.Usage.Details.Cached)
+	}
+	if code, body := post("key-alice-0123456789", "/v1/embeddings", map[string]any{"input": text, "channel": "standard", "tags": []string{"banking"}}); code != http.StatusBadRequest {
+		t.Errorf("a banking embedding on standard: %d %s, want 400", code, body)
+	}
+}

@@ -50,6 +50,9 @@ func (b ipcBackend) Embed(ctx context.Context, p ipc.Peer, e *wire.Embed) (*wire
 	case !channels[e.Channel]:
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "channel %q: want realtime, standard or bulk", e.Channel)
 	}
+	if err := checkTags(e.Tags); err != nil {
+		return nil, err
+	}
 	bytes := 0
 	for _, s := range e.Input {
 		if bytes += len(s); bytes > maxEmbedBytes {
@@ -77,35 +80,71 @@ func (b ipcBackend) Embed(ctx context.Context, p ipc.Peer, e *wire.Embed) (*wire
 		return nil, err
 	}
 	normalize := e.Normalize == nil || *e.Normalize
-	streams := make([]*engine.Stream, len(inputs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // a failed input ends the others
+	reqs := make([]engine.Request, len(inputs))
 	for i, toks := range inputs {
-		req := engine.Request{Tokens: toks, Owner: p.UID, Channel: b.d.route(p.UID, nil, len(toks)),
-			Embed: &engine.Embed{Pooling: pool, Normalize: normalize}}
-		if e.Channel != "" {
-			req.Channel = e.Channel
-		}
-		if streams[i], err = rt.Engine.Submit(ctx, req); err != nil {
-			return nil, wireError(err)
-		}
-	}
-	out := &wire.Embed{Model: rt.Name, Embeddings: make([][]float32, len(inputs))}
-	for i, st := range streams {
-		_, _, done, err := st.Wait(context.Background()) // cancel reaches it through ctx
+		// Placed as a generation would be: its channel's compliance rules
+		// and, in an isolated channel, the user's own cache chain (its
+		// blocks were everyone's before).
+		channel, salt, err := b.d.placement(p.UID, e.Channel, e.Tags, len(toks), "")
 		if err != nil {
-			return nil, wireError(err)
+			return nil, err
+		}
+		reqs[i] = engine.Request{Tokens: toks, Owner: p.UID, Channel: channel, CacheSalt: salt,
+			Embed: &engine.Embed{Pooling: pool, Normalize: normalize}}
+	}
+	vecs, used, err := b.embedAll(ctx, p, rt, reqs)
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.Embed{Model: rt.Name, Embeddings: make([][]float32, len(inputs)), PromptTokens: used}
+	for i, v := range vecs {
+		out.Embeddings[i] = truncated(v, e.Dimensions, normalize)
+	}
+	return out, nil
+}
+
+// embedAll runs the inputs, each an engine request counted against the
+// user's cap as a request is: the call holds one slot already (the
+// caller's), takes as many more as the cap leaves it, and keeps that many
+// inputs in flight, so that 2,048 inputs are 2,048 requests' worth of
+// work for the cap, not one. A failed input ends the others.
+func (b ipcBackend) embedAll(ctx context.Context, p ipc.Peer, rt *Runtime, reqs []engine.Request) ([][]float32, int, error) {
+	window := 1
+	for window < len(reqs) && b.d.srv.AcquireUser(p) == nil {
+		window++
+	}
+	defer func() {
+		for range window - 1 {
+			b.d.srv.ReleaseUser(p)
+		}
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	vecs := make([][]float32, len(reqs))
+	streams := make([]*engine.Stream, len(reqs))
+	used, next := 0, 0
+	for i := range reqs {
+		for ; next < len(reqs) && next < i+window; next++ {
+			st, err := rt.Engine.Submit(ctx, reqs[next])
+			if err != nil {
+				return nil, 0, wireError(err)
+			}
+			streams[next] = st
+		}
+		_, _, done, err := streams[i].Wait(context.Background()) // cancel reaches it through ctx
+		if err != nil {
+			return nil, 0, wireError(err)
 		}
 		if done.Finish != engine.FinishStop {
 			if done.Err != nil {
-				return nil, wireError(done.Err)
+				return nil, 0, wireError(done.Err)
 			}
-			return nil, wire.Errorf(wire.CodeUnavailable, "embed: input %d ended %s", i, done.Finish)
+			return nil, 0, wire.Errorf(wire.CodeUnavailable, "embed: input %d ended %s", i, done.Finish)
 		}
-		out.Embeddings[i] = truncated(done.Embedding, e.Dimensions, normalize)
-		out.PromptTokens += done.Usage.PromptTokens
+		vecs[i] = done.Embedding
+		used += done.Usage.PromptTokens
 	}
-	return out, nil
+	return vecs, used, nil
 }
 
 // embedInputs tokenizes the inputs as llama-server embeds them (special
@@ -123,8 +162,16 @@ func embedInputs(ctx context.Context, rt *Runtime, e *wire.Embed) ([][]int, erro
 	if len(e.Input) > 0 {
 		suffix = min(rt.Model.Tokenizer.Suffix(), limit-1)
 		out = make([][]int, len(e.Input))
+		tok := rt.Model.Tokenizer
 		for i, s := range e.Input {
-			toks, err := rt.Model.Tokenizer.Tokenize(ctx, s, tokenizer.Options{AddSpecial: true, ParseSpecial: true})
+			if !truncate && tok.MinTokens(s) > limit {
+				return nil, wire.Errorf(wire.CodeInvalidArgument, "input %d: %d bytes are at least %d tokens, more than the context of %d (truncate is off)",
+					i, len(s), tok.MinTokens(s), limit)
+			}
+			if truncate { // only the first limit tokens are kept: tokenize no more text than holds them
+				s = tok.Covering(s, limit)
+			}
+			toks, err := tok.Tokenize(ctx, s, tokenizer.Options{AddSpecial: true, ParseSpecial: true})
 			if err != nil {
 				return nil, wire.Errorf(wire.CodeUnavailable, "tokenizing stopped: %v", err)
 			}

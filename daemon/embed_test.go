@@ -167,3 +167,59 @@ func norm64(v []float64) float64 {
 	}
 	return math.Sqrt(ss)
 }
+
+// TestEmbedInputsCountAgainstTheCap: an embed of many inputs keeps at
+// most the user's cap of them in the engine at once (2,048 inputs counted
+// as one request before), gives the slots back, and a huge input with
+// truncation on is cut before it is tokenized (its tokens are the first
+// ones of the text).
+func TestEmbedInputsCountAgainstTheCap(t *testing.T) {
+	td := startSynthDaemon(t, "[server]\nmax_requests_per_user = 3\n")
+	c := td.dial(t)
+	inputs := make([]string, 48)
+	for i := range inputs {
+		inputs[i] = fmt.Sprintf("%d %s", i, strings.Repeat("the quick brown fox ", 12))
+	}
+	eng := td.d.runtime().Engine
+	stop := make(chan struct{})
+	most := make(chan int, 1)
+	go func() {
+		m := 0
+		for {
+			select {
+			case <-stop:
+				most <- m
+				return
+			default:
+			}
+			s := eng.Stats()
+			m = max(m, s.Running+s.Waiting)
+		}
+	}()
+	vecs, _, err := c.Embed(context.Background(), client.EmbedRequest{Input: inputs})
+	close(stop)
+	if err != nil || len(vecs) != len(inputs) {
+		t.Fatalf("%d vectors (%v)", len(vecs), err)
+	}
+	if m := <-most; m > 3 {
+		t.Errorf("%d inputs in the engine at once; the cap is 3", m)
+	}
+	// The slots came back: three requests of the user fit again.
+	for range 3 {
+		if _, _, err := c.Embed(context.Background(), client.EmbedRequest{Input: []string{"again"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	huge := "once upon a time " + strings.Repeat("x y ", 220<<10)
+	vh, _, err := c.Embed(context.Background(), client.EmbedRequest{Input: []string{huge}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, _, err := c.Embed(context.Background(), client.EmbedRequest{Input: []string{huge[:100<<10]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if worstDiff(vh[0], f64s(vs[0])) > 1e-6 {
+		t.Error("a truncated input's vector differs from its first 100 KB's")
+	}
+}

@@ -20,6 +20,9 @@ type embeddingRequest struct {
 	EncodingFormat string          `json:"encoding_format"`
 	Dimensions     *int            `json:"dimensions"`
 	User           string          `json:"user"`
+	// batchd's: the QoS channel and routing tags, as on completions.
+	Channel string   `json:"channel"`
+	Tags    []string `json:"tags"`
 }
 
 // embedInput reads input: a string, an array of strings, an array of
@@ -65,7 +68,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request, p ipc.Peer) 
 		writeError(w, herr)
 		return
 	}
-	e := &wire.Embed{Type: wire.TypeEmbed}
+	e := &wire.Embed{Type: wire.TypeEmbed, Channel: req.Channel, Tags: req.Tags}
 	if _, many := s.o.Backend.(ipc.ModelLister); many {
 		e.Model = req.Model
 	}

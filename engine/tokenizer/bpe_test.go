@@ -162,3 +162,31 @@ func TestBPEStreamKeepsUTF8Whole(t *testing.T) {
 		t.Fatal("no token split a character: the test proves nothing")
 	}
 }
+
+// TestCoveringKeepsTheFirstTokens: the first n tokens of a long text are
+// the first n tokens of Covering(text, n), which is far shorter (what an
+// embedding that keeps n tokens tokenizes instead of megabytes).
+func TestCoveringKeepsTheFirstTokens(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, name := range []string{"ggml-vocab-llama-bpe.gguf", "ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf"} {
+		tok := loadVocab(t, vocabPath(t, name))
+		text := randomText(rng, 60000)
+		for _, n := range []int{16, 512} {
+			short := tok.Covering(text, n)
+			if len(short) >= len(text) || !strings.HasPrefix(text, short) || !utf8.ValidString(short) {
+				t.Fatalf("%s: %d of %d bytes for %d tokens", name, len(short), len(text), n)
+			}
+			all, err := tok.Tokenize(context.Background(), text, Options{AddSpecial: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cut, err := tok.Tokenize(context.Background(), short, Options{AddSpecial: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(all[:n], cut[:n]) {
+				t.Errorf("%s: the first %d tokens differ", name, n)
+			}
+		}
+	}
+}

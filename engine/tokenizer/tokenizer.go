@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Token types, as GGUF's tokenizer.ggml.token_type numbers them.
@@ -312,6 +313,23 @@ func (t *Tokenizer) symbols(toks []int, text string) []int {
 // already exceeds the context is rejected before it is tokenized.
 func (t *Tokenizer) MinTokens(text string) int {
 	return (len(text) + t.maxPiece - 1) / t.maxPiece
+}
+
+// Covering is the start of text that holds the text of its first n tokens
+// and then a margin (no piece covers more than the longest piece's bytes;
+// the margin keeps the cut's effect on how the last words split away from
+// them), cut at a character boundary: what to tokenize when only the first
+// n tokens will be kept, so that a huge text costs no more than that.
+func (t *Tokenizer) Covering(text string, n int) string {
+	const margin = 4096
+	if n <= 0 || len(text) <= n*t.maxPiece+margin {
+		return text
+	}
+	cut := n*t.maxPiece + margin
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
 }
 
 func (t *Tokenizer) byteToken(b byte) int {

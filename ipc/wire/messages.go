@@ -327,6 +327,9 @@ type Embed struct {
 	Normalize *bool  `msgpack:"normalize,omitempty"`
 	KeepAlive string `msgpack:"keep_alive,omitempty"`
 	Channel   string `msgpack:"channel,omitempty"`
+	// Tags route the inputs without a channel and bind them to their
+	// compliance rules' channels, as a submit's do.
+	Tags []string `msgpack:"tags,omitempty"`
 	// Reply.
 	Embeddings   [][]float32 `msgpack:"embeddings,omitempty"`
 	PromptTokens int         `msgpack:"prompt_tokens,omitempty"`
