@@ -68,7 +68,7 @@ func decodeValue(d *json.Decoder, depth int, sh *shield) (jinja.Value, error) {
 				if err != nil {
 					return jinja.Undefined(), err
 				}
-				obj.AsDict().Set(k.(string), v)
+				obj.AsDict().Set(sh.apply(k.(string)), v) // keys are the client's text too
 			}
 			_, err := d.Token()
 			return obj, err
