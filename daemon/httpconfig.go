@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/user"
 	"strconv"
 
@@ -41,6 +42,12 @@ func resolveAPIKeys(s ServerConfig) (map[string]ipc.Peer, *ipc.Peer, error) {
 	if s.AnonymousUser != "" {
 		if uids, err := ipc.ResolveUsers([]string{s.AnonymousUser}); err != nil {
 			errs = append(errs, fmt.Errorf("server.anonymous_user: %w", err))
+		} else if uids[0] == 0 || int(uids[0]) == os.Getuid() {
+			// Root and the daemon's own user are exempt from the per-user
+			// connection share: keyless clients as them could fill the
+			// whole budget.
+			errs = append(errs, fmt.Errorf("server.anonymous_user %q is uid %d (root or batchd's own user), which no per-user cap bounds; "+
+				"name an unprivileged user of its own (e.g. nobody)", s.AnonymousUser, uids[0]))
 		} else {
 			p := keyUser(uids[0])
 			anon = &p

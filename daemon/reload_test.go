@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -364,6 +365,22 @@ func TestWidenedIsolation(t *testing.T) {
 		got := strings.Join(widenedAccess(base, parse(tc.next)), "; ")
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%q: widened %q, want %q", tc.next, got, tc.want)
+		}
+	}
+}
+
+// TestAnonymousUserMustBeCapped: anonymous_user naming root or the
+// daemon's own uid is refused (neither has a per-user connection share,
+// so 1,024 keyless connections filled the budget); another uid is taken.
+func TestAnonymousUserMustBeCapped(t *testing.T) {
+	for _, tc := range []struct {
+		user string
+		ok   bool
+	}{{"0", false}, {fmt.Sprint(os.Getuid()), false}, {"65534", true}} {
+		s := ServerConfig{HTTPListen: "127.0.0.1:0", AnonymousUser: tc.user}
+		_, anon, err := resolveAPIKeys(s)
+		if tc.ok != (err == nil) || tc.ok != (anon != nil) {
+			t.Errorf("anonymous_user %s: %v, %v", tc.user, anon, err)
 		}
 	}
 }
