@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/grammar"
@@ -36,7 +35,7 @@ func (b ipcBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc
 	if _, err := b.d.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	keepAlive, err := keepAliveOf(s.KeepAlive)
+	keepAlive, err := b.d.keepAliveFor(p, s.KeepAlive)
 	if err != nil {
 		return nil, err
 	}
@@ -69,18 +68,6 @@ func checkTags(tags []string) error {
 		}
 	}
 	return nil
-}
-
-// keepAliveOf reads a request's keep_alive ("": the model's default).
-func keepAliveOf(s string) (*time.Duration, error) {
-	if s == "" {
-		return nil, nil
-	}
-	ka, err := ParseKeepAlive(s)
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
-	}
-	return &ka, nil
 }
 
 // submit starts s on model rt.

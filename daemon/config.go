@@ -123,7 +123,12 @@ type ServerConfig struct {
 	AdminUsers    []string `toml:"admin_users"`    // may see and cancel anyone's requests
 	// MaxRequestsPerUser caps one uid's requests in flight; default 256, 0 = none.
 	MaxRequestsPerUser int `toml:"max_requests_per_user"`
-	MaxFrameBytes      int `toml:"max_frame_bytes"` // default 1 MiB (restart)
+	// MaxKeepAlive caps the keep_alive a request of a user who is not an
+	// admin may ask for: longer, or forever (-1), is cut to it and logged,
+	// so that no user can pin every model slot. Default 1h; admins are not
+	// capped.
+	MaxKeepAlive  Duration `toml:"max_keep_alive"`
+	MaxFrameBytes int      `toml:"max_frame_bytes"` // default 1 MiB (restart)
 	// MaxConnections caps the connections open at once, every listener
 	// together (msgpack, HTTP, metrics); the descriptor limit less a reserve
 	// caps it too (batchd profile shows the budget). Connections not yet
@@ -226,7 +231,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil
 func Default() Config {
 	t := true
 	return Config{
-		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256,
+		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256, MaxKeepAlive: Duration{time.Hour},
 			MaxFrameBytes: 1 << 20, MaxConnections: ipc.DefaultMaxConnections, HelloTimeout: Duration{ipc.DefaultHelloTimeout}},
 		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t, QuantDot: backend.DefaultQuantDot},
 		Channels: map[string]ChannelConfig{

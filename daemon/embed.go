@@ -59,7 +59,7 @@ func (b ipcBackend) Embed(ctx context.Context, p ipc.Peer, e *wire.Embed) (*wire
 			return nil, wire.Errorf(wire.CodeInvalidArgument, "embed: more than %d bytes of input", maxEmbedBytes)
 		}
 	}
-	keepAlive, err := keepAliveOf(e.KeepAlive)
+	keepAlive, err := b.d.keepAliveFor(p, e.KeepAlive)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,11 +102,22 @@ func keepAliveSeconds(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
+// maxKeepAliveSeconds is the longest keep_alive a number may give: past
+// it a Duration overflows (1e300 seconds came out negative: forever).
+const maxKeepAliveSeconds = float64(math.MaxInt64/int64(time.Second)) - 1
+
 // ParseKeepAlive reads a keep_alive string: a Go duration or a number of
-// seconds; negative is forever (-1).
+// seconds; negative is forever (-1). NaN, infinities and numbers past a
+// Duration are errors.
 func ParseKeepAlive(s string) (time.Duration, error) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f > maxKeepAliveSeconds {
+			return 0, fmt.Errorf("keep_alive %q: want a duration (5m), seconds, 0 or -1 (forever)", s)
+		}
 		return keepAliveSeconds(f), nil
+	}
+	if l := strings.ToLower(strings.TrimLeft(s, "+-")); strings.HasPrefix(l, "inf") || l == "nan" {
+		return 0, fmt.Errorf("keep_alive %q: want a duration (5m), seconds, 0 or -1 (forever)", s)
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -398,9 +410,10 @@ func (b ipcBackend) Models() []wire.ModelEntry {
 }
 
 // LoadModel loads model name (Ollama's generate without a prompt), or
-// unloads it; the default model stays.
-func (b ipcBackend) LoadModel(name, keepAlive string, unload bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+// unloads it; the default model stays. ctx is the caller's: a load whose
+// client left stops waiting.
+func (b ipcBackend) LoadModel(ctx context.Context, p ipc.Peer, name, keepAlive string, unload bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if _, err := b.d.waitReady(ctx); err != nil { // loads begin once the daemon is ready
 		return err
@@ -414,13 +427,9 @@ func (b ipcBackend) LoadModel(name, keepAlive string, unload bool) error {
 		}
 		return nil
 	}
-	var ka *time.Duration
-	if keepAlive != "" {
-		d, err := ParseKeepAlive(keepAlive)
-		if err != nil {
-			return wire.Errorf(wire.CodeInvalidArgument, "%v", err)
-		}
-		ka = &d
+	ka, err := b.d.keepAliveFor(p, keepAlive)
+	if err != nil {
+		return err
 	}
 	_, lease, err := b.d.acquireModel(ctx, name, ka)
 	if err != nil {
@@ -428,6 +437,28 @@ func (b ipcBackend) LoadModel(name, keepAlive string, unload bool) error {
 	}
 	lease.Release()
 	return nil
+}
+
+// keepAliveFor reads a request's keep_alive ("": the model's default) for
+// peer p: an admin's as asked, anyone else's at most server.max_keep_alive
+// (forever included), so that no user can hold every model slot; a cut is
+// logged.
+func (d *Daemon) keepAliveFor(p ipc.Peer, s string) (*time.Duration, error) {
+	if s == "" {
+		return nil, nil
+	}
+	ka, err := ParseKeepAlive(s)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+	}
+	d.mu.Lock()
+	limit := d.cfg.Server.MaxKeepAlive.Duration
+	d.mu.Unlock()
+	if limit > 0 && (ka < 0 || ka > limit) && !d.srv.Policy().Admin(p) {
+		d.log.Info("keep_alive cut to server.max_keep_alive: only admins may pin a model", "uid", p.UID, "asked", s, "max", limit)
+		ka = limit
+	}
+	return &ka, nil
 }
 
 var _ ipc.ModelAdmin = ipcBackend{}

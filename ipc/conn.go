@@ -464,7 +464,9 @@ func (c *conn) counted(id uint64, do func() (any, error)) {
 }
 
 // load loads or unloads a model, in its own goroutine: a load may take
-// long, and the connection's other frames go on meanwhile.
+// long, and the connection's other frames go on meanwhile. It counts
+// against the user's cap as a request does, and the connection's end
+// cancels it.
 func (c *conn) load(typ string, m *wire.Load) {
 	if !c.s.policy.Load().Allowed(c.peer) {
 		c.sendErr(m.ID, wire.ErrPermissionDenied)
@@ -475,15 +477,12 @@ func (c *conn) load(typ string, m *wire.Load) {
 		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "%s: this server serves one model", typ))
 		return
 	}
-	c.pumps.Add(1)
-	go func() {
-		defer c.pumps.Done()
-		if err := c.s.guard(typ, func() error { return ml.LoadModel(m.Model, m.KeepAlive, typ == wire.TypeUnload) }); err != nil {
-			c.sendErr(m.ID, err)
-			return
+	c.counted(m.ID, func() (any, error) {
+		if err := ml.LoadModel(c.ctx, c.peer, m.Model, m.KeepAlive, typ == wire.TypeUnload); err != nil {
+			return nil, err
 		}
-		c.send(&wire.Load{Type: typ, ID: m.ID, Model: m.Model})
-	}()
+		return &wire.Load{Type: typ, ID: m.ID, Model: m.Model}, nil
+	})
 }
 
 func (c *conn) reload(id uint64) {

@@ -36,7 +36,8 @@ type ModelLister interface {
 // ModelLoader is a Backend that loads and unloads models on request
 // (wire.Load; unload: wire.TypeUnload).
 type ModelLoader interface {
-	LoadModel(name, keepAlive string, unload bool) error
+	// LoadModel loads (or unloads) a model for p; it stops when ctx ends.
+	LoadModel(ctx context.Context, p Peer, name, keepAlive string, unload bool) error
 }
 
 // ModelAdmin is a Backend whose admins may delete a model's file and give

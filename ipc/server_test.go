@@ -421,3 +421,45 @@ func TestPanicsFailTheirRequestOnly(t *testing.T) {
 		}
 	}
 }
+
+// loadingBackend is a fakeBackend whose loads wait until their context
+// ends, and count the ones that were cancelled.
+type loadingBackend struct {
+	*fakeBackend
+	started, cancelled chan struct{}
+}
+
+func (b *loadingBackend) LoadModel(ctx context.Context, p Peer, name, keepAlive string, unload bool) error {
+	b.started <- struct{}{}
+	<-ctx.Done()
+	b.cancelled <- struct{}{}
+	return ctx.Err()
+}
+
+// TestLoadsAreCountedAndCancelled: a load frame counts against the user's
+// cap like a request (2,000 of them were served one by one, uncounted)
+// and ends when its connection does.
+func TestLoadsAreCountedAndCancelled(t *testing.T) {
+	ts := startServer(t, Policy{MaxRequestsPerUser: 1})
+	lb := &loadingBackend{fakeBackend: ts.s.backend.(*fakeBackend), started: make(chan struct{}, 4), cancelled: make(chan struct{}, 4)}
+	ts.s.backend = lb
+	pc, _ := ts.dialAs(t, 1000)
+	if err := wire.WriteFrame(pc.c, &wire.Load{Type: wire.TypeLoad, ID: 2, Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	<-lb.started
+	if err := wire.WriteFrame(pc.c, &wire.Load{Type: wire.TypeLoad, ID: 3, Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	h, body := pc.next(t)
+	var e wire.ErrorFrame
+	if h.ID != 3 || h.Type != wire.TypeError || wire.Decode(body, &e) != nil || e.Code != wire.CodeResourceExhausted {
+		t.Fatalf("a second load past the cap of 1: %s %q", h.Type, body)
+	}
+	pc.c.Close()
+	select {
+	case <-lb.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the load went on after its connection closed")
+	}
+}

@@ -79,7 +79,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, chat boo
 	}
 	// No prompt and no messages: load (or, with keep_alive 0, unload) the model.
 	if chat && len(req.Messages) == 0 || !chat && (req.Prompt == nil || *req.Prompt == "") && !req.Raw {
-		a.load(w, req, ka, chat, start)
+		a.load(w, r, p, req, ka, chat)
 		return
 	}
 	sub, msg := submitOf(&req, chat)
@@ -119,9 +119,16 @@ func keepAlive(raw json.RawMessage) (string, error) {
 	return s, nil
 }
 
-func (a *API) load(w http.ResponseWriter, req request, ka string, chat bool, start time.Time) {
+// load loads or unloads a model, counted against the user's cap as a
+// request is, and given up when the client leaves.
+func (a *API) load(w http.ResponseWriter, r *http.Request, p ipc.Peer, req request, ka string, chat bool) {
 	unload := ka == "0" || ka == "0s"
-	if err := a.b.LoadModel(req.Model, ka, unload); err != nil {
+	if err := a.users.AcquireUser(p); err != nil {
+		writeWireError(w, err, req.Model)
+		return
+	}
+	defer a.users.ReleaseUser(p)
+	if err := a.b.LoadModel(r.Context(), p, req.Model, ka, unload); err != nil {
 		writeWireError(w, err, req.Model)
 		return
 	}

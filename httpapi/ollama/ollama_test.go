@@ -33,7 +33,9 @@ func (b *fakeBackend) Health() wire.Health                 { return wire.Health{
 func (b *fakeBackend) Models() []wire.ModelEntry {
 	return []wire.ModelEntry{{Name: "m", State: "loaded", Path: "/nonexistent/m.gguf"}}
 }
-func (b *fakeBackend) LoadModel(string, string, bool) error     { return nil }
+func (b *fakeBackend) LoadModel(context.Context, ipc.Peer, string, string, bool) error {
+	return nil
+}
 func (b *fakeBackend) DeleteModel(ipc.Peer, string) error       { return nil }
 func (b *fakeBackend) CopyModel(ipc.Peer, string, string) error { return nil }
 func (b *fakeBackend) Embed(context.Context, ipc.Peer, *wire.Embed) (*wire.Embed, error) {
