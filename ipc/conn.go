@@ -185,7 +185,7 @@ func (c *conn) handle(h wire.Header, body []byte) {
 			c.sendErr(h.ID, wire.ErrPermissionDenied)
 			return
 		}
-		c.send(&wire.Stats{Type: wire.TypeStats, ID: h.ID, Stats: c.s.backend.Stats()})
+		c.send(&wire.Stats{Type: wire.TypeStats, ID: h.ID, Stats: ownView(c.s.backend.Stats(), c.peer, c.s.policy.Load())})
 	case wire.TypeReload:
 		c.reload(h.ID)
 	case wire.TypeModels, wire.TypePS:
@@ -387,6 +387,23 @@ func (c *conn) cancelReq(m *wire.Cancel) {
 		return
 	}
 	c.send(&wire.Cancelled{Type: wire.TypeCancelled, ID: m.ID, RequestID: rid})
+}
+
+// ownView is what a peer may see of the stats: an admin every request in
+// flight, anyone else their own (who runs what, and how long, is other
+// users' business).
+func ownView(r *wire.StatsReport, p Peer, pol *Policy) *wire.StatsReport {
+	if r == nil || pol.Admin(p) {
+		return r
+	}
+	out := *r
+	out.Requests = nil
+	for _, q := range r.Requests {
+		if q.UID == p.UID {
+			out.Requests = append(out.Requests, q)
+		}
+	}
+	return &out
 }
 
 // decodeErr reports a frame that did not decode, keeping its code.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -64,8 +65,10 @@ func (f *fakeBackend) Cancel(p Peer, id uint64, admin bool) error {
 	return nil
 }
 
-func (f *fakeBackend) Stats() *wire.StatsReport { return &wire.StatsReport{} }
-func (f *fakeBackend) Health() wire.Health      { return wire.Health{State: "ready"} }
+func (f *fakeBackend) Stats() *wire.StatsReport {
+	return &wire.StatsReport{Requests: []wire.RequestInfo{{ID: 1, UID: 1000}, {ID: 2, UID: 2000}, {ID: 3, UID: 1000}}}
+}
+func (f *fakeBackend) Health() wire.Health { return wire.Health{State: "ready"} }
 
 func (s *fakeStream) RequestID() uint64   { return s.id }
 func (s *fakeStream) PromptTokens() []int { return []int{1} }
@@ -461,5 +464,30 @@ func TestLoadsAreCountedAndCancelled(t *testing.T) {
 	case <-lb.cancelled:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the load went on after its connection closed")
+	}
+}
+
+// TestStatsShowOwnRequests: a user's stats list only their own requests
+// in flight (every user's uid, model and tokens were shown to anyone
+// allowed); an admin sees all.
+func TestStatsShowOwnRequests(t *testing.T) {
+	ts := startServer(t, Policy{AdminUIDs: []uint32{3000}})
+	for uid, want := range map[uint32][]uint64{1000: {1, 3}, 2000: {2}, 3000: {1, 2, 3}, 4000: nil} {
+		pc, _ := ts.dialAs(t, uid)
+		if err := wire.WriteFrame(pc.c, map[string]any{"type": wire.TypeStats, "id": 5}); err != nil {
+			t.Fatal(err)
+		}
+		_, body := pc.next(t)
+		var st wire.Stats
+		if err := wire.Decode(body, &st); err != nil {
+			t.Fatal(err)
+		}
+		var got []uint64
+		for _, r := range st.Stats.Requests {
+			got = append(got, r.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("uid %d sees requests %v, want %v", uid, got, want)
+		}
 	}
 }
