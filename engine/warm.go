@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/batchd/batchd/engine/backend"
@@ -181,7 +182,7 @@ func (e *Engine) loadCache(why string) {
 			_ = os.Remove(f)
 		}
 	}
-	f, err := os.Open(e.warm.file)
+	f, err := openTrusted(e.warm.file)
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
@@ -196,6 +197,48 @@ func (e *Engine) loadCache(why string) {
 	}
 	e.pool.ResetCache()
 	e.log.Warn("prefix cache file ignored", "file", e.warm.file, "why", why, "err", err)
+}
+
+// openTrusted opens the cache file only if no one but this process's user
+// could have written it: a regular file (not a link) owned by the
+// effective uid, writable by no one else, in a directory owned by that
+// uid or root and writable by no one else. Its checksum proves it whole,
+// not whose it is: a file planted by another user would give every
+// request that hits its blocks that user's K/V.
+func openTrusted(path string) (*os.File, error) {
+	euid := uint32(os.Geteuid())
+	dir, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	if uid, ok := ownerOf(dir); !ok || (uid != euid && uid != 0) || dir.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("%s is writable by other users or owned by another (mode %v): its cache file is not trusted",
+			filepath.Dir(path), dir.Mode().Perm())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		if uid, ok := ownerOf(st); !ok || uid != euid || !st.Mode().IsRegular() || st.Mode().Perm()&0o022 != 0 {
+			err = fmt.Errorf("the file is owned by uid %d with mode %v: only a file of this daemon's user (uid %d) that no one else can write is read",
+				uid, st.Mode(), euid)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func ownerOf(st os.FileInfo) (uint32, bool) {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return sys.Uid, true
 }
 
 func (e *Engine) readCache(r io.Reader, bs backend.BlockStore) (int, error) {

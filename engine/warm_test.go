@@ -156,3 +156,57 @@ func TestSavedCacheBound(t *testing.T) {
 		t.Error("the most recently used blocks were not the ones kept")
 	}
 }
+
+// TestUntrustedCacheFilesAreIgnored: a good cache file that another user
+// could have written (group- or world-writable, another owner, a link, or
+// in a directory others can write) is not read: the checksum proves a file
+// whole, not whose it is, and a planted NaN K/V file answered requests.
+func TestUntrustedCacheFilesAreIgnored(t *testing.T) {
+	m := loadModel(t, "gguf")
+	g := testmodels.Goldens(t)[2]
+	req := Request{Prompt: g.Prompt, MaxTokens: 4}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "prefix-cache")
+	e, stop := warmEngine(t, m, file, "model-a")
+	run(t, e, req)
+	stop()
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := func() int {
+		e, stop := warmEngine(t, m, file, "model-a")
+		defer stop()
+		return e.Stats().KVBlocksCached
+	}
+	if cached() == 0 {
+		t.Fatal("the daemon's own file was not read")
+	}
+	restore := func() {
+		_ = os.Remove(file)
+		if err := os.WriteFile(file, good, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(dir, 0o700)
+	}
+	for name, spoil := range map[string]func(){
+		"group-writable file": func() { _ = os.Chmod(file, 0o620) },
+		"world-writable dir":  func() { _ = os.Chmod(dir, 0o777) },
+		"a link": func() {
+			other := filepath.Join(t.TempDir(), "planted")
+			_ = os.WriteFile(other, good, 0o600)
+			_ = os.Remove(file)
+			_ = os.Symlink(other, file)
+		},
+		"another owner": func() { _ = os.Chown(file, 4321, 4321) },
+	} {
+		if name == "another owner" && os.Geteuid() != 0 {
+			continue // giving a file away needs root
+		}
+		restore()
+		spoil()
+		if n := cached(); n != 0 {
+			t.Errorf("%s: %d blocks adopted", name, n)
+		}
+	}
+}
