@@ -39,7 +39,7 @@ func structuredFrom(f *samplingFields, s *wire.Submit) *httpError {
 	case "grammar":
 		s.Grammar = *f.Grammar
 	case "json_schema":
-		s.JSONSchema = wire.JSON(f.JSONSchema)
+		s.JSONSchema, s.JSONSchemaStrict = wire.JSON(f.JSONSchema), new(bool)
 	case "response_format":
 		return responseFormatTo(f.ResponseFormat, s)
 	case "structured_outputs":
@@ -62,6 +62,12 @@ func responseFormatTo(rf *responseFormat, s *wire.Submit) *httpError {
 		}
 		s.JSONSchema = wire.JSON(rf.JSONSchema.Schema)
 		s.JSONSchemaStrict = rf.JSONSchema.Strict
+		if s.JSONSchemaStrict == nil {
+			// OpenAI's default: keywords the grammar cannot enforce are
+			// ignored unless the client asks strict: true (as llama.cpp
+			// and vLLM treat them too); what it can enforce it enforces.
+			s.JSONSchemaStrict = new(bool)
+		}
 	default:
 		return errInvalid("response_format", "response_format type %q: want text, json_object or json_schema", rf.Type)
 	}
@@ -86,7 +92,7 @@ func structuredOutputsTo(so map[string]json.RawMessage, s *wire.Submit) *httpErr
 		if isString { // a schema as JSON text
 			v = json.RawMessage(str)
 		}
-		s.JSONSchema = wire.JSON(v)
+		s.JSONSchema, s.JSONSchemaStrict = wire.JSON(v), new(bool)
 	case "regex":
 		if !isString {
 			return errInvalid("structured_outputs", "structured_outputs.regex: want a string")

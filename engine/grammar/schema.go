@@ -347,8 +347,12 @@ func (c *converter) scalar(s value, typeIs func(...string) bool, typ value, rule
 			hi = -1
 		}
 		return c.addRule(ruleName, `"\"" `+repetition(char, int(lo), int(hi), "")+` "\"" space`)
+	case typeIs("integer") && hasNumberConstraints(s) && !intBoundsOnly(s):
+		return c.addRule(ruleName, c.numberRange(s, ruleName, true))
 	case typeIs("", "integer") && (s.has("minimum") || s.has("exclusiveMinimum") || s.has("maximum") || s.has("exclusiveMaximum")):
 		return c.addRule(ruleName, "("+c.intRange(s)+") space")
+	case typeIs("number") && hasNumberConstraints(s):
+		return c.addRule(ruleName, c.numberRange(s, ruleName, false))
 	case typeIs("object") || len(s.obj) == 0:
 		return c.addRule(ruleName, c.addPrimitive("object", "object"))
 	}

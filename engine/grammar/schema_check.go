@@ -13,7 +13,7 @@ var (
 		"items": true, "prefixItems": true, "minItems": true, "maxItems": true, "enum": true, "const": true,
 		"anyOf": true, "oneOf": true, "allOf": true, "$ref": true, "$defs": true, "definitions": true,
 		"pattern": true, "format": true, "minLength": true, "maxLength": true,
-		"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true}
+		"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true}
 	annotations = map[string]bool{"title": true, "description": true, "$schema": true, "$id": true, "$comment": true,
 		"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true, "$anchor": true}
 	formats = map[string]bool{"date": true, "time": true, "date-time": true, "uuid": true, "uuid1": true,
@@ -39,7 +39,7 @@ func checkSchema(v value, path string, strict bool) error {
 		return &SchemaError{Path: path, Keyword: k, Msg: why + " (send strict: false to ignore it)"}
 	}
 	typ, _ := v.get("type")
-	isNumber := typ.kind == vString && typ.str == "number"
+	isNumber := typ.kind == vString && (typ.str == "number" || typ.str == "integer")
 	for _, m := range v.obj {
 		k := m.key
 		switch {
@@ -52,8 +52,8 @@ func checkSchema(v value, path string, strict bool) error {
 			if err := unsupported(k, "keywords beside $ref are not applied"); err != nil {
 				return err
 			}
-		case isNumber && strings.Contains(k, "imum"):
-			if err := unsupported(k, "bounds are enforced on integers only, not on numbers"); err != nil {
+		case !isNumber && (strings.Contains(k, "imum") || k == "multipleOf"):
+			if err := unsupported(k, `enforced on a schema of "type": "number" or "integer"`); err != nil {
 				return err
 			}
 		case k == "format" && m.val.kind == vString && !formats[m.val.str]:

@@ -17,12 +17,19 @@ type builtin struct {
 }
 
 // primitives and stringFormats are llama.cpp's built-in rules, but for
-// date, which here admits only real dates (llama.cpp's takes 2023-02-31).
+// date, which here admits only real dates (llama.cpp's takes 2023-02-31),
+// and number, whose exponent here has at most two digits (NumberRule), so
+// that every number is a finite double: llama.cpp's sixteen let a model
+// write 1e418418, which a parser can only read as infinity (a tool call's
+// required number came back null).
+//
+// LlamaCppNumberRule is llama.cpp's number, for tests that compare
+// grammars with its own.
 var primitives = map[string]builtin{
 	"boolean":       {`("true" | "false") space`, nil},
 	"decimal-part":  {`[0-9]{1,16}`, nil},
 	"integral-part": {`[0] | [1-9] [0-9]{0,15}`, nil},
-	"number":        {`("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space`, []string{"integral-part", "decimal-part"}},
+	"number":        {NumberRule, []string{"integral-part", "decimal-part"}},
 	"integer":       {`("-"? integral-part) space`, []string{"integral-part"}},
 	"value":         {`object | array | string | number | boolean | null`, []string{"object", "array", "string", "number", "boolean", "null"}},
 	"object":        {`"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"string", "value"}},
@@ -32,6 +39,12 @@ var primitives = map[string]builtin{
 	"string":        {`"\"" char* "\"" space`, []string{"char"}},
 	"null":          {`"null" space`, nil},
 }
+
+// NumberRule is batchd's number (see primitives).
+const (
+	NumberRule         = `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space`
+	LlamaCppNumberRule = `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space`
+)
 
 var stringFormats = map[string]builtin{
 	"date":             {`[0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [1-2] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ) | ( [0-9] [0-9] ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [048] | [2468] [048] | [13579] [26] ) "00" ) "-02-29"`, nil},

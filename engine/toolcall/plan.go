@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/batchd/batchd/engine/grammar"
@@ -267,6 +268,9 @@ func r1Grammar(b *grammar.Builder, root string, tools []Tool, parallel bool) err
 	return nil
 }
 
+// maxCallIDBytes bounds a generic call's id (OpenAI's are about 30).
+const maxCallIDBytes = 40
+
 // genericGrammar is llama.cpp's Generic schema: {"tool_call": call} (or
 // {"tool_calls": [call, ...]} with ids when parallel), and for auto the
 // alternative {"response": "..."}.
@@ -280,7 +284,9 @@ func genericGrammar(b *grammar.Builder, root string, tools []Tool, parallel, aut
 		props := `"name": {"type": "string", "const": ` + quoted(t.Name) + `}, "arguments": ` + string(params)
 		req := `"name", "arguments"`
 		if parallel {
-			props += `, "id": {"type": "string", "minLength": 4}`
+			// llama.cpp bounds the id below only: a model could write it
+			// until max_tokens and the call was lost.
+			props += `, "id": {"type": "string", "minLength": 4, "maxLength": ` + strconv.Itoa(maxCallIDBytes) + `}`
 			req += `, "id"`
 		}
 		s := `{"type": "object", "properties": {` + props + `}, "required": [` + req + `]`

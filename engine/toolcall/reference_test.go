@@ -2,6 +2,8 @@ package toolcall
 
 import (
 	"context"
+	"github.com/batchd/batchd/engine/grammar"
+	"strings"
 	"testing"
 
 	"github.com/batchd/batchd/testing/testmodels"
@@ -40,7 +42,8 @@ func TestGrammarsMatchLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.GBNF != c.Grammar {
+			// batchd's number has an exponent of at most two digits.
+			if strings.ReplaceAll(p.GBNF, "number ::= "+grammar.NumberRule, "number ::= "+grammar.LlamaCppNumberRule) != c.Grammar {
 				t.Errorf("grammar differs from llama.cpp's\n--- batchd\n%s\n--- llama.cpp\n%s", p.GBNF, c.Grammar)
 			}
 			if p.Lazy != c.GrammarLazy {

@@ -226,8 +226,9 @@ func applyFormat(s *wire.Submit, f json.RawMessage) string {
 	case len(f) == 0 || string(f) == "null" || string(f) == `""`:
 	case string(f) == `"json"`:
 		s.JSONObject = true
-	case f[0] == '{':
-		s.JSONSchema = wire.JSON(f)
+	case f[0] == '{': // Ollama has no strict: keywords a grammar cannot enforce are ignored, as Ollama does
+		notStrict := false
+		s.JSONSchema, s.JSONSchemaStrict = wire.JSON(f), &notStrict
 	default:
 		return `format: want "json" or a JSON Schema object`
 	}
