@@ -39,6 +39,7 @@ type chatTools struct {
 	choice  toolcall.Choice
 	plan    toolcall.Plan
 	keep    bool // reasoning_format none
+	closed  bool // the prompt closed a reasoning block (thinking off)
 }
 
 // toolsOf reads a submit's tool fields; structured says it also asked for
@@ -158,11 +159,13 @@ func (ct *chatTools) parser(open bool) *toolcall.Parser {
 		return nil
 	}
 	return toolcall.NewParser(toolcall.ParseOptions{Format: ct.support.format, Calls: ct.calls(),
-		Reasoning: ct.support.reasoning, ReasoningOpen: open, KeepReasoning: ct.keep})
+		Reasoning: ct.support.reasoning, ReasoningOpen: open, ReasoningClosed: ct.closed, KeepReasoning: ct.keep})
 }
 
-// opensReasoning reports whether the rendered prompt left a block open.
+// opensReasoning reports whether the rendered prompt left a block open,
+// and notes whether it closed one (thinking off).
 func (ct *chatTools) opensReasoning(prompt string) bool {
+	ct.closed = toolcall.ClosesReasoning(prompt, ct.support.reasoning)
 	return toolcall.OpensReasoning(prompt, ct.support.reasoning)
 }
 

@@ -96,3 +96,13 @@ func OpensReasoning(prompt string, t *Tags) bool {
 	}
 	return strings.HasSuffix(strings.TrimRight(prompt, " \t\r\n"), t.Open)
 }
+
+// ClosesReasoning reports whether the rendered prompt ends with a closed
+// block (Qwen 3's <think>\n\n</think> when thinking is off): the answer
+// has no reasoning block of its own to open.
+func ClosesReasoning(prompt string, t *Tags) bool {
+	if t == nil {
+		return false
+	}
+	return strings.HasSuffix(strings.TrimRight(prompt, " \t\r\n"), t.Close)
+}

@@ -11,9 +11,12 @@ type ParseOptions struct {
 	// Calls: read tool calls (tools were given and tool_choice is not none).
 	Calls bool
 	// Reasoning: the template's reasoning tags (nil: it has none);
-	// ReasoningOpen: the prompt opened the block.
-	Reasoning     *Tags
-	ReasoningOpen bool
+	// ReasoningOpen: the prompt opened the block; ReasoningClosed: the
+	// prompt closed one (thinking off), so the answer opens none and no
+	// text is held waiting for one.
+	Reasoning       *Tags
+	ReasoningOpen   bool
+	ReasoningClosed bool
 	// KeepReasoning leaves the block in the content as written
 	// (reasoning_format none); calls are still read only after it.
 	KeepReasoning bool
@@ -76,13 +79,18 @@ const (
 func NewParser(o ParseOptions) *Parser {
 	p := &Parser{o: o, rlead: true}
 	switch {
-	case o.Reasoning == nil:
+	case o.Reasoning == nil, o.ReasoningClosed && !o.ReasoningOpen:
 		p.rstate = rsOut
 	case o.ReasoningOpen:
 		p.rstate = rsIn
 	}
 	return p
 }
+
+// maxLeadSpace is the most whitespace held at the answer's start while a
+// reasoning block may still open after it: a model that writes newlines
+// on and on is shown writing them, not silent until it ends.
+const maxLeadSpace = 64
 
 // Push reads more text and returns what it adds.
 func (p *Parser) Push(text string) Delta {
@@ -129,7 +137,7 @@ func (p *Parser) reason(final bool) {
 				}
 				p.rbuf, p.rstate = lead[len(t.Open):], rsIn
 				continue
-			case !final && strings.HasPrefix(t.Open, lead):
+			case !final && strings.HasPrefix(t.Open, lead) && len(p.rbuf)-len(lead) <= maxLeadSpace:
 				return // the block may be opening
 			}
 			p.rstate = rsOut

@@ -249,3 +249,32 @@ func FuzzParser(f *testing.F) {
 		}
 	})
 }
+
+// TestLeadingWhitespaceIsNotHeldForever: with thinking off (the prompt
+// closed the block) whitespace streams out as it comes; with a block that
+// may open, at most maxLeadSpace bytes are held, and a block opened after
+// a newline or two is still read. 200 newlines used to arrive in one chunk
+// at the end.
+func TestLeadingWhitespaceIsNotHeldForever(t *testing.T) {
+	closed := NewParser(ParseOptions{Format: Hermes, Reasoning: &Think, ReasoningClosed: true})
+	if d := closed.Push("\n"); d.Content != "\n" {
+		t.Errorf("thinking off: a newline gave %q", d.Content)
+	}
+	open := NewParser(ParseOptions{Format: Hermes, Reasoning: &Think})
+	var out strings.Builder
+	for range 200 {
+		out.WriteString(open.Push("\n").Content)
+	}
+	if got := out.Len(); got < 200-maxLeadSpace-1 {
+		t.Errorf("a block that may open: %d of 200 newlines out before the end", got)
+	}
+	p := NewParser(ParseOptions{Format: Hermes, Reasoning: &Think})
+	var d Delta
+	for _, piece := range []string{"\n", "\n<th", "ink>hm</think>hi"} {
+		x := p.Push(piece)
+		d.Content, d.Reasoning = d.Content+x.Content, d.Reasoning+x.Reasoning
+	}
+	if d.Reasoning != "hm" || d.Content != "hi" {
+		t.Errorf("a block after two newlines: reasoning %q content %q", d.Reasoning, d.Content)
+	}
+}
