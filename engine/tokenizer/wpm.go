@@ -107,6 +107,11 @@ func wpmNFD(r rune) rune {
 	if r < 0xC0 {
 		return r // nothing below U+00C0 decomposes
 	}
+	if r >= 0xAC00 && r <= 0xD7A3 {
+		// A Hangul syllable decomposes by arithmetic, not by the tables
+		// x/text reads: its first codepoint is the leading consonant.
+		return 0x1100 + (r-0xAC00)/588
+	}
 	var buf [utf8.UTFMax]byte
 	n := utf8.EncodeRune(buf[:], r)
 	d := norm.NFD.Properties(buf[:n]).Decomposition()

@@ -42,6 +42,11 @@ func TestWordPieceMatchesLlamaCpp(t *testing.T) {
 		{"Cafe\u0301", Options{}, []int{100}},
 		{"Hello world", Options{AddSpecial: true}, []int{101, 7592, 2088, 102}},
 		{"a [SEP] b", Options{ParseSpecial: true}, []int{1037, 102, 1038}},
+		// Hangul syllables decompose by arithmetic (to their leading
+		// consonant, as llama.cpp's NFD table keeps the first codepoint):
+		// llama.cpp v0.5.0's ids; they were [UNK] here.
+		{"서울특별시", Options{}, []int{1461, 29999, 30003, 29996, 29997}},
+		{"한국어 텍스트", Options{}, []int{1469, 29991, 29999, 1467, 29997, 30003}},
 	} {
 		got, _ := tok.Tokenize(context.Background(), tc.text, tc.o)
 		if !slices.Equal(got, tc.want) {
