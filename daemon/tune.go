@@ -18,10 +18,34 @@ import (
 	"github.com/batchd/batchd/tune/remote"
 )
 
+const tuneUsage = `Usage: batchd tune --model FILE [flags]
+
+Tunes the batcher for a model on this machine. It runs the model in
+process over a matrix of batch sizes (max_num_seqs), batch windows (0 is
+continuous batching) and loads (clients at once), a few rounds each, and
+measures throughput and time to first token in every cell. For each
+channel it finds the knee (where more batch stops paying for the latency it
+costs, against the channel's objectives from --config) and writes the
+recommendation as a TOML fragment (tune.toml) and two plots to --out.
+
+With --apply it rolls the recommendation out to the daemon on --socket:
+it watches the running settings for --watch, writes the new ones into
+--config (the daemon reloads them live), watches again, and keeps them
+only if throughput and p95 time to first token held within 10%; otherwise
+it writes the
+old file back (mode, owner and group kept).
+
+Flags:
+`
+
 // runTune is `batchd tune`: the test matrix on the model, in process.
 func runTune(ctx context.Context, args []string, env *runEnv) error {
 	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), tuneUsage)
+		fs.PrintDefaults()
+	}
 	var cfg EngineConfig
 	var policy, mode string
 	engineFlags(fs, &cfg, &policy, &mode)
