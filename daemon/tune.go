@@ -31,9 +31,8 @@ recommendation as a TOML fragment (tune.toml) and two plots to --out.
 With --apply it rolls the recommendation out to the daemon on --socket:
 it watches the running settings for --watch, writes the new ones into
 --config (the daemon reloads them live), watches again, and keeps them
-only if throughput and p95 time to first token held within 10%; otherwise
-it writes the
-old file back (mode, owner and group kept).
+only if throughput and p95 time to first token held within 10%;
+otherwise it writes the old file back (mode, owner and group kept).
 
 Flags:
 `
