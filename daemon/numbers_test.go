@@ -82,4 +82,3 @@ func TestNumberBoundsEverywhere(t *testing.T) {
 		}
 	}
 }
-

@@ -157,12 +157,12 @@ func (c *converter) numberRange(s value, name string, integer bool) string {
 
 // numState is a state of the automaton before minimisation.
 type numState struct {
-	phase    uint8 // numStart, numMinus, numInt, numZero, numPoint, numFrac
-	neg      bool
-	intLen   uint8
-	fracLen  uint8
-	lo, hi   cmp
-	rem      int32
+	phase   uint8 // numStart, numMinus, numInt, numZero, numPoint, numFrac
+	neg     bool
+	intLen  uint8
+	fracLen uint8
+	lo, hi  cmp
+	rem     int32
 }
 
 const (

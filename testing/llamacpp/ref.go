@@ -1,0 +1,312 @@
+package llamacpp
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Ref is a running llamaref: one model and one context at a time.
+type Ref struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	mu     sync.Mutex
+	System string // llama.cpp's system info: the CPU features its ggml variant uses
+}
+
+// Options start a Ref.
+type Options struct {
+	// Variant loads one CPU build of ggml ("haswell": AVX2 without
+	// AVX-512) instead of the best this CPU allows.
+	Variant string
+}
+
+// Start runs llamaref of in.
+func Start(in *Install, o Options) (*Ref, error) {
+	variant := ""
+	if o.Variant != "" {
+		variant = filepath.Join(in.Bins, "libggml-cpu-"+o.Variant+".so")
+	}
+	cmd := exec.Command(in.Tool, in.Bins, variant)
+	cmd.Stderr = os.Stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ref := &Ref{cmd: cmd, in: w, out: bufio.NewReaderSize(r, 1<<20)}
+	var ready struct {
+		Ready  bool   `json:"ready"`
+		System string `json:"system"`
+	}
+	if err := ref.read(&ready); err != nil || !ready.Ready {
+		ref.Close()
+		return nil, fmt.Errorf("llamaref did not start: %v", err)
+	}
+	ref.System = ready.System
+	return ref, nil
+}
+
+// Close stops the process.
+func (r *Ref) Close() error {
+	_ = r.in.Close()
+	return r.cmd.Wait()
+}
+
+func (r *Ref) read(v any) error {
+	line, err := r.out.ReadBytes('\n')
+	if err != nil {
+		return err
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(line, &e) == nil && e.Error != "" {
+		return errors.New("llama.cpp: " + e.Error)
+	}
+	return json.Unmarshal(line, v)
+}
+
+// call sends one command and reads its answer into v.
+func (r *Ref) call(v any, op string, args ...any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	b.WriteString(op)
+	for _, a := range args {
+		b.WriteByte(' ')
+		switch x := a.(type) {
+		case string:
+			b.WriteString(hex.EncodeToString([]byte(x)))
+		case bool:
+			if x {
+				b.WriteByte('1')
+			} else {
+				b.WriteByte('0')
+			}
+		case []int:
+			b.WriteString(strconv.Itoa(len(x)))
+			for _, t := range x {
+				b.WriteByte(' ')
+				b.WriteString(strconv.Itoa(t))
+			}
+		default:
+			fmt.Fprint(&b, x)
+		}
+	}
+	b.WriteByte('\n')
+	if _, err := io.WriteString(r.in, b.String()); err != nil {
+		return err
+	}
+	return r.read(v)
+}
+
+// LoadModel loads a GGUF file (vocabOnly: just its vocabulary).
+func (r *Ref) LoadModel(path string, vocabOnly bool) (nVocab int, err error) {
+	var out struct {
+		NVocab int `json:"n_vocab"`
+	}
+	err = r.call(&out, "model", path, vocabOnly)
+	return out.NVocab, err
+}
+
+// KV cache types, as ggml numbers them.
+const (
+	F32  = 0
+	F16  = 1
+	Q4_0 = 2
+	Q8_0 = 8
+)
+
+// Flash attention, as llama.cpp's enum llama_flash_attn_type.
+const (
+	FlashAuto = -1
+	FlashOff  = 0
+	FlashOn   = 1
+)
+
+// Pooling types, as llama.cpp's enum llama_pooling_type.
+const (
+	PoolingModel = -1 // what the file says
+	PoolingNone  = 0
+	PoolingMean  = 1
+	PoolingCLS   = 2
+	PoolingLast  = 3
+)
+
+// ContextOptions make a context.
+type ContextOptions struct {
+	Ctx, Batch, Seqs int
+	TypeK, TypeV     int  // F32, F16, Q8_0, Q4_0
+	Flash            int  // FlashOff, FlashOn, FlashAuto
+	Threads          int  // default 2
+	Embeddings       bool // pooled embeddings (Pooling)
+	Pooling          int
+	Unified          bool // one KV buffer for every sequence
+}
+
+// Context makes the model's context. The exactness references use F32 K
+// and V with flash attention off (as the stored goldens were made); a
+// zero ContextOptions means those.
+func (r *Ref) Context(o ContextOptions) error {
+	if o.Ctx == 0 {
+		o.Ctx = 2048
+	}
+	if o.Batch == 0 {
+		o.Batch = 512
+	}
+	if o.Seqs == 0 {
+		o.Seqs = 1
+	}
+	if o.Threads == 0 {
+		o.Threads = 2
+	}
+	var out struct {
+		NCtx int `json:"n_ctx"`
+	}
+	return r.call(&out, "context", o.Ctx, o.Batch, o.Seqs, o.TypeK, o.TypeV, o.Flash, o.Threads, o.Embeddings, o.Pooling, o.Unified)
+}
+
+// Tokenize returns llama_tokenize's ids for text.
+func (r *Ref) Tokenize(text string, addSpecial, parseSpecial bool) ([]int, error) {
+	var out struct {
+		IDs []int `json:"ids"`
+	}
+	err := r.call(&out, "tokenize", addSpecial, parseSpecial, text)
+	return out.IDs, err
+}
+
+// Top is a step's k best tokens as [id, log-probability] (softmax of the
+// raw logits over the whole vocabulary).
+type Top [][2]float64
+
+// Greedy evaluates prompt in sequence seq (cleared first) and returns the
+// next n greedy tokens (stopping at an end-of-generation token unless
+// ignoreEOS) and each step's top k.
+func (r *Ref) Greedy(seq int, prompt []int, n, k int, ignoreEOS bool) ([]int, []Top, error) {
+	var out struct {
+		Tokens []int `json:"tokens"`
+		Top    []Top `json:"top"`
+	}
+	err := r.call(&out, "greedy", seq, n, k, ignoreEOS, prompt)
+	return out.Tokens, out.Top, err
+}
+
+// Constrained is Greedy under a GBNF grammar (root "root"), as
+// llama.cpp's grammar sampler then its greedy one.
+func (r *Ref) Constrained(gbnf string, prompt []int, n int) ([]int, error) {
+	var out struct {
+		Tokens []int `json:"tokens"`
+	}
+	err := r.call(&out, "grammar", gbnf, 0, n, 1, false, prompt)
+	return out.Tokens, err
+}
+
+// SchemaGBNF is llama.cpp's json_schema_to_grammar of a schema.
+func (r *Ref) SchemaGBNF(schema []byte) (string, error) {
+	var out struct {
+		GBNF string `json:"gbnf"`
+	}
+	err := r.call(&out, "schema", string(schema))
+	return out.GBNF, err
+}
+
+// Embed returns the pooled embedding of tokens (a context made with
+// Embeddings).
+func (r *Ref) Embed(tokens []int) ([]float32, error) {
+	var out struct {
+		Embedding []float32 `json:"embedding"`
+	}
+	err := r.call(&out, "embed", tokens)
+	return out.Embedding, err
+}
+
+// Quantize writes src quantized to ftype (llama.cpp's enum llama_ftype:
+// 0 F32, 7 Q8_0, 2 Q4_0, 15 Q4_K_M, ...) as llama-quantize does without an
+// importance matrix; requantize lets quantized tensors be converted too
+// (to F32: llama.cpp's own dequantization).
+func (r *Ref) Quantize(src, dst string, ftype, threads int, requantize bool) error {
+	var out struct{}
+	return r.call(&out, "quantize", src, dst, ftype, threads, requantize)
+}
+
+// BenchPrefill times reps prefills of n tokens (a fresh cache each),
+// inside the decode calls.
+func (r *Ref) BenchPrefill(n, reps int) ([]float64, error) {
+	var out struct {
+		S []float64 `json:"s"`
+	}
+	err := r.call(&out, "bench_pp", n, reps)
+	return out.S, err
+}
+
+// GenTiming is one run of BenchGenerate.
+type GenTiming struct {
+	PrefillS float64 `json:"prefill_s"` // the prompts, inside llama_decode
+	DecodeS  float64 `json:"decode_s"`  // the steps, inside llama_decode
+	TotalS   float64 `json:"total_s"`   // the steps, end to end
+	Tokens   int     `json:"tokens"`    // generated: sequences x steps
+}
+
+// BenchGenerate prefills seqs sequences of prompt tokens, then times steps
+// of one token for every sequence in one batch (seqs 1: batch-1 decode).
+// The context needs Seqs >= seqs.
+func (r *Ref) BenchGenerate(seqs, prompt, steps int) (GenTiming, error) {
+	var out GenTiming
+	err := r.call(&out, "bench_gen", seqs, prompt, steps)
+	return out, err
+}
+
+// For tests: the reference installed and started once per test binary,
+// shared by its tests (one process; calls are serialised).
+var shared struct {
+	once sync.Once
+	in   *Install
+	err  error
+}
+
+// Installed returns the installed reference, or skips tb with the reason
+// it could not be installed.
+func Installed(tb testing.TB) *Install {
+	tb.Helper()
+	shared.once.Do(func() {
+		dir, err := CacheDir()
+		if err == nil {
+			shared.in, err = Ensure(context.Background(), dir)
+		}
+		shared.err = err
+	})
+	if shared.err != nil {
+		tb.Skipf("llama.cpp %s (%s) is not available: %v", Release, Package, shared.err)
+	}
+	return shared.in
+}
+
+// New starts a Ref for tb, stopped when the test ends, or skips tb.
+func New(tb testing.TB, o Options) *Ref {
+	tb.Helper()
+	r, err := Start(Installed(tb), o)
+	if err != nil {
+		tb.Skipf("llama.cpp %s: %v", Release, err)
+	}
+	tb.Cleanup(func() { _ = r.Close() })
+	return r
+}
