@@ -25,6 +25,10 @@ type Arch struct {
 	// Gemma is gemma2's numerics: embeddings scaled by sqrt(dim), GELU,
 	// soft-capped attention and logits, sliding window on even layers.
 	Gemma bool
+	// Window: the file's attention.sliding_window applies, as llama.cpp
+	// applies it (gemma2); llama.cpp v0.5.0 ignores phi3's (its PR 13676),
+	// and so does batchd.
+	Window bool
 	// Encoder is BERT's block: LayerNorms with biases after the attention
 	// and FFN residual adds (AttnNorm, FFNNorm name those), a LayerNorm of
 	// the embeddings, a token-type row added to every token, bidirectional
@@ -82,7 +86,7 @@ var archTable = map[string]Arch{
 	"qwen2":   {Name: "qwen2", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true},
 	"qwen3":   {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
 	"phi3":    {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
-	"gemma2":  {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true},
+	"gemma2":  {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,
 		PlainFFN: true},
 	"nomic-bert": {Name: "nomic-bert", Tensors: bertTensors, Encoder: true, RopeNeoX: true, FusedQKV: true},

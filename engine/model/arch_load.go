@@ -81,7 +81,7 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 			return fmt.Errorf("%w: %s (Phi-3 LongRoPE) is not implemented", ErrUnsupported, name)
 		}
 	}
-	if v, ok := f.MetaUint(key("attention.sliding_window")); ok && v > 0 && v < 1<<31 {
+	if v, ok := f.MetaUint(key("attention.sliding_window")); ok && a.Window && v > 0 && v < 1<<31 {
 		c.SlidingWindow = int(v)
 	}
 	// llama.cpp reads attention.causal for every architecture; its
