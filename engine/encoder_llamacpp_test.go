@@ -23,15 +23,15 @@ import (
 // do not: encoders of a real model's width (BGE-small's 384 wide, 32-wide
 // heads, F16; a nomic-embed-text-like one with 64-wide heads, Q8_0) on
 // BGE's 30,522-token vocabulary, with texts up to a few hundred tokens.
-// Each file is written here and llama.cpp's own llama-server, run on it
-// with --embeddings, gives the vectors batchd must match alone and all at
-// once: F16 files within the references' tolerance (1e-3, cosine
+// Each file is written here and llama.cpp (v0.5.0, F32 K and V, flash
+// attention off), run on it with pooled embeddings, gives the vectors
+// batchd must match alone and all at once: F16 files within the references' tolerance (1e-3, cosine
 // 0.99999); a Q8_0 file within 1e-2 and 0.9995, because llama.cpp rounds
 // the activations to 8 bits before a Q8_0 matmul and batchd does not
 // (measured: 2.5e-3, cosine 0.99987; a causal mask or a wrong RoPE costs
 // 0.1 and more).
-func TestEncodersAtSizeMatchLlamaCppServer(t *testing.T) {
-	llamacpp.Bin(t)
+func TestEncodersAtSizeMatchLlamaCpp(t *testing.T) {
+	ref := llamacpp.New(t, llamacpp.Options{})
 	raw, err := os.ReadFile(filepath.Join(testmodels.Dir(t), "embed", "ggml-vocab-bert-bge.gguf"))
 	if err != nil {
 		t.Skipf("no WordPiece vocabulary: %v", err)
@@ -65,7 +65,10 @@ func TestEncodersAtSizeMatchLlamaCppServer(t *testing.T) {
 			if err := w.Flush(); err != nil || f.Close() != nil {
 				t.Fatal(err)
 			}
-			want, wantToks := llamacpp.Start(t, path, "--embeddings").Embed(t, texts)
+			want, wantToks, err := ref.Embeddings(path, texts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			m, err := model.Load(path, model.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -82,7 +82,7 @@ var preTokenizerTexts = []string{
 // tokenizes the texts into llama.cpp's ids. BPE never merges across a
 // word boundary, so a split that differs shows up in the ids.
 func TestPreTokenizersMatchLlamaCpp(t *testing.T) {
-	llamacpp.Bin(t)
+	ref := llamacpp.New(t, llamacpp.Options{})
 	src := filepath.Join(testmodels.Dir(t), "vocab", "ggml-vocab-gpt-2.gguf")
 	if _, err := os.Stat(src); err != nil {
 		t.Skip(err)
@@ -91,12 +91,14 @@ func TestPreTokenizersMatchLlamaCpp(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range PreTokenizers() {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
 			path := filepath.Join(dir, name+".gguf")
 			llamacpp.Rewrite(t, src, path, map[string]any{"tokenizer.ggml.pre": name})
-			want, ok, msg := llamacpp.Tokenize(t, path, text, false)
-			if !ok {
-				t.Skipf("llama.cpp does not load pre-tokenizer %q: %s", name, lastLine(msg))
+			if _, err := ref.LoadModel(path, true); err != nil {
+				t.Skipf("llama.cpp %s does not load pre-tokenizer %q: %v", llamacpp.Release, name, err)
+			}
+			want, err := ref.Tokenize(text, false, false)
+			if err != nil {
+				t.Fatal(err)
 			}
 			got, err := loadVocab(t, path).Tokenize(context.Background(), text, Options{})
 			if err != nil {
@@ -115,11 +117,12 @@ func TestPreTokenizersMatchLlamaCpp(t *testing.T) {
 // U+00A0, U+3000 and other Unicode spaces as llama.cpp does: at the start
 // of a text, before a word, a number or punctuation, and at the end.
 func TestWhitespaceRunsMatchLlamaCpp(t *testing.T) {
-	llamacpp.Bin(t)
+	ref := llamacpp.New(t, llamacpp.Options{})
 	texts := []string{
 		"\n\t\u00a0\u3000word", "\t\n\u00a0\u3000Hello", "\u00a0\u3000\n\tword", "\u3000\u00a0\t\nword",
 		"x\n\t\u00a0\u3000word", "\u00a0\u00a0\u3000\u3000 7", "\t\u00a0\n\u3000 !!", "\r\n\u00a0\t\u3000\r\nend",
 		"a \u2009\u205f\u1680\u0085b", "word\u00a0\u3000\n\t", "\u3000\u3000\u3000", " \u00a0 \u3000 \t \n 's",
+		" \n \n\t \n  \u00a0 \u3000 end",
 	}
 	for _, v := range []string{"llama-bpe", "qwen2"} {
 		path := filepath.Join(testmodels.Dir(t), "vocab", "ggml-vocab-"+v+".gguf")
@@ -127,22 +130,22 @@ func TestWhitespaceRunsMatchLlamaCpp(t *testing.T) {
 			t.Skip(err)
 		}
 		tok := loadVocab(t, path)
-		t.Run(v, func(t *testing.T) {
-			t.Parallel()
-			for _, text := range texts {
-				want, ok, msg := llamacpp.Tokenize(t, path, text, false)
-				if !ok {
-					t.Fatalf("llama-tokenize: %s", lastLine(msg))
-				}
-				got, err := tok.Tokenize(context.Background(), text, Options{ParseSpecial: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got, want) {
-					t.Errorf("%q: got %v, want llama.cpp's %v", text, got, want)
-				}
+		if _, err := ref.LoadModel(path, true); err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range texts {
+			want, err := ref.Tokenize(text, false, false)
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
+			got, err := tok.Tokenize(context.Background(), text, Options{ParseSpecial: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %q: got %v, want llama.cpp's %v", v, text, got, want)
+			}
+		}
 	}
 }
 

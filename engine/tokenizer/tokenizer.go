@@ -71,6 +71,8 @@ type Tokenizer struct {
 	fim [3]int
 	// sep is WordPiece's [SEP], added last with AddSpecial (-1: none).
 	sep int
+	// wpm is WordPiece's normalisation (BERT's normalizer options).
+	wpm wpmNorm
 }
 
 // New builds an SPM tokenizer from pieces, scores and types (types may be nil).

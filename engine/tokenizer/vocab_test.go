@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/batchd/batchd/engine/model/gguf"
+	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -108,6 +109,52 @@ func TestLlamaCppVocabularies(t *testing.T) {
 			if bad > 0 {
 				t.Errorf("%s: %d of %d texts differ", name, bad, len(texts))
 			}
+		}
+	}
+}
+
+// TestVocabulariesMatchLlamaCppLive: every vocabulary in models/vocab and
+// the WordPiece one in models/embed, on their test texts and the
+// pre-tokenizer texts, special tokens parsed and not, against the
+// llama.cpp of the reference issue (v0.5.0, from npm), live: the stored
+// .out files stay as they were made, and this keeps the ids current.
+func TestVocabulariesMatchLlamaCppLive(t *testing.T) {
+	ref := llamacpp.New(t, llamacpp.Options{})
+	dir := testmodels.Dir(t)
+	vocabs, _ := filepath.Glob(filepath.Join(dir, "vocab", "*.gguf"))
+	vocabs = append(vocabs, filepath.Join(dir, "embed", "ggml-vocab-bert-bge.gguf"))
+	for _, path := range vocabs {
+		if _, err := ref.LoadModel(path, true); err != nil {
+			t.Errorf("%s: llama.cpp does not load it: %v", filepath.Base(path), err)
+			continue
+		}
+		tok := loadVocab(t, path)
+		texts := slices.Clone(preTokenizerTexts)
+		texts = append(texts, "서울특별시 한국어", " \n \n\t \n  \u00a0 \u3000 end", "<|im_start|>user\nhi<|im_end|>", "<s>[INST] x [/INST]")
+		if b, err := os.ReadFile(path + ".inp"); err == nil {
+			inp := strings.Split(string(b), vocabSep)
+			texts = append(texts, inp[:len(inp)-1]...)
+		}
+		bad := 0
+		for _, text := range texts {
+			for _, parse := range []bool{false, true} {
+				want, err := ref.Tokenize(text, false, parse)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := tok.Tokenize(context.Background(), text, Options{ParseSpecial: parse})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					if bad++; bad <= 3 {
+						t.Errorf("%s (parse special %v) %q:\n got %v\nwant %v", filepath.Base(path), parse, text, got, want)
+					}
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d texts differ", filepath.Base(path), bad, 2*len(texts))
 		}
 	}
 }

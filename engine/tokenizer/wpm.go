@@ -23,6 +23,16 @@ func wpmFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 		lookup: make(map[string]int, len(raw)), BOS: id("tokenizer.ggml.bos_token_id", 101),
 		EOS: id("tokenizer.ggml.eos_token_id", -1), Unknown: id("tokenizer.ggml.unknown_token_id", 100),
 		sep: id("tokenizer.ggml.seperator_token_id", 102), AddBOS: true, maxPiece: 1}
+	// BERT's normalizer, as llama.cpp reads it: lowercase unless the file
+	// says not, accents stripped as lowercase is unless it says otherwise.
+	t.wpm.lower = true
+	if v, ok := f.Meta["tokenizer.ggml.normalizer.lowercase"].(bool); ok {
+		t.wpm.lower = v
+	}
+	t.wpm.strip = t.wpm.lower
+	if v, ok := f.Meta["tokenizer.ggml.normalizer.strip_accents"].(bool); ok {
+		t.wpm.strip = v
+	}
 	for i, p := range raw {
 		t.lookup[p] = i // a later duplicate wins, as in llama.cpp's map
 		t.maxPiece = max(t.maxPiece, len(p))
@@ -38,7 +48,7 @@ func wpmFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 // space before it, is split by greedy longest match from the left; a word
 // with a position nothing matches is [UNK] whole.
 func (t *Tokenizer) encodeWPM(ctx context.Context, text string, toks []int) ([]int, error) {
-	for i, word := range wpmWords(text) {
+	for i, word := range wpmWords(text, t.wpm) {
 		if i%256 == 255 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -65,13 +75,19 @@ func (t *Tokenizer) encodeWPM(ctx context.Context, text string, toks []int) ([]i
 	return toks, nil
 }
 
-// wpmWords is llama.cpp's WordPiece preprocessing: each codepoint mapped
-// to the first codepoint of its canonical decomposition (a precomposed
-// letter loses its accent; a separate combining mark stays), lowercased;
-// whitespace splits words; NUL, U+FFFD and control characters are
-// dropped; punctuation, ASCII symbols and CJK ideographs are words of
-// their own.
-func wpmWords(text string) []string {
+// wpmNorm is BERT's normalisation: lowercase, and strip accents (each
+// codepoint mapped to the first of its canonical decomposition, marks
+// dropped).
+type wpmNorm struct{ lower, strip bool }
+
+// wpmWords is llama.cpp's WordPiece preprocessing: with strip, each
+// codepoint mapped to the first codepoint of its canonical decomposition
+// (a precomposed letter loses its accent, a Hangul syllable keeps its
+// leading consonant) and marks (\p{M}: combining accents, Indic vowel
+// signs) dropped; with lower, lowercased; whitespace splits words; NUL,
+// U+FFFD and control characters are dropped; punctuation, ASCII symbols
+// and CJK ideographs are words of their own.
+func wpmWords(text string, o wpmNorm) []string {
 	var words []string
 	var cur strings.Builder
 	flush := func() {
@@ -81,15 +97,22 @@ func wpmWords(text string) []string {
 		}
 	}
 	for _, r := range text {
-		r = wpmNFD(r)
+		if o.strip {
+			r = wpmNFD(r)
+		}
 		switch {
 		case unicode.IsSpace(r):
 			flush()
 			continue
 		case r == 0 || r == utf8.RuneError || unicode.In(r, unicode.C):
 			continue
+		case o.strip && unicode.In(r, unicode.M):
+			continue
 		}
-		lower := unicode.ToLower(r)
+		lower := r
+		if o.lower {
+			lower = unicode.ToLower(r)
+		}
 		if unicode.IsPunct(r) || r < 0x7F && unicode.IsSymbol(r) || isCJK(r) {
 			flush()
 			words = append(words, string(lower))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -309,4 +310,46 @@ func New(tb testing.TB, o Options) *Ref {
 	}
 	tb.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// Embeddings loads model with pooled embeddings on (the file's pooling)
+// and returns, per text, llama.cpp's token ids (special tokens added and
+// parsed, as llama-server embeds) and its vector, normalised as
+// llama-server's /v1/embeddings returns it.
+func (r *Ref) Embeddings(model string, texts []string) ([][]float32, [][]int, error) {
+	if _, err := r.LoadModel(model, false); err != nil {
+		return nil, nil, err
+	}
+	longest := 0
+	toks := make([][]int, len(texts))
+	for i, tx := range texts {
+		var err error
+		if toks[i], err = r.Tokenize(tx, true, true); err != nil {
+			return nil, nil, err
+		}
+		longest = max(longest, len(toks[i]))
+	}
+	n := max(512, longest) // an encoder's text must fit one batch
+	if err := r.Context(ContextOptions{Ctx: n, Batch: n, Embeddings: true, Pooling: PoolingModel}); err != nil {
+		return nil, nil, err
+	}
+	vecs := make([][]float32, len(texts))
+	for i, t := range toks {
+		v, err := r.Embed(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ss float64
+		for _, x := range v {
+			ss += float64(x) * float64(x)
+		}
+		if ss > 0 {
+			scale := 1 / math.Sqrt(ss)
+			for j := range v {
+				v[j] = float32(float64(v[j]) * scale)
+			}
+		}
+		vecs[i] = v
+	}
+	return vecs, toks, nil
 }
