@@ -32,4 +32,3 @@ func Rewrite(tb testing.TB, src, dst string, set map[string]any) {
 		tb.Fatal(err)
 	}
 }
-
