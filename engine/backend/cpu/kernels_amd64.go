@@ -7,8 +7,12 @@ import "golang.org/x/sys/cpu"
 // haveSIMD reports whether this CPU runs the AVX2/FMA/F16C kernels.
 var haveSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
-// haveAVX512 reports whether it also runs the AVX-512F float kernels.
-var haveAVX512 = haveSIMD && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+// haveAVX512 reports whether it also runs the AVX-512F float kernels (and
+// so the VNNI ones). The build tag noavx512 masks AVX-512 off, so that an
+// AVX-512 machine runs every path a CPU with AVX2 only (AMD Zen 2/3, Intel
+// desktops) runs: make test runs the kernel, golden and exactness suites
+// both ways.
+var haveAVX512 = !maskAVX512 && haveSIMD && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
 //go:noescape
 func dot2x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *float32)
