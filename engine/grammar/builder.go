@@ -17,8 +17,14 @@ type Builder struct {
 // NewBuilder starts a grammar; strict refuses schema keywords the grammar
 // cannot enforce (SchemaOptions.Strict). Its schemas' conversion is bounded
 // as SchemaGBNF's, all together, and stops when ctx ends.
+//
+// A builder writes the legacy dialect (schema_rules.go): the tool-call
+// formats are the older llama.cpp build's chat handlers, whose grammars
+// their references hold.
 func NewBuilder(ctx context.Context, strict bool) *Builder {
-	return &Builder{c: newConverter(ctx, strict)}
+	c := newConverter(ctx, strict)
+	c.setLegacy()
+	return &Builder{c: c}
 }
 
 // SetStrict sets whether the schemas added next refuse keywords the

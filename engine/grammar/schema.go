@@ -35,6 +35,7 @@ type SchemaOptions struct {
 	// bounds, an unknown format, ...), naming it; false ignores such
 	// keywords, as OpenAI's strict: false and llama.cpp do.
 	Strict bool
+	legacy bool // the older build's dialect (tests of its references)
 }
 
 // SchemaGBNF turns a JSON Schema into GBNF as llama.cpp's
@@ -72,6 +73,9 @@ func convertSchema(ctx context.Context, schema []byte, o SchemaOptions) (string,
 		return "", nil, err
 	}
 	c := newConverter(ctx, o.Strict)
+	if o.legacy {
+		c.setLegacy()
+	}
 	c.root = v
 	if err := c.resolveRefs(v); err != nil {
 		return "", nil, err
@@ -103,6 +107,7 @@ type converter struct {
 	work      int // bytes of rules written so far, rebuilt ones again (see spend)
 	size      int // bytes of the distinct rules
 	checked   int // work at the last look at ctx
+	legacy    bool // the older build's dialect (schema_rules.go)
 }
 
 // maxConvertWork bounds one conversion: the bytes of rules it writes,
@@ -117,6 +122,30 @@ func newConverter(ctx context.Context, strict bool) *converter {
 	}
 	return &converter{rules: map[string]string{"space": spaceRule}, refs: map[string]value{},
 		resolving: map[string]bool{}, strict: strict, ctx: ctx}
+}
+
+// setLegacy switches to the older build's dialect.
+func (c *converter) setLegacy() {
+	c.legacy = true
+	c.rules["space"] = legacySpaceRule
+}
+
+// valueEnd is what follows a value's own text in its rule: space in the
+// legacy dialect, nothing in the current one.
+func (c *converter) valueEnd() string {
+	if c.legacy {
+		return " space"
+	}
+	return ""
+}
+
+// closing is a bracket that closes an object or array: space before it in
+// the current dialect, after it in the legacy one.
+func (c *converter) closing(bracket string) string {
+	if c.legacy {
+		return ` "` + bracket + `" space`
+	}
+	return ` space "` + bracket + `"`
 }
 
 // spend counts n bytes of work: past the bound the conversion fails with
@@ -236,6 +265,20 @@ func pointer(root value, ref string) (value, error) {
 }
 
 func (c *converter) resolveRef(ref string) string {
+	if !c.legacy {
+		// "ref" and the whole pointer: #/$defs/item is ref-defs-item.
+		frag := ref
+		if i := strings.IndexByte(ref, '#'); i >= 0 {
+			frag = ref[i+1:]
+		}
+		name := "ref" + invalidRuleChars.ReplaceAllString(frag, "-")
+		if _, ok := c.rules[name]; !ok && !c.resolving[ref] {
+			c.resolving[ref] = true
+			name = c.visit(c.refs[ref], name)
+			delete(c.resolving, ref)
+		}
+		return name
+	}
 	// The name a recursive reference uses before its rule exists: what
 	// visit will name the rule (a reserved name gets a dash).
 	name := invalidRuleChars.ReplaceAllString(ref[strings.LastIndexByte(ref, '/')+1:], "-")
@@ -307,14 +350,14 @@ func (c *converter) visit(s value, name string) string {
 		return c.addRule(ruleName, c.union(name, alts))
 	case s.has("const"):
 		k, _ := s.get("const")
-		return c.addRule(ruleName, c.constant(k)+" space")
+		return c.addRule(ruleName, c.constant(k)+c.valueEnd())
 	case s.has("enum"):
 		e, _ := s.get("enum")
 		var alts []string
 		for _, x := range e.arr {
 			alts = append(alts, c.constant(x))
 		}
-		return c.addRule(ruleName, "("+strings.Join(alts, " | ")+") space")
+		return c.addRule(ruleName, "("+strings.Join(alts, " | ")+")"+c.valueEnd())
 	case typeIs("", "object") && (s.has("properties") || s.has("additionalProperties") && !isTrue(s, "additionalProperties")):
 		return c.addRule(ruleName, c.objectRule(s, name))
 	case typeIs("", "object", "string") && s.has("allOf"):
@@ -346,11 +389,11 @@ func (c *converter) scalar(s value, typeIs func(...string) bool, typ value, rule
 		if !ok {
 			hi = -1
 		}
-		return c.addRule(ruleName, `"\"" `+repetition(char, int(lo), int(hi), "")+` "\"" space`)
+		return c.addRule(ruleName, `"\"" `+c.repetition(char, int(lo), int(hi), "")+` "\""`+c.valueEnd())
 	case typeIs("integer") && hasNumberConstraints(s) && !intBoundsOnly(s):
 		return c.addRule(ruleName, c.numberRange(s, ruleName, true))
 	case typeIs("", "integer") && (s.has("minimum") || s.has("exclusiveMinimum") || s.has("maximum") || s.has("exclusiveMaximum")):
-		return c.addRule(ruleName, "("+c.intRange(s)+") space")
+		return c.addRule(ruleName, "("+c.intRange(s)+")"+c.valueEnd())
 	case typeIs("number") && hasNumberConstraints(s):
 		return c.addRule(ruleName, c.numberRange(s, ruleName, false))
 	case typeIs("object") || len(s.obj) == 0:

@@ -152,7 +152,7 @@ func (c *converter) numberRange(s value, name string, integer bool) string {
 	if d.empty() {
 		return c.fail("", "minimum", "no number meets these bounds")
 	}
-	return c.emitDFA(d, dashed(name, "number")) + " space"
+	return c.emitDFA(d, dashed(name, "number")) + c.valueEnd()
 }
 
 // numState is a state of the automaton before minimisation.

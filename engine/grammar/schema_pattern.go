@@ -14,7 +14,7 @@ func (c *converter) pattern(pat, name string) string {
 	if !ok {
 		return "space"
 	}
-	return c.addRule(name, `"\"" (`+body+`) "\"" space`)
+	return c.addRule(name, `"\"" (`+body+`) "\""`+c.valueEnd())
 }
 
 // rawPattern is a pattern's rule for text as it is, not a JSON string.
@@ -103,7 +103,7 @@ func (p *patternConv) transform(nested bool) piece {
 				p.err = "unbalanced parentheses"
 				return piece{}
 			}
-			return joinPieces(seq)
+			return p.joinPieces(seq)
 		case '[':
 			seq = append(seq, piece{text: p.class()})
 		case '\\':
@@ -132,7 +132,7 @@ func (p *patternConv) transform(nested bool) piece {
 	if nested && p.err == "" {
 		p.err = "unbalanced parentheses"
 	}
-	return joinPieces(seq)
+	return p.joinPieces(seq)
 }
 
 // repeatCurly applies {m}, {m,} or {m,n} to the last piece.
@@ -178,7 +178,7 @@ func (p *patternConv) repeatCurly(seq []piece) {
 		}
 		item = id
 	}
-	seq[len(seq)-1] = piece{text: repetition(item, lo, hi, "")}
+	seq[len(seq)-1] = piece{text: p.c.repetition(item, lo, hi, "")}
 }
 
 // literal reads a run of literal characters (a backslash escape among them).
@@ -301,9 +301,10 @@ func (p *patternConv) class() string {
 	return b.String()
 }
 
-// joinPieces is llama.cpp's join_seq: one piece stays itself (literals
-// alone merge into one), several are written one after another.
-func joinPieces(seq []piece) piece {
+// joinPieces is llama.cpp's join_seq: consecutive literals merge into one
+// (the legacy dialect merged only a sequence of literals alone), and the
+// pieces are written one after another.
+func (p *patternConv) joinPieces(seq []piece) piece {
 	all := len(seq) > 0
 	var lit strings.Builder
 	for _, x := range seq {
@@ -312,6 +313,17 @@ func joinPieces(seq []piece) piece {
 	}
 	if all {
 		return piece{text: lit.String(), literal: true}
+	}
+	if !p.c.legacy {
+		var merged []piece
+		for _, x := range seq {
+			if n := len(merged); n > 0 && x.literal && merged[n-1].literal {
+				merged[n-1].text += x.text
+				continue
+			}
+			merged = append(merged, x)
+		}
+		seq = merged
 	}
 	parts := make([]string, len(seq))
 	for i, x := range seq {

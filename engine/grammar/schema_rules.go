@@ -7,9 +7,20 @@ import (
 	"strings"
 )
 
-// spaceRule is llama.cpp's whitespace between JSON tokens: nothing, one
-// space, or a newline and up to 20 spaces or tabs.
-const spaceRule = `| " " | "\n" [ \t]{0,20}`
+// The converter writes one of two dialects of llama.cpp's
+// json-schema-to-grammar. The current one is llama.cpp v0.5.0's, the
+// reference (SchemaGBNF, FromSchema): a value's rule ends with the value
+// itself, and whitespace goes before a closing bracket. The legacy one is
+// the older build's (commit c392e509), in which every value's rule ends
+// with space: the tool-call grammars (Builder) keep it, since their
+// formats are that build's chat handlers and their references its text.
+
+// spaceRule is the whitespace between JSON tokens: nothing, one space, or
+// one or two newlines and up to 20 spaces or tabs (the legacy: one newline).
+const (
+	spaceRule       = `| " " | "\n"{1,2} [ \t]{0,20}`
+	legacySpaceRule = `| " " | "\n" [ \t]{0,20}`
+)
 
 type builtin struct {
 	rule string
@@ -22,37 +33,47 @@ type builtin struct {
 // that every number is a finite double: llama.cpp's sixteen let a model
 // write 1e418418, which a parser can only read as infinity (a tool call's
 // required number came back null).
-//
-// LlamaCppNumberRule is llama.cpp's number, for tests that compare
-// grammars with its own.
 var primitives = map[string]builtin{
-	"boolean":       {`("true" | "false") space`, nil},
+	"boolean":       {`("true" | "false")`, nil},
 	"decimal-part":  {`[0-9]{1,16}`, nil},
 	"integral-part": {`[0] | [1-9] [0-9]{0,15}`, nil},
 	"number":        {NumberRule, []string{"integral-part", "decimal-part"}},
-	"integer":       {`("-"? integral-part) space`, []string{"integral-part"}},
+	"integer":       {`("-"? integral-part)`, []string{"integral-part"}},
 	"value":         {`object | array | string | number | boolean | null`, []string{"object", "array", "string", "number", "boolean", "null"}},
-	"object":        {`"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"string", "value"}},
-	"array":         {`"[" space ( value ("," space value)* )? "]" space`, []string{"value"}},
-	"uuid":          {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space`, nil},
+	"object":        {`"{" space ( string ":" space value ("," space string ":" space value)* )? space "}"`, []string{"string", "value"}},
+	"array":         {`"[" space ( value ("," space value)* )? space "]"`, []string{"value"}},
+	"uuid":          {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\""`, nil},
 	"char":          {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
-	"string":        {`"\"" char* "\"" space`, []string{"char"}},
-	"null":          {`"null" space`, nil},
+	"string":        {`"\"" char* "\""`, []string{"char"}},
+	"null":          {`"null"`, nil},
 }
 
-// NumberRule is batchd's number (see primitives).
+// NumberRule is batchd's number (see primitives); LlamaCppNumberRule is
+// llama.cpp v0.5.0's, for tests that compare grammars with its own.
 const (
-	NumberRule         = `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})? space`
-	LlamaCppNumberRule = `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space`
+	NumberRule         = `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? [0-9]{1,2})?`
+	LlamaCppNumberRule = `("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)?`
 )
 
 var stringFormats = map[string]builtin{
 	"date":             {`[0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [1-2] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ) | ( [0-9] [0-9] ( "0" [48] | [2468] [048] | [13579] [26] ) | ( "0" [048] | [2468] [048] | [13579] [26] ) "00" ) "-02-29"`, nil},
 	"time":             {`([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`, nil},
 	"date-time":        {`date "T" time`, []string{"date", "time"}},
-	"date-string":      {`"\"" date "\"" space`, []string{"date"}},
-	"time-string":      {`"\"" time "\"" space`, []string{"time"}},
-	"date-time-string": {`"\"" date-time "\"" space`, []string{"date-time"}},
+	"date-string":      {`"\"" date "\""`, []string{"date"}},
+	"time-string":      {`"\"" time "\""`, []string{"time"}},
+	"date-time-string": {`"\"" date-time "\""`, []string{"date-time"}},
+}
+
+// legacyRule is a built-in rule as the legacy dialect writes it: a value
+// followed by space, brackets closed without space before them.
+func legacyRule(kind, rule string) string {
+	switch kind {
+	case "object", "array":
+		return strings.Replace(rule, ` space "`+map[string]string{"object": "}", "array": "]"}[kind]+`"`, ` "`+map[string]string{"object": "}", "array": "]"}[kind]+`" space`, 1)
+	case "boolean", "number", "integer", "uuid", "string", "null", "date-string", "time-string", "date-time-string":
+		return rule + " space"
+	}
+	return rule
 }
 
 var reservedNames = func() map[string]bool {
@@ -72,7 +93,11 @@ func (c *converter) addPrimitive(name, kind string) string {
 	if !ok {
 		b = stringFormats[kind]
 	}
-	n := c.addRule(name, b.rule)
+	rule := b.rule
+	if c.legacy {
+		rule = legacyRule(kind, rule)
+	}
+	n := c.addRule(name, rule)
 	for _, dep := range b.deps {
 		if _, ok := c.rules[dep]; !ok {
 			c.addPrimitive(dep, dep)
@@ -82,10 +107,11 @@ func (c *converter) addPrimitive(name, kind string) string {
 }
 
 // repetition is llama.cpp's _build_repetition: item min to max times
-// (max < 0: unbounded), separated by sep when given. The separated tail
-// of a one-item array is written {0,0}, as llama.cpp writes it.
-func repetition(item string, lo, hi int, sep string) string {
-	if hi == 0 && sep != "" {
+// (max < 0: unbounded), separated by sep when given. At most zero times is
+// nothing; the legacy dialect wrote it {0,0} without a separator, as that
+// build did.
+func (c *converter) repetition(item string, lo, hi int, sep string) string {
+	if hi == 0 && (sep != "" || !c.legacy) {
 		return ""
 	}
 	if lo == 0 && hi == 1 {
@@ -106,7 +132,7 @@ func repetition(item string, lo, hi int, sep string) string {
 	if hi >= 0 {
 		nhi = hi - 1
 	}
-	res := item + " " + repetition("("+sep+" "+item+")", max(lo-1, 0), nhi, "")
+	res := item + " " + c.repetition("("+sep+" "+item+")", max(lo-1, 0), nhi, "")
 	if lo == 0 {
 		return "(" + res + ")?"
 	}
@@ -182,7 +208,7 @@ func (c *converter) buildObject(props []member, required map[string]bool, name s
 		}
 		b.WriteString(" )?")
 	}
-	b.WriteString(` "}" space`)
+	b.WriteString(c.closing("}"))
 	return b.String()
 }
 
@@ -280,7 +306,10 @@ func (c *converter) notStrings(names []string) string {
 	if !root.end {
 		b.WriteString("?")
 	}
-	b.WriteString(` ["] space`)
+	b.WriteString(` ["]`)
+	if c.legacy {
+		b.WriteString(" space")
+	}
 	return b.String()
 }
 
@@ -314,7 +343,7 @@ func (c *converter) arrayRule(s value, name, ruleName string) string {
 		for i, it := range items.arr {
 			parts = append(parts, c.visit(it, dashed(name, fmt.Sprintf("tuple-%d", i))))
 		}
-		return c.addRule(ruleName, `"[" space `+strings.Join(parts, ` "," space `)+` "]" space`)
+		return c.addRule(ruleName, `"[" space `+strings.Join(parts, ` "," space `)+c.closing("]"))
 	}
 	item := c.visit(items, dashed(name, "item"))
 	lo, _ := s.int("minItems")
@@ -322,7 +351,7 @@ func (c *converter) arrayRule(s value, name, ruleName string) string {
 	if !ok {
 		hi = -1
 	}
-	return c.addRule(ruleName, `"[" space `+repetition(item, int(lo), int(hi), `"," space`)+` "]" space`)
+	return c.addRule(ruleName, `"[" space `+c.repetition(item, int(lo), int(hi), `"," space`)+c.closing("]"))
 }
 
 // allOf merges objects' properties (anyOf members optional) or
@@ -383,7 +412,7 @@ func (c *converter) allOf(s value, name, ruleName string) string {
 			for _, k := range keys {
 				alts = append(alts, c.constant(common[k]))
 			}
-			return c.addRule(ruleName, "("+strings.Join(alts, " | ")+") space")
+			return c.addRule(ruleName, "("+strings.Join(alts, " | ")+")"+c.valueEnd())
 		}
 	}
 	return c.addRule(ruleName, c.buildObject(props, required, name, nil))

@@ -64,7 +64,7 @@ func TestSpecialTokens(t *testing.T) {
 		bos    bool
 	}{
 		{"ggml-vocab-llama-bpe.gguf", "<|start_header_id|>user<|end_header_id|>", []int{128006, 882, 128007}, []int{128001, 128009}, true},
-		{"ggml-vocab-qwen2.gguf", "<|im_start|>user\nhi<|im_end|>", []int{151644, 872, 198, 6023, 151645}, []int{151643, 151645, 151662, 151663, 151664}, false},
+		{"ggml-vocab-qwen2.gguf", "<|im_start|>user\nhi<|im_end|>", []int{151644, 872, 198, 6023, 151645}, []int{128247, 151643, 151645, 151662, 151663, 151664}, false}, // v0.5.0 adds </s> (128247)
 	} {
 		tok := loadVocab(t, vocabPath(t, tc.file))
 		got, _ := tok.Tokenize(context.Background(), tc.text, Options{ParseSpecial: true})

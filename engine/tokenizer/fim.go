@@ -8,11 +8,12 @@ import (
 
 // fimTokenTexts are the fill-in-the-middle prefix, suffix and middle
 // tokens llama.cpp finds by text when no tokenizer.ggml.fim_*_token_id key
-// names them (Qwen, OpenCoder, DeepSeek, CodeLlama, GLM-4), in its order.
+// names them (Qwen, OpenCoder, Granite, DeepSeek, CodeLlama, GLM-4,
+// Falcon-H1), in its order (llama.cpp v0.5.0's lists).
 var fimTokenTexts = [3][]string{
-	{"<|fim_prefix|>", "<fim-prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>"},
-	{"<|fim_suffix|>", "<fim-suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>"},
-	{"<|fim_middle|>", "<fim-middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>"},
+	{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"},
+	{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"},
+	{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"},
 }
 
 // fimSet finds the vocabulary's FIM prefix, suffix and middle tokens.

@@ -125,10 +125,12 @@ func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 // text; fimTexts the fill-in-the-middle pad, repo and separator tokens it
 // finds by text when no key names them, which end generation too.
 var (
-	eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"}
+	eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+		"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+		"<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~["}
 	fimTexts = map[string][]string{
-		"fim_pad": {"<|fim_pad|>", "<fim-pad>", "<PAD>"},
-		"fim_rep": {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"},
+		"fim_pad": {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
+		"fim_rep": {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
 		"fim_sep": {"<|file_sep|>"},
 	}
 )
@@ -165,6 +167,25 @@ func eogSet(f *gguf.File, t *Tokenizer, raw []string, id func(string, int) int) 
 	add(t.EOS)
 	add(id("tokenizer.ggml.eot_token_id", -1))
 	add(id("tokenizer.ggml.eom_token_id", -1))
+	// As llama.cpp v0.5.0: with harmony's <|return|> and <|call|> (or
+	// solar-open's <|calls|> and <|flush|>), <|end|> ends a message, not
+	// the generation; beside Gemma 4's <|tool_response>, </s> is text.
+	has := func(text string) int {
+		for _, i := range set {
+			if raw[i] == text {
+				return i
+			}
+		}
+		return -1
+	}
+	if e := has("<|end|>"); e >= 0 && (has("<|return|>") >= 0 && has("<|call|>") >= 0 || has("<|calls|>") >= 0 && has("<|flush|>") >= 0) {
+		set = slices.DeleteFunc(set, func(i int) bool { return i == e })
+		t.types[e] = TokenUserDefined
+	}
+	if s := has("</s>"); s >= 0 && has("<|tool_response>") >= 0 {
+		set = slices.DeleteFunc(set, func(i int) bool { return i == s })
+		t.types[s] = TokenNormal
+	}
 	slices.Sort(set)
 	return set
 }

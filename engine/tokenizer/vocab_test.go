@@ -129,8 +129,15 @@ func TestVocabulariesMatchLlamaCppLive(t *testing.T) {
 			continue
 		}
 		tok := loadVocab(t, path)
+		eog, _, err := ref.Specials()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(tok.EOG(), eog) {
+			t.Errorf("%s: end-of-generation tokens %v, llama.cpp's %v", filepath.Base(path), tok.EOG(), eog)
+		}
 		texts := slices.Clone(preTokenizerTexts)
-		texts = append(texts, "서울특별시 한국어", " \n \n\t \n  \u00a0 \u3000 end", "<|im_start|>user\nhi<|im_end|>", "<s>[INST] x [/INST]")
+		texts = append(texts, "서울특별시 한국어", " \n \n\t \n  \u00a0 \u3000 end", "<|im_start|>user\nhi<|im_end|>", "<s>[INST] x [/INST]", "a</s>b <|end|> <eos>")
 		if b, err := os.ReadFile(path + ".inp"); err == nil {
 			inp := strings.Split(string(b), vocabSep)
 			texts = append(texts, inp[:len(inp)-1]...)

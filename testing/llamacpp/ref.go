@@ -186,6 +186,17 @@ func (r *Ref) Context(o ContextOptions) error {
 	return r.call(&out, "context", o.Ctx, o.Batch, o.Seqs, o.TypeK, o.TypeV, o.Flash, o.Threads, o.Embeddings, o.Pooling, o.Unified)
 }
 
+// Specials returns the loaded vocabulary's end-of-generation tokens and
+// its control tokens, as llama.cpp derives them.
+func (r *Ref) Specials() (eog, control []int, err error) {
+	var out struct {
+		EOG     []int `json:"eog"`
+		Control []int `json:"control"`
+	}
+	err = r.call(&out, "eog")
+	return out.EOG, out.Control, err
+}
+
 // Tokenize returns llama_tokenize's ids for text.
 func (r *Ref) Tokenize(text string, addSpecial, parseSpecial bool) ([]int, error) {
 	var out struct {

@@ -170,6 +170,22 @@ void cmd_model(std::istream & in) {
     reply("{\"n_vocab\":" + std::to_string(llama_vocab_n_tokens(v)) + ",\"desc\":" + quote(desc) + "}");
 }
 
+// eog lists the vocabulary's end-of-generation tokens and its control
+// tokens.
+void cmd_eog(std::istream &) {
+    const llama_vocab * v = llama_model_get_vocab(model);
+    std::string eog = "[", ctl = "[";
+    for (int i = 0; i < llama_vocab_n_tokens(v); i++) {
+        if (llama_vocab_is_eog(v, i)) {
+            eog += (eog.size() > 1 ? "," : "") + std::to_string(i);
+        }
+        if (llama_vocab_is_control(v, i)) {
+            ctl += (ctl.size() > 1 ? "," : "") + std::to_string(i);
+        }
+    }
+    reply("{\"eog\":" + eog + "],\"control\":" + ctl + "]}");
+}
+
 void cmd_context(std::istream & in) {
     int n_ctx, n_batch, seqs, tk, tv, flash, threads, emb, pooling, unified;
     in >> n_ctx >> n_batch >> seqs >> tk >> tv >> flash >> threads >> emb >> pooling >> unified;
@@ -240,8 +256,7 @@ void generate(std::istream & in, llama_sampler * smpl) {
     for (int i = 0; i < n; i++) {
         const float * row = llama_get_logits_ith(ctx, -1);
         std::string t = top(row, llama_vocab_n_tokens(v), k);
-        llama_token tok = llama_sampler_sample(smpl, ctx, -1);
-        llama_sampler_accept(smpl, tok);
+        llama_token tok = llama_sampler_sample(smpl, ctx, -1); // it accepts the token too
         toks += (i ? "," : "") + std::to_string(tok);
         tops += (i ? "," : "") + t;
         if (!ignore_eos && llama_vocab_is_eog(v, tok)) {
@@ -391,6 +406,21 @@ void cmd_quantize(std::istream & in) {
     reply("{}");
 }
 
+void dispatch(const std::string & op, std::istream & in) {
+    if (op == "model") cmd_model(in);
+    else if (op == "context") cmd_context(in);
+    else if (op == "tokenize") cmd_tokenize(in);
+    else if (op == "eog") cmd_eog(in);
+    else if (op == "greedy") cmd_greedy(in);
+    else if (op == "grammar") cmd_grammar(in);
+    else if (op == "schema") cmd_schema(in);
+    else if (op == "embed") cmd_embed(in);
+    else if (op == "bench_pp") cmd_bench_pp(in);
+    else if (op == "bench_gen") cmd_bench_gen(in);
+    else if (op == "quantize") cmd_quantize(in);
+    else fail("unknown command " + op);
+}
+
 }  // namespace
 
 int main(int argc, char ** argv) {
@@ -412,17 +442,11 @@ int main(int argc, char ** argv) {
         std::istringstream in(line);
         std::string op;
         in >> op;
-        if (op == "model") cmd_model(in);
-        else if (op == "context") cmd_context(in);
-        else if (op == "tokenize") cmd_tokenize(in);
-        else if (op == "greedy") cmd_greedy(in);
-        else if (op == "grammar") cmd_grammar(in);
-        else if (op == "schema") cmd_schema(in);
-        else if (op == "embed") cmd_embed(in);
-        else if (op == "bench_pp") cmd_bench_pp(in);
-        else if (op == "bench_gen") cmd_bench_gen(in);
-        else if (op == "quantize") cmd_quantize(in);
-        else fail("unknown command " + op);
+        try {
+            dispatch(op, in);
+        } catch (const std::exception & e) {
+            fail(std::string("exception: ") + e.what());
+        }
     }
     if (ctx) llama_free(ctx);
     if (model) llama_model_free(model);
