@@ -104,9 +104,9 @@ type converter struct {
 	strict    bool
 	err       error
 	ctx       context.Context
-	work      int // bytes of rules written so far, rebuilt ones again (see spend)
-	size      int // bytes of the distinct rules
-	checked   int // work at the last look at ctx
+	work      int  // bytes of rules written so far, rebuilt ones again (see spend)
+	size      int  // bytes of the distinct rules
+	checked   int  // work at the last look at ctx
 	legacy    bool // the older build's dialect (schema_rules.go)
 }
 
