@@ -15,6 +15,7 @@ import (
 	"github.com/batchd/batchd/engine/model"
 	"github.com/batchd/batchd/engine/quant"
 	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -154,6 +155,48 @@ func TestEmbeddingsMatchLlamaCpp(t *testing.T) {
 			}
 			if _, _, done, err := gen.Wait(context.Background()); err != nil || done.Usage.CompletionTokens != 64 {
 				t.Errorf("the generation beside: %+v %v", done, err)
+			}
+		})
+	}
+}
+
+// TestEmbeddingsMatchLlamaCppLive: every models/embed model's texts
+// against llama.cpp v0.5.0 run now (F32 K and V), the same tokens and
+// vectors within the references' tolerance.
+func TestEmbeddingsMatchLlamaCppLive(t *testing.T) {
+	r := llamacpp.New(t, llamacpp.Options{})
+	poolings := map[string]int{"mean": llamacpp.PoolingMean, "cls": llamacpp.PoolingCLS, "last": llamacpp.PoolingLast}
+	for _, name := range []string{"tiny-bert-bge", "tiny-nomic-bert", "tiny-qwen2-embed-mean", "tiny-qwen2-embed-last"} {
+		t.Run(name, func(t *testing.T) {
+			m, ref := loadEmbedRef(t, name)
+			pool, err := ParsePooling(ref.Pooling)
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts := make([]string, len(ref.Texts))
+			for i, tx := range ref.Texts {
+				texts[i] = tx.Text
+			}
+			want, toks, err := r.Embeddings(filepath.Join(testmodels.Dir(t), "embed", name+".gguf"), poolings[ref.Pooling], texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := startEngine(t, m, engineOpts{kvType: quant.F32})
+			worst := 0.0
+			for i, tx := range texts {
+				got, err := m.Tokenizer.Tokenize(context.Background(), tx, tokenizer.Options{AddSpecial: true, ParseSpecial: true})
+				if err != nil || !slices.Equal(got, toks[i]) {
+					t.Fatalf("text %d: tokens %v, llama.cpp %v (%v)", i, got, toks[i], err)
+				}
+				v, err := embedOnce(e, got, pool)
+				if err != nil {
+					t.Fatal(err)
+				}
+				worst = max(worst, maxAbs(v, want[i]))
+			}
+			t.Logf("max |diff| from llama.cpp %s: %.2g (tolerance %g)", llamacpp.Release, worst, ref.Tolerance.MaxAbs)
+			if worst > ref.Tolerance.MaxAbs {
+				t.Errorf("max |diff| %g over %g", worst, ref.Tolerance.MaxAbs)
 			}
 		})
 	}

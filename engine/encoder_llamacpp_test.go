@@ -65,7 +65,7 @@ func TestEncodersAtSizeMatchLlamaCpp(t *testing.T) {
 			if err := w.Flush(); err != nil || f.Close() != nil {
 				t.Fatal(err)
 			}
-			want, wantToks, err := ref.Embeddings(path, texts)
+			want, wantToks, err := ref.Embeddings(path, llamacpp.PoolingModel, texts)
 			if err != nil {
 				t.Fatal(err)
 			}

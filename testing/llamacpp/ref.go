@@ -323,11 +323,11 @@ func New(tb testing.TB, o Options) *Ref {
 	return r
 }
 
-// Embeddings loads model with pooled embeddings on (the file's pooling)
-// and returns, per text, llama.cpp's token ids (special tokens added and
-// parsed, as llama-server embeds) and its vector, normalised as
-// llama-server's /v1/embeddings returns it.
-func (r *Ref) Embeddings(model string, texts []string) ([][]float32, [][]int, error) {
+// Embeddings loads model with pooled embeddings on (pooling: PoolingModel
+// for the file's) and returns, per text, llama.cpp's token ids (special
+// tokens added and parsed, as llama-server embeds) and its vector,
+// normalised as llama-server's /v1/embeddings returns it.
+func (r *Ref) Embeddings(model string, pooling int, texts []string) ([][]float32, [][]int, error) {
 	if _, err := r.LoadModel(model, false); err != nil {
 		return nil, nil, err
 	}
@@ -341,7 +341,7 @@ func (r *Ref) Embeddings(model string, texts []string) ([][]float32, [][]int, er
 		longest = max(longest, len(toks[i]))
 	}
 	n := max(512, longest) // an encoder's text must fit one batch
-	if err := r.Context(ContextOptions{Ctx: n, Batch: n, Embeddings: true, Pooling: PoolingModel}); err != nil {
+	if err := r.Context(ContextOptions{Ctx: n, Batch: n, Embeddings: true, Pooling: pooling}); err != nil {
 		return nil, nil, err
 	}
 	vecs := make([][]float32, len(texts))
