@@ -225,11 +225,25 @@ func (r *Ref) Greedy(seq int, prompt []int, n, k int, ignoreEOS bool) ([]int, []
 // Constrained is Greedy under a GBNF grammar (root "root"), as
 // llama.cpp's grammar sampler then its greedy one.
 func (r *Ref) Constrained(gbnf string, prompt []int, n int) ([]int, error) {
+	toks, _, err := r.TimedConstrained(gbnf, prompt, n)
+	return toks, err
+}
+
+// TimedConstrained is Constrained (gbnf "": Greedy, to the end of n) and
+// the seconds its generation took (each step's sampling and decode, the
+// prompt's not).
+func (r *Ref) TimedConstrained(gbnf string, prompt []int, n int) ([]int, float64, error) {
 	var out struct {
-		Tokens []int `json:"tokens"`
+		Tokens []int   `json:"tokens"`
+		GenS   float64 `json:"gen_s"`
 	}
-	err := r.call(&out, "grammar", gbnf, 0, n, 1, false, prompt)
-	return out.Tokens, err
+	var err error
+	if gbnf == "" {
+		err = r.call(&out, "greedy", 0, n, 1, true, prompt)
+	} else {
+		err = r.call(&out, "grammar", gbnf, 0, n, 1, false, prompt)
+	}
+	return out.Tokens, out.GenS, err
 }
 
 // SchemaGBNF is llama.cpp's json_schema_to_grammar of a schema.
@@ -249,6 +263,21 @@ func (r *Ref) Embed(tokens []int) ([]float32, error) {
 	}
 	err := r.call(&out, "embed", tokens)
 	return out.Embedding, err
+}
+
+// EmbedMany embeds the token lists together, one sequence each, in one
+// decode (a context made with Embeddings, Seqs and Batch to hold them),
+// and returns the seconds the decode took.
+func (r *Ref) EmbedMany(seqs [][]int) (float64, error) {
+	args := []any{len(seqs)}
+	for _, s := range seqs {
+		args = append(args, s)
+	}
+	var out struct {
+		S float64 `json:"s"`
+	}
+	err := r.call(&out, "embed_many", args...)
+	return out.S, err
 }
 
 // Quantize writes src quantized to ftype (llama.cpp's enum llama_ftype:

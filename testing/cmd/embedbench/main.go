@@ -1,8 +1,9 @@
 // Command embedbench puts the same embedding load on batchd and on
-// llama.cpp's server (--embeddings) on the same file, in turn, and prints
-// inputs per second for each:
+// llama.cpp v0.5.0 (testing/llamacpp; its npm package has no server, so
+// in process, batched as its server's slots would be) on the same file,
+// in turn, and prints inputs per second for each:
 //
-//	go run ./testing/cmd/embedbench --model build/l110-q8_0.gguf --llama ../shared/tools/llama.cpp/bin --rounds 3
+//	go run ./testing/cmd/embedbench --model build/l110-q8_0.gguf --llama --rounds 3
 //
 // Every request is POST /v1/embeddings with one text of about --tokens
 // tokens (distinct texts: no prefix cache helps either side), from
@@ -23,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,16 +31,16 @@ import (
 
 	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/testing/llamacpp"
 )
 
 func main() {
 	model := flag.String("model", "build/l110-q8_0.gguf", "model file, served by both")
-	llama := flag.String("llama", "", "llama.cpp's bin directory (llama-server)")
+	llama := flag.Bool("llama", false, "measure llama.cpp v0.5.0 (testing/llamacpp) beside batchd")
 	rounds := flag.Int("rounds", 3, "rounds per server")
 	clients := flag.Int("clients", 64, "concurrent requests")
 	requests := flag.Int("requests", 256, "requests per round")
 	tokens := flag.Int("tokens", 128, "about this many tokens per text")
-	flag.IntVar(&llamaSlots, "llama-slots", 0, "llama-server's -np (0: one per client)")
 	flag.StringVar(&chatModel, "chat", "", "a chat model batchd serves beside --model (the embedding model, then a second "+
 		"model of the same daemon); the generation runs on it")
 	flag.Parse()
@@ -50,9 +50,6 @@ func main() {
 	}
 }
 
-// llamaSlots is llama-server's parallel slots (-np); 0 is one per client.
-var llamaSlots int
-
 // chatModel, when set, is batchd's default model and the embedding model
 // is a second one, "embed".
 var chatModel string
@@ -61,9 +58,11 @@ type server struct {
 	name, url string
 	hc        *http.Client
 	embed     string // batchd: the embedding model's name ("" the default)
+	ref       *llamacpp.Ref
+	seqs      int // llama.cpp: sequences per decode
 }
 
-func run(model, llama string, rounds, clients, requests, tokens int) error {
+func run(model string, llama bool, rounds, clients, requests, tokens int) error {
 	dir, err := os.MkdirTemp("", "embedbench")
 	if err != nil {
 		return err
@@ -79,8 +78,8 @@ func run(model, llama string, rounds, clients, requests, tokens int) error {
 	}
 	defer stop()
 	servers := []server{b}
-	if llama != "" {
-		l, stopL, err := startLlama(llama, model, pooling, clients)
+	if llama {
+		l, stopL, err := startLlama(model, pooling, clients)
 		if err != nil {
 			return err
 		}
@@ -109,6 +108,10 @@ func run(model, llama string, rounds, clients, requests, tokens int) error {
 		fmt.Printf("| %d |", r)
 		var rates []float64
 		for _, s := range servers {
+			load := load
+			if s.ref != nil {
+				load = func(s server, round, _, requests, tokens int) (float64, error) { return refLoad(s, round, requests, tokens) }
+			}
 			rate, err := load(s, r, clients, requests, tokens)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
@@ -158,7 +161,7 @@ func startBatchd(model, dir string) (server, func(), error) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", hsock)
 	}}}
-	s := server{"batchd", "http://batchd", hc, embed}
+	s := server{name: "batchd", url: "http://batchd", hc: hc, embed: embed}
 	stop := func() { cancel(); <-done }
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if r, err := hc.Get(s.url + "/health"); err == nil {
@@ -172,43 +175,67 @@ func startBatchd(model, dir string) (server, func(), error) {
 	return server{}, nil, fmt.Errorf("batchd did not become ready")
 }
 
-func startLlama(bin, model, pooling string, clients int) (server, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startLlama runs llama.cpp v0.5.0 (testing/llamacpp) on the file in
+// process: the npm package ships no llama-server, so its side embeds the
+// same texts as llama-server's slots would (as many sequences per decode
+// as there are clients, at most 2048 tokens, -b/-ub 2048), timed inside
+// the decode calls; batchd's side still goes through HTTP.
+func startLlama(model, pooling string, clients int) (server, func(), error) {
+	dir, err := llamacpp.CacheDir()
 	if err != nil {
 		return server{}, nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	if bin, err = filepath.Abs(bin); err != nil {
+	in, err := llamacpp.Ensure(context.Background(), dir)
+	if err != nil {
 		return server{}, nil, err
 	}
-	if model, err = filepath.Abs(model); err != nil {
+	ref, err := llamacpp.Start(in, llamacpp.Options{})
+	if err != nil {
 		return server{}, nil, err
 	}
-	// As many slots as clients (or --llama-slots), each with room for one text.
-	slots := clients
-	if llamaSlots > 0 {
-		slots = llamaSlots
-	}
-	cmd := exec.Command(filepath.Join(bin, "llama-server"), "-m", model, "--embeddings", "--pooling", pooling, "-t", "2",
-		"-np", fmt.Sprint(slots), "-c", fmt.Sprint(slots*512), "-b", "2048", "-ub", "2048",
-		"--cache-type-k", "f32", "--cache-type-v", "f32", "--host", "127.0.0.1", "--port", fmt.Sprint(port))
-	cmd.Dir = bin
-	if err := cmd.Start(); err != nil {
+	if _, err := ref.LoadModel(model, false); err != nil {
 		return server{}, nil, err
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	s := server{"llama.cpp", fmt.Sprintf("http://127.0.0.1:%d", port), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, ""}
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if r, err := s.hc.Get(s.url + "/health"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return s, stop, nil
+	pool := map[string]int{"mean": llamacpp.PoolingMean, "cls": llamacpp.PoolingCLS, "last": llamacpp.PoolingLast}[pooling]
+	if err := ref.Context(llamacpp.ContextOptions{Ctx: 2048 * 4, Batch: 2048, Seqs: min(clients, 64), Embeddings: true,
+		Pooling: pool}); err != nil {
+		return server{}, nil, err
+	}
+	fmt.Printf("llama.cpp %s (%s), CPU build: %s\n", llamacpp.Release, llamacpp.Package, strings.TrimSpace(ref.System))
+	return server{name: "llama.cpp", ref: ref, seqs: min(clients, 64)}, func() { _ = ref.Close() }, nil
+}
+
+// refLoad embeds a round's texts in llama.cpp, batched as its server's
+// slots would batch them, and returns inputs per second of decode.
+func refLoad(s server, round, requests, tokens int) (float64, error) {
+	var secs float64
+	var group [][]int
+	used := 0
+	flush := func() error {
+		if len(group) == 0 {
+			return nil
+		}
+		t, err := s.ref.EmbedMany(group)
+		secs += t
+		group, used = group[:0], 0
+		return err
+	}
+	for i := range requests {
+		toks, err := s.ref.Tokenize(text(round, i, tokens), true, true)
+		if err != nil {
+			return 0, err
+		}
+		if len(group) == s.seqs || used+len(toks) > 2048 {
+			if err := flush(); err != nil {
+				return 0, err
 			}
 		}
+		group, used = append(group, toks), used+len(toks)
 	}
-	stop()
-	return server{}, nil, fmt.Errorf("llama-server did not start")
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	return float64(requests) / secs, nil
 }
 
 // text is a distinct text of about n tokens (a word is about one token).

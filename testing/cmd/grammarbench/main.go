@@ -1,27 +1,22 @@
 // Command grammarbench measures what structured output costs: decode
 // tokens/s without and with a JSON Schema, at batch 1 (one schema) and at
 // batch 32 (every sequence under a different schema), batchd and
-// llama.cpp's server on the same file in the same run, rounds interleaved;
+// llama.cpp v0.5.0 (batch 1, testing/llamacpp) on the same file in the
+// same run, rounds interleaved;
 // and the cost of one step's token mask (median and p99, built fresh and
 // from the cache), by replaying the constrained outputs.
 //
 //	go run ./testing/cmd/grammarbench --model ../shared/models/arch/tiny-qwen2.gguf \
-//	    --cases ../shared/models/grammar/grammar-cases.json --llama ../shared/tools/llama.cpp/bin
+//	    --cases ../shared/models/grammar/grammar-cases.json --llama
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +27,7 @@ import (
 	"github.com/batchd/batchd/engine/grammar"
 	"github.com/batchd/batchd/engine/tokenizer"
 	"github.com/batchd/batchd/testing/cpuprof"
+	"github.com/batchd/batchd/testing/llamacpp"
 )
 
 type refCase struct {
@@ -49,7 +45,7 @@ func main() {
 func run() error {
 	modelPath := flag.String("model", "../shared/models/arch/tiny-qwen2.gguf", "model file (the Qwen vocabulary: 151,936 tokens)")
 	casesPath := flag.String("cases", "../shared/models/grammar/grammar-cases.json", "llama.cpp's grammar references: their schemas")
-	llama := flag.String("llama", "", "llama.cpp's bin directory, to measure llama-server beside batchd")
+	llama := flag.Bool("llama", false, "measure llama.cpp v0.5.0 (testing/llamacpp) beside batchd")
 	rounds := flag.Int("rounds", 3, "interleaved rounds")
 	tokens := flag.Int("tokens", 30, "tokens per request")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -71,9 +67,9 @@ func run() error {
 	defer rt.Close()
 	prompt := rt.Model.Tokenizer.Encode("Give me a JSON object describing a person:", true)
 	b := &bench{cache: grammar.NewCache(64), e: rt.Engine, tok: rt.Model.Tokenizer, prompt: prompt, n: *tokens}
-	var srv *llamaServer
-	if *llama != "" {
-		if srv, err = startLlama(*llama, *modelPath); err != nil {
+	var srv *llamaRef
+	if *llama {
+		if srv, err = startLlama(*modelPath); err != nil {
 			return err
 		}
 		defer srv.stop()
@@ -279,65 +275,54 @@ func (b *bench) maskCost(typical []byte, schemas [][]byte) error {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-type llamaServer struct {
-	url string
-	cmd *exec.Cmd
+// llamaRef is llama.cpp v0.5.0 (testing/llamacpp) on the same file.
+type llamaRef struct {
+	ref    *llamacpp.Ref
+	prompt []int
 }
 
-func startLlama(bin, model string) (*llamaServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func startLlama(model string) (*llamaRef, error) {
+	dir, err := llamacpp.CacheDir()
 	if err != nil {
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(filepath.Join(bin, "llama-server"), "-m", model, "-t", "2", "-c", "4096", "-np", "1",
-		"--cache-type-k", "f32", "--cache-type-v", "f32", "--host", "127.0.0.1", "--port", fmt.Sprint(port))
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
+	in, err := llamacpp.Ensure(context.Background(), dir)
+	if err != nil {
 		return nil, err
 	}
-	s := &llamaServer{url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if r, err := http.Get(s.url + "/health"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return s, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("llama-server did not start")
-		}
+	ref, err := llamacpp.Start(in, llamacpp.Options{})
+	if err != nil {
+		return nil, err
 	}
+	if _, err := ref.LoadModel(model, false); err != nil {
+		return nil, err
+	}
+	if err := ref.Context(llamacpp.ContextOptions{TypeK: llamacpp.F32, TypeV: llamacpp.F32}); err != nil {
+		return nil, err
+	}
+	prompt, err := ref.Tokenize("Give me a JSON object describing a person:", true, true)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("llama.cpp %s (%s), CPU build: %s\n", llamacpp.Release, llamacpp.Package, strings.TrimSpace(ref.System))
+	return &llamaRef{ref: ref, prompt: prompt}, nil
 }
 
-func (s *llamaServer) stop() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() }
+func (s *llamaRef) stop() { _ = s.ref.Close() }
 
-// rate is llama-server's own decode speed for one request (its
-// timings.predicted_per_second), greedy, with a schema or none.
-func (s *llamaServer) rate(n int, schema []byte) (float64, error) {
-	req := map[string]any{"prompt": "Give me a JSON object describing a person:", "n_predict": n, "temperature": 0,
-		"top_k": 1, "samplers": []string{"top_k"}, "cache_prompt": false}
+// rate is llama.cpp's decode speed for one request, greedy, with a schema
+// (through its own json_schema_to_grammar and grammar sampler) or none.
+func (s *llamaRef) rate(n int, schema []byte) (float64, error) {
+	gbnf := ""
 	if schema != nil {
-		req["json_schema"] = json.RawMessage(schema)
-	} else {
-		req["ignore_eos"] = true
+		var err error
+		if gbnf, err = s.ref.SchemaGBNF(schema); err != nil {
+			return 0, err
+		}
 	}
-	body, _ := json.Marshal(req)
-	resp, err := http.Post(s.url+"/completion", "application/json", bytes.NewReader(body))
-	if err != nil {
+	toks, secs, err := s.ref.TimedConstrained(gbnf, s.prompt, n)
+	if err != nil || secs <= 0 {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	var out struct {
-		Timings struct {
-			PerSecond float64 `json:"predicted_per_second"`
-		} `json:"timings"`
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &out); err != nil {
-		return 0, fmt.Errorf("llama-server: %s", strings.TrimSpace(string(b)))
-	}
-	return out.Timings.PerSecond, nil
+	return float64(len(toks)) / secs, nil
 }

@@ -1,31 +1,37 @@
 // Command quantbench puts batchd and llama.cpp side by side on the same
-// quantized files: for each format it quantizes an F32 model with
-// llama.cpp's llama-quantize, then alternates llama.cpp's measures
-// (llama-bench pp512 and tg128, llama-batched-bench S_TG at 32 sequences)
-// with batchd's kernelbench on the same file, and prints each figure and the
-// batchd/llama.cpp ratio, round by round and as medians:
+// quantized files. llama.cpp is the reference of testing/llamacpp
+// (v0.5.0 as node-llama-cpp@3.22.1 ships it, installed from npm into its
+// cache folder): for each format it quantizes an F32 model with
+// llama_model_quantize, then alternates llama.cpp's measures with batchd's
+// kernelbench on the same file, round by round, and prints each figure
+// and the batchd/llama.cpp ratio per round and as medians:
 //
-//	go run ./testing/cmd/quantbench --f32 build/l110-f32.gguf \
-//	    --llama ../shared/tools/llama.cpp/bin --formats Q4_K_M,Q4_0,Q5_K_M,Q6_K,Q8_0 --rounds 3
+//	go run ./testing/cmd/quantbench --f32 build/l110-f32.gguf --formats Q4_K_M,Q8_0 --rounds 3 [--isa avx2]
 //
-// The F32 file comes from modelgen (make build/l110-f32.gguf is the L110
-// shape ../shared/BENCHMARKS.md measures).
+// Measures: prefill of 512 tokens (pp512), and decode of one token per
+// sequence per step at 1, 8 and 32 sequences (batch 1 is llama-bench's
+// tg), each with 128 tokens of KV, timed inside the decode calls on both
+// sides. llama.cpp runs with its defaults (F16 K and V, flash attention
+// where it can), batchd with F16 K and V. --isa avx2 runs batchd with
+// AVX-512 off (its avx2 kernels) and llama.cpp's haswell build: what an
+// AVX2-only CPU runs.
 package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/testing/llamacpp"
 )
 
 func main() {
@@ -40,12 +46,18 @@ type measure struct {
 	batchd, llcp []float64
 }
 
+// ftypes are llama.cpp's enum llama_ftype values by llama-quantize's names.
+var ftypes = map[string]int{"F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10,
+	"Q3_K_S": 11, "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18,
+	"IQ4_NL": 25, "IQ4_XS": 30, "BF16": 32}
+
 func run() error {
 	f32 := flag.String("f32", "build/l110-f32.gguf", "F32 model to quantize")
-	llama := flag.String("llama", "../shared/tools/llama.cpp/bin", "llama.cpp's bin directory")
 	formats := flag.String("formats", "Q4_K_M,Q4_0,Q5_K_M,Q6_K,Q8_0", "llama-quantize types")
 	rounds := flag.Int("rounds", 3, "interleaved rounds per format")
 	threads := flag.Int("threads", 2, "threads for both engines")
+	batches := flag.String("batches", "1,8,32", "decode batch sizes (sequences)")
+	isa := flag.String("isa", "", `"" the best this CPU has; avx2: AVX-512 off on both sides`)
 	out := flag.String("dir", "build/quantbench", "where the quantized files go")
 	quantDots := flag.String("quant-dot", backend.DefaultQuantDot, "batchd's quantized matmul modes to measure, comma-separated: auto (the daemon's default), float, int8")
 	flag.Parse()
@@ -56,38 +68,69 @@ func run() error {
 	if err := sh("go", "build", "-o", kb, "./testing/cmd/kernelbench"); err != nil {
 		return err
 	}
+	dir, err := llamacpp.CacheDir()
+	if err != nil {
+		return err
+	}
+	in, err := llamacpp.Ensure(context.Background(), dir)
+	if err != nil {
+		return err
+	}
+	o := llamacpp.Options{}
+	kernels := ""
+	if *isa == "avx2" {
+		o.Variant, kernels = "haswell", "avx2"
+	}
+	ref, err := llamacpp.Start(in, o)
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	fmt.Printf("llama.cpp %s (%s, commit %s), CPU build: %s\n\n", llamacpp.Release, llamacpp.Package, llamacpp.Commit,
+		strings.TrimSpace(ref.System))
+	var bs []int
+	for _, b := range strings.Split(*batches, ",") {
+		n, err := strconv.Atoi(b)
+		if err != nil {
+			return fmt.Errorf("--batches %q: %w", *batches, err)
+		}
+		bs = append(bs, n)
+	}
 	modes := strings.Split(*quantDots, ",")
 	fmt.Printf("| format | measure | batchd mode | llama.cpp | batchd | batchd/llama.cpp (each round) | median |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range strings.Split(*formats, ",") {
+		ft, ok := ftypes[f]
+		if !ok {
+			return fmt.Errorf("format %q: want one of llama-quantize's names", f)
+		}
 		file := filepath.Join(*out, "l110-"+strings.ToLower(f)+".gguf")
 		if _, err := os.Stat(file); err != nil {
-			if err := sh(filepath.Join(*llama, "llama-quantize"), *f32, file, f, "2"); err != nil {
+			if err := ref.Quantize(*f32, file, ft, *threads, false); err != nil {
 				return fmt.Errorf("quantize %s: %w", f, err)
 			}
 		}
 		byMode := make([][]*measure, len(modes))
 		for i := range modes {
-			byMode[i] = []*measure{{name: "pp512 tok/s"}, {name: "tg128 (b1) tok/s"}, {name: "S_TG at 32 tok/s"}}
+			byMode[i] = []*measure{{name: "pp512 tok/s"}}
+			for _, b := range bs {
+				byMode[i] = append(byMode[i], &measure{name: fmt.Sprintf("decode at %d tok/s", b)})
+			}
 		}
 		for range *rounds {
-			var llcp [3][]float64
-			ms := []*measure{{}, {}, {}}
-			if err := llamaCpp(*llama, file, *threads, ms); err != nil {
+			llcp, err := llamaCpp(ref, file, *threads, bs)
+			if err != nil {
 				return err
-			}
-			for i := range ms {
-				llcp[i] = ms[i].llcp
 			}
 			for mi, mode := range modes {
 				for i, m := range byMode[mi] {
-					m.llcp = append(m.llcp, llcp[i]...)
+					m.llcp = append(m.llcp, llcp[i])
 				}
-				if err := batchd(kb, file, mode, *threads, byMode[mi]); err != nil {
+				if err := batchd(kb, file, mode, kernels, *threads, bs, byMode[mi]); err != nil {
 					return err
 				}
 			}
 		}
-		for i := range 3 {
+		for i := range byMode[0] {
 			for mi, mode := range modes {
 				m := byMode[mi][i]
 				var ratios []string
@@ -105,54 +148,51 @@ func run() error {
 	return nil
 }
 
-// llamaCpp runs llama-bench (pp512, tg128) and llama-batched-bench (32 sequences).
-func llamaCpp(bin, file string, threads int, ms []*measure) error {
-	b, err := output(filepath.Join(bin, "llama-bench"), "-m", file, "-t", strconv.Itoa(threads), "-r", "2",
-		"-p", "512", "-n", "128", "-o", "json")
+// llamaCpp measures the file in llama.cpp: pp512, then decode at each
+// batch size after 128 tokens of KV per sequence, inside llama_decode.
+func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int) ([]float64, error) {
+	if _, err := ref.LoadModel(file, false); err != nil {
+		return nil, err
+	}
+	defaults := llamacpp.ContextOptions{TypeK: llamacpp.F16, TypeV: llamacpp.F16, Flash: llamacpp.FlashAuto, Threads: threads}
+	c := defaults
+	c.Ctx, c.Batch = 1024, 512
+	if err := ref.Context(c); err != nil {
+		return nil, err
+	}
+	pp, err := ref.BenchPrefill(512, 2)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var rows []struct {
-		NPrompt int     `json:"n_prompt"`
-		NGen    int     `json:"n_gen"`
-		AvgTS   float64 `json:"avg_ts"`
-	}
-	if err := json.Unmarshal(b, &rows); err != nil {
-		return fmt.Errorf("llama-bench output: %w", err)
-	}
-	for _, r := range rows {
-		switch {
-		case r.NPrompt == 512:
-			ms[0].llcp = append(ms[0].llcp, r.AvgTS)
-		case r.NGen == 128:
-			ms[1].llcp = append(ms[1].llcp, r.AvgTS)
+	out := []float64{512 / slices.Min(pp)}
+	for _, b := range bs {
+		c := defaults
+		c.Ctx, c.Batch, c.Seqs = b*(128+64), 512, b
+		if err := ref.Context(c); err != nil {
+			return nil, err
 		}
+		g, err := ref.BenchGenerate(b, 128, 64)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, float64(g.Tokens)/g.DecodeS)
 	}
-	b, err = output(filepath.Join(bin, "llama-batched-bench"), "-m", file, "-c", "16384", "-b", "2048", "-ub", "512",
-		"-npp", "128", "-ntg", "128", "-npl", "32", "-t", strconv.Itoa(threads))
-	if err != nil {
-		return err
-	}
-	// | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
-	row := regexp.MustCompile(`(?m)^\|\s*128\s*\|\s*128\s*\|\s*32\s*\|([^\n]*)$`).FindSubmatch(b)
-	if row == nil {
-		return fmt.Errorf("no 32-sequence row in llama-batched-bench output")
-	}
-	cells := strings.Split(string(row[1]), "|")
-	if len(cells) < 6 {
-		return fmt.Errorf("short llama-batched-bench row %q", row[0])
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(cells[5]), 64)
-	if err != nil {
-		return err
-	}
-	ms[2].llcp = append(ms[2].llcp, v)
-	return nil
+	return out, nil
 }
 
-// batchd runs kernelbench: prefill of 512 and decode at batch 1 and 32 (KV of 128 tokens).
-func batchd(kb, file, mode string, threads int, ms []*measure) error {
-	b, err := output(kb, "--model", file, "--threads", strconv.Itoa(threads), "--batches", "1,32", "--quant-dot", mode, "--json")
+// batchd runs kernelbench: prefill of 512 and decode at each batch size
+// (KV of 128 tokens).
+func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure) error {
+	var names []string
+	for _, b := range bs {
+		names = append(names, strconv.Itoa(b))
+	}
+	args := []string{"--model", file, "--threads", strconv.Itoa(threads), "--batches", strings.Join(names, ","),
+		"--quant-dot", mode, "--json"}
+	if kernels != "" {
+		args = append(args, "--kernels", kernels)
+	}
+	b, err := output(kb, args...)
 	if err != nil {
 		return err
 	}
@@ -164,8 +204,9 @@ func batchd(kb, file, mode string, threads int, ms []*measure) error {
 		return fmt.Errorf("kernelbench output: %w", err)
 	}
 	ms[0].batchd = append(ms[0].batchd, r.Prefill)
-	ms[1].batchd = append(ms[1].batchd, r.Decode["1"])
-	ms[2].batchd = append(ms[2].batchd, r.Decode["32"])
+	for i, n := range names {
+		ms[i+1].batchd = append(ms[i+1].batchd, r.Decode[n])
+	}
 	return nil
 }
 

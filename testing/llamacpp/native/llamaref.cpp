@@ -253,6 +253,7 @@ void generate(std::istream & in, llama_sampler * smpl) {
     if (!decode(prompt, 0, seq, false, nullptr)) {
         return fail("decode failed");
     }
+    double t0 = now();
     for (int i = 0; i < n; i++) {
         const float * row = llama_get_logits_ith(ctx, -1);
         std::string t = top(row, llama_vocab_n_tokens(v), k);
@@ -266,7 +267,7 @@ void generate(std::istream & in, llama_sampler * smpl) {
             return fail("decode failed");
         }
     }
-    reply("{\"tokens\":" + toks + "],\"top\":" + tops + "]}");
+    reply("{\"tokens\":" + toks + "],\"top\":" + tops + "],\"gen_s\":" + num(now() - t0) + "}");
 }
 
 void cmd_greedy(std::istream & in) {
@@ -318,6 +319,46 @@ void cmd_embed(std::istream & in) {
         out += (i ? "," : "") + num(e[i]);
     }
     reply(out + "]}");
+}
+
+// embed_many: k sequences' tokens in one batch (as llama-server's slots
+// embed together), their pooled embeddings read; times the decode.
+void cmd_embed_many(std::istream & in) {
+    int k;
+    in >> k;
+    std::vector<std::vector<llama_token>> seqs(k);
+    size_t total = 0;
+    for (auto & s : seqs) {
+        s = read_tokens(in);
+        total += s.size();
+    }
+    llama_memory_clear(llama_get_memory(ctx), true);
+    llama_batch b = llama_batch_init((int32_t) total, 0, 1);
+    int n = 0;
+    for (int s = 0; s < k; s++) {
+        for (size_t i = 0; i < seqs[s].size(); i++, n++) {
+            b.token[n] = seqs[s][i];
+            b.pos[n] = (int) i;
+            b.n_seq_id[n] = 1;
+            b.seq_id[n][0] = s;
+            b.logits[n] = true;
+        }
+    }
+    b.n_tokens = n;
+    double t0 = now();
+    int rc = llama_decode(ctx, b);
+    llama_synchronize(ctx);
+    double secs = now() - t0;
+    llama_batch_free(b);
+    if (rc != 0) {
+        return fail("decode failed");
+    }
+    for (int s = 0; s < k; s++) {
+        if (!llama_get_embeddings_seq(ctx, s)) {
+            return fail("no pooled embedding");
+        }
+    }
+    reply("{\"s\":" + num(secs) + "}");
 }
 
 // bench_pp: prefill n tokens (a fresh cache each time), reps times.
@@ -415,6 +456,7 @@ void dispatch(const std::string & op, std::istream & in) {
     else if (op == "grammar") cmd_grammar(in);
     else if (op == "schema") cmd_schema(in);
     else if (op == "embed") cmd_embed(in);
+    else if (op == "embed_many") cmd_embed_many(in);
     else if (op == "bench_pp") cmd_bench_pp(in);
     else if (op == "bench_gen") cmd_bench_gen(in);
     else if (op == "quantize") cmd_quantize(in);
