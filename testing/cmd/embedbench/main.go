@@ -110,7 +110,9 @@ func run(model string, llama bool, rounds, clients, requests, tokens int) error 
 		for _, s := range servers {
 			load := load
 			if s.ref != nil {
-				load = func(s server, round, _, requests, tokens int) (float64, error) { return refLoad(s, round, requests, tokens) }
+				load = func(s server, round, _, requests, tokens int) (float64, error) {
+					return refLoad(s, round, requests, tokens)
+				}
 			}
 			rate, err := load(s, r, clients, requests, tokens)
 			if err != nil {
