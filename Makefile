@@ -59,6 +59,11 @@ test: build
 		echo "note: no model files in $(MODELS_HINT): tests that need real weights skip (set BATCHD_TEST_MODELS to run them)"; \
 	fi
 	$(GO) test -race ./...
+	# The CPU backend's kernel, golden and exactness suites again with
+	# AVX-512 masked off: every path an AVX2-only CPU (AMD Zen 2/3, Intel
+	# desktops) runs, against llama.cpp's haswell build where they compare.
+	$(GO) test -tags noavx512 ./engine/backend/cpu ./engine/quant
+	$(GO) test -tags noavx512 -run 'Golden|LlamaCpp|Quant|Batching|Speculat|Constrained' ./engine
 	# The chart and the image (deploy/, a module of its own so that Helm's
 	# and Kubernetes' dependencies stay out of the daemon's).
 	cd deploy && $(GO) test ./...
@@ -86,13 +91,14 @@ bench: build/l110-f32.gguf build/l110-q8_0.gguf
 	$(GO) run ./testing/cmd/kernelbench --model build/l110-f32.gguf --json
 	$(GO) run ./testing/cmd/kernelbench --model build/l110-q8_0.gguf --json
 
-# batchd vs llama.cpp on the same quantized L110 files (llama-quantize from the
-# modelgen F32 file), interleaved: pp512, tg128 and S_TG at 32 sequences.
-LLAMA_BIN ?= $(MODELS)/../tools/llama.cpp/bin
+# batchd vs llama.cpp v0.5.0 (testing/llamacpp, from npm) on the same
+# quantized L110 files (llama_model_quantize from the modelgen F32 file),
+# interleaved: pp512 and decode at 1, 8 and 32 sequences. ISA=avx2 runs
+# both with AVX-512 off.
 bench-quant: build/l110-f32.gguf
-	$(GO) run ./testing/cmd/quantbench --f32 build/l110-f32.gguf --llama $(LLAMA_BIN) \
+	$(GO) run ./testing/cmd/quantbench --f32 build/l110-f32.gguf \
 		--formats $(or $(FORMATS),Q4_K_M,Q4_0,Q5_K_M,Q6_K,Q8_0) --rounds $(or $(ROUNDS),3) \
-		--quant-dot $(or $(QUANT_DOT),auto,float)
+		--quant-dot $(or $(QUANT_DOT),auto,float) $(if $(ISA),--isa $(ISA))
 
 # Longer fuzzing than make test's (its seed corpora run as ordinary tests there).
 # Budgets are exec counts, not durations: a duration races Go's fuzz coordinator
