@@ -165,7 +165,7 @@ func TestStructuredOverMsgpack(t *testing.T) {
 	if err := run(ctx, []string{"grammar", "--schema", path}, &runEnv{stdout: &out, stderr: &errb}); err != nil {
 		t.Fatal(err, errb.String())
 	}
-	if !strings.Contains(out.String(), `root ::= "[" space integer ("," space integer){1,3} "]" space`) {
+	if !strings.Contains(out.String(), `root ::= "[" space integer ("," space integer){1,3} space "]"`) {
 		t.Errorf("batchd grammar printed:\n%s", out.String())
 	}
 }

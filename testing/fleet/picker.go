@@ -68,8 +68,10 @@ type Scorer struct {
 func NewScorer(ins []*Instance, seed uint64) (*Scorer, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scorer{ins: ins, rng: rand.New(rand.NewPCG(seed, 1)), stop: cancel, Render: true}
-	for i, in := range ins {
+	for range ins { // every replica first: the goroutines below read s.reps
 		s.reps = append(s.reps, &replica{keys: map[kvcache.Hash]int{}, engine: map[uint64]kvcache.Hash{}})
+	}
+	for i, in := range ins {
 		sub := zmq4.NewSub(ctx)
 		if err := sub.Dial(in.KVAddr); err != nil {
 			cancel()
