@@ -62,7 +62,7 @@ test: build
 	# The CPU backend's kernel, golden and exactness suites again with
 	# AVX-512 masked off: every path an AVX2-only CPU (AMD Zen 2/3, Intel
 	# desktops) runs, against llama.cpp's haswell build where they compare.
-	$(GO) test -tags noavx512 ./engine/backend/cpu ./engine/quant
+	$(GO) test -tags noavx512 ./backend/cpu ./quant
 	$(GO) test -tags noavx512 -run 'Golden|LlamaCpp|Quant|Batching|Speculat|Constrained' ./engine
 	# The chart and the image (deploy/, a module of its own so that Helm's
 	# and Kubernetes' dependencies stay out of the daemon's).
@@ -74,10 +74,10 @@ test: build
 		echo "skipping the Python client tests: apt-get install python3-msgpack python3-pytest (.ci/run does)"; \
 	fi
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 200000x ./ipc
-	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 100x ./engine/chat
-	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 20000x ./engine/grammar
-	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 20000x ./engine/grammar
-	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 20000x ./engine/toolcall
+	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 100x ./chat
+	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 20000x ./grammar
+	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 20000x ./grammar
+	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 20000x ./toolcall
 
 # L110: the shape ../shared/BENCHMARKS.md measures llama.cpp on.
 L110 := --dim 768 --layers 12 --heads 12 --ffn 2048 --vocab 32000 --ctx 1024 --seed 1 \
@@ -104,14 +104,14 @@ bench-quant: build/l110-f32.gguf
 # Budgets are exec counts, not durations: a duration races Go's fuzz coordinator
 # at the deadline and fails with no crasher (golang/go#75804, fixed in Go 1.27).
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 300000x ./engine/model
-	$(GO) test -run '^$$' -fuzz FuzzTokenize -fuzztime 20000x ./engine/tokenizer
+	$(GO) test -run '^$$' -fuzz FuzzParseGGUF -fuzztime 300000x ./model
+	$(GO) test -run '^$$' -fuzz FuzzTokenize -fuzztime 20000x ./tokenizer
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 2000000x ./ipc
 	$(GO) test -run '^$$' -fuzz FuzzRequestBody -fuzztime 100000x ./httpapi
-	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 2000x ./engine/chat
-	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 1000000x ./engine/grammar
-	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 1000000x ./engine/grammar
-	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 1000000x ./engine/toolcall
+	$(GO) test -run '^$$' -fuzz FuzzTemplateBudget -fuzztime 2000x ./chat
+	$(GO) test -run '^$$' -fuzz FuzzParseGBNF -fuzztime 1000000x ./grammar
+	$(GO) test -run '^$$' -fuzz FuzzSchemaGBNF -fuzztime 1000000x ./grammar
+	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 1000000x ./toolcall
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

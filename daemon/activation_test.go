@@ -15,7 +15,7 @@ import (
 	"time"
 
 	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/engine/chat"
+	"github.com/batchd/batchd/chat"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/sample"
-	"github.com/batchd/batchd/engine/tokenizer"
-	"github.com/batchd/batchd/engine/toolcall"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/sample"
+	"github.com/batchd/batchd/tokenizer"
+	"github.com/batchd/batchd/toolcall"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
-	"github.com/batchd/batchd/models"
+	"github.com/batchd/batchd/serve/models"
 )
 
 // ipcBackend adapts the engine to the ipc server: it maps messages to engine

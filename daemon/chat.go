@@ -8,9 +8,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/batchd/batchd/engine/chat"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/ipc/wire"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/toolcall"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/toolcall"
 	"github.com/batchd/batchd/ipc"
 )
 

@@ -6,10 +6,10 @@ import (
 	"log/slog"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/backends"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/backends"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
 )
 
 // draftRuntime is a target's draft model: its file and backend, on the

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 )

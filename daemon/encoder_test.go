@@ -15,8 +15,8 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

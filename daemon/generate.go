@@ -11,9 +11,9 @@ import (
 	"sync"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/sample"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/sample"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // stringsFlag collects a repeatable string flag.

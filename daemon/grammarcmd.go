@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/batchd/batchd/engine/grammar"
+	"github.com/batchd/batchd/grammar"
 )
 
 // runGrammar is `batchd grammar`: the GBNF a JSON Schema (or a regex)

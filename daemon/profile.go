@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/hwprofile"
 )
 

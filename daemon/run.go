@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/batchd/batchd/engine/chat"
+	"github.com/batchd/batchd/chat"
 )
 
 // Version is set at build time with -ldflags "-X github.com/batchd/batchd/daemon.Version=...".
@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, env *runEnv) error {
 		return runGrammar(ctx, args[1:], env)
 	case "tune":
 		return runTune(ctx, args[1:], env)
-	case chat.WorkerArg: // the daemon's own child: renders chat templates (engine/chat)
+	case chat.WorkerArg: // the daemon's own child: renders chat templates (chat)
 		if code := chat.RunWorker(os.Stdin, os.Stdout); code != 0 {
 			return fmt.Errorf("template worker exited %d", code)
 		}

@@ -20,12 +20,12 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/grammar"
+	"github.com/batchd/batchd/grammar"
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/kvevents"
-	"github.com/batchd/batchd/models"
+	"github.com/batchd/batchd/serve/models"
 )
 
 // State is the daemon's lifecycle state, as health reports it.

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/backends"
-	"github.com/batchd/batchd/engine/chat"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/backends"
+	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/hwprofile"
 )
 
@@ -25,7 +25,7 @@ type EngineConfig struct {
 	// ChatTemplate: a built-in template name or a Jinja file; "" is the model's.
 	ChatTemplate string
 	// ChatTemplateTimeout bounds one render of the chat template; 0 is
-	// engine/chat's default (2s).
+	// chat's default (2s).
 	ChatTemplateTimeout time.Duration
 	// ParseSpecialInMessages lets chat messages spell control tokens.
 	ParseSpecialInMessages bool

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/batchd/batchd/engine/grammar"
+	"github.com/batchd/batchd/grammar"
 	"github.com/batchd/batchd/ipc/wire"
 )
 

@@ -10,9 +10,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/batchd/batchd/engine/chat"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // runTemplate is `batchd template`: the exact text a chat request gives the

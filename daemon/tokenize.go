@@ -10,8 +10,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // maxTokenizeInput bounds what `batchd tokenize` reads from a file or stdin.

@@ -6,10 +6,10 @@ import (
 	"errors"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/chat"
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/tokenizer"
-	"github.com/batchd/batchd/engine/toolcall"
+	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/tokenizer"
+	"github.com/batchd/batchd/toolcall"
 	"github.com/batchd/batchd/ipc/wire"
 )
 

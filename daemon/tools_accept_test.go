@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/engine/toolcall"
+	"github.com/batchd/batchd/toolcall"
 	"github.com/batchd/batchd/testing/jsonvalid"
 	"github.com/batchd/batchd/testing/testmodels"
 )

@@ -10,11 +10,11 @@ import (
 	client "github.com/batchd/batchd/clients/go"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/backends"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/backends"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 )

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/sample"
 )
 
 // candidatesBeforeMask is how many of the model's best tokens a greedy

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/kvcache"
 )
 

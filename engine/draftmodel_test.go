@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

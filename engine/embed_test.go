@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/testmodels"
 )

@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/sample"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/sample"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/kvcache"
 )
 

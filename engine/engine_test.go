@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/cpu"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/cpu"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/batchd/batchd/engine/grammar"
+	"github.com/batchd/batchd/grammar"
 )
 
 // Bounds on how a request's grammar waits.

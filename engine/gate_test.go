@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

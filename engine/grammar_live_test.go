@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/testmodels"
 )

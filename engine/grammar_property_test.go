@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/testing/jsonvalid"
 	"github.com/batchd/batchd/testing/testmodels"
 )

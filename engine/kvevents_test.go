@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/cpu"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/cpu"
 	"github.com/batchd/batchd/kvcache"
 )
 

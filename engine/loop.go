@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/kvcache"
 )
 

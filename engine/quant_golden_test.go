@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

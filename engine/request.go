@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/tokenizer"
 	"log/slog"
 	"time"
 
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/sample"
 )
 
 // Error categories. Engine errors wrap one of these so that callers (the ipc

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/sample"
 )
 
 // TestGrammarDeadEndIsAnErrorAtAnyTemperature: a grammar whose next state

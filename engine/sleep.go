@@ -3,7 +3,7 @@ package engine
 import (
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/backend"
 )
 
 // Sleep asks the engine to release its KV memory once it has nothing to do;

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/kvcache"
 )
 

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/sample"
 )
 
 func sampling(temp, topP float32, seed uint64) sample.Params {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/kvcache"
 )
 

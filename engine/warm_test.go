@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/cpu"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/cpu"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -50,20 +50,20 @@ func TestImportRules(t *testing.T) {
 	}{
 		{"kvcache", nil},
 		{"kvevents", []string{"kvcache"}}, // the cache's events on a ZeroMQ socket; no engine
-		{"models", nil},                   // bookkeeping: the daemon's loader opens the files
+		{"serve/models", nil},             // bookkeeping: the serving layer's loader opens the files
 		{"tune", nil},                     // the matrix, the knee, the rollout rule: cells run and targets live in the daemon
 		{"tune/remote", []string{"tune", "clients/go", "ipc/wire"}}, // a running daemon, through its socket and config file
-		{"engine/quant", nil},
-		{"engine/model/gguf", nil},
-		{"engine/tokenizer", []string{"engine/model/gguf"}}, // a vocabulary, no weights
-		{"engine/sample", nil},
-		{"engine/chat", nil},
-		{"engine/grammar", nil},                         // token texts come from the engine; no vocabulary or tensors
-		{"engine/toolcall", []string{"engine/grammar"}}, // text in, text out: formats, grammars, a parser; no tokens
-		{"engine/model", []string{"engine/model/gguf", "engine/quant", "engine/tokenizer"}},
-		{"engine/backend", []string{"engine/quant"}},
-		{"engine", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer", "engine/sample", "engine/grammar", "kvcache"}},
-		{"engine/backend/cpu", []string{"engine/backend", "engine/model", "engine/quant", "engine/tokenizer"}},
+		{"quant", nil},
+		{"gguf", nil},
+		{"tokenizer", []string{"gguf"}}, // a vocabulary, no weights
+		{"sample", nil},
+		{"chat", nil},
+		{"grammar", nil},                  // token texts come from the engine; no vocabulary or tensors
+		{"toolcall", []string{"grammar"}}, // text in, text out: formats, grammars, a parser; no tokens
+		{"model", []string{"gguf", "quant", "tokenizer"}},
+		{"backend", []string{"quant"}},
+		{"engine", []string{"backend", "model", "gguf", "quant", "tokenizer", "sample", "grammar", "kvcache"}},
+		{"backend/cpu", []string{"backend", "model", "gguf", "quant", "tokenizer"}},
 		{"ipc/wire", nil},
 		{"clients/go", []string{"ipc/wire"}},
 		{"httpapi", []string{"ipc"}},                   // ipc and ipc/wire: the same backend, policy and wire errors

@@ -24,7 +24,7 @@ import (
 
 	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/cpuprof"
 )
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/batchd/batchd/engine/chat"
+	"github.com/batchd/batchd/chat"
 	"os"
 	"testing"
 )

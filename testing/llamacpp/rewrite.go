@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model/gguf"
+	"github.com/batchd/batchd/gguf"
 )
 
 // Rewrite copies the GGUF file src to dst with the metadata keys in set

@@ -24,9 +24,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/batchd/batchd/engine/model/gguf"
-	"github.com/batchd/batchd/engine/quant"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/gguf"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/synth"
 )
 

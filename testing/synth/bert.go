@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/batchd/batchd/engine/model/gguf"
-	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/gguf"
+	"github.com/batchd/batchd/quant"
 )
 
 // WriteEncoder writes a random-weight encoder GGUF, o.Arch "bert" (BGE,

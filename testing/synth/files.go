@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/quant"
 )
 
 // Tiny is the tests' model shape: dim 64, 2 layers, 4 query and 2 KV heads,

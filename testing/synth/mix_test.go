@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/batchd/batchd/engine/model/gguf"
-	"github.com/batchd/batchd/engine/quant"
+	"github.com/batchd/batchd/gguf"
+	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/batchd/batchd/engine/model/gguf"
-	"github.com/batchd/batchd/engine/quant"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/gguf"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // Options describes a random-weight Llama to write as GGUF.

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/daemon"
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/llamacpp"
 )
 

@@ -24,8 +24,8 @@ import (
 
 	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/tokenizer"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/cpuprof"
 	"github.com/batchd/batchd/testing/llamacpp"
 )

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/cpu"
-	"github.com/batchd/batchd/engine/model"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/cpu"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/cpuprof"
 )
 

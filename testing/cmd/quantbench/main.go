@@ -30,7 +30,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchd/batchd/engine/backend"
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/testing/llamacpp"
 )
 

@@ -28,11 +28,11 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/engine/backend"
-	"github.com/batchd/batchd/engine/backend/cpu"
-	"github.com/batchd/batchd/engine/grammar"
-	"github.com/batchd/batchd/engine/model"
-	"github.com/batchd/batchd/engine/sample"
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/backend/cpu"
+	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/sample"
 )
 
 func main() {

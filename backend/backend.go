@@ -1,0 +1,144 @@
+// Package backend is the contract between the engine and what runs the
+// model: a Backend runs one forward step over a Batch of sequences whose
+// K/V live in a paged store addressed by block ids from package kvcache.
+// Backends live in subpackages (cpu today); package backends opens one by
+// name, and backendtest is the suite every backend must pass.
+//
+// Invariants every backend keeps:
+//   - a token's logits depend only on its own sequence's tokens: what else is
+//     in the batch, how prompts are chunked and where blocks sit change nothing;
+//   - Forward writes K/V only into the blocks a sequence's table names.
+package backend
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/batchd/batchd/quant"
+)
+
+// Backend runs forward passes over the paged KV store.
+type Backend interface {
+	// Forward runs one step; it returns the last-token logits of every
+	// sequence that asked (nil for the others), or with Hidden the final
+	// hidden state of each of its tokens (len(Tokens) rows of the model's
+	// dim, row-major), valid until the next call.
+	Forward(*Batch) ([][]float32, error)
+	Close() error
+}
+
+// Sleeper is implemented by backends that can drop their KV memory while the
+// engine sleeps and get it back on wake.
+type Sleeper interface {
+	Release(weights bool) error // free KV memory (and drop resident weight pages when weights)
+	Restore() error             // reallocate it, empty
+}
+
+// ErrBadBatch reports a step batch the backend cannot run (bad token id,
+// position past the context, block table too short or out of range).
+var ErrBadBatch = errors.New("invalid batch")
+
+// SeqInput is one sequence's share of a step: Tokens at positions Pos,
+// Pos+1, ...; Blocks is its block table, covering at least Pos+len(Tokens)
+// slots. The K/V of positions before Pos must already be in those blocks.
+type SeqInput struct {
+	Tokens []int
+	Pos    int
+	Blocks []int
+	Logits bool // return logits for the last token
+	// Rows, with Logits, is how many trailing tokens get logits (0 is 1):
+	// speculative verification scores every drafted token at once. The
+	// rows come back as one slice, oldest first, each the same as a share
+	// ending at that token would give.
+	Rows int
+	// Hidden returns instead the final hidden state (after the output norm,
+	// before the classifier) of every token of this share: what embedding
+	// models pool. Not with Logits.
+	Hidden bool
+	// PromptLen: positions below it hold the request's prompt, the rest
+	// tokens it generated. A backend that computes the two alike ignores
+	// it; one that does not (RoleAware) must decide by position alone.
+	PromptLen int
+}
+
+// RoleAware is a backend whose numerics for a token depend on whether it
+// is a prompt or a generated token (SeqInput.PromptLen), never on its
+// batch. The engine then shares cached KV blocks only within prompts and
+// puts prompt chunks first in a step, so that each role is one run of tokens.
+type RoleAware interface {
+	ByRole() bool
+}
+
+// Bidirectional is a backend that runs non-causal models (encoders,
+// model.Config.NonCausal): each token of a share attends to every token of
+// it. The engine then gives each text one share from position 0.
+type Bidirectional interface {
+	Bidirectional() bool
+}
+
+// BlockStore is a backend whose KV blocks can be read and written whole,
+// so that the prefix cache outlives the process (saved at drain or sleep,
+// read back at start or wake).
+type BlockStore interface {
+	BlockBytes() int               // one block's K and V over every layer
+	ReadBlock(id int, dst []byte)  // len(dst) == BlockBytes()
+	WriteBlock(id int, src []byte) // the inverse
+}
+
+// Batch is one forward step over any mix of prefill chunks and decode tokens.
+type Batch struct {
+	Seqs []SeqInput
+}
+
+// Options size a backend's paged KV store and threads.
+type Options struct {
+	NumBlocks int // KV blocks; required
+	BlockSize int // token slots per block; default 16
+	Threads   int // worker threads; default GOMAXPROCS
+	// KVType is how K and V are stored: F16 (llama.cpp's default, half the
+	// memory and bandwidth) or F32. The zero value is F32.
+	KVType quant.DType
+	// Kernels picks a SIMD kernel family by name ("avx2", "avx512"; "" is
+	// the best the machine has). Backends without families ignore it.
+	Kernels string
+	// QuantDot is how quantized weights meet activations: "float" (the
+	// default; the reference mode): weights dequantized exactly, dots in
+	// float32; "int8": each token's activations quantized to 8 bits (ggml's
+	// q8_0 blocks) and dotted in integers, as llama.cpp does, for the
+	// formats that have int8 kernels; "auto": prompt tokens as "float"
+	// (fast prefill), generated tokens as "int8" (fast decode). Either way
+	// batching stays invisible.
+	QuantDot string
+	// ShareThreads, when set, is a backend of the same kind whose worker
+	// threads this one runs on (a draft model's beside its target's), so
+	// that two idle pools do not spin against each other. The two must
+	// never Forward at once, and this one closes first. Backends of
+	// another kind ignore it.
+	ShareThreads Backend
+}
+
+// DefaultQuantDot is the product's quant_dot: what the daemon runs when
+// the config says nothing, and so what its tools and benchmarks default to.
+const DefaultQuantDot = "auto"
+
+// ParseQuantDot checks a QuantDot name: "float" (also "") or "int8".
+func ParseQuantDot(s string) (string, error) {
+	switch s {
+	case "", "float":
+		return "float", nil
+	case "int8", "auto":
+		return s, nil
+	}
+	return "", fmt.Errorf("quant dot %q: want float, int8 or auto", s)
+}
+
+// ParseKVType parses a KV cache type name: "f16" (also "") or "f32".
+func ParseKVType(s string) (quant.DType, error) {
+	switch s {
+	case "", "f16", "F16":
+		return quant.F16, nil
+	case "f32", "F32":
+		return quant.F32, nil
+	}
+	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
+}

@@ -1,0 +1,204 @@
+// Package backendtest is the suite every backend must pass, so that a
+// second backend (CUDA, say) is held to the same contract as the CPU one:
+// the greedy goldens (llama2.c's stories260K, exact), batch invariance
+// (bit-identical logits alone and in any batch, any chunking), block
+// isolation (a step writes only its sequences' blocks), and typed errors
+// for bad batches. A backend's own test calls Run with its constructor.
+package backendtest
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/synth"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// Open starts the backend under test.
+type Open func(m *model.Model, o backend.Options) (backend.Backend, error)
+
+// Run runs the whole suite against open.
+func Run(t *testing.T, open Open) {
+	t.Run("goldens", func(t *testing.T) { goldens(t, open) })
+	// Every format modelgen writes, each in its own synthesized model.
+	for _, dt := range []quant.DType{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0,
+		quant.Q5_1, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS} {
+		t.Run("batch-invariance/"+dt.String(), func(t *testing.T) { batchInvariance(t, open, dt) })
+	}
+	for _, dt := range []quant.DType{quant.F32, quant.Q8_0, quant.Q4_K} {
+		for _, qd := range []string{"float", "auto"} {
+			t.Run("verify-rows/"+dt.String()+"/"+qd, func(t *testing.T) { verifyRows(t, open, dt, qd) })
+		}
+	}
+	t.Run("block-isolation", func(t *testing.T) { blockIsolation(t, open) })
+	t.Run("bad-batches", func(t *testing.T) { badBatches(t, open) })
+}
+
+func start(t *testing.T, open Open, m *model.Model, o backend.Options) backend.Backend {
+	t.Helper()
+	b, err := open(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func synthModel(t *testing.T, dt quant.DType) *model.Model {
+	t.Helper()
+	path, _ := synth.WriteFile(t, synth.Tiny(dt, 128, 11))
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func forward(t *testing.T, b backend.Backend, seqs ...backend.SeqInput) [][]float32 {
+	t.Helper()
+	logits, err := b.Forward(&backend.Batch{Seqs: seqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]float32, len(logits)) // valid only until the next call
+	for i, l := range logits {
+		out[i] = slices.Clone(l)
+	}
+	return out
+}
+
+func goldens(t *testing.T, open Open) {
+	gs := testmodels.Goldens(t)
+	m, err := model.Load(testmodels.Path(t, "stories260K.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b := start(t, open, m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F16})
+	blocks := make([]int, 32)
+	for i := range blocks {
+		blocks[i] = i
+	}
+	for _, g := range gs {
+		// Teacher-forced: a near tie (K and V are half floats) may go either
+		// way without derailing the rest (testmodels.Golden.Follow).
+		pos := 0
+		g.Follow(t, func(toks []int) []float32 {
+			l := forward(t, b, backend.SeqInput{Tokens: toks, Pos: pos, Blocks: blocks, Logits: true})[0]
+			pos += len(toks)
+			return l
+		}, func(tok int) bool { return m.IsStop(tok) || tok == m.Tokenizer.BOS }, testmodels.TieF16)
+	}
+}
+
+// batchInvariance: a sequence's logits at every step are bit-identical
+// whether it runs alone in one prefill, or chunked beside other sequences
+// (a batch of 8 or more takes the tiled matmul path).
+func batchInvariance(t *testing.T, open Open, dt quant.DType) {
+	BatchInvariance(t, open, synthModel(t, dt))
+}
+
+// BatchInvariance checks batchInvariance's property on model m (for a
+// backend's tests on real quantized files).
+func BatchInvariance(t *testing.T, open Open, m *model.Model) {
+	prompt := []int{1, 17, 42, 280, 5, 99, 33, 7, 250, 3}
+	alone := start(t, open, m, backend.Options{NumBlocks: 64, BlockSize: 4, KVType: quant.F16})
+	want := forward(t, alone, backend.SeqInput{Tokens: prompt, Blocks: []int{0, 1, 2}, Logits: true})[0]
+
+	mixed := start(t, open, m, backend.Options{NumBlocks: 64, BlockSize: 4, KVType: quant.F16})
+	var got []float32
+	// The prompt in chunks of 3, beside 9 other sequences each step; blocks
+	// placed elsewhere in the pool.
+	table := []int{40, 7, 23}
+	for pos := 0; pos < len(prompt); pos += 3 {
+		end := min(pos+3, len(prompt))
+		seqs := []backend.SeqInput{{Tokens: prompt[pos:end], Pos: pos, Blocks: table, Logits: end == len(prompt)}}
+		for j := range 9 {
+			seqs = append(seqs, backend.SeqInput{Tokens: []int{2 + j + pos}, Pos: pos, Blocks: []int{10 + 3*j, 11 + 3*j, 12 + 3*j},
+				Logits: true})
+		}
+		logits := forward(t, mixed, seqs...)
+		if end == len(prompt) {
+			got = logits[0]
+		}
+	}
+	for i := range want {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+			t.Fatalf("logit %d: alone %v, batched %v", i, want[i], got[i])
+		}
+	}
+}
+
+// verifyRows: one share of drafted tokens with Rows logits gives, row for
+// row, the bits a plain decode of each token gives (what makes speculative
+// verification exact), under either role of QuantDot.
+func verifyRows(t *testing.T, open Open, dt quant.DType, quantDot string) {
+	m := synthModel(t, dt)
+	toks := []int{1, 17, 42, 280, 5, 99, 33, 7, 250, 3}
+	const promptLen = 6
+	o := backend.Options{NumBlocks: 16, BlockSize: 4, KVType: quant.F16, QuantDot: quantDot}
+	blocks := []int{3, 9, 1}
+	plain := start(t, open, m, o)
+	var want [][]float32
+	forward(t, plain, backend.SeqInput{Tokens: toks[:promptLen-1], Blocks: blocks, PromptLen: promptLen})
+	for pos := promptLen - 1; pos < len(toks); pos++ {
+		want = append(want, forward(t, plain, backend.SeqInput{Tokens: toks[pos : pos+1], Pos: pos, Blocks: blocks,
+			Logits: true, PromptLen: promptLen})[0])
+	}
+	spec := start(t, open, m, o)
+	forward(t, spec, backend.SeqInput{Tokens: toks[:promptLen-1], Blocks: blocks, PromptLen: promptLen})
+	rows := len(toks) - promptLen + 1
+	got := forward(t, spec, backend.SeqInput{Tokens: toks[promptLen-1:], Pos: promptLen - 1, Blocks: blocks,
+		Logits: true, Rows: rows, PromptLen: promptLen}, backend.SeqInput{Tokens: []int{4}, Blocks: []int{12}, Logits: true})[0]
+	v := len(want[0])
+	if len(got) != rows*v {
+		t.Fatalf("%d logits for %d rows of %d", len(got), rows, v)
+	}
+	for r := range rows {
+		for i := range v {
+			if math.Float32bits(want[r][i]) != math.Float32bits(got[r*v+i]) {
+				t.Fatalf("row %d logit %d: plain decode %v, verified %v", r, i, want[r][i], got[r*v+i])
+			}
+		}
+	}
+}
+
+// blockIsolation: running another sequence in other blocks between two
+// steps of a sequence does not change its next logits.
+func blockIsolation(t *testing.T, open Open) {
+	m := synthModel(t, quant.F32)
+	step := func(b backend.Backend, interfere bool) []float32 {
+		forward(t, b, backend.SeqInput{Tokens: []int{1, 5, 9, 13}, Blocks: []int{3, 4}})
+		if interfere {
+			forward(t, b, backend.SeqInput{Tokens: []int{1, 200, 201, 202, 203, 204}, Blocks: []int{0, 1, 2, 5}})
+		}
+		return forward(t, b, backend.SeqInput{Tokens: []int{21}, Pos: 4, Blocks: []int{3, 4}, Logits: true})[0]
+	}
+	a := step(start(t, open, m, backend.Options{NumBlocks: 8, BlockSize: 4}), false)
+	b := step(start(t, open, m, backend.Options{NumBlocks: 8, BlockSize: 4}), true)
+	if !slices.Equal(a, b) {
+		t.Fatal("another sequence's step changed this one's logits")
+	}
+}
+
+func badBatches(t *testing.T, open Open) {
+	m := synthModel(t, quant.F32)
+	b := start(t, open, m, backend.Options{NumBlocks: 4, BlockSize: 4})
+	for name, in := range map[string]backend.SeqInput{
+		"token past the vocab":  {Tokens: []int{300}, Blocks: []int{0}},
+		"negative token":        {Tokens: []int{-1}, Blocks: []int{0}},
+		"block out of range":    {Tokens: []int{1}, Blocks: []int{4}},
+		"table too short":       {Tokens: []int{1, 2, 3, 4, 5}, Blocks: []int{0}},
+		"position past context": {Tokens: []int{1}, Pos: 128, Blocks: []int{0, 1, 2, 3}},
+	} {
+		if _, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{in}}); !errors.Is(err, backend.ErrBadBatch) {
+			t.Errorf("%s: %v, want ErrBadBatch", name, err)
+		}
+	}
+}

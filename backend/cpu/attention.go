@@ -1,0 +1,361 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/quant"
+)
+
+// ahead is how many KV blocks attention prefetches ahead of the one it reads.
+const ahead = 2
+
+// attnJob is one layer's attention split by (query group, head) across the
+// pool.
+type attnJob struct {
+	b       *Backend
+	l       int
+	batch   *backend.Batch
+	scores  [][]float32 // per share, grown to the longest sequence
+	scores4 [][]float32 // per share, four queries' scores
+	// groups[g] is the first token of query group g (groups[g+1] ends it):
+	// four consecutive positions of one sequence, or a single token.
+	groups []int32
+}
+
+// attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
+// over positions 0..pos of the token's own sequence (0..its last with
+// NonCausal: bidirectional, an encoder's), read through its block table. Runs of four consecutive prompt tokens go through the four-query
+// kernels, which give each query the bits the one-query path gives it.
+func (b *Backend) attention(l int, batch *backend.Batch, n int) {
+	j := &b.attn
+	j.b, j.l, j.batch = b, l, batch
+	for len(j.scores) < b.pool.n {
+		j.scores, j.scores4 = append(j.scores, nil), append(j.scores4, nil)
+	}
+	quad := b.kern.attn4 && b.k[l].f16 != nil && b.c.HeadDim%64 == 0 && !b.c.Sliding(l) && !b.c.NonCausal
+	j.groups = j.groups[:0]
+	for t := 0; t < n; {
+		j.groups = append(j.groups, int32(t))
+		g := 1
+		for quad && g < 4 && t+g < n && b.tokSeq[t+g] == b.tokSeq[t] && b.tokPos[t+g] == b.tokPos[t]+g {
+			g++
+		}
+		if g < 4 {
+			g = 1
+		}
+		t += g
+	}
+	j.groups = append(j.groups, int32(n))
+	b.pool.runChunked((len(j.groups)-1)*b.c.Heads, max(1, b.c.Heads/2), j)
+	j.batch = nil
+}
+
+// do walks the sequence's KV a block at a time. A block stores each KV head's
+// positions contiguously (see kvLayer), so one kernel call streams them, and
+// the block after next is prefetched meanwhile: blocks are scattered, and
+// without it the loads wait on memory one block at a time.
+func (j *attnJob) do(share, lo, hi int) {
+	heads := j.b.c.Heads
+	for i := lo; i < hi; i++ {
+		g, h := i/heads, i%heads
+		t0, t1 := int(j.groups[g]), int(j.groups[g+1])
+		if t1-t0 == 4 {
+			j.four(share, t0, h)
+			continue
+		}
+		for t := t0; t < t1; t++ {
+			j.one(share, t, h)
+		}
+	}
+}
+
+// attnScale is the scores' scale: 1/sqrt(head size) unless the model sets one.
+func (b *Backend) attnScale() float32 {
+	if b.c.AttnScale != 0 {
+		return b.c.AttnScale
+	}
+	return float32(1 / math.Sqrt(float64(b.c.HeadDim)))
+}
+
+// one is token t's attention for query head h.
+func (j *attnJob) one(share, t, h int) {
+	b, c := j.b, j.b.c
+	hd, group, bs := c.HeadDim, c.Heads/c.KVHeads, j.b.blockSize
+	span := bs * hd // one head's slice of a block
+	scale := b.attnScale()
+	window := 0
+	if c.Sliding(j.l) {
+		window = c.SlidingWindow
+	}
+	kc, vc := b.k[j.l], b.v[j.l]
+	pos := b.tokPos[t] // the last key the query sees: its own position if causal
+	if c.NonCausal {   // else the share's last (the backend has stored every token's K and V)
+		s := j.batch.Seqs[b.tokSeq[t]]
+		pos = s.Pos + len(s.Tokens) - 1
+	}
+	blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
+	q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+	if cap(j.scores[share]) < pos+1 {
+		j.scores[share] = make([]float32, pos+1, c.Context)
+	}
+	scores := j.scores[share][:pos+1]
+	at := func(bi int) int { return b.kvAt(blocks[bi], h/group, 0) }
+	// A sliding layer sees positions lo..pos; whole blocks before lo
+	// are skipped, the rest of lo's block gets probability 0.
+	lo, b0 := 0, 0
+	if window > 0 && pos >= window {
+		lo = pos - window + 1
+		b0 = lo / bs
+	}
+	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+		kc.prefetch(at(bi), span)
+	}
+	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
+		if bi+ahead < len(blocks) {
+			kc.prefetch(at(bi+ahead), span)
+		}
+		kc.dots(q, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
+	}
+	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+		vc.prefetch(at(bi), span)
+	}
+	sum := j.softmax(scores[lo:], scale) // its 1/sum is applied to the output
+	clear(scores[b0*bs : lo])
+	out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+	clear(out)
+	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
+		if bi+ahead < len(blocks) {
+			vc.prefetch(at(bi+ahead), span)
+		}
+		vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out)
+	}
+	inv := 1 / sum
+	for k := range out {
+		out[k] *= inv
+	}
+}
+
+// softmax sets live to the exponentials of its scaled scores less their
+// max, and returns their sum.
+func (j *attnJob) softmax(live []float32, scale float32) float32 {
+	if c := j.b.c; c.AttnSoftcap > 0 {
+		softcap(live, scale, c.AttnSoftcap)
+		scale = 1
+	}
+	mx := live[0]
+	for _, s := range live[1:] {
+		if s > mx { // not max(): its NaN handling made this loop cost half the dot products
+			mx = s
+		}
+	}
+	return expSum(live, mx, scale, j.b.kern.simd)
+}
+
+// four is attention for query head h of tokens t0..t0+3, at positions
+// p0..p0+3 of one sequence (F16 KV, no sliding window). The positions all
+// four see go through the four-query kernels; each query's last 0-3 go
+// through the one-query kernels. Either way a pair's score and an output's
+// terms are computed, in order, as one() computes them.
+func (j *attnJob) four(share, t0, h int) {
+	b, c := j.b, j.b.c
+	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
+	span := bs * hd
+	p0 := b.tokPos[t0]
+	blocks := j.batch.Seqs[b.tokSeq[t0]].Blocks[:(p0+3)/bs+1]
+	stride := p0 + 4
+	if cap(j.scores4[share]) < 4*stride {
+		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, c.Context+4))
+	}
+	buf := j.scores4[share][:4*stride]
+	kc, vc := b.k[j.l], b.v[j.l]
+	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
+	row := func(p int) int { return at(p/bs) + p%bs*hd } // position p's K or V row
+	q := b.q[t0*qd+h*hd:]
+	for bi := 0; bi < min(ahead, len(blocks)); bi++ {
+		kc.prefetch(at(bi), span)
+	}
+	for bi, pb := 0, 0; pb <= p0; bi, pb = bi+1, pb+bs {
+		if bi+ahead < len(blocks) {
+			kc.prefetch(at(bi+ahead), span)
+		}
+		attnDots4F16AVX512(&q[0], qd, &kc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &buf[pb], stride)
+	}
+	for i := 1; i < 4; i++ {
+		for p := p0 + 1; p <= p0+i; p++ {
+			kc.dots(q[i*qd:i*qd+hd], row(p), hd, 1, buf[i*stride+p:])
+		}
+	}
+	for bi := 0; bi < min(ahead, len(blocks)); bi++ {
+		vc.prefetch(at(bi), span)
+	}
+	var sums [4]float32
+	scale := b.attnScale()
+	for i := range 4 {
+		sums[i] = j.softmax(buf[i*stride:i*stride+p0+i+1], scale)
+	}
+	att := b.att[t0*qd+h*hd:]
+	for i := range 4 {
+		clear(att[i*qd : i*qd+hd])
+	}
+	for bi, pb := 0, 0; pb <= p0; bi, pb = bi+1, pb+bs {
+		if bi+ahead < len(blocks) {
+			vc.prefetch(at(bi+ahead), span)
+		}
+		attnAccum4F16AVX512(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &att[0], qd)
+	}
+	for i := range 4 {
+		out := att[i*qd : i*qd+hd]
+		for p := p0 + 1; p <= p0+i; p++ {
+			vc.accum(buf[i*stride+p:i*stride+p+1], row(p), hd, out)
+		}
+		inv := 1 / sums[i]
+		for k := range out {
+			out[k] *= inv
+		}
+	}
+}
+
+// expConsts are the constants of EXP_Y0 (exp_amd64.h), each repeated across a vector:
+// log2(e), ln(2) in two parts, the polynomial, 1, the clamps (exp of less
+// underflows, of more overflows), and the exponent bias as int32 bits.
+var expConsts = func() (c [13][8]float32) {
+	vals := [13]float32{1.44269504088896341, 0.693359375, -2.12194440e-4,
+		1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1,
+		1, -87.3, math.Float32frombits(127), 88}
+	for i, v := range vals {
+		for j := range c[i] {
+			c[i][j] = v
+		}
+	}
+	return c
+}()
+
+// expSum sets x[i] = exp((x[i]-sub)*scale) and returns their sum.
+func expSum(x []float32, sub, scale float32, simd bool) float32 {
+	var sum float32
+	n := 0
+	if simd {
+		if n = len(x) &^ 7; n > 0 {
+			sum = expSumAVX2(&x[0], n, sub, scale, &expConsts[0][0])
+		}
+	}
+	for i := n; i < len(x); i++ {
+		e := float32(math.Exp(float64((x[i] - sub) * scale)))
+		x[i] = e
+		sum += e
+	}
+	return sum
+}
+
+// kvAt is the element offset of position pos (within the block) of KV head
+// head in block block: the layout kvLayer describes.
+func (b *Backend) kvAt(block, head, pos int) int {
+	return ((block*b.c.KVHeads+head)*b.blockSize + pos) * b.c.HeadDim
+}
+
+// kvLayer is one layer's K or V store, in float32 or half floats. A block
+// holds its KV heads one after another, each head's positions contiguous
+// ((block*KVHeads + head)*blockSize + position)*HeadDim, so that attention,
+// which runs per head, reads memory in sequence and not at a stride.
+type kvLayer struct {
+	f32  []float32
+	f16  []uint16
+	simd bool // run the backend's SIMD kernels
+}
+
+func newKVLayer(t quant.DType, n int, simd bool) kvLayer {
+	if t == quant.F16 {
+		return kvLayer{f16: make([]uint16, n), simd: simd}
+	}
+	return kvLayer{f32: make([]float32, n), simd: simd}
+}
+
+// put stores src at element offset off.
+func (s kvLayer) put(off int, src []float32) {
+	if s.f16 == nil {
+		copy(s.f32[off:off+len(src)], src)
+		return
+	}
+	dst := s.f16[off : off+len(src)]
+	n := 0
+	if s.simd {
+		if n = len(src) &^ 7; n > 0 {
+			toF16AVX2(&src[0], &dst[0], n)
+		}
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = quant.F32ToF16(src[i])
+	}
+}
+
+// prefetch hints the n elements at off into cache.
+func (s kvLayer) prefetch(off, n int) {
+	if !s.simd {
+		return
+	}
+	if s.f16 == nil {
+		prefetchT0((*byte)(unsafe.Pointer(&s.f32[off : off+n][0])), 4*n)
+		return
+	}
+	prefetchT0((*byte)(unsafe.Pointer(&s.f16[off : off+n][0])), 2*n)
+}
+
+// dots sets out[j] = q . row j for j < n, row j starting at off + j*stride:
+// the attention scores of the positions of one KV block.
+func (s kvLayer) dots(q []float32, off, stride, n int, out []float32) {
+	hd := len(q)
+	end := off + (n-1)*stride + hd
+	out = out[:n]
+	if s.f16 == nil {
+		k := s.f32[off:end]
+		if s.simd && hd%8 == 0 {
+			attnDotsAVX2(&q[0], &k[0], stride, hd, n, &out[0])
+			return
+		}
+		for j := range out {
+			out[j] = dotF32(q, k[j*stride:j*stride+hd])
+		}
+		return
+	}
+	k := s.f16[off:end]
+	if s.simd && hd%8 == 0 {
+		attnDotsF16AVX2(&q[0], &k[0], stride, hd, n, &out[0])
+		return
+	}
+	for j := range out {
+		out[j] = dotF16(k[j*stride:j*stride+hd], q)
+	}
+}
+
+// accum adds sum_j p[j] * row j to out, rows laid out as for dots.
+func (s kvLayer) accum(p []float32, off, stride int, out []float32) {
+	hd, n := len(out), len(p)
+	end := off + (n-1)*stride + hd
+	if s.f16 == nil {
+		v := s.f32[off:end]
+		if s.simd && hd%8 == 0 {
+			attnAccumAVX2(&p[0], &v[0], stride, hd, n, &out[0])
+			return
+		}
+		for j, pj := range p {
+			row := v[j*stride : j*stride+hd]
+			for i := range out {
+				out[i] += pj * row[i]
+			}
+		}
+		return
+	}
+	v := s.f16[off:end]
+	if s.simd && hd%8 == 0 {
+		attnAccumF16AVX2(&p[0], &v[0], stride, hd, n, &out[0])
+		return
+	}
+	for j, pj := range p {
+		row := v[j*stride : j*stride+hd]
+		for i := range out {
+			out[i] += pj * f16Table[row[i]]
+		}
+	}
+}

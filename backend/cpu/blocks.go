@@ -1,0 +1,48 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/batchd/batchd/backend"
+)
+
+var _ backend.BlockStore = (*Backend)(nil)
+
+// blockElems is one layer's K (or V) elements in one block.
+func (b *Backend) blockElems() int { return b.c.KVHeads * b.blockSize * b.c.HeadDim }
+
+// BlockBytes is one block's K and V over every layer, as stored.
+func (b *Backend) BlockBytes() int {
+	per := 4
+	if b.k[0].f16 != nil {
+		per = 2
+	}
+	return 2 * b.c.Layers * b.blockElems() * per
+}
+
+// ReadBlock copies block id's K and V (layer by layer, K then V) to dst.
+func (b *Backend) ReadBlock(id int, dst []byte) { b.blockIO(id, dst, false) }
+
+// WriteBlock stores src, as ReadBlock wrote it, into block id.
+func (b *Backend) WriteBlock(id int, src []byte) { b.blockIO(id, src, true) }
+
+func (b *Backend) blockIO(id int, buf []byte, write bool) {
+	n, off := b.blockElems(), b.kvAt(id, 0, 0)
+	pos := 0
+	for l := range b.c.Layers {
+		for _, s := range []kvLayer{b.k[l], b.v[l]} {
+			var mem []byte
+			if s.f16 != nil {
+				mem = unsafe.Slice((*byte)(unsafe.Pointer(&s.f16[off])), 2*n)
+			} else {
+				mem = unsafe.Slice((*byte)(unsafe.Pointer(&s.f32[off])), 4*n)
+			}
+			if write {
+				copy(mem, buf[pos:pos+len(mem)])
+			} else {
+				copy(buf[pos:pos+len(mem)], mem)
+			}
+			pos += len(mem)
+		}
+	}
+}

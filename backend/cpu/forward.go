@@ -1,0 +1,421 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+)
+
+// Backend runs the model on the CPU over a paged KV store: for every layer, K and
+// V of a token live at slot (block*BlockSize + pos%BlockSize).
+type Backend struct {
+	m         *model.Model
+	c         model.Config
+	blockSize int
+	numBlocks int
+	kvType    quant.DType
+	k, v      []kvLayer // per layer: numBlocks*blockSize*KVDim
+	kvMem     kvArena   // backs k and v
+	rope      *ropeTable
+	pool      *workers
+	// sharedPool: pool is another backend's (Options.ShareThreads).
+	sharedPool bool
+	kern       *kernels // chosen at New (Options.Kernels)
+
+	// scratch, grown to the largest step seen
+	cap                int
+	x, xb, q, kk, vv   []float32
+	att, hb, hb2       []float32
+	scratch            [][]float32 // per pool share: dequantized weight rows
+	tokSeq, tokPos     []int
+	gen, genRows       []bool // QuantDot "auto": per token, per logits row: a generated token
+	logits, logitsNorm []float32
+	hidden             []float32 // final hidden states of Hidden shares
+	posRow             []float32 // a learned position's row (bert)
+	out                [][]float32
+	q8                 acts // the current matmul input, quantized (int8 path)
+	mm                 matmulJob
+	ffn                swigluJob
+	norm               normJob
+	attn               attnJob
+	store              storeJob
+	touch              touchJob
+}
+
+// New allocates the KV store and starts the worker threads.
+func New(m *model.Model, o backend.Options) (*Backend, error) {
+	if o.BlockSize == 0 {
+		o.BlockSize = 16
+	}
+	if o.NumBlocks <= 0 || o.BlockSize <= 0 {
+		return nil, fmt.Errorf("cpu backend: %d blocks of %d tokens", o.NumBlocks, o.BlockSize)
+	}
+	if o.KVType != quant.F32 && o.KVType != quant.F16 {
+		return nil, fmt.Errorf("cpu backend: KV cache type %v (want F16 or F32)", o.KVType)
+	}
+	c := m.Config
+	k, err := chooseKernels(o.Kernels)
+	if err != nil {
+		return nil, err
+	}
+	switch o.QuantDot {
+	case "", "float":
+	case "int8":
+		k.int8 = true
+	case "auto":
+		k.int8, k.auto = true, true
+	default:
+		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
+	}
+	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
+		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}
+	if host, ok := o.ShareThreads.(*Backend); ok {
+		b.pool, b.sharedPool = host.pool, true
+	} else {
+		b.pool = newWorkers(o.Threads)
+	}
+	if err := b.Restore(); err != nil {
+		return nil, err
+	}
+	// Touch every KV page now, as llama.cpp clears its KV buffer: the memory
+	// is committed before serving, and steps do not stall on first-touch
+	// faults (the LRU free list spreads use over every block). A wake from
+	// idle sleep (Restore) skips this, so the request that woke it waits
+	// only for the pages it uses.
+	b.touch = touchJob{layers: append(b.k[:len(b.k):len(b.k)], b.v...)}
+	b.pool.run(len(b.touch.layers), 1, &b.touch)
+	b.touch.layers = nil
+	return b, nil
+}
+
+// Model returns the model the backend runs.
+func (b *Backend) Model() *model.Model { return b.m }
+
+// Release drops the KV store (and, with weights, the resident pages of the
+// mapped weights, which fault back in on use) for an idle sleep.
+func (b *Backend) Release(weights bool) error {
+	b.k, b.v = nil, nil
+	kvErr := b.kvMem.free()
+	b.cap = 0
+	b.x, b.xb, b.q, b.kk, b.vv, b.att, b.hb, b.hb2, b.scratch = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	b.logits, b.logitsNorm = nil, nil
+	var err error
+	if weights {
+		err = b.m.DropResident()
+	}
+	debug.FreeOSMemory()
+	return errors.Join(kvErr, err)
+}
+
+// Restore reallocates the KV store after Release; its contents are zero.
+func (b *Backend) Restore() error {
+	if b.k != nil {
+		return nil
+	}
+	slots := b.numBlocks * b.blockSize * b.c.KVDim()
+	size := slots * 2 // bytes per layer's K or V
+	if b.kvType == quant.F32 {
+		size = slots * 4
+	}
+	a, err := newKVArena(2 * b.c.Layers * size)
+	if err != nil {
+		return err
+	}
+	b.kvMem = a
+	for l := range b.c.Layers {
+		b.k = append(b.k, a.layer(b.kvType, 2*l*size, slots, b.kern.simd))
+		b.v = append(b.v, a.layer(b.kvType, (2*l+1)*size, slots, b.kern.simd))
+	}
+	return nil
+}
+
+// Close stops the worker threads and drops the KV store.
+func (b *Backend) Close() error {
+	if !b.sharedPool {
+		b.pool.close()
+	}
+	b.k, b.v = nil, nil
+	return b.kvMem.free()
+}
+
+func (b *Backend) grow(n int) {
+	if n <= b.cap {
+		return
+	}
+	c := b.c
+	b.cap = n
+	b.x = make([]float32, n*c.Dim)
+	b.xb = make([]float32, n*max(c.Dim, c.QDim()))
+	b.q = make([]float32, n*c.QDim())
+	b.kk = make([]float32, n*c.KVDim())
+	b.vv = make([]float32, n*c.KVDim())
+	b.att = make([]float32, n*c.QDim())
+	b.hb = make([]float32, n*c.FFN)
+	b.hb2 = make([]float32, n*c.FFN)
+	if b.scratch == nil { // every matrix is Dim, QDim or FFN wide
+		size := max(scratchLen(c.Dim), scratchLen(c.FFN), scratchLen(c.QDim()))
+		for range b.pool.n {
+			b.scratch = append(b.scratch, make([]float32, size))
+		}
+	}
+	b.posRow = make([]float32, c.Dim)
+	b.tokSeq = make([]int, n)
+	b.tokPos = make([]int, n)
+	b.gen = make([]bool, n)
+}
+
+func (b *Backend) check(batch *backend.Batch) (int, error) {
+	total := 0
+	for i, s := range batch.Seqs {
+		if len(s.Tokens) == 0 {
+			return 0, fmt.Errorf("%w: sequence %d has no tokens", backend.ErrBadBatch, i)
+		}
+		end := s.Pos + len(s.Tokens)
+		if s.Pos < 0 || end > b.c.Context {
+			return 0, fmt.Errorf("%w: sequence %d positions %d..%d outside the context of %d",
+				backend.ErrBadBatch, i, s.Pos, end-1, b.c.Context)
+		}
+		if len(s.Blocks)*b.blockSize < end {
+			return 0, fmt.Errorf("%w: sequence %d has %d blocks for %d tokens", backend.ErrBadBatch, i, len(s.Blocks), end)
+		}
+		for _, id := range s.Blocks {
+			if id < 0 || id >= b.numBlocks {
+				return 0, fmt.Errorf("%w: sequence %d block %d outside the pool of %d", backend.ErrBadBatch, i, id, b.numBlocks)
+			}
+		}
+		for _, t := range s.Tokens {
+			if t < 0 || t >= b.c.Vocab {
+				return 0, fmt.Errorf("%w: token %d outside the vocab of %d", backend.ErrBadBatch, t, b.c.Vocab)
+			}
+		}
+		// Bidirectional attention needs the whole text in the share, and
+		// a model without a classifier has only hidden states to give.
+		if s.Rows < 0 || s.Rows > len(s.Tokens) || s.Rows > 1 && !s.Logits {
+			return 0, fmt.Errorf("%w: sequence %d asks logits of %d of its %d tokens", backend.ErrBadBatch, i, s.Rows, len(s.Tokens))
+		}
+		if b.c.NonCausal && s.Pos != 0 || b.m.Output == nil && s.Logits {
+			return 0, fmt.Errorf("%w: sequence %d: this model embeds whole texts (position %d, logits %v)",
+				backend.ErrBadBatch, i, s.Pos, s.Logits)
+		}
+		total += len(s.Tokens)
+	}
+	return total, nil
+}
+
+// Forward runs one step and returns, for each sequence that asked, the logits
+// of its last token (nil for the others). The slices are valid until the next call.
+func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
+	n, err := b.check(batch)
+	if err != nil {
+		return nil, err
+	}
+	b.grow(n)
+	c := b.c
+	t := 0
+	for si, s := range batch.Seqs {
+		for j, tok := range s.Tokens {
+			b.tokSeq[t], b.tokPos[t] = si, s.Pos+j
+			b.gen[t] = s.Pos+j >= s.PromptLen
+			x := b.x[t*c.Dim : (t+1)*c.Dim]
+			b.m.Embed.Row(tok, x)
+			if c.EmbedScale != 0 {
+				for i := range x {
+					x[i] *= c.EmbedScale
+				}
+			}
+			b.encoderEmbed(x, s.Pos+j)
+			t++
+		}
+	}
+	for l := range b.m.Layers {
+		b.layer(l, batch, n)
+	}
+	return b.classify(batch, n), nil
+}
+
+// layer runs one transformer block. Pre-norm (decoders): its two residual
+// adds are folded into the norms that follow them, so that they run on
+// the pool, and the FFN's output is left in xb, added by the next layer's
+// norm or by classify. Post-norm (encoders): each add and its LayerNorm
+// write the residual stream x itself, which the next part reads.
+func (b *Backend) layer(l int, batch *backend.Batch, n int) {
+	c, L := b.c, &b.m.Layers[l]
+	in := b.x
+	if !c.PostNorm {
+		var pending []float32
+		if l > 0 {
+			pending = b.xb
+		}
+		b.normalize(b.x, pending, nil, L.AttnNorm, nil, b.xb, n)
+		in = b.xb
+	}
+	b.matmul(in, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
+	b.store = storeJob{b: b, l: l, batch: batch}
+	b.pool.run(n, 4, &b.store)
+	b.attention(l, batch, n)
+	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
+	if L.PostAttn != nil {
+		b.normalize(b.xb, nil, nil, L.PostAttn, nil, b.xb, n)
+	}
+	if c.PostNorm {
+		b.normalize(b.x, b.xb, L.Bo, L.AttnNorm, L.AttnNormB, b.x, n)
+	} else {
+		b.normalize(b.x, b.xb, nil, L.FFNNorm, nil, b.xb, n)
+	}
+	for s := 0; s < n; {
+		e, int8 := b.nextRun(b.gen, s, n)
+		x := in[s*c.Dim:]
+		var q8 *acts
+		if int8 {
+			q8 = b.quantized(x, e-s, L.W1, L.W3)
+		}
+		b.ffn = swigluJob{x: x, q8: q8, n: e - s, gate: L.W1, up: L.W3, h: b.hb[s*c.FFN:], h2: b.hb2[s*c.FFN:],
+			scratch: b.scratch, k: b.kern, gelu: c.FFNGELU, upB: L.BUp}
+		b.pool.run(c.FFN, 16, &b.ffn)
+		s = e
+	}
+	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
+	if L.PostFFN != nil {
+		b.normalize(b.xb, nil, nil, L.PostFFN, nil, b.xb, n)
+	}
+	if c.PostNorm {
+		b.normalize(b.x, b.xb, L.BDown, L.FFNNorm, L.FFNNormB, b.x, n)
+	}
+}
+
+// normalize adds add (if not nil, plus its bias addB) into the token rows
+// of x, then writes their norms to dst (RMSNorm, or LayerNorm with bias
+// normB); dst may be add or x.
+func (b *Backend) normalize(x, add, addB, norm, normB, dst []float32, n int) {
+	b.norm = normJob{x: x, add: add, addB: addB, norm: norm, normB: normB, dst: dst, cols: b.c.Dim, eps: b.c.RMSEps}
+	b.pool.run(n, 1, &b.norm)
+}
+
+// matmul computes out = x . W^T for every part (sharing the input x),
+// split by weight rows across the pool in one hand-off per run of tokens
+// of one role (one run but under QuantDot "auto").
+func (b *Backend) matmul(x []float32, n int, parts ...mmPart) {
+	b.matmulRoles(x, n, b.gen, parts...)
+}
+
+func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
+	cols := parts[0].w.Cols
+	for s := 0; s < n; {
+		e, int8 := b.nextRun(gen, s, n)
+		xs := x[s*cols:]
+		b.mm = matmulJob{x: xs, n: e - s, scratch: b.scratch, k: b.kern}
+		if int8 {
+			b.q8.has = [3]bool{}
+			for _, p := range parts {
+				b.q8.need(xs, e-s, p.w, b.kern.form(p.w.Type))
+			}
+			b.mm.q8 = &b.q8
+		}
+		rows := 0
+		for _, p := range parts {
+			b.mm.parts[b.mm.np] = mmPart{w: p.w, out: p.out[s*p.w.Rows:]}
+			b.mm.np++
+			rows += p.w.Rows
+		}
+		b.pool.run(rows, 16, &b.mm)
+		s = e
+	}
+}
+
+// nextRun returns the end of the run of tokens from s that share a path,
+// and whether it is the int8 one: all n tokens, but under QuantDot "auto",
+// where generated tokens (gen) take int8 and prompt tokens float.
+func (b *Backend) nextRun(gen []bool, s, n int) (int, bool) {
+	switch {
+	case !b.kern.int8:
+		return n, false
+	case !b.kern.auto:
+		return n, true
+	}
+	e := s + 1
+	for e < n && gen[e] == gen[s] {
+		e++
+	}
+	return e, gen[s]
+}
+
+// quantized returns x's n rows quantized for the int8 path in the forms
+// gate and up take (nil without the int8 path).
+func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
+	if !b.kern.int8 {
+		return nil
+	}
+	b.q8.has = [3]bool{}
+	if gate != nil {
+		b.q8.need(x, n, gate, b.kern.form(gate.Type))
+	}
+	b.q8.need(x, n, up, b.kern.form(up.Type))
+	return &b.q8
+}
+
+// classify applies the final norm and classifier to the last token (or the
+// last Rows tokens) of every sequence that wants logits.
+func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
+	c := b.c
+	rows, hidden := 0, 0
+	for _, s := range batch.Seqs {
+		switch {
+		case s.Hidden:
+			hidden += len(s.Tokens)
+		case s.Logits:
+			rows += max(1, s.Rows)
+		}
+	}
+	if cap(b.logits) < rows*c.Vocab {
+		b.logits = make([]float32, rows*c.Vocab)
+		b.logitsNorm = make([]float32, rows*c.Dim)
+	}
+	if cap(b.hidden) < hidden*c.Dim {
+		b.hidden = make([]float32, hidden*c.Dim)
+	}
+	b.out = b.out[:0]
+	b.genRows = b.genRows[:0]
+	t, r, h := 0, 0, 0
+	for _, s := range batch.Seqs {
+		start := t
+		t += len(s.Tokens)
+		if s.Hidden { // every token's final hidden state, for pooling
+			out := b.hidden[h*c.Dim : (h+len(s.Tokens))*c.Dim]
+			if c.PostNorm { // the last layer's LayerNorm is the output
+				copy(out, b.x[start*c.Dim:t*c.Dim])
+			}
+			for i := start; i < t && !c.PostNorm; i++ {
+				x := b.x[i*c.Dim : (i+1)*c.Dim]
+				addTo(x, b.xb[i*c.Dim:(i+1)*c.Dim]) // the last layer's pending residual
+				rmsnorm(out[(i-start)*c.Dim:(i-start+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
+			}
+			b.out = append(b.out, out)
+			h += len(s.Tokens)
+			continue
+		}
+		if !s.Logits {
+			b.out = append(b.out, nil)
+			continue
+		}
+		k := max(1, s.Rows)
+		b.out = append(b.out, b.logits[r*c.Vocab:(r+k)*c.Vocab])
+		for i := t - k; i < t; i++ {
+			b.genRows = append(b.genRows, b.gen[i])
+			x := b.x[i*c.Dim : (i+1)*c.Dim]
+			addTo(x, b.xb[i*c.Dim:(i+1)*c.Dim]) // the last layer's pending residual
+			rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
+			r++
+		}
+	}
+	if rows > 0 {
+		b.matmulRoles(b.logitsNorm, rows, b.genRows, mmPart{b.m.Output, b.logits})
+		if c.FinalSoftcap > 0 {
+			softcap(b.logits[:rows*c.Vocab], 1, c.FinalSoftcap)
+		}
+	}
+	return b.out
+}

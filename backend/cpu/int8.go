@@ -1,0 +1,216 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+)
+
+// The int8 path (backend.Options.QuantDot "int8"): as llama.cpp computes
+// with quantized weights, each token's activations are quantized on their
+// own to 8-bit blocks of 32 with one scale (ggml's block_q8_0), and weight
+// blocks are dotted with them in integers (AVX512-VNNI VPDPBUSD). A block's
+// integer sum is exact; the float sums across blocks run in a fixed order
+// (lanes of elements, or one lane per row: int8rows.go), which the pure-Go
+// loops reproduce bit for bit. A
+// token's result depends only on its own activations, so batching stays
+// invisible. It applies to every batch size of the formats it covers
+// (int8Kind), so a token never changes path with its batch.
+
+// q8Block is the activation block: 32 int8 values and one scale.
+const q8Block = 32
+
+// q8Acts holds n tokens' activations quantized: token t's values at
+// qs[t*cols:], its block scales (fp16-rounded, as ggml stores them) at
+// d[t*cols/32:], and the sums of each four values (a block's eight lanes)
+// at sums[t*cols/4:], for the kernels that take an offset off the weights.
+type q8Acts struct {
+	cols int
+	qs   []int8
+	d    []float32
+	sums []int32
+	nsum []int32 // per block: minus its values' sum (the row kernels)
+}
+
+// actKind is the activation form a weight format's int8 kernels take.
+type actKind uint8
+
+const (
+	actNone actKind = iota // no int8 kernels: the float path
+	actQ8_0                // blocks of 32, fp16 scale (Q4_0, Q8_0, ...)
+	actQ8_K                // blocks of 256, float32 scale, 16-sums (K-quants)
+)
+
+// int8Kind says which activations the int8 path's kernels for t take.
+func int8Kind(t quant.DType) actKind {
+	switch t {
+	case quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL, quant.Q8_0:
+		return actQ8_0
+	case quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q3_K, quant.Q2_K:
+		return actQ8_K
+	}
+	return actNone
+}
+
+// needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
+// they run as Go loops); the others' need only AVX2.
+func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.Q8_0 }
+
+// form is the activation form w's type takes on this backend's int8 path,
+// actNone where it takes the float path: under QuantDot "auto", formats
+// whose int8 kernels would run as Go loops on this CPU stay on the float
+// path (decided once per process, so batching stays invisible).
+func (kn *kernels) form(t quant.DType) actKind {
+	if kn.auto && !(kn.simd && (kn.vnni || !needsVNNI(t))) {
+		return actNone
+	}
+	return int8Kind(t)
+}
+
+// acts is one matmul input quantized in the forms its weights need.
+type acts struct {
+	q8  q8Acts
+	q8k q8KActs
+	has [3]bool
+}
+
+// need quantizes x (n rows of cols) in form k (w's), once per input.
+func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
+	switch {
+	case k == actNone || a.has[k]:
+	case k == actQ8_0:
+		a.q8.quantize(x, n, w.Cols)
+		a.has[k] = true
+	case k == actQ8_K:
+		a.q8k.quantize(x, n, w.Cols)
+		a.has[k] = true
+	}
+}
+
+// quantize fills a with n rows of x (cols wide, a multiple of 32) as ggml's
+// quantize_row_q8_0 does: scale amax/127 rounded to fp16, values
+// round-to-nearest-even of x*127/amax.
+func (a *q8Acts) quantize(x []float32, n, cols int) {
+	a.cols = cols
+	if cap(a.qs) < n*cols {
+		a.qs = make([]int8, n*cols)
+		a.d = make([]float32, n*cols/q8Block)
+		a.sums = make([]int32, n*cols/4)
+		a.nsum = make([]int32, n*cols/q8Block)
+	}
+	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
+	for b := range n * cols / q8Block {
+		v := x[b*q8Block : (b+1)*q8Block]
+		var amax float32
+		for _, f := range v {
+			amax = max(amax, float32(math.Abs(float64(f))))
+		}
+		a.d[b] = quant.F16ToF32(quant.F32ToF16(amax / 127))
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		q := a.qs[b*q8Block : (b+1)*q8Block]
+		for i, f := range v {
+			q[i] = int8(math.RoundToEven(float64(f * id)))
+		}
+		var sum int32
+		for l := range 8 {
+			a.sums[b*8+l] = int32(q[4*l]) + int32(q[4*l+1]) + int32(q[4*l+2]) + int32(q[4*l+3])
+			sum += a.sums[b*8+l]
+		}
+		a.nsum[b] = -sum
+	}
+}
+
+// hsum8 adds eight lanes in the order the kernels fold them.
+func hsum8(a *[8]float32) float32 {
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+}
+
+// fold16 folds sixteen lanes: lane i plus lane i+8, then hsum8.
+func fold16(acc *[16]float32) float32 {
+	var a [8]float32
+	for i := range a {
+		a[i] = acc[i] + acc[i+8]
+	}
+	return hsum8(&a)
+}
+
+// dotQ40Go is the Q4_0 x q8 dot of one row and one token, lane by lane as
+// dotQ40AVX2 sums it (CPUs without VNNI; with it, Q4_0 takes the row form,
+// int8rows.go): lane l of block b holds elements 4l..4l+3, in float lane l
+// (b even) or 8+l (b odd).
+func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
+	var acc [16]float32
+	for b := range nb {
+		blk := w[b*18 : (b+1)*18]
+		ds := f16(blk) * d[b]
+		q := qs[b*q8Block : (b+1)*q8Block]
+		for l := range 8 {
+			var p int32
+			for k := range 4 {
+				e := 4*l + k
+				nib := int32(blk[2+e%16] & 0xF)
+				if e >= 16 {
+					nib = int32(blk[2+e%16] >> 4)
+				}
+				p += (nib - 8) * int32(q[e])
+			}
+			i := 8*(b%2) + l
+			acc[i] = acc[i] + float32(float32(p)*ds)
+		}
+	}
+	return fold16(&acc)
+}
+
+// matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
+// the quantized activations, by the weights' format: its row kernel with
+// VNNI (int8rows.go), else its AVX2 kernels; Q8_0 and Q5_K have none, so
+// matmulRows16 runs their Go loops (rowTail).
+func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	if kern := rowKernel(w.Type); kn.simd && kn.vnni || needsVNNI(w.Type) {
+		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
+		return
+	}
+	switch w.Type {
+	case quant.Q4_0:
+		kn.matmulQ40(out, &a.q8, n, w, lo, hi)
+	case quant.Q4_K:
+		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
+	case quant.Q6_K:
+		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2)
+	case quant.Q4_1:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
+	case quant.Q5_0:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q50Int8)
+	case quant.Q5_1:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q51Int8)
+	case quant.IQ4_NL:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
+	case quant.IQ4_XS:
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
+	case quant.Q3_K:
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q3kInt8)
+	case quant.Q2_K:
+		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, q2kInt8)
+	}
+}
+
+// matmulQ40 is matmulInt8 for Q4_0 without VNNI, in element lanes.
+func (kn *kernels) matmulQ40(out []float32, a *q8Acts, n int, w *model.Matrix, lo, hi int) {
+	cols, rows := w.Cols, w.Rows
+	nb, rb := cols/q8Block, w.Type.RowBytes(cols)
+	for r := lo; r < hi; r++ {
+		row := w.Data[r*rb : (r+1)*rb]
+		for t := range n {
+			qs, d := a.qs[t*cols:(t+1)*cols], a.d[t*nb:(t+1)*nb]
+			if kn.simd {
+				out[t*rows+r] = dotQ40AVX2(&row[0], &qs[0], &d[0], &a.sums[t*cols/4], nb)
+			} else {
+				out[t*rows+r] = dotQ40Go(row, qs, d, nb)
+			}
+		}
+	}
+}

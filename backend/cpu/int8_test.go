@@ -1,0 +1,381 @@
+package cpu
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/testing/testmodels"
+
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// TestQ8Quantize: activation blocks quantize as ggml's quantize_row_q8_0
+// (AVX2 build): fp16 scale amax/127, values rounded half to even, and a
+// zero block stays zero.
+func TestQ8Quantize(t *testing.T) {
+	x := make([]float32, 64)
+	for i := range 32 {
+		x[i] = float32(i-16) / 4 // amax 4: id 127/4 = 31.75
+	}
+	var a q8Acts
+	a.quantize(x, 1, 64)
+	if a.d[0] != quant.F16ToF32(quant.F32ToF16(4.0/127)) || a.d[1] != 0 {
+		t.Fatalf("scales %v", a.d)
+	}
+	for i := range 32 {
+		want := int8(math.RoundToEven(float64(x[i] * (127 / float32(4)))))
+		if a.qs[i] != want || a.qs[32+i] != 0 {
+			t.Fatalf("value %d: %d, want %d", i, a.qs[i], want)
+		}
+	}
+	if a.qs[0] != -127 || a.qs[2] != -111 { // -4*31.75; -3.5*31.75 = -111.125
+		t.Fatalf("qs %v", a.qs[:4])
+	}
+}
+
+// TestInt8KernelsMatchGo: the Q4_0 and Q8_0 int8 kernels (AVX2's, and
+// VNNI's for one token and four) give exactly the Go loops' sums, and those
+// differ from the float path's by no more than the activations' rounding
+// allows (half a step per element). Q8_0's rows include every byte value.
+// The Go loops compute row by row and token by token, so a match also says
+// a result does not depend on the rows or tokens that shared its pass.
+func TestInt8KernelsMatchGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	// Rows in fours and not, batch 1 (four-row kernel only) and leftovers
+	// after groups of four tokens, an odd block count, and a split of the
+	// rows between shares.
+	for _, sh := range []struct {
+		dt                 quant.DType
+		rows, n, mid, cols int
+	}{
+		{quant.Q4_0, 8, 7, 8, 256}, {quant.Q4_0, 11, 1, 3, 288}, {quant.Q4_0, 11, 6, 5, 288}, {quant.Q4_0, 13, 1, 13, 32}, {quant.Q4_0, 5, 5, 2, 96},
+		{quant.Q8_0, 8, 7, 8, 256}, {quant.Q8_0, 11, 1, 3, 288}, {quant.Q8_0, 13, 1, 13, 32}, {quant.Q8_0, 5, 5, 2, 96},
+		// The row kernels (Q8_0; Q4_0 on VNNI): groups of sixteen split
+		// between shares, rows past the last group, and more tokens than
+		// one pass takes.
+		{quant.Q8_0, 40, 7, 19, 256}, {quant.Q8_0, 35, 1, 16, 288}, {quant.Q8_0, 48, 70, 21, 96}, {quant.Q8_0, 32, 3, 0, 32},
+		{quant.Q4_0, 40, 7, 19, 256}, {quant.Q4_0, 35, 1, 16, 288}, {quant.Q4_0, 48, 70, 21, 96}, {quant.Q4_0, 32, 3, 0, 32},
+	} {
+		cols := sh.cols
+		rows, n := sh.rows, sh.n
+		wb := synth.RandomMatrix(rng, sh.dt, rows, cols, 0.5)
+		if sh.dt == quant.Q8_0 && rows*cols >= 256 {
+			for v := range 256 { // -128 (never quantize_row_q8_0's) to 127
+				wb[(v/32)*34+2+v%32] = byte(v)
+			}
+		}
+		w, err := model.NewMatrix(sh.dt, rows, cols, wb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, n*cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		var a acts
+		a.need(x, n, w, int8Kind(w.Type))
+		gok, _ := chooseKernels("go")
+		want := make([]float32, n*rows)
+		scratch := make([]float32, scratchLen(cols))
+		gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
+		// AVX2's kernel, and the VNNI ones where the CPU has them.
+		sets := []string{"avx2"}
+		if haveVNNI {
+			sets = append(sets, "")
+		}
+		// VNNI runs Q4_0 in row lanes: rows32Go, row by row, defines it.
+		rowWant := make([]float32, n*rows)
+		rb := w.Type.RowBytes(cols)
+		for i := range rowWant {
+			tok, r := i/rows, i%rows
+			rowWant[i] = rows32Go(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:(tok+1)*cols/32], cols/32, &q40Row)
+		}
+		got := make([]float32, n*rows)
+		for _, set := range sets {
+			simd, _ := chooseKernels(set)
+			simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
+			simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
+			want := want
+			if sh.dt == quant.Q4_0 && set == "" {
+				want = rowWant
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s, kernels %q, %d rows, %d tokens: out %d: SIMD %v, Go %v", sh.dt, set, rows, n, i, got[i], want[i])
+				}
+			}
+		}
+		for i := range got {
+			tok, r := i/rows, i%rows
+			row := make([]float32, cols)
+			w.Row(r, row)
+			checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
+		}
+	}
+}
+
+// checkRounding fails unless got, an int8-path dot of row and x, is within
+// half an activation step per element (step: the block scales d, one per
+// block values) of the float64 dot.
+func checkRounding(t *testing.T, got float32, row, x, d []float32, block int) {
+	t.Helper()
+	var ref, bound float64
+	for j, v := range row {
+		ref += float64(v) * float64(x[j])
+		bound += math.Abs(float64(v)) * math.Abs(float64(d[j/block])) / 2
+	}
+	if diff := math.Abs(float64(got) - ref); diff > bound*1.01+1e-4 {
+		t.Fatalf("int8 %v, float %v: off by %.3g, bound %.3g", got, ref, diff, bound)
+	}
+}
+
+// TestQ6KInt8KernelMatchesGo: likewise for Q6_K's AVX2 kernel (CPUs
+// without VNNI).
+func TestQ6KInt8KernelMatchesGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, cols, n = 6, 512, 5
+	rb := quant.Q6_K.RowBytes(cols)
+	wb := make([]byte, rows*rb)
+	for i := range wb {
+		wb[i] = byte(rng.Uint32())
+	}
+	for r := range rows * cols / 256 {
+		d := quant.F32ToF16(rng.Float32() * 0.001)
+		wb[r*210+208], wb[r*210+209] = byte(d), byte(d>>8)
+	}
+	w, err := model.NewMatrix(quant.Q6_K, rows, cols, wb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	var a q8KActs
+	a.quantize(x, n, cols)
+	nsb := cols / 256
+	row := make([]float32, cols)
+	for r := range rows {
+		wr := wb[r*rb : (r+1)*rb]
+		w.Row(r, row)
+		for tk := range n {
+			qs, d, bs := a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:]
+			want := dotQ6KGo(wr, qs, d, bs, nsb)
+			if got := dotQ6KAVX2(&wr[0], &qs[0], &d[0], &bs[0], nsb); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
+			}
+			checkRounding(t, want, row, x[tk*cols:(tk+1)*cols], d, 256)
+		}
+	}
+}
+
+// TestInt8StaysNearTheReference: on llama.cpp's quantized files whose
+// formats the int8 path covers, its log-probabilities, with llama.cpp's
+// tokens fed back (teacher forcing), stay within 0.05 of llama.cpp's on the
+// dequantized twin: the rounding of 8-bit activations, nothing worse.
+func TestInt8StaysNearTheReference(t *testing.T) {
+	dir := filepath.Join(testmodels.Dir(t), "quant")
+	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "Q8_0"} {
+		b, err := os.ReadFile(filepath.Join(dir, "tiny-quant-"+name+".dequant-f32.golden.json"))
+		if err != nil {
+			t.Skip("no models/quant goldens")
+		}
+		var goldens []testmodels.ArchGolden
+		if err := json.Unmarshal(b, &goldens); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Load(filepath.Join(dir, "tiny-quant-"+name+".gguf"), model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32, QuantDot: "int8"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+		worst := 0.0
+		for _, g := range goldens {
+			in := backend.SeqInput{Tokens: g.PromptTokens, Blocks: blocks, Logits: true}
+			for i := range min(len(g.Top5), len(g.OutputTokens)) {
+				logits, err := be.Forward(&backend.Batch{Seqs: []backend.SeqInput{in}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lp := logSoftmax(logits[0])
+				for _, e := range g.Top5[i] {
+					worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
+				}
+				in = backend.SeqInput{Tokens: []int{g.OutputTokens[i]}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
+			}
+		}
+		be.Close()
+		m.Close()
+		t.Logf("%s: largest top-5 log-probability difference from the float reference %.3g", name, worst)
+		if worst > 0.05 {
+			t.Errorf("%s: int8 drifts %.3g from the reference", name, worst)
+		}
+	}
+}
+
+// TestQ4KLanesMatchGo: Q4_K's AVX2 lane kernel (CPUs without VNNI) leaves
+// exactly the Go loop's lanes, and the folded result stays within the
+// activations' rounding of the float path.
+func TestQ4KLanesMatchGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	const cols, n = 768, 8
+	wb := make([]byte, quant.Q4_K.RowBytes(cols))
+	for i := range wb {
+		wb[i] = byte(rng.Uint32())
+	}
+	for b := range cols / 256 {
+		d, dm := quant.F32ToF16(rng.Float32()*0.01), quant.F32ToF16(rng.Float32()*0.01)
+		wb[b*144], wb[b*144+1], wb[b*144+2], wb[b*144+3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
+	}
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	var a q8KActs
+	a.quantize(x, n, cols)
+	nsb := cols / 256
+	w, _ := model.NewMatrix(quant.Q4_K, 1, cols, wb)
+	row := make([]float32, cols)
+	w.Row(0, row)
+	var sc [16]int16
+	got, want := make([]float32, laneAcc), make([]float32, laneAcc)
+	for tk := range n {
+		clear(want)
+		q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, want)
+		q4kLanesAVX2(&wb[0], &a.qs[tk*cols], &a.d[tk*nsb], &a.bs[tk*cols/16], nsb, &sc[0], &got[0])
+		for i, v := range got {
+			if math.Float32bits(v) != math.Float32bits(want[i]) {
+				t.Fatalf("token %d, lane %d: AVX2 %v, Go %v", tk, i, v, want[i])
+			}
+		}
+		checkRounding(t, foldLanes(want), row, x[tk*cols:(tk+1)*cols], a.d[tk*nsb:], 256)
+	}
+}
+
+// TestAutoRunsOnlyNativeInt8Kernels: under QuantDot "auto", a format takes
+// the int8 path only where its kernels run natively: none with the Go
+// loops, the AVX2 ones without VNNI (Q4_0, Q4_K and Q5_K stay float), all
+// with VNNI. Explicit "int8" takes it everywhere.
+func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
+	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, k := range []string{"go", "avx2", ""} {
+		if _, err := chooseKernels(k); err != nil {
+			continue
+		}
+		for _, qd := range []string{"auto", "int8"} {
+			b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 16, KVType: quant.F16, QuantDot: qd, Kernels: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0, quant.Q8_0} {
+				native := b.kern.simd && (b.kern.vnni || !needsVNNI(dt))
+				if got, want := b.kern.form(dt) != actNone, qd == "int8" || native; got != want {
+					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)
+				}
+			}
+			b.Close()
+		}
+	}
+}
+
+// TestAVX2Int8KernelsMatchGo: the AVX2 int8 kernels (one token and four;
+// with VNNI the 32-value formats take the row kernels, TestRowKernelsMatchGo)
+// give exactly their Go loops' sums, on random bytes (every level, scale,
+// fifth bit, high bit and sign) and on quantized rows, rows longer than
+// 64 super-blocks included, and stay within the activations' rounding.
+func TestAVX2Int8KernelsMatchGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	// Where each format keeps its fp16 scales (random bytes there could be
+	// NaN), and the row widths tried.
+	cases := []struct {
+		dt     quant.DType
+		halves []int
+		cols   []int
+	}{
+		{quant.IQ4_XS, []int{0}, []int{256, 768, 256 * 67}}, {quant.Q3_K, []int{108}, []int{256, 768, 256 * 67}},
+		{quant.Q2_K, []int{80, 82}, []int{256, 768, 256 * 67}}, {quant.Q4_1, []int{0, 2}, []int{320}},
+		{quant.Q5_0, []int{0}, []int{320}}, {quant.Q5_1, []int{0, 2}, []int{320}}, {quant.IQ4_NL, []int{0}, []int{320}},
+		{quant.Q6_K, []int{208}, []int{256, 768}},
+	}
+	simd, _ := chooseKernels("avx2")
+	gok, _ := chooseKernels("go")
+	for _, c := range cases {
+		f := quant.Lookup(c.dt)
+		for _, cols := range c.cols {
+			for _, tc := range []struct {
+				random bool
+				n      int
+			}{{true, 7}, {false, 7}, {true, 1}, {false, 1}} {
+				// Seven tokens: a group of four, then three one by one; one
+				// token: batch 1 (Q6_K's rows kernel), over a split of the rows.
+				const rows = 3
+				random, n := tc.random, tc.n
+				wb := synth.RandomMatrix(rng, c.dt, rows, cols, 0.5)
+				if random {
+					for i := range wb {
+						wb[i] = byte(rng.Uint32())
+					}
+					for b := range rows * cols / f.BlockElems {
+						for _, o := range c.halves {
+							h := quant.F32ToF16(rng.Float32() * 0.01)
+							wb[b*f.BlockBytes+o], wb[b*f.BlockBytes+o+1] = byte(h), byte(h>>8)
+						}
+					}
+				}
+				w, err := model.NewMatrix(c.dt, rows, cols, wb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := randVec(rng, n*cols)
+				var a acts
+				a.need(x, n, w, int8Kind(w.Type))
+				got, want := make([]float32, n*rows), make([]float32, n*rows)
+				scratch := make([]float32, scratchLen(cols))
+				simd.matmulInt8(got, &a, n, w, 0, 1, scratch)
+				simd.matmulInt8(got, &a, n, w, 1, rows, scratch)
+				gok.matmulInt8(want, &a, n, w, 0, rows, scratch)
+				d, block := a.q8k.d, 256
+				if int8Kind(c.dt) == actQ8_0 {
+					d, block = a.q8.d, 32
+				}
+				row := make([]float32, cols)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s cols %d random %v: out %d: AVX2 %v, Go %v", c.dt, cols, random, i, got[i], want[i])
+					}
+					tok, r := i/rows, i%rows
+					w.Row(r, row)
+					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], d[tok*cols/block:], block)
+				}
+			}
+		}
+	}
+}

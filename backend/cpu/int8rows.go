@@ -1,0 +1,223 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+)
+
+// The row-lane form of the int8 path on AVX512-VNNI, for every format it
+// has: Q8_0, Q4_0 and the other 32-value formats (Q4_1, Q5_0, Q5_1,
+// IQ4_NL), IQ4_XS and the K-quants. A kernel call covers sixteen rows,
+// each in a lane of its own, so a token's float work per block (convert,
+// scale, add) is one instruction for sixteen rows where the element-lane
+// form (dotQ40Go) spends one per row, and each row's block is transposed
+// once for every token of the pass. A row's result is its blocks' exact
+// integer sums scaled and added in block order (rows32Go, dotKRowGo,
+// dotQ6KGo, dotQ3KGo, dotQ2KGo, dotIQ4XSGo), whichever rows, shares or
+// tokens it shares a call with. Without VNNI, Q8_0 and Q5_K run their Go
+// loops and the others their AVX2 kernels (int8b.go, int8k.go, int8x.go).
+
+// rowsTokens is the most tokens a kernel call takes: its accumulators and
+// results (64 floats a token) live in the share's scratch.
+const rowsTokens = 64
+
+// rows16Kernel is a format's sixteen-row kernel.
+type rows16Kernel func(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+// q40Row and q80Row describe Q4_0 and Q8_0 blocks for rows32Go (they have
+// no lane kernels of this form).
+var (
+	q40Row = block32{kind: quant.Q4_0, size: 18}
+	q80Row = block32{kind: quant.Q8_0, size: 34}
+)
+
+// dotQ4KRowGo is the Q4_K x q8_K dot of one row and one token as its row
+// kernel computes it: per super-block the exact integers S (each
+// sub-block's 6-bit scale times its integer) and M (each 6-bit min times
+// minus the sub-block's activation sum, nsum), then acc + (d_a d) S, then
+// + (d_a dmin) M.
+func dotQ4KRowGo(w []byte, qs []int8, d []float32, nsum []int32, nsb int) float32 {
+	return dotKRowGo(w, 144, 16, -1, qs, d, nsum, nsb)
+}
+
+// dotQ5KRowGo is dotQ4KRowGo for Q5_K: value l of sub-block j has bit j of
+// qh[l] as its fifth.
+func dotQ5KRowGo(w []byte, qs []int8, d []float32, nsum []int32, nsb int) float32 {
+	return dotKRowGo(w, 176, 48, 16, qs, d, nsum, nsb)
+}
+
+// dotKRowGo is the two: size-byte super-blocks, nibbles at qOff (chunk
+// j/2's low nibbles are sub-block j even, its high ones j odd), fifth bits
+// at qhOff (none if negative).
+func dotKRowGo(w []byte, size, qOff, qhOff int, qs []int8, d []float32, nsum []int32, nsb int) float32 {
+	var acc float32
+	for b := range nsb {
+		blk, x := w[b*size:(b+1)*size], qs[b*qkK:(b+1)*qkK]
+		sc, m := quant.K4ScaleMins(blk)
+		var S, M int32
+		for j := range 8 {
+			q := blk[qOff+32*(j/2):]
+			var p int32
+			for i, v := range x[32*j : 32*j+32] {
+				nib := q[i] & 0xf
+				if j%2 == 1 {
+					nib = q[i] >> 4
+				}
+				if qhOff >= 0 {
+					nib |= (blk[qhOff+i] >> j & 1) << 4
+				}
+				p += int32(nib) * int32(v)
+			}
+			S += int32(sc[j]) * p
+			M += int32(m[j]) * nsum[8*b+j]
+		}
+		acc = acc + float32((d[b]*f16(blk))*float32(S))
+		acc = acc + float32((d[b]*f16(blk[2:]))*float32(M))
+	}
+	return acc
+}
+
+// rows32Go is the dot of one row of a 32-value format (int8b.go's, Q4_0's
+// or Q8_0's) and one token as the row kernels compute it: per block the
+// exact integer sum of its values (less any offset) times the activations,
+// times (weight scale times activation scale), added in block order; for
+// the _1 formats then the min times the activations' sum.
+func rows32Go(w []byte, qs []int8, d []float32, nb int, f *block32) float32 {
+	var acc float32
+	var v [32]int32
+	for b := range nb {
+		blk, x := w[b*f.size:(b+1)*f.size], qs[b*q8Block:(b+1)*q8Block]
+		f.values(blk, &v)
+		var p, s int32
+		for e, q := range x {
+			p += v[e] * int32(q)
+			s += int32(q)
+		}
+		acc = acc + float32(float32(p)*(f16(blk)*d[b]))
+		if f.min {
+			acc = acc + float32(float32(s)*(f16(blk[2:])*d[b]))
+		}
+	}
+	return acc
+}
+
+// rowKernel is t's sixteen-row kernel (AVX512-VNNI).
+func rowKernel(t quant.DType) rows16Kernel {
+	switch t {
+	case quant.Q8_0:
+		return q80Rows16VNNI
+	case quant.Q4_0:
+		return q40Rows16VNNI
+	case quant.Q4_1:
+		return q41Rows16VNNI
+	case quant.Q5_0:
+		return q50Rows16VNNI
+	case quant.Q5_1:
+		return q51Rows16VNNI
+	case quant.IQ4_NL:
+		return iq4nlRows16VNNI
+	case quant.IQ4_XS:
+		return iq4xsRows16VNNI
+	case quant.Q2_K:
+		return q2kRows16VNNI
+	case quant.Q3_K:
+		return q3kRows16VNNI
+	case quant.Q4_K:
+		return q4kRows16VNNI
+	case quant.Q5_K:
+		return q5kRows16VNNI
+	case quant.Q6_K:
+		return q6kRows16VNNI
+	}
+	panic("no row kernel for " + t.String())
+}
+
+// matmulRows16 is matmulInt8 on a row kernel: groups of sixteen rows
+// aligned to the matrix (a share's first and last group may reach outside
+// [lo, hi): computed whole, only its own rows kept), rows past the last
+// whole group (every row without VNNI) by the format's Go loop (rowTail),
+// tokens in passes of up to rowsTokens. q8_0 activations have a scale and
+// a negated sum per 32 values; q8_K ones a scale per 256 and a negated sum
+// per 32, or (Q6_K, Q3_K, Q2_K) an int16 sum per 16.
+func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32, kern rows16Kernel) {
+	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
+	qs, d, nsum, nb, dn := a.q8.qs, a.q8.d, a.q8.nsum, cols/q8Block, cols/q8Block
+	if int8Kind(w.Type) == actQ8_K {
+		qs, d, nsum, nb, dn = a.q8k.qs, a.q8k.d, a.q8k.nsum, cols/qkK, cols/qkK
+	}
+	if t := w.Type; t == quant.Q6_K || t == quant.Q3_K || t == quant.Q2_K {
+		// These kernels read the 16-sums (int16): as many bytes a token as
+		// the 32-sums, so nsum's indexing below finds them too.
+		nsum = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(a.q8k.bs))), len(a.q8k.bs)/2)
+	}
+	whole := rows &^ 15
+	if !kn.simd || !kn.vnni {
+		whole = 0
+	}
+	// Accumulators (and the super-block formats' integer sums) take 48
+	// floats a token, results 16.
+	pass := min(rowsTokens, len(scratch)/64)
+	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
+	for g := lo &^ 15; g < min(hi, whole); g += 16 {
+		for t := 0; t < n; t += pass {
+			k := min(pass, n-t)
+			if g >= lo && g+16 <= hi {
+				kern(&w.Data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
+				continue
+			}
+			kern(&w.Data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
+			for j := range k {
+				for r := max(g, lo); r < min(g+16, hi); r++ {
+					out[(t+j)*rows+r] = res[j*16+r-g]
+				}
+			}
+		}
+	}
+	for r := max(lo, whole); r < hi; r++ {
+		for t := range n {
+			out[t*rows+r] = rowTail(w.Data[r*rb:(r+1)*rb], a, t, w.Type, cols)
+		}
+	}
+}
+
+// rowTail is one row's result for token t by its format's Go loop (a
+// switch, not a function value: nothing escapes).
+func rowTail(row []byte, a *acts, t int, typ quant.DType, cols int) float32 {
+	if nsb := cols / qkK; int8Kind(typ) == actQ8_K {
+		qs, d := a.q8k.qs[t*cols:(t+1)*cols], a.q8k.d[t*nsb:(t+1)*nsb]
+		switch typ {
+		case quant.Q6_K:
+			return dotQ6KGo(row, qs, d, a.q8k.bs[t*cols/16:(t+1)*cols/16], nsb)
+		case quant.Q3_K:
+			return dotQ3KGo(row, qs, d, a.q8k.bs[t*cols/16:(t+1)*cols/16], nsb)
+		case quant.Q2_K:
+			return dotQ2KGo(row, qs, d, a.q8k.bs[t*cols/16:(t+1)*cols/16], nsb)
+		case quant.Q4_K:
+			return dotQ4KRowGo(row, qs, d, a.q8k.nsum[t*cols/32:(t+1)*cols/32], nsb)
+		case quant.Q5_K:
+			return dotQ5KRowGo(row, qs, d, a.q8k.nsum[t*cols/32:(t+1)*cols/32], nsb)
+		case quant.IQ4_XS:
+			return dotIQ4XSGo(row, qs, d, nil, nsb)
+		}
+		panic("no row kernel for " + typ.String())
+	}
+	nb := cols / q8Block
+	qs, d := a.q8.qs[t*cols:(t+1)*cols], a.q8.d[t*nb:(t+1)*nb]
+	switch typ {
+	case quant.Q8_0:
+		return rows32Go(row, qs, d, nb, &q80Row)
+	case quant.Q4_0:
+		return rows32Go(row, qs, d, nb, &q40Row)
+	case quant.Q4_1:
+		return rows32Go(row, qs, d, nb, &q41Int8)
+	case quant.Q5_0:
+		return rows32Go(row, qs, d, nb, &q50Int8)
+	case quant.Q5_1:
+		return rows32Go(row, qs, d, nb, &q51Int8)
+	case quant.IQ4_NL:
+		return rows32Go(row, qs, d, nb, &iq4nlInt8)
+	}
+	panic("no row kernel for " + typ.String())
+}

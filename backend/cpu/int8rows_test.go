@@ -1,0 +1,78 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// TestRowKernelsMatchGo: the sixteen-row VNNI kernels (the 32-value
+// formats, and IQ4_XS and the K-quants against q8_K activations) give exactly their
+// row-by-row Go loops' results, on random bytes
+// (every nibble, fifth bit, grid index and byte value) and on quantized
+// rows, over groups split between shares, rows past the last group and
+// more tokens than a pass takes; and they stay within the activations'
+// rounding of the float path.
+func TestRowKernelsMatchGo(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("no AVX512-VNNI")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	halves := map[quant.DType][]int{quant.Q4_0: {0}, quant.Q8_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0},
+		quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.Q3_K: {108}, quant.Q2_K: {80, 82}}
+	simd, _ := chooseKernels("")
+	for dt := range halves {
+		f := quant.Lookup(dt)
+		shapes := []struct{ rows, n, mid, cols int }{{16, 1, 16, 32}, {40, 7, 19, 256}, {35, 1, 16, 288}, {48, 70, 21, 96}}
+		if int8Kind(dt) == actQ8_K {
+			shapes = []struct{ rows, n, mid, cols int }{{16, 1, 16, 256}, {40, 7, 19, 512}, {35, 1, 16, 768}, {48, 70, 21, 256}}
+		}
+		for _, sh := range shapes {
+			for _, random := range []bool{true, false} {
+				rows, n, cols := sh.rows, sh.n, sh.cols
+				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
+				if random {
+					for i := range wb {
+						wb[i] = byte(rng.Uint32())
+					}
+					for b := range rows * cols / f.BlockElems {
+						for _, o := range halves[dt] {
+							h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+							wb[b*f.BlockBytes+o], wb[b*f.BlockBytes+o+1] = byte(h), byte(h>>8)
+						}
+					}
+				}
+				w, err := model.NewMatrix(dt, rows, cols, wb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := randVec(rng, n*cols)
+				var a acts
+				a.need(x, n, w, int8Kind(dt))
+				got := make([]float32, n*rows)
+				scratch := make([]float32, scratchLen(cols))
+				simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
+				simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
+				rb, nb := w.Type.RowBytes(cols), cols/32
+				row := make([]float32, cols)
+				for i := range got {
+					tok, r := i/rows, i%rows
+					want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, dt, cols)
+					if math.Float32bits(got[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %d rows, %d tokens, random %v: row %d token %d: kernel %v, Go %v", dt, rows, n, random, r, tok, got[i], want)
+					}
+					w.Row(r, row)
+					if int8Kind(dt) == actQ8_K {
+						checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8k.d[tok*cols/256:], 256)
+					} else {
+						checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*nb:], 32)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package cpu
+
+import (
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
+)
+
+// The units of work the CPU backend hands to its pool. Each is a long-lived
+// value in the backend, so a step allocates nothing to run them.
+
+// mmPart is one weight matrix of a fused matmul and the output it fills.
+type mmPart struct {
+	w   *model.Matrix
+	out []float32
+}
+
+// matmulJob multiplies one input by up to three matrices (Q, K and V share
+// their input), its index space the concatenation of their rows.
+type matmulJob struct {
+	x       []float32
+	q8      *acts // x quantized, for the int8 path (nil when unused)
+	n       int
+	parts   [3]mmPart
+	np      int
+	scratch [][]float32 // per share: dequantized weight rows
+	k       *kernels
+}
+
+func (j *matmulJob) do(share, lo, hi int) {
+	base := 0
+	for _, p := range j.parts[:j.np] {
+		if s, e := max(lo, base), min(hi, base+p.w.Rows); s < e {
+			j.k.matmulRange(p.out, j.x, j.q8, j.n, p.w, s-base, e-base, j.scratch[share])
+		}
+		base += p.w.Rows
+	}
+}
+
+// matmulRange takes the int8 path when the input came quantized (q8) and w
+// has int8 kernels, else the float one.
+func (kn *kernels) matmulRange(out, x []float32, q8 *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	if q8 != nil && kn.form(w.Type) != actNone {
+		kn.matmulInt8(out, q8, n, w, lo, hi, scratch)
+		return
+	}
+	if kn.simd {
+		kn.matmulRowsFast(out, x, n, w, lo, hi, scratch)
+	} else {
+		matmulRows(out, x, n, w, lo, hi, scratch)
+	}
+}
+
+// swigluJob computes h = silu(x.gate^T) * (x.up^T) for a range of FFN rows,
+// so the gate and up rows of a range are done by the same thread.
+type swigluJob struct {
+	x        []float32
+	q8       *acts
+	n        int
+	gate, up *model.Matrix
+	h, h2    []float32
+	scratch  [][]float32
+	k        *kernels
+	gelu     bool      // gelu(gate)*up (gemma2); with no gate, gelu(up + upB) (bert)
+	upB      []float32 // up's bias (bert), or nil
+}
+
+func (j *swigluJob) do(share, lo, hi int) {
+	if j.gate == nil { // bert: h = gelu(x.up^T + b)
+		j.k.matmulRange(j.h, j.x, j.q8, j.n, j.up, lo, hi, j.scratch[share])
+		f := j.up.Rows
+		for t := range j.n {
+			h := j.h[t*f+lo : t*f+hi]
+			for i := range h {
+				if j.upB != nil {
+					h[i] += j.upB[lo+i]
+				}
+				h[i] = gelu(h[i])
+			}
+		}
+		return
+	}
+	j.k.matmulRange(j.h, j.x, j.q8, j.n, j.gate, lo, hi, j.scratch[share])
+	j.k.matmulRange(j.h2, j.x, j.q8, j.n, j.up, lo, hi, j.scratch[share])
+	f := j.gate.Rows
+	for t := range j.n {
+		h, h2 := j.h[t*f+lo:t*f+hi], j.h2[t*f+lo:t*f+hi]
+		if j.gelu {
+			for i := range h {
+				h[i] = gelu(h[i]) * h2[i]
+			}
+			continue
+		}
+		n := 0
+		if j.k.simd {
+			if n = len(h) &^ 7; n > 0 {
+				swigluAVX2(&h[0], &h2[0], n, &expConsts[0][0])
+			}
+		}
+		for i := n; i < len(h); i++ {
+			h[i] = silu(h[i]) * h2[i]
+		}
+	}
+}
+
+// normJob adds the residual add (if any, plus its bias addB) into token
+// rows of x, then normalizes them into dst: RMSNorm, or with normB a
+// LayerNorm with that bias.
+type normJob struct {
+	x, add, addB, norm, normB, dst []float32
+	cols                           int
+	eps                            float32
+}
+
+func (j *normJob) do(_, lo, hi int) {
+	c := j.cols
+	for t := lo; t < hi; t++ {
+		x := j.x[t*c : (t+1)*c]
+		switch {
+		case j.addB != nil: // x + (add + bias), as ggml adds the bias to its matmul first
+			for i, v := range j.add[t*c : (t+1)*c] {
+				x[i] += v + j.addB[i]
+			}
+		case j.add != nil:
+			addTo(x, j.add[t*c:(t+1)*c])
+		}
+		if j.normB != nil {
+			layernorm(j.dst[t*c:(t+1)*c], x, j.norm, j.normB, j.eps)
+		} else {
+			rmsnorm(j.dst[t*c:(t+1)*c], x, j.norm, j.eps)
+		}
+	}
+}
+
+// storeJob rotates each token's q and k (RoPE) and writes its K and V into
+// the paged cache, per head at the layout kvLayer gives.
+type storeJob struct {
+	b     *Backend
+	l     int
+	batch *backend.Batch
+}
+
+func (j *storeJob) do(_, lo, hi int) {
+	b, c := j.b, j.b.c
+	KV, hd, bs := c.KVDim(), c.HeadDim, b.blockSize
+	kc, vc := b.k[j.l], b.v[j.l]
+	slot := func(t int) (block, pos int) {
+		pos = b.tokPos[t]
+		return j.batch.Seqs[b.tokSeq[t]].Blocks[pos/bs], pos % bs
+	}
+	// The slots are cold: ask for all their lines first, so that the
+	// stores below do not wait on memory one line at a time.
+	for t := lo; t < hi; t++ {
+		blk, r := slot(t)
+		for h := range c.KVHeads {
+			kc.prefetch(b.kvAt(blk, h, r), hd)
+			vc.prefetch(b.kvAt(blk, h, r), hd)
+		}
+	}
+	L := &b.m.Layers[j.l]
+	for t := lo; t < hi; t++ {
+		pos := b.tokPos[t]
+		blk, r := slot(t)
+		q, k := b.q[t*c.QDim():(t+1)*c.QDim()], b.kk[t*KV:(t+1)*KV]
+		qkvHooks(c, L, q, k, b.vv[t*KV:(t+1)*KV])
+		if b.m.PosEmbd == nil { // learned positions (bert) take no RoPE
+			b.rope.rope(c, q, c.Heads, pos)
+			b.rope.rope(c, k, c.KVHeads, pos)
+		}
+		for h := range c.KVHeads {
+			kc.put(b.kvAt(blk, h, r), b.kk[t*KV+h*hd:t*KV+(h+1)*hd])
+			vc.put(b.kvAt(blk, h, r), b.vv[t*KV+h*hd:t*KV+(h+1)*hd])
+		}
+	}
+}
+
+// touchJob writes one element per page of each KV layer, faulting it in.
+type touchJob struct{ layers []kvLayer }
+
+func (j *touchJob) do(_, lo, hi int) {
+	const page = 4096
+	for _, s := range j.layers[lo:hi] {
+		for i := 0; i < len(s.f32); i += page / 4 {
+			s.f32[i] = 0
+		}
+		for i := 0; i < len(s.f16); i += page / 2 {
+			s.f16[i] = 0
+		}
+	}
+}

@@ -1,6 +1,0 @@
-package cpu
-
-import "github.com/batchd/batchd/engine/quant"
-
-// f16Table is quant's half-to-float table, indexed in the F16 loops here.
-var f16Table = quant.F16Table()

@@ -1,0 +1,145 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/batchd/batchd/gguf"
+)
+
+// layer loads block i's tensors as the architecture lays them out.
+func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
+	tn := a.Tensors
+	blk := func(pattern string) string { return fmt.Sprintf(pattern, i) }
+	L := Layer{
+		AttnNorm: l.vector(blk(tn.AttnNorm), c.Dim),
+		Wo:       l.matrix(blk(tn.O), c.Dim, c.QDim()),
+		FFNNorm:  l.vector(blk(tn.FFNNorm), c.Dim),
+		W2:       l.matrix(blk(tn.Down), c.Dim, c.FFN),
+	}
+	if a.FusedQKV {
+		qkv := l.matrix(blk(tn.QKV), c.QDim()+2*c.KVDim(), c.Dim)
+		L.Wq, L.Wk, L.Wv = &Matrix{}, &Matrix{}, &Matrix{}
+		if qkv.Rows == c.QDim()+2*c.KVDim() { // else the error is recorded
+			q, k := c.QDim(), c.KVDim()
+			L.Wq, L.Wk, L.Wv = qkv.RowRange(0, q), qkv.RowRange(q, q+k), qkv.RowRange(q+k, q+2*k)
+		}
+	} else {
+		L.Wq = l.matrix(blk(tn.Q), c.QDim(), c.Dim)
+		L.Wk = l.matrix(blk(tn.K), c.KVDim(), c.Dim)
+		L.Wv = l.matrix(blk(tn.V), c.KVDim(), c.Dim)
+	}
+	if a.FusedGateUp {
+		gu := l.matrix(blk(tn.Up), 2*c.FFN, c.Dim)
+		L.W1, L.W3 = &Matrix{}, &Matrix{}
+		if gu.Rows == 2*c.FFN {
+			L.W1, L.W3 = gu.RowRange(0, c.FFN), gu.RowRange(c.FFN, 2*c.FFN)
+		}
+	} else {
+		if !a.PlainFFN {
+			L.W1 = l.matrix(blk(tn.Gate), c.FFN, c.Dim)
+		}
+		L.W3 = l.matrix(blk(tn.Up), c.FFN, c.Dim)
+	}
+	if a.AttnBias {
+		L.Bq = l.vector(blk(tn.BiasQ), c.QDim())
+		L.Bk = l.vector(blk(tn.BiasK), c.KVDim())
+		L.Bv = l.vector(blk(tn.BiasV), c.KVDim())
+	}
+	if a.QKNorm {
+		L.QNorm = l.vector(blk(tn.QNorm), c.HeadDim)
+		L.KNorm = l.vector(blk(tn.KNorm), c.HeadDim)
+	}
+	if a.PostNorms {
+		L.PostAttn = l.vector(blk(tn.PostAttnNorm), c.Dim)
+		L.PostFFN = l.vector(blk(tn.PostFFNNorm), c.Dim)
+	}
+	if a.Encoder {
+		L.AttnNormB = l.vector(biasOf(blk(tn.AttnNorm)), c.Dim)
+		L.FFNNormB = l.vector(biasOf(blk(tn.FFNNorm)), c.Dim)
+	}
+	if a.DenseBias {
+		L.Bo = l.vector(blk(tn.BiasO), c.Dim)
+		L.BUp = l.vector(blk(tn.BiasUp), c.FFN)
+		L.BDown = l.vector(blk(tn.BiasDown), c.Dim)
+	}
+	return L
+}
+
+// archConfig reads the keys a family adds to the Llama ones, and refuses
+// the features batchd does not run (never a load with wrong numerics).
+func archConfig(f *gguf.File, a Arch, c *Config) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	if v, ok := f.MetaUint(key("attention.value_length")); ok && int(v) != c.HeadDim {
+		return fmt.Errorf("%w: attention.value_length %d differs from key_length %d", ErrUnsupported, v, c.HeadDim)
+	}
+	if err := ropeScaling(f, c); err != nil {
+		return err
+	}
+	for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
+		if _, ok := f.Tensor(name); ok {
+			return fmt.Errorf("%w: %s (Phi-3 LongRoPE) is not implemented", ErrUnsupported, name)
+		}
+	}
+	if v, ok := f.MetaUint(key("attention.sliding_window")); ok && a.Window && v > 0 && v < 1<<31 {
+		c.SlidingWindow = int(v)
+	}
+	// llama.cpp reads attention.causal for every architecture; its
+	// converter writes false for encoders, which are bidirectional anyway.
+	c.NonCausal = a.Encoder
+	if v, ok := f.Meta[key("attention.causal")].(bool); ok {
+		c.NonCausal = !v
+	}
+	if a.Encoder {
+		c.LayerNorm, c.PostNorm = true, true
+		c.RMSEps = 1e-12
+		if v, ok := f.MetaFloat(key("attention.layer_norm_epsilon")); ok {
+			c.RMSEps = float32(v)
+		}
+	}
+	if !a.Gemma {
+		return nil
+	}
+	c.SlidingEven, c.FFNGELU = true, true
+	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+	if v, ok := f.MetaFloat(key("attn_logit_softcapping")); ok {
+		c.AttnSoftcap = float32(v)
+	}
+	if v, ok := f.MetaFloat(key("final_logit_softcapping")); ok {
+		c.FinalSoftcap = float32(v)
+	}
+	// llama.cpp scales Gemma 2 27B's queries by 1/sqrt(dim/heads) and the
+	// others' by 1/sqrt(head_dim); it tells them apart by block count.
+	if c.Layers == 46 && c.Heads > 0 {
+		c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+	}
+	return nil
+}
+
+// ropeScaling reads rope.scaling.*: none, linear or yarn.
+func ropeScaling(f *gguf.File, c *Config) error {
+	key := func(k string) string { return c.Arch + ".rope.scaling." + k }
+	typ, _ := f.MetaString(key("type"))
+	factor := float32(1)
+	if v, ok := f.MetaFloat(key("factor")); ok && v > 0 {
+		factor = float32(v)
+	}
+	switch typ {
+	case "", "none":
+		return nil
+	case "linear":
+		c.RopeScaling = RopeScaling{Type: typ, Factor: factor}
+	case "yarn":
+		s := RopeScaling{Type: typ, Factor: factor, OrigCtx: c.Context, ExtFactor: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
+		if v, ok := f.MetaUint(key("original_context_length")); ok && v > 0 && v < 1<<31 {
+			s.OrigCtx = int(v)
+		}
+		if v, ok := f.MetaFloat(key("attn_factor")); ok && v > 0 {
+			s.AttnFactor = float32(v)
+		}
+		c.RopeScaling = s
+	default:
+		return fmt.Errorf("%w: rope scaling %q (batchd runs none, linear and yarn)", ErrUnsupported, typ)
+	}
+	return nil
+}

@@ -1,0 +1,312 @@
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/batchd/batchd/gguf"
+	"github.com/batchd/batchd/tokenizer"
+	"golang.org/x/sys/unix"
+)
+
+// Config holds a Llama model's hyperparameters.
+type Config struct {
+	Arch      string  // GGUF general.architecture, or "llama" for llama2.c files
+	Dim       int     // embedding width
+	FFN       int     // feed-forward hidden width
+	Layers    int     // transformer blocks
+	Heads     int     // query heads
+	KVHeads   int     // key/value heads (grouped-query attention when < Heads)
+	HeadDim   int     // width of one head
+	RopeDim   int     // leading dims of each head that RoPE rotates (== HeadDim usually)
+	Vocab     int     // vocabulary size
+	Context   int     // longest sequence the model was trained for
+	RMSEps    float32 // the norms' epsilon (RMSNorm's; LayerNorm's when LayerNorm)
+	RopeTheta float32 // RoPE frequency base
+	RopeNeoX  bool    // rotate pairs (i, i+RopeDim/2) instead of adjacent (2i, 2i+1)
+	Tied      bool    // the classifier is the token embedding
+
+	// Per-architecture numerics; the zero values are plain Llama.
+	RopeScaling   RopeScaling
+	AttnScale     float32 // multiplies q.k before the softmax; 0 means 1/sqrt(HeadDim)
+	AttnSoftcap   float32 // scores become cap*tanh(score/cap) (gemma2); 0 is off
+	FinalSoftcap  float32 // logits likewise (gemma2)
+	SlidingWindow int     // a query sees keys less than this many positions back; 0 is all
+	SlidingEven   bool    // only even-numbered layers slide (gemma2); else every layer
+	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
+	FFNGELU       bool    // the FFN is gelu(gate)*up (gemma2), not silu(gate)*up
+	// Encoders (bert, nomic-bert).
+	LayerNorm bool // norms are LayerNorms with biases, not RMSNorms
+	PostNorm  bool // a block's norms follow its residual adds (Layer.AttnNorm, FFNNorm)
+	// NonCausal: every token attends to every token of its sequence, so a
+	// text runs in one step and the model embeds; it does not generate.
+	NonCausal bool
+
+	// Pooling is <arch>.pooling_type (llama.h: 0 none, 1 mean, 2 cls, 3
+	// last, 4 rank): how an embedding model pools; 0 when the file says none.
+	Pooling int
+}
+
+// RopeScaling stretches RoPE past the trained context, as llama.cpp's
+// rope.scaling keys say: linear divides positions by Factor; yarn blends
+// interpolated and extrapolated frequencies (ggml's rope_yarn).
+type RopeScaling struct {
+	Type               string  // "", "linear" or "yarn"
+	Factor             float32 // context stretch (freq_scale = 1/Factor)
+	OrigCtx            int     // yarn: the original context length
+	ExtFactor          float32 // yarn: extrapolation mix (1 for yarn)
+	AttnFactor         float32 // yarn: magnitude scale (1 unless the file says)
+	BetaFast, BetaSlow float32 // yarn: correction range (32 and 1)
+}
+
+// Sliding reports whether layer l attends through the sliding window.
+func (c Config) Sliding(l int) bool {
+	return c.SlidingWindow > 0 && (!c.SlidingEven || l%2 == 0)
+}
+
+// KVDim returns the width of one token's K (or V) across KV heads.
+func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// QDim returns the width of one token's Q across heads.
+func (c Config) QDim() int { return c.Heads * c.HeadDim }
+
+// Validate reports hyperparameters out of range or inconsistent (ErrShape).
+func (c Config) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"dim", c.Dim}, {"ffn", c.FFN}, {"layers", c.Layers}, {"heads", c.Heads}, {"kv heads", c.KVHeads},
+		{"head dim", c.HeadDim}, {"vocab", c.Vocab}, {"context", c.Context}} {
+		if f.v <= 0 || f.v > 1<<24 {
+			errs = append(errs, fmt.Errorf("%s = %d", f.name, f.v))
+		}
+	}
+	if c.KVHeads > 0 && c.Heads%c.KVHeads != 0 {
+		errs = append(errs, fmt.Errorf("heads %d not a multiple of kv heads %d", c.Heads, c.KVHeads))
+	}
+	if c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0 {
+		errs = append(errs, fmt.Errorf("rope dim %d for head dim %d", c.RopeDim, c.HeadDim))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrShape, err)
+	}
+	return nil
+}
+
+// Layer holds one transformer block's weights.
+type Layer struct {
+	AttnNorm   []float32
+	Wq, Wk, Wv *Matrix
+	Bq, Bk, Bv []float32 // Q, K, V biases (qwen2), or nil
+	QNorm      []float32 // per-head RMS norm of Q, HeadDim wide (qwen3), or nil
+	KNorm      []float32 // likewise of K
+	Wo         *Matrix
+	PostAttn   []float32 // RMS norm of the attention output (gemma2), or nil
+	FFNNorm    []float32
+	W1, W2, W3 *Matrix   // gate, down, up
+	PostFFN    []float32 // RMS norm of the FFN output (gemma2), or nil
+	// Encoders: the LayerNorms' biases, and the dense layers' (bert).
+	AttnNormB, FFNNormB []float32
+	Bo, BUp, BDown      []float32
+}
+
+// Model is a loaded Llama: config, weights and tokenizer. Weights may be
+// memory-mapped; Close releases them.
+type Model struct {
+	Config    Config
+	Format    string // "gguf" or "llama2c"
+	Path      string
+	Embed     *Matrix // Vocab x Dim
+	Layers    []Layer
+	OutNorm   []float32
+	Output    *Matrix // Vocab x Dim; the same as Embed when tied
+	Tokenizer *tokenizer.Tokenizer
+	// RopeFactors divides each rotated pair's frequency (Llama 3.1's
+	// rope_freqs.weight), or is nil.
+	RopeFactors []float32
+	// StopTokens end generation when sampled: the vocabulary's
+	// end-of-generation set (llama2.c files: EOS and BOS, as run.c stops).
+	StopTokens []int
+	// ChatTemplate is the file's tokenizer.chat_template (Jinja), or "".
+	ChatTemplate string
+	// Encoders: learned positions (Context x Dim, bert; nil with RoPE),
+	// the token-type row every token gets (type 0), and the LayerNorm of
+	// the summed embeddings.
+	PosEmbd               *Matrix
+	TypeEmbd              []float32
+	EmbedNorm, EmbedNormB []float32
+
+	mapped []byte
+}
+
+// LoadOptions says how to load a model file.
+type LoadOptions struct {
+	Format    string // "gguf", "llama2c" or "" to detect (GGUF magic or .gguf name, else llama2.c)
+	Tokenizer string // llama2.c tokenizer file; required for llama2.c checkpoints
+	Logger    *slog.Logger
+}
+
+// Load opens a GGUF or llama2.c model file, memory-maps it and validates it.
+func Load(path string, opts LoadOptions) (*Model, error) {
+	data, err := mmapFile(path)
+	if err != nil {
+		return nil, &FileError{Path: path, Err: err}
+	}
+	format := opts.Format
+	if format == "" {
+		format = "llama2c"
+		if (len(data) >= 4 && string(data[:4]) == gguf.Magic) || strings.EqualFold(filepath.Ext(path), ".gguf") {
+			format = "gguf"
+		}
+	}
+	var m *Model
+	switch format {
+	case "gguf":
+		m, err = loadGGUF(data)
+	case "llama2c":
+		m, err = loadLlama2c(data, opts.Tokenizer)
+	default:
+		err = fmt.Errorf("%w: format %q (want gguf or llama2c)", ErrUnsupported, format)
+	}
+	if err != nil {
+		_ = munmap(data)
+		return nil, &FileError{Path: path, Err: err}
+	}
+	m.Format, m.Path, m.mapped = format, path, data
+	return m, nil
+}
+
+// Close releases the model's mapped memory. The model must not be used after.
+func (m *Model) Close() error {
+	if m.mapped == nil {
+		return nil
+	}
+	err := munmap(m.mapped)
+	m.mapped = nil
+	return err
+}
+
+// WeightBytes returns the bytes of weights a decode step reads: every matrix
+// and norm except the token embedding table (unless it doubles as classifier).
+func (m *Model) WeightBytes() int {
+	n := 4 * len(m.OutNorm)
+	if m.Output != nil {
+		n += m.Output.Bytes()
+	}
+	for _, l := range m.Layers {
+		n += l.Wq.Bytes() + l.Wk.Bytes() + l.Wv.Bytes() + l.Wo.Bytes() +
+			l.W2.Bytes() + l.W3.Bytes() + 4*(len(l.AttnNorm)+len(l.FFNNorm))
+		if l.W1 != nil {
+			n += l.W1.Bytes()
+		}
+	}
+	return n
+}
+
+// Generates reports whether the model has a classifier and causal
+// attention: an encoder (or a decoder its file makes bidirectional) only
+// embeds.
+func (m *Model) Generates() bool { return m.Output != nil && !m.Config.NonCausal }
+
+// Digest identifies the file's contents cheaply: SHA-256 over its size and
+// its first and last 8 MiB (the header, the tensor directory, the first
+// and last tensors), for caches that must not outlive the weights.
+func (m *Model) Digest() string {
+	const span = 8 << 20
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\n", len(m.mapped))
+	h.Write(m.mapped[:min(span, len(m.mapped))])
+	h.Write(m.mapped[max(0, len(m.mapped)-span):])
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FileBytes returns the size of the mapped model file: the weights' resident memory.
+func (m *Model) FileBytes() int64 { return int64(len(m.mapped)) }
+
+// IsStop reports whether id ends generation.
+func (m *Model) IsStop(id int) bool {
+	for _, s := range m.StopTokens {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+func mmapFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() == 0 {
+		return nil, malformed("empty file")
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", ErrMalformed)
+	}
+	return unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+}
+
+func munmap(b []byte) error { return unix.Munmap(b) }
+
+// DropResident tells the kernel the mapped weights' pages may go; they are
+// read back from the file on the next use.
+func (m *Model) DropResident() error {
+	if m.mapped == nil {
+		return nil
+	}
+	return unix.Madvise(m.mapped, unix.MADV_DONTNEED)
+}
+
+// checkShape returns an error naming the matrix unless it is rows x cols.
+func checkShape(name string, m *Matrix, rows, cols int) error {
+	if m.Rows != rows || m.Cols != cols {
+		return fmt.Errorf("%w: %s is %dx%d, want %dx%d", ErrShape, name, m.Rows, m.Cols, rows, cols)
+	}
+	return nil
+}
+
+func (m *Model) validate() error {
+	c := m.Config
+	errs := []error{checkShape("token embedding", m.Embed, c.Vocab, c.Dim)}
+	if m.Output != nil { // encoders have no classifier
+		errs = append(errs, checkShape("output", m.Output, c.Vocab, c.Dim))
+		if len(m.OutNorm) != c.Dim {
+			errs = append(errs, fmt.Errorf("%w: output norm has %d, want %d", ErrShape, len(m.OutNorm), c.Dim))
+		}
+	}
+	for i, l := range m.Layers {
+		p := fmt.Sprintf("layer %d ", i)
+		errs = append(errs,
+			checkShape(p+"wq", l.Wq, c.QDim(), c.Dim),
+			checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim),
+			checkShape(p+"wv", l.Wv, c.KVDim(), c.Dim),
+			checkShape(p+"wo", l.Wo, c.Dim, c.QDim()),
+			checkShape(p+"w2", l.W2, c.Dim, c.FFN),
+			checkShape(p+"w3", l.W3, c.FFN, c.Dim))
+		if l.W1 != nil { // nil: an ungated FFN (bert)
+			errs = append(errs, checkShape(p+"w1", l.W1, c.FFN, c.Dim))
+		}
+		if len(l.AttnNorm) != c.Dim || len(l.FFNNorm) != c.Dim {
+			errs = append(errs, fmt.Errorf("%w: layer %d norms have %d and %d, want %d",
+				ErrShape, i, len(l.AttnNorm), len(l.FFNNorm), c.Dim))
+		}
+	}
+	if m.Tokenizer.VocabSize() != c.Vocab {
+		errs = append(errs, fmt.Errorf("%w: tokenizer has %d pieces, model vocab %d",
+			ErrShape, m.Tokenizer.VocabSize(), c.Vocab))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,62 @@
+package toolcall
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/batchd/batchd/grammar"
+)
+
+// TestGenericCallIDIsBounded: the Generic format's parallel calls carry an
+// id the grammar now bounds (llama.cpp's has no upper bound, so a model
+// could write one until max_tokens and lose the call).
+func TestGenericCallIDIsBounded(t *testing.T) {
+	tools, err := ParseTools([]byte(`[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(context.Background(), Generic, tools, Choice{Mode: Required}, Options{Parallel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := grammar.Parse(p.GBNF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id string) bool {
+		m := g.NewMatcher()
+		return m.Accept([]byte(`{"tool_calls": [{"name": "f", "arguments": {}, "id": "`+id+`"}]}`)) == nil && m.AllowsEnd()
+	}
+	if !call("call_0123456789") {
+		t.Fatal("a plain id was refused")
+	}
+	if call(strings.Repeat("x", maxCallIDBytes+1)) {
+		t.Fatalf("an id of %d characters was taken", maxCallIDBytes+1)
+	}
+}
+
+// TestRequiredNumbersAreFinite: a tool's number argument cannot overflow a
+// double (an exponent of 418418 made a required amount come back null).
+func TestRequiredNumbersAreFinite(t *testing.T) {
+	tools, err := ParseTools([]byte(`[{"type": "function", "function": {"name": "convert", "parameters": {"type": "object",
+		"properties": {"amount": {"type": "number"}}, "required": ["amount"]}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(context.Background(), Llama3, tools, Choice{Mode: Named, Name: "convert"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := grammar.Parse(p.GBNF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]bool{`1.5`: true, `418418418418418e99`: true, `418418418418418e418418`: false, `1e308`: false} {
+		m := g.NewMatcher()
+		got := m.Accept([]byte(`{"name": "convert", "parameters": {"amount": `+args+`}}`)) == nil && m.AllowsEnd()
+		if got != want {
+			t.Errorf("amount %s: taken %v, want %v", args, got, want)
+		}
+	}
+}
