@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/chat"
+	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 

@@ -9,12 +9,12 @@ import (
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/grammar"
-	"github.com/batchd/batchd/sample"
-	"github.com/batchd/batchd/tokenizer"
-	"github.com/batchd/batchd/toolcall"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/serve/models"
+	"github.com/batchd/batchd/tokenizer"
+	"github.com/batchd/batchd/toolcall"
 )
 
 // ipcBackend adapts the engine to the ipc server: it maps messages to engine

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/tokenizer"
-	"github.com/batchd/batchd/ipc/wire"
 )
 
 // maxTemplateBytes bounds a chat template file; real ones are under 20 KB.

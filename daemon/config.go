@@ -11,10 +11,10 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/backend"
-	"github.com/batchd/batchd/toolcall"
+	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/toolcall"
 )
 
 // Config is batchd's configuration. Precedence: Default() < file < env < flags.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/backends"
+	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
 )

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 var _ ipc.Embedder = ipcBackend{}

@@ -16,8 +16,8 @@ import (
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/model"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // TestEncodersBesideChat: a chat model and two encoders (bert with CLS

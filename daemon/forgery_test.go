@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // TestMessagesCannotForgeATurn: text in a message that spells a control

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/tokenizer"
 )

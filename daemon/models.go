@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/engine"
-	"github.com/batchd/batchd/toolcall"
 	"github.com/batchd/batchd/hwprofile"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/serve/models"
+	"github.com/batchd/batchd/toolcall"
 )
 
 // ModelEntry is a [models.NAME] table: a model beside [model]'s, loaded

@@ -8,8 +8,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/hwprofile"
+	"github.com/batchd/batchd/model"
 )
 
 // runProfile is `batchd profile`: what was detected, the profile chosen, and

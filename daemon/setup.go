@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/backends"
 	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/hwprofile"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/hwprofile"
 )
 
 // EngineConfig says which model to load and how to size the engine around it.

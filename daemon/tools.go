@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/toolcall"
-	"github.com/batchd/batchd/ipc/wire"
 )
 
 // toolSupport is how the served model writes tool calls and reasons.

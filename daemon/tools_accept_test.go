@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/toolcall"
 	"github.com/batchd/batchd/testing/jsonvalid"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/toolcall"
 )
 
 // acceptTools are functions whose schemas bound every value (strings by

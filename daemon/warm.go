@@ -9,14 +9,14 @@ import (
 
 	client "github.com/batchd/batchd/clients/go"
 
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/backends"
+	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/tokenizer"
-	"github.com/batchd/batchd/ipc"
-	"github.com/batchd/batchd/ipc/wire"
 )
 
 // PrefixCacheConfig keeps the prefix cache warm ([prefix_cache]).

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/kvcache"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/sample"
-	"github.com/batchd/batchd/kvcache"
 )
 
 // Draft-model speculation: a second model with the target's vocabulary

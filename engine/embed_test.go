@@ -14,9 +14,9 @@ import (
 
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // embedRef is a models/embed reference: llama-server's tokens and pooled,

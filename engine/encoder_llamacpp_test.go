@@ -10,13 +10,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/gguf"
+	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // TestEncodersAtSizeMatchLlamaCppServer reaches what the tiny references

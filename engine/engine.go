@@ -12,10 +12,10 @@ import (
 
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/kvcache"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/tokenizer"
-	"github.com/batchd/batchd/kvcache"
 )
 
 // Options configure an Engine.

@@ -10,8 +10,8 @@ import (
 	"github.com/batchd/batchd/grammar"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // gateModel loads tiny-qwen2 and returns its free greedy text after a

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/backend"
-	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/kvcache"
+	"github.com/batchd/batchd/sample"
 )
 
 // idleTick bounds how long the idle loop sleeps, so the heartbeat keeps moving.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/kvcache"
+	"github.com/batchd/batchd/sample"
 )
 
 // Speculative decoding: a decode share carries drafted tokens after its

@@ -11,8 +11,8 @@ import (
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/cpu"
 	"github.com/batchd/batchd/model"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // warmEngine runs an engine over a small pool whose prefix cache lives in

@@ -9,8 +9,8 @@ import (
 
 	"github.com/batchd/batchd/gguf"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // popular describes a GGUF file people download: its metadata and tensor

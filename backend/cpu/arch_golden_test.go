@@ -11,8 +11,8 @@ import (
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/sample"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // logSoftmax returns log-probabilities of logits (float64 sums).

@@ -8,9 +8,9 @@ import (
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/testmodels"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 // TestFeaturesMatchLlamaCpp covers what the shared references never

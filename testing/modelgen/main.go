@@ -26,8 +26,8 @@ import (
 
 	"github.com/batchd/batchd/gguf"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/synth"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 func main() {

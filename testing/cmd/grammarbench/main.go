@@ -25,9 +25,9 @@ import (
 	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/grammar"
-	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/testing/cpuprof"
 	"github.com/batchd/batchd/testing/llamacpp"
+	"github.com/batchd/batchd/tokenizer"
 )
 
 type refCase struct {

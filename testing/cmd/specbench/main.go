@@ -27,9 +27,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/cpu"
+	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/grammar"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/sample"
