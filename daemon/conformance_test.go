@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchd/batchd/ipc/wire"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/batchd/batchd/ipc/wire"
 )
 
 // encoding writes one value in one msgpack encoding.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/tokenizer"
 )
@@ -47,13 +48,13 @@ func engineFlags(fs *flag.FlagSet, cfg *EngineConfig, policy, mode *string) {
 
 func applyPolicyMode(cfg *EngineConfig, policy, mode string) error {
 	var err error
-	if cfg.Speculative.Method, err = engine.ParseSpecMethod(cfg.Speculative.Method); err != nil {
+	if cfg.Speculative.Method, err = sched.ParseSpecMethod(cfg.Speculative.Method); err != nil {
 		return err
 	}
-	if cfg.Scheduler.Policy, err = engine.ParsePolicy(policy); err != nil {
+	if cfg.Scheduler.Policy, err = sched.ParsePolicy(policy); err != nil {
 		return err
 	}
-	cfg.Scheduler.Mode, err = engine.ParseMode(mode)
+	cfg.Scheduler.Mode, err = sched.ParseMode(mode)
 	return err
 }
 

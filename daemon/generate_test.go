@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batchd/batchd/config"
+
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -177,7 +179,7 @@ func TestGenerateSpeculative(t *testing.T) {
 			t.Errorf("%v: %v, want a refusal saying %q", tc.args, err, tc.want)
 		}
 	}
-	c := Default()
+	c := config.Default()
 	c.Model.Path = m
 	c.Engine.Speculative = "draft"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "draft_model") {

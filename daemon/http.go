@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batchd/batchd/config"
+
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/httpapi/ollama"
 	"github.com/batchd/batchd/ipc"
@@ -16,7 +18,7 @@ import (
 
 // serveHTTP starts the OpenAI-compatible API on the sockets systemd
 // passed, or on server.http_socket and server.http_listen; none is no API.
-func (d *Daemon) serveHTTP(cfg Config, keys map[string]ipc.Peer) error {
+func (d *Daemon) serveHTTP(cfg config.Config, keys map[string]ipc.Peer) error {
 	lns := d.activatedHTTP
 	if len(lns) == 0 && cfg.Server.HTTPSocket != "" {
 		mode, _ := strconv.ParseUint(cfg.Server.SocketMode, 8, 32)
@@ -27,7 +29,7 @@ func (d *Daemon) serveHTTP(cfg Config, keys map[string]ipc.Peer) error {
 		lns = append(lns, ul)
 	}
 	if cfg.Server.HTTPListen != "" && !hasTCP(lns) {
-		tl, err := net.Listen("tcp", httpListenAddr(cfg.Server.HTTPListen))
+		tl, err := net.Listen("tcp", config.HTTPListenAddr(cfg.Server.HTTPListen))
 		if err != nil {
 			closeListeners(lns)
 			return err
@@ -37,7 +39,7 @@ func (d *Daemon) serveHTTP(cfg Config, keys map[string]ipc.Peer) error {
 	if len(lns) == 0 {
 		return nil
 	}
-	d.httpSrv = httpapi.New(httpapi.Options{Backend: ipcBackend{d}, Users: d.srv, Logger: d.log, Anonymous: cfg.settings().anonymous,
+	d.httpSrv = httpapi.New(httpapi.Options{Backend: ipcBackend{d}, Users: d.srv, Logger: d.log, Anonymous: cfg.Resolved().Anonymous,
 		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration})
 	d.httpSrv.SetAPIKeys(keys)
 	ollama.Register(d.httpSrv, ipcBackend{d})

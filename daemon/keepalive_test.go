@@ -14,21 +14,6 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-// TestParseKeepAlive: NaN, infinities and numbers past a Duration are
-// errors (they all meant forever: 1e300 seconds overflowed negative).
-func TestParseKeepAlive(t *testing.T) {
-	for _, s := range []string{"NaN", "nan", "Inf", "+Inf", "-inf", "infinity", "1e300", "1e19", "x", ""} {
-		if d, err := ParseKeepAlive(s); err == nil {
-			t.Errorf("%q: %v, want an error", s, d)
-		}
-	}
-	for s, want := range map[string]time.Duration{"-1": -1, "-1m": -1, "0": 0, "300": 5 * time.Minute, "5m": 5 * time.Minute, "1e9": 1e9 * time.Second} {
-		if d, err := ParseKeepAlive(s); err != nil || d != want {
-			t.Errorf("%q: %v %v, want %v", s, d, err, want)
-		}
-	}
-}
-
 // TestOnlyAdminsPinModels: a user who is not an admin asking keep_alive
 // -1 (or hours past server.max_keep_alive) gets the cap, so no one can pin
 // every model slot for others to wait on; an admin's -1 pins; NaN is a 400.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batchd/batchd/config"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -256,7 +258,7 @@ func metricsListener(addr string) (net.Listener, error) {
 // budget, idle ones closed after 30 s, each given server.hello_timeout to
 // make its first request, and with server.metrics_key set only for a
 // scraper that sends it (Prometheus's authorization credentials).
-func serveMetrics(sc ServerConfig, m *metrics, budget *ipc.Budget, log *slog.Logger) (stop func(context.Context) error, err error) {
+func serveMetrics(sc config.ServerConfig, m *metrics, budget *ipc.Budget, log *slog.Logger) (stop func(context.Context) error, err error) {
 	addr := sc.MetricsListen
 	ln, err := metricsListener(addr)
 	if err != nil {

@@ -4,129 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batchd/batchd/config"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/hwprofile"
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/serve/models"
-	"github.com/batchd/batchd/toolcall"
 )
 
-// ModelEntry is a [models.NAME] table: a model beside [model]'s, loaded
-// when a request names it (restart fields, all of them).
-type ModelEntry struct {
-	Path      string   `toml:"path"`      // GGUF or llama2.c file; required
-	Tokenizer string   `toml:"tokenizer"` // llama2.c tokenizer file
-	Format    string   `toml:"format"`    // "", "gguf" or "llama2c"
-	Aliases   []string `toml:"aliases"`   // more names ("llama3.2:3b")
-	// KeepAlive: how long the model stays loaded once idle ("10m", 0
-	// unloads it at once, -1 pins it); default keep_alive.
-	KeepAlive    *KeepAlive `toml:"keep_alive"`
-	Preload      bool       `toml:"preload"`       // load at start
-	ChatTemplate string     `toml:"chat_template"` // as model.chat_template
-	ToolFormat   string     `toml:"tool_format"`   // as model.tool_format
-	QuantDot     string     `toml:"quant_dot"`     // as engine.quant_dot
-	// KVTokens caps the model's KV pool in tokens; 0 is the default share
-	// (multiModelKVSeqs sequences of up to multiModelKVContext tokens).
-	KVTokens int `toml:"kv_tokens"`
-	// Context caps each request's prompt plus output in tokens (as a
-	// request's num_ctx does; a request may ask for less), and the
-	// sequences its default KV share holds; 0 is the model's.
-	Context int `toml:"context"`
-	// Speculative decoding for this model, as [engine]'s keys: a method
-	// (ngram, draft, none), a draft model's file (implies draft) and the
-	// tokens drafted per step (num_speculative_tokens is vLLM's name for
-	// it); unset keys take [engine]'s.
-	Speculative          string `toml:"speculative"`
-	DraftModel           string `toml:"draft_model"`
-	DraftTokens          int    `toml:"draft_tokens"`
-	NumSpeculativeTokens int    `toml:"num_speculative_tokens"`
-}
-
 // speculation applies the entry's speculative keys to ec.
-func (e ModelEntry) speculation(ec *EngineConfig) {
+func speculation(e config.ModelEntry, ec *EngineConfig) {
 	if e.Speculative != "" || e.DraftModel != "" { // the entry's method, not [engine]'s draft model
 		ec.Speculative.Method, ec.DraftModel = e.Speculative, e.DraftModel
 	}
 	if n := max(e.DraftTokens, e.NumSpeculativeTokens); n > 0 {
 		ec.Speculative.Tokens = n
 	}
-}
-
-// checkDraft checks a speculative method against a draft model's file.
-func checkDraft(method, draftModel string) error {
-	m, err := engine.ParseSpecMethod(method)
-	switch {
-	case err != nil:
-		return err
-	case m == "draft" && draftModel == "":
-		return fmt.Errorf("speculative = \"draft\" needs draft_model, a file with the model's vocabulary")
-	case draftModel != "" && m != "" && m != "draft":
-		return fmt.Errorf("draft_model %s with speculative = %q: a draft model drafts with method draft", draftModel, m)
-	}
-	return nil
-}
-
-// KeepAlive is Ollama's keep_alive: a duration ("5m"), a number of
-// seconds, 0 (unload when idle) or negative (forever).
-type KeepAlive struct{ time.Duration }
-
-// UnmarshalTOML takes an integer (seconds) or a string.
-func (k *KeepAlive) UnmarshalTOML(v any) error {
-	switch x := v.(type) {
-	case int64:
-		k.Duration = keepAliveSeconds(float64(x))
-		return nil
-	case float64:
-		k.Duration = keepAliveSeconds(x)
-		return nil
-	case string:
-		d, err := ParseKeepAlive(x)
-		k.Duration = d
-		return err
-	}
-	return fmt.Errorf("keep_alive: want a duration or seconds, got %T", v)
-}
-
-func keepAliveSeconds(s float64) time.Duration {
-	if s < 0 {
-		return -1
-	}
-	return time.Duration(s * float64(time.Second))
-}
-
-// maxKeepAliveSeconds is the longest keep_alive a number may give: past
-// it a Duration overflows (1e300 seconds came out negative: forever).
-const maxKeepAliveSeconds = float64(math.MaxInt64/int64(time.Second)) - 1
-
-// ParseKeepAlive reads a keep_alive string: a Go duration or a number of
-// seconds; negative is forever (-1). NaN, infinities and numbers past a
-// Duration are errors.
-func ParseKeepAlive(s string) (time.Duration, error) {
-	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		if math.IsNaN(f) || math.IsInf(f, 0) || f > maxKeepAliveSeconds {
-			return 0, fmt.Errorf("keep_alive %q: want a duration (5m), seconds, 0 or -1 (forever)", s)
-		}
-		return keepAliveSeconds(f), nil
-	}
-	if l := strings.ToLower(strings.TrimLeft(s, "+-")); strings.HasPrefix(l, "inf") || l == "nan" {
-		return 0, fmt.Errorf("keep_alive %q: want a duration (5m), seconds, 0 or -1 (forever)", s)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("keep_alive %q: want a duration (5m), seconds, 0 or -1", s)
-	}
-	if d < 0 {
-		d = -1
-	}
-	return d, nil
 }
 
 // In a daemon of several models each one's KV pool defaults to this many
@@ -136,57 +35,18 @@ func ParseKeepAlive(s string) (time.Duration, error) {
 const (
 	multiModelKVSeqs    = 8
 	multiModelKVContext = 8192
-	defaultMaxLoaded    = 3 // Ollama's default
 )
-
-// modelName is the name a file's model goes by: its base name without
-// the extension, as /v1/models lists it.
-func modelName(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-}
-
-// multiModel says whether the config names models beside [model]'s.
-func (c *Config) multiModel() bool { return c.ModelsDir != "" || len(c.Models) > 0 }
-
-// validateModels checks models_dir, max_loaded_models and [models.*].
-func (c *Config) validateModels() []error {
-	var errs []error
-	if c.MaxLoadedModels < 0 {
-		errs = append(errs, fmt.Errorf("max_loaded_models %d: want 0 (3) or more", c.MaxLoadedModels))
-	}
-	for name, e := range c.Models {
-		if e.Path == "" {
-			errs = append(errs, fmt.Errorf("models.%s.path: a model file is required", name))
-		}
-		if e.KVTokens < 0 || e.Context < 0 {
-			errs = append(errs, fmt.Errorf("models.%s: kv_tokens %d and context %d: want 0 or more", name, e.KVTokens, e.Context))
-		}
-		if _, err := toolcall.ParseFormat(e.ToolFormat); err != nil {
-			errs = append(errs, fmt.Errorf("models.%s.tool_format: %w", name, err))
-		}
-		if err := checkDraft(e.Speculative, e.DraftModel); err != nil {
-			errs = append(errs, fmt.Errorf("models.%s: %w", name, err))
-		}
-		if e.DraftTokens < 0 || e.DraftTokens > 32 || e.NumSpeculativeTokens < 0 || e.NumSpeculativeTokens > 32 {
-			errs = append(errs, fmt.Errorf("models.%s: draft_tokens %d, num_speculative_tokens %d: want 0 to 32", name, e.DraftTokens, e.NumSpeculativeTokens))
-		}
-	}
-	if _, _, err := c.modelSpecs(); err != nil {
-		errs = append(errs, err)
-	}
-	return errs
-}
 
 // modelSpecs is every configured model: [model]'s (the default, pinned:
 // it stays loaded) and each [models.NAME]; the manager adds models_dir's.
-func (c *Config) modelSpecs() ([]models.Spec, string, error) {
+func modelSpecs(c *config.Config) ([]models.Spec, string, error) {
 	var specs []models.Spec
 	def := c.DefaultModel
 	if c.Model.Path != "" && def != "" {
 		return nil, "", fmt.Errorf("default_model %q: [model]'s file is the default; set one of them", def)
 	}
 	if c.Model.Path != "" {
-		def = modelName(c.Model.Path)
+		def = config.ModelName(c.Model.Path)
 		forever := time.Duration(-1)
 		specs = append(specs, models.Spec{Name: def, Path: c.Model.Path, KeepAlive: &forever,
 			Options: engineConfig(*c, "")})
@@ -201,7 +61,7 @@ func (c *Config) modelSpecs() ([]models.Spec, string, error) {
 		if e.QuantDot != "" {
 			ec.QuantDot = e.QuantDot
 		}
-		e.speculation(&ec)
+		speculation(e, &ec)
 		s := models.Spec{Name: name, Aliases: e.Aliases, Path: e.Path, Preload: e.Preload, Options: ec}
 		if e.KeepAlive != nil {
 			ka := e.KeepAlive.Duration
@@ -312,12 +172,12 @@ func (d *Daemon) loadedRuntimes() []*Runtime {
 
 // newModels makes the models manager, before the socket serves (lists
 // answer while the default model loads); loads wait for d.ready.
-func (d *Daemon) newModels(cfg Config) error {
-	d.multi = cfg.multiModel()
+func (d *Daemon) newModels(cfg config.Config) error {
+	d.multi = cfg.MultiModel()
 	if d.multi {
 		d.gate = engine.NewComputeGate()
 	}
-	specs, def, err := cfg.modelSpecs()
+	specs, def, err := modelSpecs(&cfg)
 	if err != nil {
 		return err
 	}
@@ -328,7 +188,7 @@ func (d *Daemon) newModels(cfg Config) error {
 	}
 	maxLoaded := cfg.MaxLoadedModels
 	if maxLoaded == 0 {
-		maxLoaded = defaultMaxLoaded
+		maxLoaded = config.DefaultMaxLoaded
 	}
 	mgr, err := models.New(models.Config{Dir: cfg.ModelsDir, Specs: specs, Default: def, KeepAlive: cfg.KeepAlive.Duration,
 		MaxLoaded: maxLoaded, Load: d.loadModel, Logger: d.log.With("component", "models")})
@@ -342,12 +202,12 @@ func (d *Daemon) newModels(cfg Config) error {
 // startModels loads the default model (its failure is the daemon's); the
 // memory budget is what the default's plan found on the machine, or the
 // machine's without a default model.
-func (d *Daemon) startModels(cfg Config, met *metrics) (*Runtime, error) {
+func (d *Daemon) startModels(cfg config.Config, met *metrics) (*Runtime, error) {
 	d.met = met
 	mgr := d.models
 	def := ""
 	if cfg.Model.Path != "" {
-		def = modelName(cfg.Model.Path)
+		def = config.ModelName(cfg.Model.Path)
 	}
 	if cfg.Model.Path == "" { // no model of its own: the machine's memory, shared
 		det := hwprofile.Detect(context.Background(), hwprofile.DefaultGPUProbers(), hwprofile.HostCPU{}, 0)
@@ -447,7 +307,7 @@ func (d *Daemon) keepAliveFor(p ipc.Peer, s string) (*time.Duration, error) {
 	if s == "" {
 		return nil, nil
 	}
-	ka, err := ParseKeepAlive(s)
+	ka, err := config.ParseKeepAlive(s)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
 	}

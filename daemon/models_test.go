@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchd/batchd/config"
+
 	"github.com/ollama/ollama/api"
 
 	client "github.com/batchd/batchd/clients/go"
@@ -395,8 +397,8 @@ func TestConfiguredDraftModel(t *testing.T) {
 	if seen != 2 {
 		t.Errorf("%d models loaded, want 2", seen)
 	}
-	c2 := Default()
-	c2.Models = map[string]ModelEntry{"x": {Path: path, Speculative: "ngram", DraftModel: path}}
+	c2 := config.Default()
+	c2.Models = map[string]config.ModelEntry{"x": {Path: path, Speculative: "ngram", DraftModel: path}}
 	if err := c2.Validate(); err == nil || !strings.Contains(err.Error(), "models.x") || !strings.Contains(err.Error(), "draft") {
 		t.Errorf("ngram with a draft model: %v", err)
 	}

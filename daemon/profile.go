@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/batchd/batchd/config"
+
 	"github.com/batchd/batchd/hwprofile"
 	"github.com/batchd/batchd/model"
 )
@@ -29,9 +31,9 @@ func runProfile(_ context.Context, args []string, env *runEnv) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
-	maxConns := Default().Server.MaxConnections
+	maxConns := config.Default().Server.MaxConnections
 	if *configPath != "" {
-		c, err := LoadFile(*configPath)
+		c, err := config.LoadFile(*configPath)
 		if err != nil {
 			return err
 		}

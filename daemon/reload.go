@@ -3,6 +3,8 @@ package daemon
 import (
 	"fmt"
 	"os"
+
+	"github.com/batchd/batchd/config"
 )
 
 // reloadResult is what one reload did.
@@ -19,11 +21,11 @@ type reloadResult struct {
 // reloadConfig reads the config file for a reload. A file with no keys is
 // rejected, not read as "all defaults": it is what a truncating save or a
 // write still in progress looks like, and its defaults would admit everyone.
-func (d *Daemon) reloadConfig(b []byte) (Config, error) {
+func (d *Daemon) reloadConfig(b []byte) (config.Config, error) {
 	if d.flags.Config == "" {
 		return d.loadConfig()
 	}
-	c, keys, err := parseConfig(d.flags.Config, b)
+	c, keys, err := config.Parse(d.flags.Config, b)
 	if err == nil && keys == 0 {
 		err = fmt.Errorf("config %s is empty (%d bytes, no keys); keeping the running config", d.flags.Config, len(b))
 	}
@@ -46,7 +48,7 @@ func (d *Daemon) reload(why string, b []byte, explicit bool) reloadResult {
 	if b == nil && d.flags.Config != "" {
 		b, err = os.ReadFile(d.flags.Config)
 	}
-	var next Config
+	var next config.Config
 	if err == nil {
 		next, err = d.reloadConfig(b)
 	}
@@ -58,7 +60,7 @@ func (d *Daemon) reload(why string, b []byte, explicit bool) reloadResult {
 		d.log.Error("config rejected; keeping the running one", "trigger", why, "err", err)
 		return reloadResult{Err: err}
 	}
-	widened := widenedAccess(&d.approved, &next)
+	widened := config.WidenedAccess(&d.approved, &next)
 	if len(widened) > 0 && !explicit {
 		d.held = widened
 		d.log.Warn("config change widens access: not applied; apply it with batchctl reload or SIGHUP",
@@ -66,12 +68,12 @@ func (d *Daemon) reload(why string, b []byte, explicit bool) reloadResult {
 		return reloadResult{Held: widened}
 	}
 	d.approved = next
-	restart := restartNeeded(&d.cfg, &next)
-	carryRestartFields(&next, &d.cfg) // what applies now is the live part of next
-	rs := next.settings()
-	d.srv.SetPolicy(rs.policy)
+	restart := config.RestartNeeded(&d.cfg, &next)
+	config.CarryRestartFields(&next, &d.cfg) // what applies now is the live part of next
+	rs := next.Resolved()
+	d.srv.SetPolicy(rs.Policy)
 	if d.httpSrv != nil {
-		d.httpSrv.SetAPIKeys(rs.apiKeys)
+		d.httpSrv.SetAPIKeys(rs.APIKeys)
 	}
 	if d.models != nil { // every loaded model; later loads take the live config too
 		for _, i := range d.models.Loaded() {
@@ -81,9 +83,8 @@ func (d *Daemon) reload(why string, b []byte, explicit bool) reloadResult {
 			}
 		}
 	}
-	d.level.Set(rs.level)
+	d.level.Set(rs.Level)
 	d.cfg = next
-	d.userChannels = rs.userChannels
 	d.reloads++
 	d.lastErr = ""
 	d.restart = restart

@@ -13,13 +13,15 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/batchd/batchd/config"
+
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/grammar"
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
@@ -72,7 +74,7 @@ type Daemon struct {
 	ready    chan struct{}
 
 	mu         sync.Mutex
-	cfg        Config
+	cfg        config.Config
 	rt         *Runtime
 	reloads    int
 	reloadErrs int
@@ -80,12 +82,10 @@ type Daemon struct {
 	restart    []string
 	// approved is the config an operator last let apply (the file's values,
 	// restart fields too): a file change is judged against it (widenedAccess).
-	approved Config
+	approved config.Config
 	// held: how the config file on disk would widen access, until an
 	// explicit reload applies it (reported in stats).
 	held []string
-	// userChannels is routing.users resolved to uids.
-	userChannels map[uint32]string
 	// activatedHTTP: HTTP API sockets systemd passed.
 	activatedHTTP []net.Listener
 	// kvPub publishes the prefix cache's events (kv_events), nil when off;
@@ -123,11 +123,11 @@ func (d *Daemon) onStop(name string, close func(context.Context) error) {
 }
 
 // loadConfig builds the configuration: defaults, file, env, flags.
-func (d *Daemon) loadConfig() (Config, error) {
+func (d *Daemon) loadConfig() (config.Config, error) {
 	if d.flags.Config == "" {
-		return d.configFrom(Default())
+		return d.configFrom(config.Default())
 	}
-	c, err := LoadFile(d.flags.Config)
+	c, err := config.LoadFile(d.flags.Config)
 	if err != nil {
 		return c, err
 	}
@@ -135,7 +135,7 @@ func (d *Daemon) loadConfig() (Config, error) {
 }
 
 // configFrom applies the environment and flags over a parsed file and validates.
-func (d *Daemon) configFrom(c Config) (Config, error) {
+func (d *Daemon) configFrom(c config.Config) (config.Config, error) {
 	c.ApplyEnv(d.getenv)
 	for _, f := range []struct {
 		dst *string
@@ -151,44 +151,11 @@ func (d *Daemon) configFrom(c Config) (Config, error) {
 	return c, c.Validate()
 }
 
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToLower(s))); err != nil {
-		return l, fmt.Errorf("log_level %q: want debug, info, warn or error", s)
-	}
-	return l, nil
-}
-
-func resolvePolicy(s ServerConfig) (ipc.Policy, error) {
-	var errs []error
-	users, err := ipc.ResolveUsers(s.AllowedUsers)
-	errs = append(errs, err)
-	groups, err := ipc.ResolveGroups(s.AllowedGroups)
-	errs = append(errs, err)
-	admins, err := ipc.ResolveUsers(s.AdminUsers)
-	errs = append(errs, err)
-	return ipc.Policy{AllowedUIDs: users, AllowedGIDs: groups, AdminUIDs: admins, Self: uint32(os.Getuid()),
-		MaxRequestsPerUser: s.MaxRequestsPerUser}, errors.Join(errs...)
-}
-
-// route picks the channel of a request that did not name one: its tags,
-// then its prompt length, then its user's default, else standard.
+// route picks the channel of a request that did not name one.
 func (d *Daemon) route(uid uint32, tags []string, promptTokens int) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	r := d.cfg.Routing
-	for _, t := range tags {
-		if ch, ok := r.Tags[t]; ok {
-			return ch
-		}
-	}
-	if r.BulkPromptTokens > 0 && promptTokens >= r.BulkPromptTokens {
-		return "bulk"
-	}
-	if ch, ok := d.userChannels[uid]; ok {
-		return ch
-	}
-	return "standard"
+	return d.cfg.Route(uid, tags, promptTokens)
 }
 
 // ttftTarget returns a channel's TTFT objective from the live config.
@@ -270,24 +237,23 @@ func runServe(ctx context.Context, args []string, env *runEnv) error {
 
 // New builds a daemon from its command-line overrides and environment:
 // the configuration is read (defaults < file < env < flags), validated and
-// resolved once (users, groups, level: Config.settings); Run starts it.
-func New(f ServeFlags, getenv func(string) string) (*Daemon, Config, error) {
+// resolved once (users, groups, level: config.Resolved); Run starts it.
+func New(f ServeFlags, getenv func(string) string) (*Daemon, config.Config, error) {
 	d := &Daemon{flags: f, getenv: getenv, ready: make(chan struct{}), notifier: systemdNotifier{}}
 	cfg, err := d.loadConfig()
 	return d, cfg, err
 }
 
-func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
-	rs := cfg.settings()
-	d.level.Set(rs.level)
+func (d *Daemon) run(ctx context.Context, cfg config.Config, env *runEnv) error {
+	rs := cfg.Resolved()
+	d.level.Set(rs.Level)
 	d.log = slog.New(logHandler(env.stderr, &d.level, d.getenv("JOURNAL_STREAM"))).With("component", "daemon")
 	if d.notifier == nil {
 		d.notifier = systemdNotifier{}
 	}
 	d.cfg, d.approved = cfg, cfg
 	d.grammars = grammar.NewCache(grammarCacheSize)
-	d.userChannels = rs.userChannels
-	pol := rs.policy
+	pol := rs.Policy
 	ln, err := d.listen(cfg)
 	if err != nil {
 		return err
@@ -316,7 +282,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 	go func() { served <- d.srv.Serve(sl) }()
 	d.onStop("server", d.srv.Shutdown) // stop accepting, drain the connections, close
 	d.log.Info("listening", "socket", cfg.Server.Socket, "state", "loading")
-	if err := d.serveHTTP(cfg, rs.apiKeys); err != nil {
+	if err := d.serveHTTP(cfg, rs.APIKeys); err != nil {
 		cw.stop()
 		d.closeAll()
 		return fmt.Errorf("http: %w", err)
@@ -357,7 +323,7 @@ func (d *Daemon) run(ctx context.Context, cfg Config, env *runEnv) error {
 
 // startMetrics makes the metrics of every loaded model and serves them on
 // server.metrics_listen, if set.
-func (d *Daemon) startMetrics(cfg Config) (*metrics, error) {
+func (d *Daemon) startMetrics(cfg config.Config) (*metrics, error) {
 	met := newMetrics(func() []modelStats {
 		var out []modelStats
 		for _, rt := range d.loadedRuntimes() {
@@ -386,7 +352,7 @@ func (d *Daemon) closeAll() {
 }
 
 // listen takes the socket systemd passed, or creates the configured one.
-func (d *Daemon) listen(cfg Config) (net.Listener, error) {
+func (d *Daemon) listen(cfg config.Config) (net.Listener, error) {
 	ln, httpLns, err := activatedListeners()
 	if err != nil {
 		return nil, fmt.Errorf("socket activation: %w", err)
@@ -494,8 +460,8 @@ func (d *Daemon) sleepWhenIdle(ctx context.Context) {
 
 // liveScheduler is next's scheduler knobs, zeros filled from the plan and
 // max_num_seqs clamped to the KV blocks.
-func (d *Daemon) liveScheduler(next Config, rt *Runtime) engine.SchedulerConfig {
-	sc := next.scheduler()
+func (d *Daemon) liveScheduler(next config.Config, rt *Runtime) sched.Config {
+	sc := next.Scheduler()
 	plan := rt.Plan
 	if sc.MaxNumSeqs == 0 {
 		sc.MaxNumSeqs = plan.MaxNumSeqs
@@ -509,7 +475,7 @@ func (d *Daemon) liveScheduler(next Config, rt *Runtime) engine.SchedulerConfig 
 	return sc
 }
 
-func engineConfig(c Config, configPath string) EngineConfig {
+func engineConfig(c config.Config, configPath string) EngineConfig {
 	dir := ""
 	if configPath != "" {
 		dir = filepath.Join(filepath.Dir(configPath), "profiles.d")
@@ -517,20 +483,21 @@ func engineConfig(c Config, configPath string) EngineConfig {
 	return EngineConfig{Model: c.Model.Path, Tokenizer: c.Model.Tokenizer, Format: c.Model.Format, ProfilesDir: dir,
 		ChatTemplate: c.Model.ChatTemplate, ChatTemplateTimeout: c.Model.ChatTemplateTimeout.Duration,
 		ParseSpecialInMessages: c.Model.ParseSpecialInMessages, ToolFormat: c.Model.ToolFormat,
-		Channels:  c.channelPolicies(),
+		Channels:  channelPolicies(&c),
 		BlockSize: c.Engine.BlockSize, KVBlocks: c.Engine.KVBlocks, Threads: c.Engine.Threads,
-		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.scheduler(),
+		NoPrefixCache: !*c.Engine.PrefixCaching, KVCacheType: c.Engine.KVCacheType, QuantDot: c.Engine.QuantDot, Scheduler: c.Scheduler(),
 		Speculative: engine.SpecConfig{Method: c.Engine.Speculative, Tokens: c.Engine.DraftTokens, MaxBatch: c.Engine.DraftMaxBatch},
 		DraftModel:  c.Engine.DraftModel,
 		MaxQueue:    c.Engine.MaxQueue, Adaptive: c.Engine.Adaptive == nil || *c.Engine.Adaptive,
 		TTFTTarget: c.Channels["realtime"].TTFTTarget.Duration, ITLTarget: c.Channels["realtime"].ITLTarget.Duration,
-		CacheDir: c.cacheDir(), CacheMaxBytes: c.PrefixCache.persistMax()}
+		CacheDir: c.CacheDir(), CacheMaxBytes: c.PrefixCache.PersistMax()}
 }
 
-// cacheDir is where prefix caches persist ("": they do not).
-func (c *Config) cacheDir() string {
-	if c.PrefixCache.Persist != nil && !*c.PrefixCache.Persist {
-		return ""
+// channelPolicies are the engine's view of the channels.
+func channelPolicies(c *config.Config) map[string]engine.ChannelPolicy {
+	out := map[string]engine.ChannelPolicy{}
+	for name, ch := range c.Channels {
+		out[name] = engine.ChannelPolicy{Share: ch.Share, QueueLimit: ch.QueueLimit, Deadline: ch.Deadline.Duration, OwnSteps: ch.OwnSteps}
 	}
-	return c.StateDir
+	return out
 }

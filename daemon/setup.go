@@ -12,6 +12,7 @@ import (
 	"github.com/batchd/batchd/backend/backends"
 	"github.com/batchd/batchd/chat"
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/hwprofile"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
@@ -56,7 +57,7 @@ type EngineConfig struct {
 	Backend       string // backend name (backends.Names); "" is cpu
 	Kernels       string // the backend's kernel family ("" is the best the machine has)
 
-	Scheduler engine.SchedulerConfig
+	Scheduler sched.Config
 	MaxQueue  int
 	Observer  engine.Observer    // metrics sink, may be nil
 	KVEvents  engine.KVEventSink // the prefix cache's events, may be nil
@@ -184,9 +185,9 @@ func (p *preparedEngine) start() (*Runtime, error) {
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), m.Close())
 	}
-	var adaptive *engine.ControllerConfig
+	var adaptive *sched.ControllerConfig
 	if cfg.Adaptive {
-		adaptive = &engine.ControllerConfig{MinSeqs: 1, MaxSeqs: sc.MaxNumSeqs, MinTokens: min(64, sc.MaxNumBatchedTokens),
+		adaptive = &sched.ControllerConfig{MinSeqs: 1, MaxSeqs: sc.MaxNumSeqs, MinTokens: min(64, sc.MaxNumBatchedTokens),
 			MaxTokens: sc.MaxNumBatchedTokens, TTFTTarget: cfg.TTFTTarget, ITLTarget: cfg.ITLTarget}
 	}
 	draft, err := openDraft(&cfg, m, be, kvType, log)

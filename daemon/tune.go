@@ -12,8 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batchd/batchd/config"
+
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/tune"
 	"github.com/batchd/batchd/tune/remote"
 )
@@ -72,9 +75,9 @@ func runTune(ctx context.Context, args []string, env *runEnv) error {
 	if err != nil || cfg.Model == "" || m.Requests < 1 {
 		return usageError{errors.Join(err, errors.New("want --model FILE, and at least one size, window, load and request"))}
 	}
-	c := Default()
+	c := config.Default()
 	if *configPath != "" {
-		if c, err = LoadFile(*configPath); err != nil {
+		if c, err = config.LoadFile(*configPath); err != nil {
 			return err
 		}
 	}
@@ -101,7 +104,7 @@ func runTune(ctx context.Context, args []string, env *runEnv) error {
 	return nil
 }
 
-func objectives(c Config) []tune.Objective {
+func objectives(c config.Config) []tune.Objective {
 	var out []tune.Objective
 	for _, ch := range channelNames {
 		cc := c.Channels[ch]
@@ -137,11 +140,11 @@ func tuneInProcess(ctx context.Context, cfg EngineConfig, m tune.Matrix, env *ru
 
 // runCell sets the cell's batch size and window, then runs its load:
 // distinct random prompts of the mix's kinds, a fixed number of tokens each.
-func runCell(ctx context.Context, rt *Runtime, base engine.SchedulerConfig, c tune.Cell, m tune.Matrix) (tune.Sample, error) {
+func runCell(ctx context.Context, rt *Runtime, base sched.Config, c tune.Cell, m tune.Matrix) (tune.Sample, error) {
 	sc := base
-	sc.MaxNumSeqs, sc.Mode, sc.BatchWindow, sc.BatchSize = c.Size, engine.ModeContinuous, 0, 0
+	sc.MaxNumSeqs, sc.Mode, sc.BatchWindow, sc.BatchSize = c.Size, sched.ModeContinuous, 0, 0
 	if c.Window > 0 {
-		sc.Mode, sc.BatchWindow = engine.ModeDynamic, c.Window
+		sc.Mode, sc.BatchWindow = sched.ModeDynamic, c.Window
 	}
 	rt.Engine.SetScheduler(sc)
 	a := rt.Engine.Stats()

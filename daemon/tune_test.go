@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchd/batchd/config"
+
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/tune"
@@ -44,7 +46,7 @@ func TestTuneCommand(t *testing.T) {
 	if err := os.WriteFile(cfgPath, append([]byte(fmt.Sprintf("[model]\npath = %q\n", synth.TinyFile(t, 512))), frag...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadFile(cfgPath); err != nil {
+	if _, err := config.LoadFile(cfgPath); err != nil {
 		t.Errorf("the fragment does not load: %v\n%s", err, frag)
 	}
 	for _, f := range []string{"throughput.svg", "heatmap.svg"} {

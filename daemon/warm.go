@@ -3,11 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 
-	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/config"
 
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/backends"
@@ -19,47 +18,6 @@ import (
 	"github.com/batchd/batchd/tokenizer"
 )
 
-// PrefixCacheConfig keeps the prefix cache warm ([prefix_cache]).
-type PrefixCacheConfig struct {
-	// Persist writes the prefix cache under state_dir on drain, sleep and
-	// idle exit and reads it back at start and wake when the model, its
-	// numerics and the KV layout match (default true with a state_dir).
-	Persist *bool `toml:"persist"`
-	// Pin are prompts prefilled into the default model's cache at start
-	// and after a wake and never evicted (system prompts, few-shot
-	// blocks); PinFile adds those of a JSONL file ({"prompt": TEXT} or
-	// {"messages": [...]} per line, a chat prefix rendered without a
-	// generation prompt) (restart).
-	Pin     []string `toml:"pin"`
-	PinFile string   `toml:"pin_file"`
-	// PersistMaxBytes bounds each model's saved cache to its most recently
-	// used blocks, so that the save at a stop fits systemd's stop timeout
-	// (default 1 GiB; 0 is that default, -1 no bound).
-	PersistMaxBytes int64 `toml:"persist_max_bytes"`
-}
-
-// persistMax is PersistMaxBytes with its default.
-func (pc PrefixCacheConfig) persistMax() int64 {
-	switch {
-	case pc.PersistMaxBytes == 0:
-		return 1 << 30
-	case pc.PersistMaxBytes < 0:
-		return 0
-	}
-	return pc.PersistMaxBytes
-}
-
-// check reads the pin file, so a start or reload fails on a bad one.
-func (pc PrefixCacheConfig) check() error {
-	if pc.PinFile == "" {
-		return nil
-	}
-	if _, _, err := readWarmFile(pc.PinFile); err != nil {
-		return fmt.Errorf("prefix_cache.pin_file: %w", err)
-	}
-	return nil
-}
-
 // cacheFileOf names the model's saved prefix cache and what it must match:
 // the file's digest, the backend's numerics, the KV type and block size.
 func cacheFileOf(cfg EngineConfig, m *model.Model, be backend.Backend, kv quant.DType) (string, string) {
@@ -70,21 +28,6 @@ func cacheFileOf(cfg EngineConfig, m *model.Model, be backend.Backend, kv quant.
 	id := fmt.Sprintf("model %s; backend %s; kv %v; quant_dot %s; blocks of %d", m.Digest(), backends.Describe(be), kv,
 		cfg.QuantDot, cfg.BlockSize)
 	return filepath.Join(cfg.CacheDir, "prefix-cache-"+name+".bin"), id
-}
-
-// readWarmFile reads a JSONL file of prompts and chat prefixes.
-func readWarmFile(path string) ([]string, []wire.JSON, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	prompts, raw, err := client.ReadWarmFile(f, path)
-	chats := make([]wire.JSON, len(raw))
-	for i, c := range raw {
-		chats[i] = wire.JSON(c)
-	}
-	return prompts, chats, err
 }
 
 // warmTokens tokenizes prompts as a submit's and renders chat prefixes.
@@ -111,10 +54,10 @@ func warmTokens(ctx context.Context, rt *Runtime, prompts []string, chats []wire
 }
 
 // pinPrefixes pins the configured prefixes in the default model's cache.
-func (d *Daemon) pinPrefixes(rt *Runtime, pc PrefixCacheConfig) error {
+func (d *Daemon) pinPrefixes(rt *Runtime, pc config.PrefixCacheConfig) error {
 	prompts, chats := pc.Pin, []wire.JSON(nil)
 	if pc.PinFile != "" {
-		p, c, err := readWarmFile(pc.PinFile)
+		p, c, err := config.ReadPinFile(pc.PinFile)
 		if err != nil {
 			return fmt.Errorf("prefix_cache.pin_file: %w", err)
 		}

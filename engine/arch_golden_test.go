@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/batchd/batchd/engine/sched"
 	"path/filepath"
 	"testing"
 
@@ -49,12 +50,12 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 			}{
 				{"alone", engineOpts{}, false, 1},
 				{"batched", engineOpts{}, true, 1},
-				{"preempted", engineOpts{blocks: 30, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true, 1},
+				{"preempted", engineOpts{blocks: 30, blockSize: 4, sched: sched.Config{MaxNumBatchedTokens: 8}}, true, 1},
 				{"prefix-cache", engineOpts{blockSize: 4}, false, 2},
 				{"speculative", engineOpts{spec: ngram}, false, 1},
 				{"speculative-batched", engineOpts{spec: ngram}, true, 1},
 				{"speculative-preempted", engineOpts{blocks: 24, blockSize: 4, spec: ngram,
-					sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true, 1},
+					sched: sched.Config{MaxNumBatchedTokens: 8}}, true, 1},
 				// The model as its own draft: every draft is kept, so
 				// each verification ends with the target's own token.
 				{"draft-model-self", engineOpts{spec: SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true}, draft: m}, true, 1},

@@ -11,7 +11,9 @@ import (
 // the last minute no longer counts.
 func TestDashboardFigures(t *testing.T) {
 	var d dashboard
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	at := func(s float64) time.Time {
+		return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(s * float64(time.Second)))
+	}
 	// Two steps a second apart, 100 ms of forward each: 2 of 8 slots
 	// (realtime 1, standard 1), then 6 of 8 (bulk 6).
 	d.step(stepPoint{at: at(0), seqs: 2, max: 8, channel: [3]int{1, 1, 0}, fwd: 100 * time.Millisecond})

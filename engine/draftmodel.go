@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/batchd/batchd/engine/sched"
 	"time"
 
 	"github.com/batchd/batchd/backend"
@@ -61,7 +62,7 @@ type draftSeq struct {
 }
 
 type draftJob struct {
-	seq  *Sequence
+	seq  *sched.Sequence
 	ds   *draftSeq
 	k    int // drafts wanted
 	feed []int
@@ -114,7 +115,7 @@ func SameVocabulary(target, draft *model.Model) error {
 // catches a sequence up (a prompt, tokens since it last drafted) is left
 // out, so that the gate weighs what drafting costs each step while it goes
 // on, not the once-only catch-up.
-func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
+func (e *Engine) proposeDraft(want []*sched.Sequence, ks []int) (time.Duration, int) {
 	d := e.drafter
 	if len(want) == 0 || d.asleep {
 		return 0, 0
@@ -176,7 +177,7 @@ func (e *Engine) proposeDraft(want []*Sequence, ks []int) (time.Duration, int) {
 // plan reconciles each wanted sequence's draft state with its tokens and
 // fills d.active: what each feeds this step (a catch-up within the step's
 // budget) and how many drafts it takes (none until it has caught up).
-func (d *drafter) plan(want []*Sequence, ks []int) {
+func (d *drafter) plan(want []*sched.Sequence, ks []int) {
 	d.active = d.active[:0]
 	budget := d.catchup
 	for i, seq := range want {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/batchd/batchd/engine/sched"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,8 +44,8 @@ func TestDraftModelNeedsTheTargetsVocabulary(t *testing.T) {
 			t.Errorf("%s: New: %v, want ErrInvalidArgument saying %q", tc.name, err, tc.want)
 		}
 	}
-	if m, err := ParseSpecMethod("draft"); err != nil || m != "draft" {
-		t.Errorf("ParseSpecMethod(draft) = %q, %v", m, err)
+	if _, err := New(Options{Model: m, Backend: be, NumBlocks: 16, Speculative: SpecConfig{Method: "eagle"}}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("New with method eagle: %v, want ErrInvalidArgument", err)
 	}
 }
 
@@ -139,15 +140,15 @@ func TestDraftTimingLeavesOutCatchUps(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := m.Tokenizer.Encode("Once upon a time, in a land far away, there lived", true)
-	seq := &Sequence{ID: 1, Tokens: prompt, PromptLen: len(prompt), MaxTokens: 64}
-	if _, passes := e.proposeDraft([]*Sequence{seq}, []int{4}); passes != 3 || len(seq.Draft) != 4 {
+	seq := &sched.Sequence{ID: 1, Tokens: prompt, PromptLen: len(prompt), MaxTokens: 64}
+	if _, passes := e.proposeDraft([]*sched.Sequence{seq}, []int{4}); passes != 3 || len(seq.Draft) != 4 {
 		t.Fatalf("first drafting step: %d plain passes and %d drafts, want 3 (the prompt's pass left out) and 4", passes, len(seq.Draft))
 	}
 	// The target kept three drafts and picked a token of its own: the
 	// draft holds all but that one, so the next step is plain passes only.
 	seq.Tokens = append(append([]int(nil), prompt...), seq.Draft[0], seq.Draft[1], seq.Draft[2], 0)
 	seq.Draft = seq.Draft[:0]
-	if _, passes := e.proposeDraft([]*Sequence{seq}, []int{4}); passes != 4 || len(seq.Draft) != 4 {
+	if _, passes := e.proposeDraft([]*sched.Sequence{seq}, []int{4}); passes != 4 || len(seq.Draft) != 4 {
 		t.Fatalf("caught-up step: %d plain passes and %d drafts, want 4 and 4", passes, len(seq.Draft))
 	}
 	e.drafter.ended(seq.ID)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/batchd/batchd/engine/sched"
 	"math"
 	"time"
 )
@@ -129,7 +130,7 @@ func checkEmbed(r Request) []error {
 // pooled takes an embedding share's hidden states; the share that ends
 // the prompt ends the request with its vector. A share from position 0
 // starts over (a preempted request recomputes its prompt).
-func (e *Engine) pooled(rs *reqState, sc Scheduled, rows []float32, now time.Time) {
+func (e *Engine) pooled(rs *reqState, sc sched.Scheduled, rows []float32, now time.Time) {
 	if sc.Start == 0 {
 		rs.pool = &pooler{embed: rs.pool.embed}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/batchd/batchd/engine/sched"
 	"math"
 	"os"
 	"path/filepath"
@@ -125,7 +126,7 @@ func TestEmbeddingsMatchLlamaCpp(t *testing.T) {
 				worst = max(worst, d)
 			}
 			// Batched, chunked and beside a generation: the same bits.
-			small := startEngine(t, m, engineOpts{kvType: quant.F32, sched: SchedulerConfig{MaxNumBatchedTokens: 24, MaxPartialPrefills: 4}})
+			small := startEngine(t, m, engineOpts{kvType: quant.F32, sched: sched.Config{MaxNumBatchedTokens: 24, MaxPartialPrefills: 4}})
 			var gen *Stream
 			if m.Generates() {
 				if gen, err = small.Submit(context.Background(), Request{Tokens: ref.Texts[3].Tokens, MaxTokens: 64, IgnoreEOS: true}); err != nil {

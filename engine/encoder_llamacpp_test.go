@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"context"
+	"github.com/batchd/batchd/engine/sched"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,7 +76,7 @@ func TestEncodersAtSizeMatchLlamaCpp(t *testing.T) {
 			}
 			defer m.Close()
 			pool := map[int]Pooling{1: PoolMean, 2: PoolCLS}[m.Config.Pooling]
-			e := startEngine(t, m, engineOpts{blocks: 128, sched: SchedulerConfig{MaxNumBatchedTokens: 256}})
+			e := startEngine(t, m, engineOpts{blocks: 128, sched: sched.Config{MaxNumBatchedTokens: 256}})
 			got := make([][]float32, len(texts))
 			errs := make([]error, len(texts))
 			var wg sync.WaitGroup

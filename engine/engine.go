@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/batchd/batchd/engine/sched"
 	"log/slog"
 	"slices"
 	"sync"
@@ -27,7 +28,7 @@ type Options struct {
 	BlockSize            int  // tokens per block; default 16
 	DisablePrefixCaching bool // prefix caching is on unless this is set
 
-	Scheduler SchedulerConfig
+	Scheduler sched.Config
 	MaxQueue  int // requests waiting for admission before Submit returns ErrQueueFull; default 1024
 	// Channels: per-channel budget share (for the slo policy), queue limit
 	// and default deadline. Unlisted channels have none.
@@ -38,7 +39,7 @@ type Options struct {
 	Observer Observer         // metrics sink; default none
 	// Adaptive turns on the adaptive controller within these bounds; nil
 	// keeps the scheduler's limits fixed.
-	Adaptive *ControllerConfig
+	Adaptive *sched.ControllerConfig
 	// IDs gives request ids; engines of one process share one so that an
 	// id names one request whichever model runs it. nil: the engine's own.
 	IDs *atomic.Uint64
@@ -78,7 +79,7 @@ type Engine struct {
 	m       *model.Model
 	backend backend.Backend
 	pool    *kvcache.Pool
-	sched   *Scheduler
+	sched   *sched.Scheduler
 	byRole  bool // the backend is backend.RoleAware: prompt chunks go first
 	log     *slog.Logger
 	now     func() time.Time
@@ -93,7 +94,7 @@ type Engine struct {
 	mu       sync.Mutex
 	inbox    []*reqState
 	cancels  []cancelReq
-	newCfg   *SchedulerConfig
+	newCfg   *sched.Config
 	sleepReq bool
 	warm     warmState // pinned prefixes and the saved prefix cache (warm.go)
 	gauges   gaugeVals // the published figures a scraper reads without mu
@@ -103,8 +104,8 @@ type Engine struct {
 	// tokens, those kept, and the shares that verified a draft.
 	specDrafted, specKept, specShares uint64
 	specGate                          specGate
-	drafter                           *drafter    // Method "draft"'s model; nil otherwise
-	specWant                          []*Sequence // propose's scratch
+	drafter                           *drafter          // Method "draft"'s model; nil otherwise
+	specWant                          []*sched.Sequence // propose's scratch
 	specKs                            []int
 	sleepWeights                      bool
 	live                              map[uint64]*reqState
@@ -124,7 +125,7 @@ type Engine struct {
 	gvocab constrainVocab       // the vocabulary as grammars see it, built at the first constrained request
 
 	// adaptive control, owned by the loop
-	ctrl          *Controller
+	ctrl          *sched.Controller
 	ctrlAt        time.Time
 	ctrlSubmitted uint64
 	busy          time.Duration // forward time since ctrlAt
@@ -150,7 +151,7 @@ type cancelReq struct {
 // reqState is the loop's per-request state.
 type reqState struct {
 	req        Request
-	seq        *Sequence
+	seq        *sched.Sequence
 	stream     *Stream
 	sampler    *sample.Sampler
 	pinAs      kvcache.SeqID // a pinned prefix's: its blocks are kept under this id once prefilled
@@ -201,8 +202,19 @@ func New(o Options) (*Engine, error) {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	var so sched.Options
+	if o.Model.Config.NonCausal {
+		if bd, ok := o.Backend.(backend.Bidirectional); !ok || !bd.Bidirectional() {
+			return nil, fmt.Errorf("%w: %s attends bidirectionally and this backend runs only causal models",
+				ErrInvalidArgument, o.Model.Config.Arch)
+		}
+		so.Whole = true
+	}
+	if ra, ok := o.Backend.(backend.RoleAware); ok && ra.ByRole() {
+		so.PromptOnly = true
+	}
 	e := &Engine{
-		m: o.Model, backend: o.Backend, pool: pool, sched: NewScheduler(o.Scheduler, pool),
+		m: o.Model, backend: o.Backend, pool: pool, sched: sched.New(o.Scheduler, pool, so), byRole: so.PromptOnly,
 		log: o.Logger.With("component", "engine"), now: o.Now, obs: o.Observer,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		live: map[uint64]*reqState{}, states: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
@@ -215,19 +227,9 @@ func New(o Options) (*Engine, error) {
 		e.ids = new(atomic.Uint64)
 	}
 	e.sched.SetConfig(e.withShares(o.Scheduler))
-	if o.Model.Config.NonCausal {
-		if bd, ok := o.Backend.(backend.Bidirectional); !ok || !bd.Bidirectional() {
-			return nil, fmt.Errorf("%w: %s attends bidirectionally and this backend runs only causal models",
-				ErrInvalidArgument, o.Model.Config.Arch)
-		}
-		e.sched.whole = true
-	}
-	if ra, ok := o.Backend.(backend.RoleAware); ok && ra.ByRole() {
-		e.sched.promptOnly, e.byRole = true, true
-	}
 	if o.Adaptive != nil {
 		sc := e.sched.Config()
-		e.ctrl = NewController(*o.Adaptive, sc.MaxNumSeqs, sc.MaxNumBatchedTokens)
+		e.ctrl = sched.NewController(*o.Adaptive, sc.MaxNumSeqs, sc.MaxNumBatchedTokens)
 		e.ctrlAt = e.now()
 		st := e.ctrl.State() // its series exist from the start, not after the first interval
 		e.snap.Controller = &st
@@ -235,8 +237,8 @@ func New(o Options) (*Engine, error) {
 	e.warm.file, e.warm.identity, e.warm.maxBytes = o.CacheFile, o.CacheIdentity, o.CacheMaxBytes
 	e.loadCache("start")
 	if o.Speculative.Method != "" {
-		if _, err := ParseSpecMethod(o.Speculative.Method); err != nil {
-			return nil, err
+		if _, err := sched.ParseSpecMethod(o.Speculative.Method); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 		}
 		e.spec = o.Speculative.withDefaults()
 		if e.spec.Method == "draft" {
@@ -247,7 +249,7 @@ func New(o Options) (*Engine, error) {
 			e.drafter = d
 		}
 	}
-	if o.KVEvents != nil && !e.sched.whole { // an encoder's blocks are never shared
+	if o.KVEvents != nil && !so.Whole { // an encoder's blocks are never shared
 		e.kvEvents = o.KVEvents
 		pool.RecordEvents()
 	}
@@ -302,7 +304,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	}
 	id := e.ids.Add(1)
 	now := e.now()
-	rs.seq = &Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
+	rs.seq = &sched.Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
 		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens, Embed: r.Embed != nil, Prefill: r.Prefill, Salt: kvcache.Salt(r.CacheSalt)}
 	if r.Embed != nil {
 		rs.pool = &pooler{embed: *r.Embed}
@@ -360,7 +362,7 @@ func (e *Engine) Owner(id uint64) (uint32, bool) {
 }
 
 // SetScheduler replaces the scheduler's knobs from the next step (hot reload).
-func (e *Engine) SetScheduler(cfg SchedulerConfig) {
+func (e *Engine) SetScheduler(cfg sched.Config) {
 	e.mu.Lock()
 	cfg = e.withShares(cfg)
 	e.newCfg = &cfg
@@ -369,7 +371,7 @@ func (e *Engine) SetScheduler(cfg SchedulerConfig) {
 }
 
 // withShares fills the channel shares from the channel policies.
-func (e *Engine) withShares(cfg SchedulerConfig) SchedulerConfig {
+func (e *Engine) withShares(cfg sched.Config) sched.Config {
 	if cfg.OwnSteps == nil {
 		for ch, p := range e.channels {
 			if p.OwnSteps {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/batchd/batchd/engine/sched"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -22,7 +23,7 @@ import (
 
 type engineOpts struct {
 	blocks, blockSize int
-	sched             SchedulerConfig
+	sched             sched.Config
 	maxQueue          int
 	noStart           bool
 	quantDot          string // backend.Options.QuantDot
@@ -198,9 +199,9 @@ func TestBatchingIsInvisible(t *testing.T) {
 		o         engineOpts
 		preempted bool
 	}{
-		{"roomy", 32, engineOpts{blocks: 512, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, false},
-		{"tight pool", 32, engineOpts{blocks: 40, blockSize: 16, sched: SchedulerConfig{MaxNumBatchedTokens: 64}}, true},
-		{"block size 1", 8, engineOpts{blocks: 500, blockSize: 1, sched: SchedulerConfig{MaxNumBatchedTokens: 7, MaxPartialPrefills: 2}}, true},
+		{"roomy", 32, engineOpts{blocks: 512, blockSize: 16, sched: sched.Config{MaxNumBatchedTokens: 64}}, false},
+		{"tight pool", 32, engineOpts{blocks: 40, blockSize: 16, sched: sched.Config{MaxNumBatchedTokens: 64}}, true},
+		{"block size 1", 8, engineOpts{blocks: 500, blockSize: 1, sched: sched.Config{MaxNumBatchedTokens: 7, MaxPartialPrefills: 2}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := startEngine(t, m, tc.o)
@@ -262,9 +263,9 @@ func TestBatchingIsInvisible(t *testing.T) {
 func TestRequestLevelModesGiveSameTokens(t *testing.T) {
 	m := loadModel(t, "gguf")
 	goldens := testmodels.Goldens(t)
-	for _, mode := range []Mode{ModeStatic, ModeDynamic} {
+	for _, mode := range []sched.Mode{sched.ModeStatic, sched.ModeDynamic} {
 		t.Run(mode.String(), func(t *testing.T) {
-			e := startEngine(t, m, engineOpts{blocks: 512, sched: SchedulerConfig{Mode: mode,
+			e := startEngine(t, m, engineOpts{blocks: 512, sched: sched.Config{Mode: mode,
 				BatchSize: len(goldens), BatchWindow: 20 * time.Millisecond}})
 			var streams []*Stream
 			for _, g := range goldens {
@@ -395,7 +396,7 @@ func TestCancelFreesBlocks(t *testing.T) {
 // block conservation at every step and every request ends exactly once.
 func TestStorm(t *testing.T) {
 	m := loadModel(t, "gguf")
-	e := startEngine(t, m, engineOpts{blocks: 30, blockSize: 8, sched: SchedulerConfig{MaxNumBatchedTokens: 40, MaxNumSeqs: 6}})
+	e := startEngine(t, m, engineOpts{blocks: 30, blockSize: 8, sched: sched.Config{MaxNumBatchedTokens: 40, MaxNumSeqs: 6}})
 	rng := rand.New(rand.NewPCG(5, 6))
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/batchd/batchd/engine/sched"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +88,7 @@ func TestConstrainedGreedyMatchesLlamaCpp(t *testing.T) {
 			}{
 				{"alone", engineOpts{kvType: quant.F32}, false},
 				{"batched", engineOpts{kvType: quant.F32}, true},
-				{"preempted", engineOpts{kvType: quant.F32, blocks: 40, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true},
+				{"preempted", engineOpts{kvType: quant.F32, blocks: 40, blockSize: 4, sched: sched.Config{MaxNumBatchedTokens: 8}}, true},
 				{"speculative", engineOpts{kvType: quant.F32, spec: SpecConfig{Method: "ngram", MaxBatch: 32, Ungated: true}}, true},
 			} {
 				e := startEngine(t, m, mode.o)
@@ -182,7 +183,7 @@ func TestConstrainedBatchInvariance(t *testing.T) {
 		}
 		_, alone[i], _, _ = st.Wait(context.Background())
 	}
-	tight := startEngine(t, m, engineOpts{kvType: quant.F32, blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}})
+	tight := startEngine(t, m, engineOpts{kvType: quant.F32, blocks: 24, blockSize: 4, sched: sched.Config{MaxNumBatchedTokens: 8}})
 	var streams []*Stream
 	for i := range n {
 		st, err := tight.Submit(context.Background(), req(i))

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/batchd/batchd/engine/sched"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -50,10 +51,9 @@ func (e *Engine) iterate(ctx context.Context, batch *backend.Batch) (stop bool) 
 	e.wakeForWork()
 	e.applyPins()
 	e.control(now)
-	e.sched.stepCap = e.contendedCap()
-	e.sched.embedTokens = int(e.prefillRate * embedStep.Seconds()) // 0 until a rate is known
 	e.propose()
-	step := e.sched.Schedule(now)
+	step := e.sched.Schedule(now, sched.Limits{StepCap: e.contendedCap(),
+		EmbedTokens: int(e.prefillRate * embedStep.Seconds())}) // 0 until a rate is known
 	e.notePreempted(step)
 	for _, q := range step.Expired {
 		e.finish(e.states[q.ID], FinishError, ErrDeadlineExceeded, now)
@@ -106,7 +106,7 @@ func (e *Engine) iterate(ctx context.Context, batch *backend.Batch) (stop bool) 
 }
 
 // fillBatch makes the backend's input of a step.
-func (e *Engine) fillBatch(batch *backend.Batch, step *Step) {
+func (e *Engine) fillBatch(batch *backend.Batch, step *sched.Step) {
 	batch.Seqs = batch.Seqs[:0]
 	for _, sc := range step.Seqs {
 		toks := sc.Seq.Tokens[sc.Start : sc.Start+sc.N]
@@ -182,8 +182,8 @@ func (e *Engine) notePrefillRate(tokens int, fwd time.Duration) {
 // promptFirst orders a step's chunks, stably, with those that are all
 // prompt ahead of the rest, so that a role-aware backend sees each role
 // as one run of tokens (one pass over the weights each).
-func promptFirst(seqs []Scheduled) {
-	slices.SortStableFunc(seqs, func(a, b Scheduled) int {
+func promptFirst(seqs []sched.Scheduled) {
+	slices.SortStableFunc(seqs, func(a, b sched.Scheduled) int {
 		pa, pb := a.Start+a.N <= a.Seq.PromptLen, b.Start+b.N <= b.Seq.PromptLen
 		switch {
 		case pa == pb:
@@ -197,7 +197,7 @@ func promptFirst(seqs []Scheduled) {
 
 // afterForward advances every sequence of a finished step, samples the
 // tokens that were asked for and records the step.
-func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd time.Duration) {
+func (e *Engine) afterForward(step *sched.Step, logits [][]float32, now time.Time, fwd time.Duration) {
 	generated, prompt := 0, 0
 	for i, sc := range step.Seqs {
 		rs := e.states[sc.Seq.ID]
@@ -234,7 +234,7 @@ func (e *Engine) afterForward(step *Step, logits [][]float32, now time.Time, fwd
 // hidden states, or the end of its prefill) and returns how many tokens it
 // generated. A panic here fails this request alone (logged with its stack),
 // never the loop: the other sequences of the step go on.
-func (e *Engine) seqOutput(rs *reqState, sc Scheduled, row []float32, now time.Time) (generated int) {
+func (e *Engine) seqOutput(rs *reqState, sc sched.Scheduled, row []float32, now time.Time) (generated int) {
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("request failed: internal error", "request", sc.Seq.ID, "panic", r, "stack", string(debug.Stack()))
@@ -312,7 +312,7 @@ func (e *Engine) takeInbox(now time.Time) {
 	}
 }
 
-func (e *Engine) notePreempted(step *Step) {
+func (e *Engine) notePreempted(step *sched.Step) {
 	for _, seq := range step.Preempted {
 		e.log.Debug("preempted", "request", seq.ID, "priority", seq.Priority, "tokens", len(seq.Tokens))
 	}
@@ -518,12 +518,12 @@ func (e *Engine) publish() {
 // control feeds the adaptive controller an observation every interval and
 // applies its decision to the scheduler.
 func (e *Engine) control(now time.Time) {
-	if e.ctrl == nil || now.Sub(e.ctrlAt) < e.ctrl.cfg.Interval {
+	if e.ctrl == nil || now.Sub(e.ctrlAt) < e.ctrl.Interval() {
 		return
 	}
 	dt := now.Sub(e.ctrlAt)
 	e.mu.Lock()
-	o := Observation{Now: now, QPS: float64(e.rec.submitted-e.ctrlSubmitted) / dt.Seconds(),
+	o := sched.Observation{Now: now, QPS: float64(e.rec.submitted-e.ctrlSubmitted) / dt.Seconds(),
 		Queue: e.sched.Waiting() + len(e.inbox), Running: e.sched.Running(),
 		P95ITL:      time.Duration(e.rec.itl.recentP95(256) * float64(time.Second)),
 		Utilization: e.busy.Seconds() / dt.Seconds()}

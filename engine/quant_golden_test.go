@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/batchd/batchd/engine/sched"
 	"math"
 	"os"
 	"path/filepath"
@@ -69,12 +70,12 @@ func TestQuantizedGreedyMatchesLlamaCpp(t *testing.T) {
 			}{
 				{"alone", engineOpts{}, false},
 				{"batched", engineOpts{}, true},
-				{"preempted", engineOpts{blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8}}, true},
+				{"preempted", engineOpts{blocks: 24, blockSize: 4, sched: sched.Config{MaxNumBatchedTokens: 8}}, true},
 				{"speculative", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}}, false},
 				{"speculative-batched", engineOpts{spec: SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}}, true},
 				{"draft-model", engineOpts{spec: drafted, draft: draft}, false},
 				{"draft-model-batched", engineOpts{spec: drafted, draft: draft}, true},
-				{"draft-model-preempted", engineOpts{blocks: 24, blockSize: 4, sched: SchedulerConfig{MaxNumBatchedTokens: 8},
+				{"draft-model-preempted", engineOpts{blocks: 24, blockSize: 4, sched: sched.Config{MaxNumBatchedTokens: 8},
 					spec: drafted, draft: draft}, true},
 			} {
 				e := startEngine(t, m, mode.o)

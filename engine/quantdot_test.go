@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/batchd/batchd/engine/sched"
 	"math"
 	"path/filepath"
 	"slices"
@@ -95,7 +96,7 @@ func TestAutoQuantDotInvisible(t *testing.T) {
 	// Every request is queued before the loop starts, so that they are
 	// admitted together and the tiny pool must preempt (under load a loop
 	// already running could finish one before the next arrived).
-	e := startEngine(t, m, engineOpts{quantDot: "auto", blocks: 12, blockSize: 4, noStart: true, sched: SchedulerConfig{MaxNumBatchedTokens: 8}})
+	e := startEngine(t, m, engineOpts{quantDot: "auto", blocks: 12, blockSize: 4, noStart: true, sched: sched.Config{MaxNumBatchedTokens: 8}})
 	ctx, cancel := context.WithCancel(context.Background())
 	start = func() { go func() { _ = e.Run(ctx) }() }
 	for i, r := range run(e, prompts) {

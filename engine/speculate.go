@@ -1,10 +1,9 @@
 package engine
 
 import (
-	"fmt"
+	"github.com/batchd/batchd/engine/sched"
 	"time"
 
-	"github.com/batchd/batchd/kvcache"
 	"github.com/batchd/batchd/sample"
 )
 
@@ -36,17 +35,6 @@ type SpecConfig struct {
 	// Ungated drafts whenever there is a draft, below MaxBatch, whatever
 	// the measured costs (tests that must see drafts whatever the timing).
 	Ungated bool
-}
-
-// ParseSpecMethod checks a method name ("", "none", "ngram", "draft").
-func ParseSpecMethod(s string) (string, error) {
-	switch s {
-	case "", "none", "off":
-		return "", nil
-	case "ngram", "draft":
-		return s, nil
-	}
-	return "", fmt.Errorf("%w: speculative method %q (want ngram, draft or none)", ErrInvalidArgument, s)
 }
 
 func (c SpecConfig) withDefaults() SpecConfig {
@@ -85,7 +73,7 @@ func (e *Engine) propose() {
 	if e.spec.Method == "" {
 		return
 	}
-	running := e.sched.running
+	running := e.sched.RunningSeqs()
 	if len(running) > e.spec.MaxBatch {
 		for _, seq := range running {
 			seq.Draft = seq.Draft[:0]
@@ -187,7 +175,7 @@ func (e *Engine) pick(rs *reqState, row []float32, history []int) (int, error) {
 // the request's; the first it refuses is replaced by its own draw, and
 // after a draft kept whole one more token is drawn. It returns the tokens
 // the request received.
-func (e *Engine) verify(rs *reqState, sc Scheduled, rows []float32, now time.Time) int {
+func (e *Engine) verify(rs *reqState, sc sched.Scheduled, rows []float32, now time.Time) int {
 	seq, draft := sc.Seq, sc.Draft
 	w := len(rows) / (len(draft) + 1)
 	kept, got := 0, 0
@@ -236,29 +224,4 @@ func (e *Engine) verify(rs *reqState, sc Scheduled, rows []float32, now time.Tim
 		rs.spec.pause = 16
 	}
 	return got
-}
-
-// addDraft schedules seq's draft after its decode token when the budget
-// and free blocks allow (drafts never preempt), and returns its tokens.
-func (s *Scheduler) addDraft(seq *Sequence, n, budget int, st *Step) int {
-	k := len(seq.Draft)
-	if k == 0 || n != 1 || k > budget || !st.Seqs[len(st.Seqs)-1].Logits ||
-		s.pool.Allocate(kvcache.SeqID(seq.ID), nil, seq.Computed+1+k) != nil {
-		seq.Draft = seq.Draft[:0]
-		return 0
-	}
-	st.Seqs[len(st.Seqs)-1].Draft = seq.Draft
-	st.Tokens += k
-	return k
-}
-
-// AcceptDrafts records that a verification kept n drafted tokens (now at
-// the end of seq.Tokens, their K/V computed): they join the prefix cache,
-// and the blocks of the rejected ones go back at once.
-func (s *Scheduler) AcceptDrafts(seq *Sequence, n int) {
-	seq.Computed += n
-	if n > 0 && !s.whole {
-		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Salt, seq.Tokens[:s.cacheable(seq, seq.Computed)])
-	}
-	s.pool.Shrink(kvcache.SeqID(seq.ID), len(seq.Tokens))
 }

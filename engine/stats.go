@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/batchd/batchd/engine/sched"
 	"slices"
 	"time"
 )
@@ -70,7 +71,7 @@ type Stats struct {
 	Finished  map[string]uint64 `json:"finished"` // by finish reason
 
 	// Controller is the adaptive controller's state (when adaptive control is on).
-	Controller *ControllerState `json:"controller,omitempty"`
+	Controller *sched.ControllerState `json:"controller,omitempty"`
 
 	TTFT       Dist `json:"ttft"`
 	InterToken Dist `json:"inter_token"`

@@ -62,7 +62,10 @@ func TestImportRules(t *testing.T) {
 		{"toolcall", []string{"grammar"}}, // text in, text out: formats, grammars, a parser; no tokens
 		{"model", []string{"gguf", "quant", "tokenizer"}},
 		{"backend", []string{"quant"}},
-		{"engine", []string{"backend", "model", "gguf", "quant", "tokenizer", "sample", "grammar", "kvcache"}},
+		{"engine", []string{"engine/sched", "backend", "model", "gguf", "quant", "tokenizer", "sample", "grammar", "kvcache"}},
+		{"engine/sched", []string{"kvcache"}}, // pure logic on a pool: no requests, tensors or clock
+		// The file's schema: readable and comparable without the engine or a model.
+		{"config", []string{"engine/sched", "backend", "quant", "toolcall", "grammar", "ipc", "clients/go", "kvevents", "kvcache"}},
 		{"backend/cpu", []string{"backend", "model", "gguf", "quant", "tokenizer"}},
 		{"ipc/wire", nil},
 		{"clients/go", []string{"ipc/wire"}},

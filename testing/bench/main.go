@@ -24,6 +24,7 @@ import (
 
 	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/cpuprof"
 )
@@ -138,7 +139,7 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if cfg.Scheduler.Policy, err = engine.ParsePolicy(*policy); err != nil {
+	if cfg.Scheduler.Policy, err = sched.ParsePolicy(*policy); err != nil {
 		return err
 	}
 	targets := map[string]time.Duration{"realtime": *rtTarget, "standard": 4 * *rtTarget, "bulk": 60 * *rtTarget}
@@ -155,7 +156,7 @@ func run(args []string, stdout io.Writer) error {
 		mc := cfg
 		if name == "adaptive" {
 			mc.Adaptive = true
-		} else if mc.Scheduler.Mode, err = engine.ParseMode(name); err != nil {
+		} else if mc.Scheduler.Mode, err = sched.ParseMode(name); err != nil {
 			return err
 		}
 		configs[name] = mc

@@ -1,209 +1,16 @@
-package engine
+package sched
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/batchd/batchd/kvcache"
 )
 
-// Policy orders the waiting queue and chooses whom to preempt.
-type Policy int
-
-// The scheduling policies.
-const (
-	PolicyFCFS     Policy = iota // arrival order
-	PolicyPriority               // higher Priority first, then arrival
-	PolicySLO                    // earliest deadline first, channel shares, one request per user per pass
-)
-
-func (p Policy) String() string {
-	switch p {
-	case PolicyFCFS:
-		return "fcfs"
-	case PolicyPriority:
-		return "priority"
-	case PolicySLO:
-		return "slo"
-	}
-	return fmt.Sprintf("policy(%d)", int(p))
-}
-
-// ParsePolicy parses "fcfs" or "priority".
-func ParsePolicy(s string) (Policy, error) {
-	switch s {
-	case "fcfs", "":
-		return PolicyFCFS, nil
-	case "priority":
-		return PolicyPriority, nil
-	case "slo":
-		return PolicySLO, nil
-	}
-	return 0, fmt.Errorf("%w: policy %q (want fcfs, priority or slo)", ErrInvalidArgument, s)
-}
-
-// Mode is the batching discipline.
-type Mode int
-
-// The batching modes. Static and dynamic are request-level baselines kept for benchmarks.
-const (
-	ModeContinuous Mode = iota // iteration-level: join and leave at every step
-	ModeStatic                 // a fixed-size batch runs until its longest member ends
-	ModeDynamic                // a batch forms when full or when a wait window expires
-)
-
-func (m Mode) String() string {
-	switch m {
-	case ModeContinuous:
-		return "continuous"
-	case ModeStatic:
-		return "static"
-	case ModeDynamic:
-		return "dynamic"
-	}
-	return fmt.Sprintf("mode(%d)", int(m))
-}
-
-// ParseMode parses "continuous", "static" or "dynamic".
-func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "continuous", "":
-		return ModeContinuous, nil
-	case "static":
-		return ModeStatic, nil
-	case "dynamic":
-		return ModeDynamic, nil
-	}
-	return 0, fmt.Errorf("%w: mode %q (want continuous, static or dynamic)", ErrInvalidArgument, s)
-}
-
-// SchedulerConfig holds the scheduler's knobs; zero fields take defaults.
-type SchedulerConfig struct {
-	Policy              Policy
-	Mode                Mode
-	MaxNumSeqs          int           // sequences running at once; default 64
-	MaxNumBatchedTokens int           // tokens per step (the token budget); default 512
-	MaxPartialPrefills  int           // sequences per step whose prompt chunk leaves more to do; default 1
-	BatchSize           int           // static/dynamic batch size; default MaxNumSeqs
-	BatchWindow         time.Duration // dynamic: wait window (default 50ms); static: flush after (default 2s)
-	// Shares splits each step's admission budget between channels under the
-	// slo policy (say realtime 0.5, standard 0.35, bulk 0.15); what a channel
-	// leaves unused goes to the others.
-	Shares map[string]float64
-	// OwnSteps names channels whose sequences run in steps of their own:
-	// when more than one group (each such channel, and everything else)
-	// has work, steps take the groups in turn.
-	OwnSteps map[string]bool
-}
-
-func (c SchedulerConfig) withDefaults() SchedulerConfig {
-	if c.MaxNumSeqs <= 0 {
-		c.MaxNumSeqs = 64
-	}
-	if c.MaxNumBatchedTokens <= 0 {
-		c.MaxNumBatchedTokens = 512
-	}
-	if c.MaxPartialPrefills <= 0 {
-		c.MaxPartialPrefills = 1
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = c.MaxNumSeqs
-	}
-	if c.BatchWindow <= 0 {
-		c.BatchWindow = 50 * time.Millisecond
-		if c.Mode == ModeStatic {
-			c.BatchWindow = 2 * time.Second
-		}
-	}
-	return c
-}
-
-// SeqStatus is where a sequence is in its life.
-type SeqStatus int
-
-// Sequence states.
-const (
-	SeqWaiting SeqStatus = iota
-	SeqRunning
-	SeqFinished
-)
-
-func (s SeqStatus) String() string {
-	return [...]string{"waiting", "running", "finished"}[s]
-}
-
-// Sequence is the scheduler's view of a request: its tokens (prompt, then
-// generated) and how many of them have their KV computed.
-type Sequence struct {
-	ID        uint64
-	Priority  int
-	Channel   string
-	Owner     uint32
-	Deadline  time.Time // first token due by; zero = none. Past it while waiting: expired
-	Padding   bool      // ended, but holds its row until its request-level batch ends
-	Arrival   time.Time
-	Tokens    []int
-	PromptLen int
-	MaxTokens int
-	Computed  int // tokens whose K/V are in the cache
-	Status    SeqStatus
-
-	Preemptions  int
-	CachedTokens int       // prompt tokens served from the prefix cache at first admission
-	FirstSched   time.Time // zero until first scheduled
-	// Embed: the prompt is all there is (an embedding); every token is
-	// computed, none served from the prefix cache.
-	Embed bool
-	// Prefill: the prompt is computed into the cache, nothing sampled.
-	Prefill bool
-	// Salt roots its prefix-cache chain (kvcache.Salt of Request.CacheSalt):
-	// it shares blocks only with sequences of the same salt.
-	Salt kvcache.Hash
-	// Draft: tokens proposed to follow Tokens (speculative decoding),
-	// verified in the sequence's next decode share when there is room.
-	Draft []int
-	order uint64
-}
-
-// Generated returns how many tokens the sequence has produced.
-func (s *Sequence) Generated() int { return len(s.Tokens) - s.PromptLen }
-
-// Scheduled is one sequence's share of a step: tokens [Start, Start+N).
-type Scheduled struct {
-	Seq    *Sequence
-	Start  int
-	N      int
-	Logits bool // the share ends at the last known token: sample the next
-	Hidden bool // an embedding's share: its tokens' final hidden states
-	// Draft follows the share's last token in the forward pass, each with
-	// its logits: verified, not yet part of Tokens.
-	Draft []int
-}
-
-// Step is the plan for one forward pass.
-type Step struct {
-	Now       time.Time
-	Seqs      []Scheduled
-	Preempted []*Sequence // moved back to waiting this step, KV freed
-	Expired   []*Sequence // removed from waiting: their deadline passed before they started
-	Released  []*Sequence // padding rows freed: their request-level batch ended
-	Tokens    int         // tokens scheduled, at most the token budget
-}
-
-func (st *Step) add(seq *Sequence, n int) {
-	st.Seqs = append(st.Seqs, Scheduled{Seq: seq, Start: seq.Computed, N: n,
-		Logits: !seq.Embed && !seq.Prefill && seq.Computed+n == len(seq.Tokens), Hidden: seq.Embed})
-	st.Tokens += n
-	if seq.FirstSched.IsZero() {
-		seq.FirstSched = st.Now
-	}
-}
-
 // Scheduler decides each step who runs and how many tokens each processes.
 // It is a synchronous state machine: no goroutines, no clock of its own.
 type Scheduler struct {
-	cfg         SchedulerConfig
+	cfg         Config
 	pool        *kvcache.Pool
 	waiting     []*Sequence // in policy order
 	running     []*Sequence // in policy order at the start of each step
@@ -213,27 +20,37 @@ type Scheduler struct {
 	gapEWMA     time.Duration // dynamic mode: smoothed gap between arrivals
 	pol         policy        // from cfg.Policy
 	bat         batching      // from cfg.Mode
-	// promptOnly: the backend computes prompt and generated tokens
-	// differently (backend.RoleAware), so only prompt blocks are shared:
-	// a block a request generated would differ from the same tokens
-	// computed as another request's prompt.
-	promptOnly bool
-	// stepCap, when set, bounds a step's prefill to about this many tokens
-	// besides one token per running sequence (another engine shares the
-	// cores; see ComputeGate).
-	stepCap int
-	// embedLeft is what embeddings may still take of this step's budget;
-	// embedTokens, when set, bounds it beside generations (the engine's
-	// measure of embedStep's worth of prompt tokens).
-	embedLeft, embedTokens int
+	opt         Options
+	lim         Limits // this step's
+	// embedLeft is what embeddings may still take of this step's budget.
+	embedLeft int
 	// stepGroup is the group this step serves ("" when all may share it);
 	// turn rotates the groups (OwnSteps).
 	stepGroup string
 	turn      int
-	// whole: the model attends bidirectionally (an encoder), so each text
+}
+
+// Options are what the model and backend fix for a scheduler's life.
+type Options struct {
+	// PromptOnly: the backend computes prompt and generated tokens
+	// differently (backend.RoleAware), so only prompt blocks are shared:
+	// a block a request generated would differ from the same tokens
+	// computed as another request's prompt.
+	PromptOnly bool
+	// Whole: the model attends bidirectionally (an encoder), so each text
 	// runs in one share from position 0, alone over the budget if it must,
 	// and its blocks are never shared (a K/V row depends on the whole text).
-	whole bool
+	Whole bool
+}
+
+// Limits are what the engine measures before each step; zeros bound nothing.
+type Limits struct {
+	// StepCap bounds a step's prefill to about this many tokens besides
+	// one token per running sequence (another engine shares the cores).
+	StepCap int
+	// EmbedTokens bounds the embeddings' part of a step beside
+	// generations (the engine's measure of a few milliseconds of prompt).
+	EmbedTokens int
 }
 
 // embedShare: while generations run or wait, embeddings take at most
@@ -249,26 +66,26 @@ func (s *Scheduler) embedAllowance(budget int) int {
 	gen := func(q *Sequence) bool { return !q.Embed && !q.Padding }
 	if slices.ContainsFunc(s.running, gen) || slices.ContainsFunc(s.waiting, gen) {
 		share := max(16, budget/embedShare)
-		if s.embedTokens > 0 {
-			share = min(share, max(16, s.embedTokens))
+		if s.lim.EmbedTokens > 0 {
+			share = min(share, max(16, s.lim.EmbedTokens))
 		}
 		return share
 	}
 	return budget
 }
 
-// NewScheduler returns a scheduler over pool.
-func NewScheduler(cfg SchedulerConfig, pool *kvcache.Pool) *Scheduler {
-	s := &Scheduler{pool: pool}
+// New returns a scheduler over pool.
+func New(cfg Config, pool *kvcache.Pool, o Options) *Scheduler {
+	s := &Scheduler{pool: pool, opt: o}
 	s.SetConfig(cfg)
 	return s
 }
 
 // Config returns the effective configuration.
-func (s *Scheduler) Config() SchedulerConfig { return s.cfg }
+func (s *Scheduler) Config() Config { return s.cfg }
 
 // SetConfig replaces the knobs (hot reload); it applies from the next step.
-func (s *Scheduler) SetConfig(cfg SchedulerConfig) {
+func (s *Scheduler) SetConfig(cfg Config) {
 	s.cfg = cfg.withDefaults()
 	s.pol, s.bat = policyFor(s.cfg.Policy), batchingFor(s.cfg.Mode)
 	s.sortWaiting()
@@ -279,6 +96,13 @@ func (s *Scheduler) Waiting() int { return len(s.waiting) }
 
 // Running returns how many sequences hold a place in the running set.
 func (s *Scheduler) Running() int { return len(s.running) }
+
+// RunningSeqs returns the running set, in policy order as of the last
+// step; the caller reads it and must not change it.
+func (s *Scheduler) RunningSeqs() []*Sequence { return s.running }
+
+// Whole reports whether each text runs whole (Options.Whole).
+func (s *Scheduler) Whole() bool { return s.opt.Whole }
 
 // ByChannel counts running and waiting sequences per channel.
 func (s *Scheduler) ByChannel() (running, waiting map[string]int) {
@@ -354,9 +178,10 @@ func (s *Scheduler) Remove(seq *Sequence) {
 // Schedule plans the next step: running sequences first (decodes and
 // prefill chunks within the token budget, preempting from the back of the
 // policy order when blocks run out), then, unless something was preempted for
-// blocks, waiting ones in policy order.
-func (s *Scheduler) Schedule(now time.Time) *Step {
+// blocks, waiting ones in policy order. lim holds for this step.
+func (s *Scheduler) Schedule(now time.Time, lim Limits) *Step {
 	st := &Step{Now: now}
+	s.lim = lim
 	s.expire(st)
 	s.bat.beginStep(s, st)
 	slices.SortStableFunc(s.running, s.cmp)
@@ -370,8 +195,8 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 	displaced := len(st.Preempted)
 	s.chooseGroup()
 	budget, partial := s.cfg.MaxNumBatchedTokens, 0
-	if s.stepCap > 0 {
-		budget = min(budget, s.stepCap+len(s.running))
+	if s.lim.StepCap > 0 {
+		budget = min(budget, s.lim.StepCap+len(s.running))
 	}
 	s.embedLeft = s.embedAllowance(budget)
 	var head *Sequence
@@ -400,10 +225,10 @@ func (s *Scheduler) Schedule(now time.Time) *Step {
 		if seq.Embed {
 			room = min(budget, s.embedLeft)
 		}
-		if s.whole && n > room && len(st.Seqs) > 0 {
+		if s.opt.Whole && n > room && len(st.Seqs) > 0 {
 			continue // a later step, whole
 		}
-		if s.whole {
+		if s.opt.Whole {
 			room = n
 		}
 		if n > room {
@@ -507,14 +332,14 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 			n = min(n, s.embedLeft)
 		}
 		switch {
-		case s.whole && n < rest && len(st.Seqs) == 0:
+		case s.opt.Whole && n < rest && len(st.Seqs) == 0:
 			n = rest // alone, over the budget: a text longer than it runs whole or never
-		case s.whole && n < rest && continuous:
+		case s.opt.Whole && n < rest && continuous:
 			return false // the next step, whole, in order
-		case s.whole && n < rest:
+		case s.opt.Whole && n < rest:
 			n = 0
 		}
-		if n < rest && !s.whole {
+		if n < rest && !s.opt.Whole {
 			if *partial >= s.cfg.MaxPartialPrefills {
 				if continuous {
 					return false
@@ -570,15 +395,15 @@ func (s *Scheduler) expire(st *Step) {
 func (s *Scheduler) Advance(sc Scheduled) {
 	seq := sc.Seq
 	seq.Computed = sc.Start + sc.N
-	if !seq.Padding && !s.whole { // pad tokens are not worth a prefix-cache entry
+	if !seq.Padding && !s.opt.Whole { // pad tokens are not worth a prefix-cache entry
 		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Salt, seq.Tokens[:s.cacheable(seq, seq.Computed)])
 	}
 }
 
 // cacheable bounds the first n tokens of seq to those the prefix cache may
-// share: all of them, or only the prompt's under promptOnly.
+// share: all of them, or only the prompt's under PromptOnly.
 func (s *Scheduler) cacheable(seq *Sequence, n int) int {
-	if s.promptOnly {
+	if s.opt.PromptOnly {
 		return min(n, seq.PromptLen)
 	}
 	return n

@@ -1,8 +1,9 @@
-package daemon
+package config
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/user"
@@ -10,6 +11,28 @@ import (
 
 	"github.com/batchd/batchd/ipc"
 )
+
+// Resolved is the typed form of a config's names and levels: what
+// Validate looked up, so that the daemon resolves a config once.
+type Resolved struct {
+	Policy       ipc.Policy
+	UserChannels map[uint32]string // routing.users by uid
+	Level        slog.Level
+	APIKeys      map[string]ipc.Peer // bearer key -> the user it stands for
+	Anonymous    *ipc.Peer           // who a keyless TCP request runs as; nil: 401
+}
+
+// Resolved returns the resolved fields, validating first if need be (a
+// config built in code); call it on a config that validated.
+func (c *Config) Resolved() Resolved {
+	if c.resolved == nil {
+		_ = c.Validate()
+	}
+	if c.resolved == nil {
+		return Resolved{UserChannels: map[uint32]string{}}
+	}
+	return *c.resolved
+}
 
 // minAPIKeyBytes keeps keys out of guessing range.
 const minAPIKeyBytes = 16
@@ -64,9 +87,9 @@ func resolveAPIKeys(s ServerConfig) (map[string]ipc.Peer, *ipc.Peer, error) {
 	return out, anon, errors.Join(errs...)
 }
 
-// httpListenAddr binds a bare :port to loopback; a host must be named to
+// HTTPListenAddr binds a bare :port to loopback; a host must be named to
 // listen beyond this machine.
-func httpListenAddr(addr string) string {
+func HTTPListenAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err == nil && host == "" {
 		return net.JoinHostPort("127.0.0.1", port)

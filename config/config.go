@@ -1,20 +1,15 @@
-package daemon
+package config
 
 import (
-	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/batchd/batchd/backend"
-	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/ipc"
-	"github.com/batchd/batchd/toolcall"
 )
 
 // Config is batchd's configuration. Precedence: Default() < file < env < flags.
@@ -57,7 +52,7 @@ type Config struct {
 	// default: systemd's $STATE_DIRECTORY (/var/lib/batchd), else none (restart).
 	StateDir    string            `toml:"state_dir"`
 	PrefixCache PrefixCacheConfig `toml:"prefix_cache"`
-	// KVEvents publishes the prefix cache's changes for a router (kvevents.go).
+	// KVEvents publishes the prefix cache's changes for a router.
 	KVEvents KVEventsConfig `toml:"kv_events"`
 	// Compliance rules for regulated requests ([[compliance]]), checked at
 	// start and on every reload: a config that breaks one is refused whole.
@@ -65,28 +60,7 @@ type Config struct {
 
 	// resolved holds what Validate parsed (users, groups, level), so that
 	// the daemon parses a config once.
-	resolved *resolvedConfig
-}
-
-// resolvedConfig is the typed form of a config's names and levels.
-type resolvedConfig struct {
-	policy       ipc.Policy
-	userChannels map[uint32]string
-	level        slog.Level
-	apiKeys      map[string]ipc.Peer // bearer key -> the user it stands for
-	anonymous    *ipc.Peer           // who a keyless TCP request runs as; nil: 401
-}
-
-// settings returns the resolved fields, validating first if needed (a
-// config built in code); call it on a config that validated.
-func (c *Config) settings() resolvedConfig {
-	if c.resolved == nil {
-		_ = c.Validate()
-	}
-	if c.resolved == nil {
-		return resolvedConfig{userChannels: map[uint32]string{}}
-	}
-	return *c.resolved
+	resolved *Resolved
 }
 
 // ModelConfig names the model; changes need a restart.
@@ -244,7 +218,7 @@ func Default() Config {
 		Routing:         RoutingConfig{BulkPromptTokens: 2048},
 		LogLevel:        "info",
 		DrainTimeout:    Duration{30 * time.Second},
-		MaxLoadedModels: defaultMaxLoaded,
+		MaxLoadedModels: DefaultMaxLoaded,
 		KeepAlive:       KeepAlive{5 * time.Minute},
 	}
 }
@@ -255,13 +229,13 @@ func LoadFile(path string) (Config, error) {
 	if err != nil {
 		return Default(), fmt.Errorf("config %s: %w", path, err)
 	}
-	c, _, err := parseConfig(path, b)
+	c, _, err := Parse(path, b)
 	return c, err
 }
 
-// parseConfig decodes a config file's bytes over the defaults and reports
-// how many keys it set.
-func parseConfig(path string, b []byte) (Config, int, error) {
+// Parse decodes a config file's bytes over the defaults and reports how
+// many keys it set (none: an empty file, which a reload refuses).
+func Parse(path string, b []byte) (Config, int, error) {
 	c := Default()
 	md, err := toml.Decode(string(b), &c)
 	if err != nil {
@@ -289,180 +263,4 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	if c.StateDir == "" { // systemd's StateDirectory= (the first, if several)
 		c.StateDir, _, _ = strings.Cut(getenv("STATE_DIRECTORY"), ":")
 	}
-}
-
-// Validate reports every problem at once.
-func (c *Config) Validate() error {
-	var errs []error
-	if c.Model.Path == "" && !c.multiModel() {
-		errs = append(errs, errors.New("model.path is required (or models_dir, or [models.NAME] tables)"))
-	} else if c.Model.Path == "" {
-		// Models load when requests name them; default_model names the one
-		// a request without a model gets.
-	} else if _, err := os.Stat(c.Model.Path); err != nil {
-		errs = append(errs, fmt.Errorf("model.path: %w", err))
-	}
-	if c.Model.Format != "" && c.Model.Format != "gguf" && c.Model.Format != "llama2c" {
-		errs = append(errs, fmt.Errorf("model.format %q: want gguf or llama2c", c.Model.Format))
-	}
-	if c.Server.Socket == "" {
-		errs = append(errs, errors.New("server.socket is required"))
-	}
-	if m, err := strconv.ParseUint(c.Server.SocketMode, 8, 32); err != nil || m > 0o777 {
-		errs = append(errs, fmt.Errorf("server.socket_mode %q: want an octal mode such as 0660", c.Server.SocketMode))
-	}
-	pol, err := resolvePolicy(c.Server)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-		min  int
-	}{
-		{"server.max_requests_per_user", c.Server.MaxRequestsPerUser, 0},
-		{"server.max_frame_bytes", c.Server.MaxFrameBytes, 1024},
-		{"server.max_connections", c.Server.MaxConnections, 1},
-		{"engine.block_size", c.Engine.BlockSize, 0},
-		{"engine.kv_blocks", c.Engine.KVBlocks, 0},
-		{"engine.threads", c.Engine.Threads, 0},
-		{"engine.max_num_seqs", c.Engine.MaxNumSeqs, 0},
-		{"engine.max_num_batched_tokens", c.Engine.MaxNumBatchedTokens, 0},
-		{"engine.max_partial_prefills", c.Engine.MaxPartialPrefills, 1},
-		{"engine.max_queue", c.Engine.MaxQueue, 1},
-	} {
-		if f.v < f.min {
-			errs = append(errs, fmt.Errorf("%s = %d, must be >= %d", f.name, f.v, f.min))
-		}
-	}
-	errs = append(errs, c.Engine.validateNames()...)
-	errs = append(errs, c.validateChannels()...)
-	if err := c.KVEvents.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	users, err := resolveUserChannels(c.Routing.Users)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	level, err := parseLevel(c.LogLevel)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	errs = append(errs, c.validateDurations()...)
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if err := errors.Join(c.checkCompliance(), c.PrefixCache.check()); err != nil {
-		return err
-	}
-	keys, anon, err := resolveAPIKeys(c.Server)
-	if err != nil {
-		return err
-	}
-	c.resolved = &resolvedConfig{policy: pol, userChannels: users, level: level, apiKeys: keys, anonymous: anon}
-	return nil
-}
-
-// validateChannels checks the channels and the routing to them.
-func (c *Config) validateChannels() []error {
-	var errs []error
-	for name, ch := range c.Channels {
-		if !channels[name] || name == "" {
-			errs = append(errs, fmt.Errorf("channels.%s: want realtime, standard or bulk", name))
-		}
-		if ch.Share < 0 || ch.Share > 1 || ch.QueueLimit < 0 || ch.Deadline.Duration < 0 {
-			errs = append(errs, fmt.Errorf("channels.%s: share in [0, 1], queue_limit and deadline >= 0", name))
-		}
-	}
-	for tag, ch := range c.Routing.Tags {
-		if !channels[ch] || ch == "" {
-			errs = append(errs, fmt.Errorf("routing.tags.%s = %q: want realtime, standard or bulk", tag, ch))
-		}
-	}
-	return errs
-}
-
-// validateDurations checks the durations.
-func (c *Config) validateDurations() []error {
-	var errs []error
-	if _, err := toolcall.ParseFormat(c.Model.ToolFormat); err != nil {
-		errs = append(errs, fmt.Errorf("model.tool_format: %w", err))
-	}
-	if c.Model.ChatTemplateTimeout.Duration < 0 {
-		errs = append(errs, fmt.Errorf("model.chat_template_timeout %v must be >= 0", c.Model.ChatTemplateTimeout))
-	}
-	if c.Server.HelloTimeout.Duration <= 0 {
-		errs = append(errs, fmt.Errorf("server.hello_timeout %v must be > 0", c.Server.HelloTimeout))
-	}
-	if c.DrainTimeout.Duration < 0 || c.IdleExitAfter.Duration < 0 || c.SleepAfter.Duration < 0 {
-		errs = append(errs, fmt.Errorf("drain_timeout %v, idle_exit_after %v and sleep_after %v must be >= 0",
-			c.DrainTimeout, c.IdleExitAfter, c.SleepAfter))
-	}
-	return append(errs, c.validateModels()...)
-}
-
-// validateNames checks the engine knobs that are names.
-func (e EngineKnobs) validateNames() []error {
-	var errs []error
-	if _, err := backend.ParseQuantDot(e.QuantDot); err != nil {
-		errs = append(errs, fmt.Errorf("engine.quant_dot: %w", err))
-	}
-	if _, err := engine.ParseSpecMethod(e.Speculative); err != nil {
-		errs = append(errs, fmt.Errorf("engine.speculative: %w", err))
-	}
-	if err := checkDraft(e.Speculative, e.DraftModel); err != nil {
-		errs = append(errs, fmt.Errorf("engine: %w", err))
-	}
-	if e.DraftTokens < 0 || e.DraftTokens > 32 || e.DraftMaxBatch < 0 {
-		errs = append(errs, fmt.Errorf("engine.draft_tokens = %d, draft_max_batch = %d: want 0 to 32 and >= 0", e.DraftTokens, e.DraftMaxBatch))
-	}
-	if _, err := backend.ParseKVType(e.KVCacheType); err != nil {
-		errs = append(errs, fmt.Errorf("engine.kv_cache_type: %w", err))
-	}
-	if _, err := engine.ParsePolicy(e.Policy); err != nil {
-		errs = append(errs, fmt.Errorf("engine.policy: %w", err))
-	}
-	if _, err := engine.ParseMode(e.Mode); err != nil {
-		errs = append(errs, fmt.Errorf("engine.mode: %w", err))
-	}
-	if e.BatchWindow.Duration < 0 {
-		errs = append(errs, fmt.Errorf("engine.batch_window %v: want >= 0", e.BatchWindow.Duration))
-	}
-	return errs
-}
-
-// scheduler returns the live scheduler knobs.
-func (c *Config) scheduler() engine.SchedulerConfig {
-	p, _ := engine.ParsePolicy(c.Engine.Policy)
-	m, _ := engine.ParseMode(c.Engine.Mode)
-	return engine.SchedulerConfig{Policy: p, MaxNumSeqs: c.Engine.MaxNumSeqs, Mode: m, BatchWindow: c.Engine.BatchWindow.Duration,
-		MaxNumBatchedTokens: c.Engine.MaxNumBatchedTokens, MaxPartialPrefills: c.Engine.MaxPartialPrefills}
-}
-
-// channelPolicies are the engine's view of the channels.
-func (c *Config) channelPolicies() map[string]engine.ChannelPolicy {
-	out := map[string]engine.ChannelPolicy{}
-	for name, ch := range c.Channels {
-		out[name] = engine.ChannelPolicy{Share: ch.Share, QueueLimit: ch.QueueLimit, Deadline: ch.Deadline.Duration, OwnSteps: ch.OwnSteps}
-	}
-	return out
-}
-
-// resolveUserChannels maps routing.users keys (names or uids) to uids.
-func resolveUserChannels(users map[string]string) (map[uint32]string, error) {
-	out := map[uint32]string{}
-	var errs []error
-	for name, ch := range users {
-		if !channels[ch] || ch == "" {
-			errs = append(errs, fmt.Errorf("routing.users.%s = %q: want realtime, standard or bulk", name, ch))
-			continue
-		}
-		uids, err := ipc.ResolveUsers([]string{name})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("routing.users: %w", err))
-			continue
-		}
-		out[uids[0]] = ch
-	}
-	return out, errors.Join(errs...)
 }

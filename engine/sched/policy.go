@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import "time"
 
@@ -15,10 +15,10 @@ type policy interface {
 	displaces(a, b *Sequence) bool
 	// chunkCap bounds running seq's prompt chunk this step; head is the
 	// first waiting sequence (nil if none).
-	chunkCap(seq, head *Sequence, cfg SchedulerConfig) int
+	chunkCap(seq, head *Sequence, cfg Config) int
 	// firstPass returns the filter of a first admission pass and what to
 	// note of each admitted sequence, or nils for a single in-order pass.
-	firstPass(budget int, cfg SchedulerConfig) (eligible func(*Sequence) bool, admitted func(*Sequence, int))
+	firstPass(budget int, cfg Config) (eligible func(*Sequence) bool, admitted func(*Sequence, int))
 }
 
 func policyFor(p Policy) policy {
@@ -34,10 +34,10 @@ func policyFor(p Policy) policy {
 // fcfsPolicy serves in arrival order and never displaces.
 type fcfsPolicy struct{}
 
-func (fcfsPolicy) before(a, b *Sequence) bool                       { return a.order < b.order }
-func (fcfsPolicy) displaces(a, b *Sequence) bool                    { return false }
-func (fcfsPolicy) chunkCap(seq, _ *Sequence, _ SchedulerConfig) int { return remaining(seq) }
-func (fcfsPolicy) firstPass(int, SchedulerConfig) (func(*Sequence) bool, func(*Sequence, int)) {
+func (fcfsPolicy) before(a, b *Sequence) bool              { return a.order < b.order }
+func (fcfsPolicy) displaces(a, b *Sequence) bool           { return false }
+func (fcfsPolicy) chunkCap(seq, _ *Sequence, _ Config) int { return remaining(seq) }
+func (fcfsPolicy) firstPass(int, Config) (func(*Sequence) bool, func(*Sequence, int)) {
 	return nil, nil
 }
 
@@ -79,7 +79,7 @@ func (sloPolicy) displaces(a, b *Sequence) bool {
 
 // chunkCap gives a prefill only its channel's share of the budget while a
 // waiting request is due sooner, so long bulk prompts do not hold realtime back.
-func (sloPolicy) chunkCap(seq, head *Sequence, cfg SchedulerConfig) int {
+func (sloPolicy) chunkCap(seq, head *Sequence, cfg Config) int {
 	n := remaining(seq)
 	var urgent time.Time
 	if head != nil {
@@ -94,7 +94,7 @@ func (sloPolicy) chunkCap(seq, head *Sequence, cfg SchedulerConfig) int {
 
 // firstPass: each channel within its share, one request per user per
 // channel, in deadline order.
-func (sloPolicy) firstPass(budget int, cfg SchedulerConfig) (func(*Sequence) bool, func(*Sequence, int)) {
+func (sloPolicy) firstPass(budget int, cfg Config) (func(*Sequence) bool, func(*Sequence, int)) {
 	caps := map[string]int{}
 	for ch, share := range cfg.Shares {
 		caps[ch] = int(share * float64(budget))

@@ -1,4 +1,4 @@
-package daemon
+package config
 
 import (
 	"fmt"
@@ -10,17 +10,17 @@ import (
 	"github.com/batchd/batchd/ipc"
 )
 
-// widenedAccess lists how next would let more in than running does: users
+// WidenedAccess lists how next would let more in than running does: users
 // or groups admitted, admins added, a higher per-user cap, API keys added
 // or every key dropped, a listener opened or a socket mode widened. A file
 // change that widens access is held until an explicit reload (SIGHUP,
 // batchctl reload), as PostgreSQL requires for its access file: a file
 // cut short by a careless save still parses, and its defaults admit
 // everyone. Narrowing applies at once.
-func widenedAccess(running, next *Config) []string {
+func WidenedAccess(running, next *Config) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	rp, np := running.settings().policy, next.settings().policy
+	rp, np := running.Resolved().Policy, next.Resolved().Policy
 	switch {
 	case openToAll(np) && !openToAll(rp):
 		add("server.allowed_users and allowed_groups emptied: anyone who can open the socket is admitted")
@@ -44,7 +44,7 @@ func widenedAccess(running, next *Config) []string {
 	if r, n := rp.MaxRequestsPerUser, np.MaxRequestsPerUser; r > 0 && (n == 0 || n > r) {
 		add("server.max_requests_per_user %d -> %s", r, capText(n))
 	}
-	rk, nk := running.settings().apiKeys, next.settings().apiKeys
+	rk, nk := running.Resolved().APIKeys, next.Resolved().APIKeys
 	for k, p := range nk {
 		if old, ok := rk[k]; !ok || old.UID != p.UID {
 			add("server.api_keys adds a key for uid %d", p.UID)

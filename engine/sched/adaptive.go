@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"fmt"
@@ -86,6 +86,9 @@ func NewController(cfg ControllerConfig, seqs, tokens int) *Controller {
 }
 
 func clamp(v, lo, hi int) int { return min(max(v, lo), hi) }
+
+// Interval returns how often the controller wants an observation.
+func (c *Controller) Interval() time.Duration { return c.cfg.Interval }
 
 // Limits returns the current effective limits.
 func (c *Controller) Limits() (seqs, tokens int) { return c.seqs, c.tokens }

@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"slices"
@@ -10,13 +10,17 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func newSched(t *testing.T, blocks int, cfg SchedulerConfig) (*Scheduler, *kvcache.Pool) {
+func newSched(t *testing.T, blocks int, cfg Config, o ...Options) (*Scheduler, *kvcache.Pool) {
 	t.Helper()
 	pool, err := kvcache.New(kvcache.Options{NumBlocks: blocks, BlockSize: 16, PrefixCaching: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewScheduler(cfg, pool), pool
+	var opt Options
+	if len(o) > 0 {
+		opt = o[0]
+	}
+	return New(cfg, pool, opt), pool
 }
 
 func mkSeq(id uint64, promptLen, base int) *Sequence {
@@ -56,13 +60,13 @@ func planOf(p *kvcache.Pool, st *Step) []plan {
 func TestSchedulerSteps(t *testing.T) {
 	cases := []struct {
 		name  string
-		cfg   SchedulerConfig
+		cfg   Config
 		pool  int
 		seqs  []*Sequence
 		steps [][]plan
 	}{{
 		name: "chunked prefill under the budget, decodes first",
-		cfg:  SchedulerConfig{MaxNumBatchedTokens: 32, MaxPartialPrefills: 1},
+		cfg:  Config{MaxNumBatchedTokens: 32, MaxPartialPrefills: 1},
 		pool: 11,
 		seqs: []*Sequence{mkSeq(1, 40, 0), mkSeq(2, 10, 100)},
 		steps: [][]plan{
@@ -72,7 +76,7 @@ func TestSchedulerSteps(t *testing.T) {
 		},
 	}, {
 		name: "partial prefill cap holds back a second long prompt",
-		cfg:  SchedulerConfig{MaxNumBatchedTokens: 48, MaxPartialPrefills: 1},
+		cfg:  Config{MaxNumBatchedTokens: 48, MaxPartialPrefills: 1},
 		pool: 11,
 		seqs: []*Sequence{mkSeq(1, 40, 0), mkSeq(2, 40, 100), mkSeq(3, 40, 200)},
 		steps: [][]plan{
@@ -82,7 +86,7 @@ func TestSchedulerSteps(t *testing.T) {
 		},
 	}, {
 		name: "max_num_seqs caps the running set",
-		cfg:  SchedulerConfig{MaxNumSeqs: 1},
+		cfg:  Config{MaxNumSeqs: 1},
 		pool: 11,
 		seqs: []*Sequence{mkSeq(1, 5, 0), mkSeq(2, 5, 100)},
 		steps: [][]plan{
@@ -97,7 +101,7 @@ func TestSchedulerSteps(t *testing.T) {
 				s.Add(q)
 			}
 			for i, want := range tc.steps {
-				st := s.Schedule(t0)
+				st := s.Schedule(t0, Limits{})
 				if got := planOf(pool, st); !slices.Equal(got, want) {
 					t.Fatalf("step %d: got %+v, want %+v", i, got, want)
 				}
@@ -111,18 +115,18 @@ func TestSchedulerSteps(t *testing.T) {
 }
 
 func TestPreemptionRecomputesFromPrefixCache(t *testing.T) {
-	s, pool := newSched(t, 11, SchedulerConfig{})
+	s, pool := newSched(t, 11, Config{})
 	a, b := mkSeq(1, 80, 0), mkSeq(2, 80, 1000)
 	s.Add(a)
 	s.Add(b)
-	st := s.Schedule(t0) // both prefill: 5 + 5 blocks
+	st := s.Schedule(t0, Limits{}) // both prefill: 5 + 5 blocks
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 0, 80, true, 5}, {2, 0, 80, true, 5}}) {
 		t.Fatalf("prefill %+v", got)
 	}
 	apply(s, st)
 	// Both need a sixth block for their next token; one is left, so the later
 	// arrival (b) is preempted and nothing is admitted.
-	st = s.Schedule(t0)
+	st = s.Schedule(t0, Limits{})
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 80, 1, true, 6}}) {
 		t.Fatalf("decode %+v", got)
 	}
@@ -137,14 +141,14 @@ func TestPreemptionRecomputesFromPrefixCache(t *testing.T) {
 		t.Fatalf("b's full blocks should stay cached: %+v", u)
 	}
 	// b cannot come back while a holds the sixth block...
-	st = s.Schedule(t0)
+	st = s.Schedule(t0, Limits{})
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 81, 1, true, 6}}) {
 		t.Fatalf("step 3 %+v", got)
 	}
 	apply(s, st)
 	// ...and when a finishes, b resumes from its cached 80 tokens.
 	s.Remove(a)
-	st = s.Schedule(t0)
+	st = s.Schedule(t0, Limits{})
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 80, 1, true, 6}}) {
 		t.Fatalf("resume %+v", got)
 	}
@@ -154,14 +158,14 @@ func TestPreemptionRecomputesFromPrefixCache(t *testing.T) {
 }
 
 func TestPriorityPreemptsWhenFull(t *testing.T) {
-	s, pool := newSched(t, 11, SchedulerConfig{Policy: PolicyPriority, MaxNumSeqs: 1})
+	s, pool := newSched(t, 11, Config{Policy: PolicyPriority, MaxNumSeqs: 1})
 	low := mkSeq(1, 5, 0)
 	s.Add(low)
-	apply(s, s.Schedule(t0))
+	apply(s, s.Schedule(t0, Limits{}))
 	high := mkSeq(2, 5, 100)
 	high.Priority = 5
 	s.Add(high)
-	st := s.Schedule(t0)
+	st := s.Schedule(t0, Limits{})
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 0, 5, true, 1}}) {
 		t.Fatalf("got %+v", got)
 	}
@@ -173,7 +177,7 @@ func TestPriorityPreemptsWhenFull(t *testing.T) {
 	same := mkSeq(3, 5, 200)
 	same.Priority = 5
 	s.Add(same)
-	st = s.Schedule(t0)
+	st = s.Schedule(t0, Limits{})
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 5, 1, true, 1}}) {
 		t.Fatalf("got %+v", got)
 	}
@@ -183,36 +187,36 @@ func TestPriorityPreemptsWhenFull(t *testing.T) {
 }
 
 func TestStaticBatchRunsToCompletion(t *testing.T) {
-	s, pool := newSched(t, 11, SchedulerConfig{Mode: ModeStatic, BatchSize: 2, BatchWindow: time.Second})
+	s, pool := newSched(t, 11, Config{Mode: ModeStatic, BatchSize: 2, BatchWindow: time.Second})
 	a := mkSeq(1, 5, 0)
 	s.Add(a)
-	if st := s.Schedule(t0); len(st.Seqs) != 0 {
+	if st := s.Schedule(t0, Limits{}); len(st.Seqs) != 0 {
 		t.Fatalf("a batch of 1 formed before the window: %+v", planOf(pool, st))
 	}
 	if at, ok := s.NextWake(); !ok || !at.Equal(t0.Add(time.Second)) {
 		t.Fatalf("next wake %v %v", at, ok)
 	}
 	s.Add(mkSeq(2, 5, 100))
-	apply(s, s.Schedule(t0))
+	apply(s, s.Schedule(t0, Limits{}))
 	s.Add(mkSeq(3, 5, 200))
 	s.Remove(a) // a finishes; 3 must not join until the batch is done
-	st := s.Schedule(t0)
+	st := s.Schedule(t0, Limits{})
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{2, 5, 1, true, 1}}) {
 		t.Fatalf("got %+v", got)
 	}
 	apply(s, st)
 	s.Remove(st.Seqs[0].Seq)
 	// The window of seq 3 has not expired and the batch is not full.
-	if st := s.Schedule(t0); len(st.Seqs) != 0 {
+	if st := s.Schedule(t0, Limits{}); len(st.Seqs) != 0 {
 		t.Fatalf("formed early: %+v", planOf(pool, st))
 	}
-	if st := s.Schedule(t0.Add(2 * time.Second)); len(st.Seqs) != 1 {
+	if st := s.Schedule(t0.Add(2*time.Second), Limits{}); len(st.Seqs) != 1 {
 		t.Fatalf("window expiry did not flush: %+v", planOf(pool, st))
 	}
 }
 
 func TestDynamicWindowFollowsArrivalGaps(t *testing.T) {
-	s, _ := newSched(t, 64, SchedulerConfig{Mode: ModeDynamic, BatchSize: 8, BatchWindow: time.Second})
+	s, _ := newSched(t, 64, Config{Mode: ModeDynamic, BatchSize: 8, BatchWindow: time.Second})
 	for i := range 6 { // arrivals every 10 ms: half a batch comes in 40 ms
 		q := mkSeq(uint64(i+1), 4, i*100)
 		q.Arrival = t0.Add(time.Duration(i) * 10 * time.Millisecond)
@@ -221,10 +225,10 @@ func TestDynamicWindowFollowsArrivalGaps(t *testing.T) {
 	if w := s.bat.(requestBatching).window(s); w != 40*time.Millisecond {
 		t.Fatalf("window %v, want 40ms", w)
 	}
-	if st := s.Schedule(t0.Add(30 * time.Millisecond)); len(st.Seqs) != 0 {
+	if st := s.Schedule(t0.Add(30*time.Millisecond), Limits{}); len(st.Seqs) != 0 {
 		t.Fatal("formed before the window")
 	}
-	if st := s.Schedule(t0.Add(40 * time.Millisecond)); len(st.Seqs) != 6 {
+	if st := s.Schedule(t0.Add(40*time.Millisecond), Limits{}); len(st.Seqs) != 6 {
 		t.Fatalf("window expiry formed %d", len(st.Seqs))
 	}
 }
@@ -233,16 +237,16 @@ func TestDynamicWindowFollowsArrivalGaps(t *testing.T) {
 // (and a decode token's compute, at a growing position) until the batch ends;
 // then all are released.
 func TestStaticBatchPadsFinishedMembers(t *testing.T) {
-	s, pool := newSched(t, 11, SchedulerConfig{Mode: ModeStatic, BatchSize: 2})
+	s, pool := newSched(t, 11, Config{Mode: ModeStatic, BatchSize: 2})
 	a, b := mkSeq(1, 5, 0), mkSeq(2, 5, 100)
 	s.Add(a)
 	s.Add(b)
-	apply(s, s.Schedule(t0))
+	apply(s, s.Schedule(t0, Limits{}))
 	if !s.Finish(a) || !a.Padding {
 		t.Fatal("a finished member was not kept as padding")
 	}
 	s.Add(mkSeq(3, 5, 200))
-	st := s.Schedule(t0)
+	st := s.Schedule(t0, Limits{})
 	if got := planOf(pool, st); !slices.Equal(got, []plan{{1, 5, 1, true, 1}, {2, 5, 1, true, 1}}) {
 		t.Fatalf("padded step %+v", got)
 	}
@@ -250,7 +254,7 @@ func TestStaticBatchPadsFinishedMembers(t *testing.T) {
 	if s.Finish(b) { // the last live member: removed, and the batch ends at the next step
 		t.Fatal("the last member was padded")
 	}
-	st = s.Schedule(t0.Add(3 * time.Second)) // past the flush window: seq 3 forms the next batch
+	st = s.Schedule(t0.Add(3*time.Second), Limits{}) // past the flush window: seq 3 forms the next batch
 	if len(st.Released) != 1 || st.Released[0] != a || !slices.Equal(admittedIDs(st), []uint64{3}) {
 		t.Fatalf("released %v admitted %v", st.Released, admittedIDs(st))
 	}
@@ -263,19 +267,19 @@ func TestStaticBatchPadsFinishedMembers(t *testing.T) {
 // positions, allocating blocks as it goes, until its own token limit; then
 // it recomputes its last position. Its pad tokens stay out of the prefix cache.
 func TestPaddingRowGrowsToItsLimit(t *testing.T) {
-	s, pool := newSched(t, 8, SchedulerConfig{Mode: ModeStatic, BatchSize: 2})
+	s, pool := newSched(t, 8, Config{Mode: ModeStatic, BatchSize: 2})
 	a, b := mkSeq(1, 15, 0), mkSeq(2, 4, 100)
 	a.MaxTokens = 4 // positions 0..17 at most
 	s.Add(a)
 	s.Add(b)
-	apply(s, s.Schedule(t0))
+	apply(s, s.Schedule(t0, Limits{}))
 	a.Tokens = a.Tokens[:a.PromptLen] // a ends on a stop token: nothing appended
 	if !s.Finish(a) {
 		t.Fatal("a was not kept as padding")
 	}
 	var starts, blocks []int
 	for range 5 {
-		st := s.Schedule(t0)
+		st := s.Schedule(t0, Limits{})
 		for _, sc := range st.Seqs {
 			if sc.Seq == a {
 				starts = append(starts, sc.Start)
@@ -302,28 +306,27 @@ func TestPaddingRowGrowsToItsLimit(t *testing.T) {
 
 // TestEmbeddingsYieldToGenerations: with a generation waiting, a queued
 // embedding waits for it in admission, and beside it takes at most a
-// quarter of the budget (or what embedTokens allows); with none, the
+// quarter of the budget (or what Limits.EmbedTokens allows); with none, the
 // whole budget.
 func TestEmbeddingsYieldToGenerations(t *testing.T) {
-	s, pool := newSched(t, 64, SchedulerConfig{MaxNumBatchedTokens: 64, MaxPartialPrefills: 4})
+	s, pool := newSched(t, 64, Config{MaxNumBatchedTokens: 64, MaxPartialPrefills: 4})
 	emb := mkSeq(1, 200, 0)
 	emb.Embed = true
 	gen := mkSeq(2, 10, 300)
 	s.Add(emb)
 	s.Add(gen)
-	st := s.Schedule(t0)
+	st := s.Schedule(t0, Limits{})
 	if got, want := planOf(pool, st), []plan{{2, 0, 10, true, 1}, {1, 0, 16, false, 1}}; !slices.Equal(got, want) {
 		t.Fatalf("first step: %+v, want the generation first and the embedding's 16 (64/4)", got)
 	}
 	apply(s, st)
-	s.embedTokens = 8
-	st = s.Schedule(t0)
+	st = s.Schedule(t0, Limits{EmbedTokens: 8})
 	if got, want := planOf(pool, st), []plan{{1, 16, 16, false, 2}, {2, 10, 1, true, 1}}; !slices.Equal(got, want) {
 		t.Fatalf("beside a decode: %+v, want at least 16 for the embedding", got)
 	}
 	apply(s, st)
 	s.Finish(gen)
-	st = s.Schedule(t0)
+	st = s.Schedule(t0, Limits{})
 	if got, want := planOf(pool, st), []plan{{1, 32, 64, false, 6}}; !slices.Equal(got, want) {
 		t.Fatalf("alone: %+v, want the whole budget", got)
 	}
@@ -337,8 +340,7 @@ func TestEmbeddingsYieldToGenerations(t *testing.T) {
 // the next (in order, never chunked), a text longer than the budget runs
 // alone over it, and no block reaches the prefix cache.
 func TestSchedulerWholeTexts(t *testing.T) {
-	s, pool := newSched(t, 64, SchedulerConfig{MaxNumBatchedTokens: 32, MaxPartialPrefills: 4})
-	s.whole = true
+	s, pool := newSched(t, 64, Config{MaxNumBatchedTokens: 32, MaxPartialPrefills: 4}, Options{Whole: true})
 	for id, n := range []int{20, 10, 20, 70} {
 		q := mkSeq(uint64(id+1), n, 0) // the same leading tokens: a prefix cache would match them
 		q.Embed, q.MaxTokens = true, 0
@@ -350,7 +352,7 @@ func TestSchedulerWholeTexts(t *testing.T) {
 		{{4, 0, 70, false, 5}},                       // longer than the budget: alone, whole
 	}
 	for i, w := range want {
-		st := s.Schedule(t0)
+		st := s.Schedule(t0, Limits{})
 		if got := planOf(pool, st); !slices.Equal(got, w) {
 			t.Fatalf("step %d: %v, want %v", i, got, w)
 		}
@@ -368,7 +370,7 @@ func TestSchedulerWholeTexts(t *testing.T) {
 // another channel's sequences; while both have work they take the steps
 // in turn, and alone either gets every step.
 func TestOwnSteps(t *testing.T) {
-	s, _ := newSched(t, 64, SchedulerConfig{MaxNumBatchedTokens: 64, OwnSteps: map[string]bool{"realtime": true}})
+	s, _ := newSched(t, 64, Config{MaxNumBatchedTokens: 64, OwnSteps: map[string]bool{"realtime": true}})
 	a, b, c := mkSeq(1, 8, 0), mkSeq(2, 8, 100), mkSeq(3, 8, 200)
 	a.Channel, b.Channel, c.Channel = "realtime", "standard", "bulk"
 	for _, q := range []*Sequence{a, b, c} {
@@ -376,7 +378,7 @@ func TestOwnSteps(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for range 6 {
-		st := s.Schedule(t0)
+		st := s.Schedule(t0, Limits{})
 		groups := map[string]bool{}
 		for _, sc := range st.Seqs {
 			groups[s.group(sc.Seq)] = true
@@ -394,7 +396,7 @@ func TestOwnSteps(t *testing.T) {
 	}
 	s.Finish(a)
 	for range 3 {
-		st := s.Schedule(t0)
+		st := s.Schedule(t0, Limits{})
 		if len(st.Seqs) != 2 {
 			t.Errorf("alone, the shared group's step has %d sequences, want 2", len(st.Seqs))
 		}

@@ -1,4 +1,4 @@
-package daemon
+package config
 
 import "reflect"
 
@@ -86,9 +86,9 @@ func restartFields() []restartField {
 	return fields
 }
 
-// restartNeeded lists the restart fields whose value differs between the
+// RestartNeeded lists the restart fields whose value differs between the
 // running config and next.
-func restartNeeded(running, next *Config) []string {
+func RestartNeeded(running, next *Config) []string {
 	var out []string
 	for _, f := range restartFields() {
 		if !reflect.DeepEqual(f.value(running), f.value(next)) {
@@ -98,9 +98,9 @@ func restartNeeded(running, next *Config) []string {
 	return out
 }
 
-// carryRestartFields gives next the running values of every restart field:
+// CarryRestartFields gives next the running values of every restart field:
 // what reload applies is exactly the live part of next.
-func carryRestartFields(next, running *Config) {
+func CarryRestartFields(next, running *Config) {
 	for _, f := range restartFields() {
 		f.carry(next, running)
 	}
