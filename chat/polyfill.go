@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/batchd/batchd/jsontext"
 )
 
 // polyfill rewrites a conversation with tools so that the template can
@@ -390,7 +392,7 @@ func writeJSON(b *strings.Builder, v jinja.Value, indent, level int) {
 		}
 		b.WriteString(s)
 	case v.IsString():
-		writeString(b, v.AsString())
+		jsontext.WriteString(b, v.AsString())
 	case v.IsList():
 		items := v.AsList().Items
 		if len(items) == 0 {
@@ -419,7 +421,7 @@ func writeJSON(b *strings.Builder, v jinja.Value, indent, level int) {
 				b.WriteByte(',')
 			}
 			nl(level + 1)
-			writeString(b, k)
+			jsontext.WriteString(b, k)
 			b.WriteString(colon)
 			x, _ := d.Get(k)
 			writeJSON(b, x, indent, level+1)
@@ -427,35 +429,6 @@ func writeJSON(b *strings.Builder, v jinja.Value, indent, level int) {
 		nl(level)
 		b.WriteByte('}')
 	default:
-		writeString(b, fmt.Sprint(v))
+		jsontext.WriteString(b, fmt.Sprint(v))
 	}
-}
-
-func writeString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				fmt.Fprintf(b, `\u%04x`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
 }

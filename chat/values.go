@@ -1,21 +1,19 @@
 package chat
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/batchd/batchd/jsontext"
 )
 
-// Limits on what a conversation may hold.
-const (
-	maxDepth    = 64   // JSON nesting in messages and tools
-	MaxMessages = 4096 // messages in one conversation
-)
+// MaxMessages bounds the messages of one conversation (their nesting is
+// jsontext's bound).
+const MaxMessages = 4096
 
 // parseJSON turns JSON text into a template value, keeping the key order
 // of objects (templates print schemas with tojson, and Python keeps it).
@@ -23,64 +21,37 @@ func parseJSON(data []byte) (jinja.Value, error) { return parseShielded(data, ni
 
 // parseShielded is parseJSON with every string shielded (shield.go).
 func parseShielded(data []byte, sh *shield) (jinja.Value, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	v, err := decodeValue(d, 0, sh)
+	v, err := jsontext.Parse(data)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return jinja.Undefined(), errors.New("text after the JSON value")
-	}
-	return v, nil
+	return jinjaValue(v, sh), nil
 }
 
-func decodeValue(d *json.Decoder, depth int, sh *shield) (jinja.Value, error) {
-	if depth > maxDepth {
-		return jinja.Undefined(), fmt.Errorf("nested deeper than %d", maxDepth)
-	}
-	t, err := d.Token()
-	if err != nil {
-		return jinja.Undefined(), err
-	}
-	switch t := t.(type) {
-	case json.Delim:
-		switch t {
-		case '[':
-			items := []jinja.Value{}
-			for d.More() {
-				v, err := decodeValue(d, depth+1, sh)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				items = append(items, v)
-			}
-			_, err := d.Token()
-			return jinja.NewList(items), err
-		case '{':
-			obj := jinja.NewDict()
-			for d.More() {
-				k, err := d.Token()
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				v, err := decodeValue(d, depth+1, sh)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				obj.AsDict().Set(sh.apply(k.(string)), v) // keys are the client's text too
-			}
-			_, err := d.Token()
-			return obj, err
+// jinjaValue is a JSON value as a template's: objects in their key order
+// (a repeated key's last value wins), numbers as Go reads them.
+func jinjaValue(v jsontext.Value, sh *shield) jinja.Value {
+	switch v.Kind {
+	case jsontext.Array:
+		items := make([]jinja.Value, len(v.Items))
+		for i, x := range v.Items {
+			items[i] = jinjaValue(x, sh)
 		}
-		return jinja.Undefined(), fmt.Errorf("unexpected %v", t)
-	case json.Number:
-		return jinja.FromGoValue(t), nil
-	case string:
-		return jinja.NewString(sh.apply(t)), nil
-	default: // nil, bool
-		return jinja.FromGoValue(t), nil
+		return jinja.NewList(items)
+	case jsontext.Object:
+		obj := jinja.NewDict()
+		for _, m := range v.Members {
+			obj.AsDict().Set(sh.apply(m.Key), jinjaValue(m.Value, sh)) // keys are the client's text too
+		}
+		return obj
+	case jsontext.Number:
+		return jinja.FromGoValue(json.Number(v.Text))
+	case jsontext.String:
+		return jinja.NewString(sh.apply(v.Text))
+	case jsontext.Bool:
+		return jinja.FromGoValue(v.Bool)
 	}
+	return jinja.FromGoValue(nil)
 }
 
 // conversation checks messages as an OpenAI-style array and returns the

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM) // as cmd/batchd does
 		defer stop()
-		if err := Run(ctx, os.Args[1:]); err != nil {
+		if err := Serve(ctx, os.Args[2:], os.Stderr); err != nil { // os.Args[1] is "serve"
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
 		}

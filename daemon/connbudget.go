@@ -8,10 +8,6 @@ import (
 	"github.com/batchd/batchd/ipc"
 )
 
-// metricsConnections is the metrics listener's own share of the budget: a
-// Prometheus server or two, never a flood.
-const metricsConnections = 16
-
 // ConnBudget is how many connections the daemon holds open at once, every
 // listener together, and why.
 type ConnBudget struct {
@@ -23,13 +19,13 @@ type ConnBudget struct {
 	Reserve        int    `json:"reserve"`         // descriptors kept for everything else
 }
 
-// connectionBudget sizes the one budget: server.max_connections, but never
+// ConnectionBudget sizes the one budget: server.max_connections, but never
 // more than the descriptor limit less a reserve for what else the daemon
 // opens (listeners, epoll, inotify, model files, template workers' pipes,
 // NVML's device files, the journal, a connection being refused). Go raises
 // the soft limit to the hard one at start, so the limit read here is
 // systemd's LimitNOFILE.
-func connectionBudget(maxConns int) ConnBudget {
+func ConnectionBudget(maxConns int) ConnBudget {
 	var rl syscall.Rlimit
 	nofile := uint64(1 << 20)
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil {

@@ -180,7 +180,7 @@ func TestEmbedInputsCountAgainstTheCap(t *testing.T) {
 	for i := range inputs {
 		inputs[i] = fmt.Sprintf("%d %s", i, strings.Repeat("the quick brown fox ", 12))
 	}
-	eng := td.d.runtime().Engine
+	eng := td.d.defaultModel().Engine
 	stop := make(chan struct{})
 	most := make(chan int, 1)
 	go func() {

@@ -40,7 +40,7 @@ func TestFatalServeErrorExitsNonZero(t *testing.T) {
 	}
 	log := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- d.run(context.Background(), cfg, &runEnv{stdout: log, stderr: log}) }()
+	go func() { done <- d.Run(context.Background(), cfg, log) }()
 	select {
 	case <-d.ready:
 	case <-time.After(20 * time.Second):

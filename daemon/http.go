@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/batchd/batchd/config"
+	"github.com/batchd/batchd/metrics"
 
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/httpapi/ollama"
@@ -39,10 +41,10 @@ func (d *Daemon) serveHTTP(cfg config.Config, keys map[string]ipc.Peer) error {
 	if len(lns) == 0 {
 		return nil
 	}
-	d.httpSrv = httpapi.New(httpapi.Options{Backend: ipcBackend{d}, Users: d.srv, Logger: d.log, Anonymous: cfg.Resolved().Anonymous,
+	d.httpSrv = httpapi.New(httpapi.Options{Backend: frontend{d.svc, d}, Users: d.srv, Logger: d.log, Anonymous: cfg.Resolved().Anonymous,
 		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration})
 	d.httpSrv.SetAPIKeys(keys)
-	ollama.Register(d.httpSrv, ipcBackend{d})
+	ollama.Register(d.httpSrv, frontend{d.svc, d})
 	d.httpSrv.Route("GET /metrics", d.vllmMetrics, nil) // the endpoint picker scrapes without a key
 	for _, ln := range lns {
 		go func() {
@@ -84,4 +86,14 @@ func modelID(path string) string {
 		base = strings.TrimSuffix(base, ext)
 	}
 	return base
+}
+
+// vllmMetrics answers the endpoint picker's scrape with every loaded
+// model's gauges.
+func (d *Daemon) vllmMetrics(w http.ResponseWriter, _ *http.Request, _ ipc.Peer) {
+	var ms []metrics.ModelGauges
+	for _, lm := range d.loaded() {
+		ms = append(ms, metrics.ModelGauges{Name: lm.Name, Gauges: lm.Engine.Gauges()})
+	}
+	metrics.WriteVLLM(w, ms)
 }

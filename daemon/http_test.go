@@ -20,6 +20,7 @@ import (
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/serve"
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -146,12 +147,12 @@ func TestGreedyChatSameOnEveryPath(t *testing.T) {
 			td := startDaemonFlags(t, "", ServeFlags{Model: path, HTTPSocket: "http", ChatTemplate: builtin[arch]})
 			const n = 16
 			// In process: render, tokenize, generate on the loaded runtime.
-			rt := td.d.runtime()
-			text, err := renderChat(context.Background(), rt.Chat, rt.Model.Tokenizer, chatRequest{Messages: []byte(msgs), AddGenerationPrompt: true})
+			rt := td.d.defaultModel()
+			text, err := serve.RenderChat(context.Background(), rt.Chat, rt.Model.Tokenizer, serve.Conversation{Messages: []byte(msgs), AddGenerationPrompt: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			prompt, err := tokenizeChat(context.Background(), rt.Model.Tokenizer, text)
+			prompt, err := serve.TokenizeChat(context.Background(), rt.Model.Tokenizer, text)
 			if err != nil {
 				t.Fatal(err)
 			}

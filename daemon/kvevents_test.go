@@ -171,7 +171,7 @@ func TestKVEventsAndRender(t *testing.T) {
 	cfg := "[model]\nchat_template = \"chatml\"\n[engine]\nblock_size = 16\nkv_blocks = 24\n[kv_events]\nendpoint = \"tcp://127.0.0.1:0\"\nallow_from = [\"127.0.0.1\"]\npod = \"10.1.2.3:8000\"\n"
 	td := startDaemonFlags(t, cfg, ServeFlags{Model: synth.TinyFile(t, 512), HTTPSocket: "http"})
 	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
-	name := td.d.runtime().Name
+	name := td.d.defaultModel().Name
 	topic := "kv@10.1.2.3:8000@" + name
 	sub := subscribeKV(t, td)
 
@@ -222,7 +222,7 @@ func TestKVEventsAndRender(t *testing.T) {
 	if !slices.Contains(sub.removed, last) {
 		t.Fatalf("the prompt's last block was never removed (%d removals)", len(sub.removed))
 	}
-	st := td.d.runtime().Engine.Stats()
+	st := td.d.defaultModel().Engine.Stats()
 	if st.Running != 0 || len(sub.held) != st.KVBlocksCached {
 		t.Fatalf("subscriber holds %d blocks; the idle prefix cache %d (%d running)", len(sub.held), st.KVBlocksCached, st.Running)
 	}

@@ -167,7 +167,7 @@ func TestModelsLoadOnDemand(t *testing.T) {
 		t.Errorf("keep_alive soon: %v", err)
 	}
 	// Metrics carry each loaded model's name, and only those.
-	fams, err := td.d.met.reg.Gather()
+	fams, err := td.d.met.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestFillInTheMiddle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := td.d.runtime().Model.Tokenizer
+	tok := td.d.defaultModel().Model.Tokenizer
 	pre, suf, mid, ok := tok.FIM()
 	if !ok {
 		t.Fatal("the Qwen vocabulary has no FIM tokens")
@@ -291,7 +291,7 @@ func TestModelsWithoutADefaultFile(t *testing.T) {
 		}
 		cfg, err := d.loadConfig()
 		if err == nil {
-			err = d.run(ctx, cfg, &runEnv{stdout: &syncBuffer{}, stderr: &syncBuffer{}})
+			err = d.Run(ctx, cfg, &syncBuffer{})
 		}
 		if err == nil || !strings.Contains(err.Error(), "nope") {
 			t.Errorf("%s: %v, want a start error naming it", bad, err)
@@ -384,7 +384,7 @@ func TestConfiguredDraftModel(t *testing.T) {
 		t.Errorf("with a draft model %v, without %v", outs[1], outs[0])
 	}
 	seen := 0
-	for _, rt := range td.d.loadedRuntimes() {
+	for _, rt := range td.d.loaded() {
 		st := rt.Engine.Stats()
 		seen++
 		switch {

@@ -75,13 +75,8 @@ func (d *Daemon) reload(why string, b []byte, explicit bool) reloadResult {
 	if d.httpSrv != nil {
 		d.httpSrv.SetAPIKeys(rs.APIKeys)
 	}
-	if d.models != nil { // every loaded model; later loads take the live config too
-		for _, i := range d.models.Loaded() {
-			if rt, ok := i.Instance.(*Runtime); ok {
-				rt.Engine.SetScheduler(d.liveScheduler(next, rt))
-				rt.Engine.SetMaxQueue(next.Engine.MaxQueue)
-			}
-		}
+	if d.svc != nil { // every loaded model; later loads take the live config too
+		d.svc.Apply(next)
 	}
 	d.level.Set(rs.Level)
 	d.cfg = next

@@ -163,7 +163,7 @@ func TestFileChangeNeverWidensAccess(t *testing.T) {
 			t.Errorf("held %q lacks %q", held, want)
 		}
 	}
-	if st := td.d.statsReport(); !slices.Equal(st.ReloadHeld, held) {
+	if st := (frontend{td.d.svc, td.d}).Stats(); !slices.Equal(st.ReloadHeld, held) {
 		t.Errorf("stats reload_held %q, want %q", st.ReloadHeld, held)
 	}
 	if !strings.Contains(td.log.String(), "widens access") {
@@ -276,7 +276,7 @@ func TestEditOnceServingIsApplied(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	log := &syncBuffer{}
-	go func() { done <- d.run(ctx, cfg, &runEnv{stdout: log, stderr: log}) }()
+	go func() { done <- d.Run(ctx, cfg, log) }()
 	defer func() { cancel(); <-done }()
 	select { // run sets d.cfg unlocked before it serves
 	case <-d.ready:

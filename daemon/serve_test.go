@@ -91,7 +91,7 @@ func startDaemonFlags(t *testing.T, config string, f ServeFlags) *testDaemon {
 	log := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.run(ctx, cfg, &runEnv{stdout: log, stderr: log}) }()
+	go func() { done <- d.Run(ctx, cfg, log) }()
 	select {
 	case <-d.ready:
 	case err := <-done:
@@ -128,7 +128,7 @@ func (td *testDaemon) waitIdle(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s := td.d.runtime().Engine.Stats()
+		s := td.d.defaultModel().Engine.Stats()
 		if s.KVBlocksUsed == 0 && s.Running == 0 && s.Waiting == 0 {
 			return
 		}
@@ -242,10 +242,10 @@ func TestCancelAndHangUpFreeBlocks(t *testing.T) {
 	// still ended exactly once, and nothing is left running (waitIdle).
 	// The finish is counted just after the blocks are freed, so an idle
 	// engine can still be a moment short of the third count.
-	f := td.d.runtime().Engine.Stats().Finished
+	f := td.d.defaultModel().Engine.Stats().Finished
 	for deadline := time.Now().Add(5 * time.Second); f["cancelled"]+f["length"]+f["stop"] < 3 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
-		f = td.d.runtime().Engine.Stats().Finished
+		f = td.d.defaultModel().Engine.Stats().Finished
 	}
 	if f["cancelled"] < 1 || f["cancelled"]+f["length"]+f["stop"] != 3 {
 		t.Fatalf("finished %v, want 3 requests with at least 1 cancelled", f)
@@ -491,7 +491,7 @@ func TestBreakingOutOfStreamCancels(t *testing.T) {
 		}
 	}
 	td.waitIdle(t)
-	if got := td.d.runtime().Engine.Stats().Finished["cancelled"]; got != 1 {
+	if got := td.d.defaultModel().Engine.Stats().Finished["cancelled"]; got != 1 {
 		t.Fatalf("%d cancelled, want 1", got)
 	}
 }

@@ -1,11 +1,9 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,18 +153,6 @@ func TestStructuredOverMsgpack(t *testing.T) {
 		if !errors.Is(err, wire.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want invalid_argument with %q", tc.r, err, tc.want)
 		}
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "s.json")
-	if err := os.WriteFile(path, []byte(`{"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if err := run(ctx, []string{"grammar", "--schema", path}, &runEnv{stdout: &out, stderr: &errb}); err != nil {
-		t.Fatal(err, errb.String())
-	}
-	if !strings.Contains(out.String(), `root ::= "[" space integer ("," space integer){1,3} space "]"`) {
-		t.Errorf("batchd grammar printed:\n%s", out.String())
 	}
 }
 

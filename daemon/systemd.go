@@ -28,7 +28,7 @@ func (d *Daemon) notify(state string) {
 
 // statusLine is the one-line summary systemctl status shows.
 func (d *Daemon) statusLine() string {
-	rts := d.loadedRuntimes()
+	rts := d.loaded()
 	if len(rts) == 0 {
 		return fmt.Sprintf("STATUS=%s", d.State())
 	}
@@ -47,7 +47,7 @@ func (d *Daemon) statusLine() string {
 
 // busy reports whether any loaded model runs or queues a request.
 func (d *Daemon) busy() bool {
-	for _, rt := range d.loadedRuntimes() {
+	for _, rt := range d.loaded() {
 		if s := rt.Engine.Stats(); s.Running+s.Waiting > 0 {
 			return true
 		}

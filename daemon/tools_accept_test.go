@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/serve"
 	"github.com/batchd/batchd/testing/jsonvalid"
 	"github.com/batchd/batchd/testing/testmodels"
 	"github.com/batchd/batchd/toolcall"
@@ -64,7 +65,7 @@ func TestRequiredAndNamedCallsValidate(t *testing.T) {
 				cfg = fmt.Sprintf("[model]\nchat_template = %q\n", abs)
 			}
 			td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", c.model)})
-			if got := td.d.runtime().Tools.format; got != c.format {
+			if got := toolcall.Format(serve.ModelInfo(td.d.defaultModel()).ToolFormat); got != c.format {
 				t.Fatalf("format %s, want %s", got, c.format)
 			}
 			cl := td.dial(t)

@@ -54,7 +54,7 @@ func TestVLLMMetricsOnTheAPIPort(t *testing.T) {
 	if idle["vllm:num_requests_running"] != 0 || idle["vllm:kv_cache_usage_perc"] != 0 || idle["vllm:cache_config_info"] != 1 {
 		t.Errorf("idle: %v", idle)
 	}
-	rt := td.d.runtime()
+	rt := td.d.defaultModel()
 	if labels["vllm:cache_config_info/num_gpu_blocks"] == "" || labels["vllm:cache_config_info/block_size"] == "" {
 		t.Errorf("cache info labels %v", labels)
 	}

@@ -87,7 +87,7 @@ func TestPinnedPrefixOutlivesRestarts(t *testing.T) {
 
 func waitPinned(t *testing.T, td *testDaemon) {
 	t.Helper()
-	for i := 0; td.d.runtime().Engine.Stats().KVBlocksPinned == 0; i++ {
+	for i := 0; td.d.defaultModel().Engine.Stats().KVBlocksPinned == 0; i++ {
 		if i > 2000 {
 			t.Fatal("the pin never landed")
 		}

@@ -61,7 +61,7 @@ func (rs *reqState) allowed(cv *constrainVocab, tok int) bool {
 	if cv.control[tok] && !rs.preserved(tok) {
 		return false
 	}
-	if rs.gate != nil && rs.gate.freeToken(cv.text[tok]) {
+	if rs.hold != nil && rs.hold.freeToken(cv.text[tok]) {
 		return true
 	}
 	return rs.gm.Allows(cv.text[tok])

@@ -116,7 +116,7 @@ func SameVocabulary(target, draft *model.Model) error {
 // out, so that the gate weighs what drafting costs each step while it goes
 // on, not the once-only catch-up.
 func (e *Engine) proposeDraft(want []*sched.Sequence, ks []int) (time.Duration, int) {
-	d := e.drafter
+	d := e.spec.drafter
 	if len(want) == 0 || d.asleep {
 		return 0, 0
 	}

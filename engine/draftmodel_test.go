@@ -57,8 +57,8 @@ func TestDraftModelCatchesUpInChunks(t *testing.T) {
 	prompt := strings.Repeat("Tim and Sam went to the park to play with a ball. ", 12)
 	want := run(t, startEngine(t, m, engineOpts{blocks: 512}), Request{Prompt: prompt, MaxTokens: 40})
 	e := startEngine(t, m, engineOpts{blocks: 512, spec: SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true}, draft: m})
-	e.drafter.catchup = 64 // set before Submit, which the loop's read follows
-	if want.done.Usage.PromptTokens <= 3*e.drafter.catchup {
+	e.spec.drafter.catchup = 64 // set before Submit, which the loop's read follows
+	if want.done.Usage.PromptTokens <= 3*e.spec.drafter.catchup {
 		t.Fatalf("prompt of %d tokens: want more than three catch-ups", want.done.Usage.PromptTokens)
 	}
 	got := run(t, e, Request{Prompt: prompt, MaxTokens: 40})
@@ -110,7 +110,7 @@ func TestDraftModelSharesPrefixes(t *testing.T) {
 		}
 		// The loop touches the draft pool only for running requests, and
 		// this one's end was pushed after it let go of its blocks.
-		u := e.drafter.pool.Usage()
+		u := e.spec.drafter.pool.Usage()
 		if i == 0 && u.Hits != 0 || i == 1 && u.Hits < uint64(want.done.Usage.PromptTokens/2) {
 			t.Errorf("run %d: the draft's prefix cache served %d of %d tokens looked up", i, u.Hits, u.Queries)
 		}
@@ -151,5 +151,5 @@ func TestDraftTimingLeavesOutCatchUps(t *testing.T) {
 	if _, passes := e.proposeDraft([]*sched.Sequence{seq}, []int{4}); passes != 4 || len(seq.Draft) != 4 {
 		t.Fatalf("caught-up step: %d plain passes and %d drafts, want 4 and 4", passes, len(seq.Draft))
 	}
-	e.drafter.ended(seq.ID)
+	e.spec.drafter.ended(seq.ID)
 }

@@ -44,8 +44,8 @@ type Options struct {
 	// id names one request whichever model runs it. nil: the engine's own.
 	IDs *atomic.Uint64
 	// Gate, when set, is held for each forward pass: engines sharing one
-	// take turns on the machine's cores, a step each (see ComputeGate).
-	Gate *ComputeGate
+	// take turns on the machine's cores, a step each (see Turns).
+	Gate *Turns
 	// CacheFile, when set, keeps the prefix cache across restarts and
 	// sleeps: written at shutdown and before a sleep, read at start and
 	// after a wake when its CacheIdentity (the model's and the numerics')
@@ -91,44 +91,55 @@ type Engine struct {
 	asleep    atomic.Bool  // KV memory released (Sleep)
 	afterStep func()       // test hook, run by the loop at every step boundary
 
-	mu       sync.Mutex
-	inbox    []*reqState
-	cancels  []cancelReq
-	newCfg   *sched.Config
-	sleepReq bool
-	warm     warmState // pinned prefixes and the saved prefix cache (warm.go)
-	gauges   gaugeVals // the published figures a scraper reads without mu
-	kvEvents KVEventSink
-	spec     SpecConfig
-	// Speculation's counters (loop-owned; published to snap): drafted
-	// tokens, those kept, and the shares that verified a draft.
-	specDrafted, specKept, specShares uint64
-	specGate                          specGate
-	drafter                           *drafter          // Method "draft"'s model; nil otherwise
-	specWant                          []*sched.Sequence // propose's scratch
-	specKs                            []int
-	sleepWeights                      bool
-	live                              map[uint64]*reqState
-	pending                           int            // accepted, not yet scheduled
-	pendingC                          map[string]int // the same, by channel
-	channels                          map[string]ChannelPolicy
-	maxQueue                          int
-	ids                               *atomic.Uint64
-	seat                              *Seat   // at the shared ComputeGate; nil: the cores are the engine's
-	prefillRate                       float64 // prompt tokens per second of forward (loop only)
-	closed                            bool
-	drained                           chan struct{} // closed when draining and nothing is live
-	snap                              Stats
-	rec                               recorder
+	mu           sync.Mutex
+	inbox        []*reqState
+	cancels      []cancelReq
+	newCfg       *sched.Config
+	sleepReq     bool
+	warm         warmState // pinned prefixes and the saved prefix cache (warm.go)
+	gauges       gaugeVals // the published figures a scraper reads without mu
+	kvEvents     KVEventSink
+	spec         speculation // loop-owned
+	sleepWeights bool
+	live         map[uint64]*reqState
+	pending      int            // accepted, not yet scheduled
+	pendingC     map[string]int // the same, by channel
+	channels     map[string]ChannelPolicy
+	maxQueue     int
+	ids          *atomic.Uint64
+	seat         *Seat   // at the shared Turns; nil: the cores are the engine's
+	prefillRate  float64 // prompt tokens per second of forward (loop only)
+	closed       bool
+	drained      chan struct{} // closed when draining and nothing is live
+	snap         Stats
+	rec          recorder
 
 	states map[uint64]*reqState // the loop's per-request state, by sequence id
 	gvocab constrainVocab       // the vocabulary as grammars see it, built at the first constrained request
 
-	// adaptive control, owned by the loop
-	ctrl          *sched.Controller
-	ctrlAt        time.Time
-	ctrlSubmitted uint64
-	busy          time.Duration // forward time since ctrlAt
+	ctl control // adaptive control, owned by the loop
+}
+
+// speculation is the loop's speculative decoding: its config, the draft
+// model, the cost model that decides whether drafting pays, its counters
+// (published to snap: drafted tokens, those kept, the shares that
+// verified a draft) and propose's scratch.
+type speculation struct {
+	SpecConfig
+	drafter               *drafter // Method "draft"'s model; nil otherwise
+	cost                  draftCost
+	drafted, kept, shares uint64
+	want                  []*sched.Sequence
+	ks                    []int
+}
+
+// control is the adaptive controller and what it observes between its
+// decisions: since at, the requests submitted and the forward time.
+type control struct {
+	c         *sched.Controller
+	at        time.Time
+	submitted uint64
+	busy      time.Duration
 }
 
 // ChannelPolicy is one QoS channel's share and limits.
@@ -160,7 +171,7 @@ type reqState struct {
 	stopIDs    []int
 	raw        []float32        // the logits row before sampling, for logprobs
 	gm         *grammar.Matcher // the request's place in its grammar; nil when unconstrained
-	gate       *gate            // what holds the grammar back (lazy, reasoning); nil: nothing
+	hold       *grammarHold     // what holds the grammar back (lazy, reasoning); nil: nothing
 	top        []int            // scratch of sampleConstrained
 	scheduled  bool
 	firstToken time.Time
@@ -229,9 +240,9 @@ func New(o Options) (*Engine, error) {
 	e.sched.SetConfig(e.withShares(o.Scheduler))
 	if o.Adaptive != nil {
 		sc := e.sched.Config()
-		e.ctrl = sched.NewController(*o.Adaptive, sc.MaxNumSeqs, sc.MaxNumBatchedTokens)
-		e.ctrlAt = e.now()
-		st := e.ctrl.State() // its series exist from the start, not after the first interval
+		e.ctl.c = sched.NewController(*o.Adaptive, sc.MaxNumSeqs, sc.MaxNumBatchedTokens)
+		e.ctl.at = e.now()
+		st := e.ctl.c.State() // its series exist from the start, not after the first interval
 		e.snap.Controller = &st
 	}
 	e.warm.file, e.warm.identity, e.warm.maxBytes = o.CacheFile, o.CacheIdentity, o.CacheMaxBytes
@@ -240,13 +251,13 @@ func New(o Options) (*Engine, error) {
 		if _, err := sched.ParseSpecMethod(o.Speculative.Method); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 		}
-		e.spec = o.Speculative.withDefaults()
+		e.spec.SpecConfig = o.Speculative.withDefaults()
 		if e.spec.Method == "draft" {
 			d, err := newDrafter(e.spec.Draft, o.Model, o.BlockSize)
 			if err != nil {
 				return nil, err
 			}
-			e.drafter = d
+			e.spec.drafter = d
 		}
 	}
 	if o.KVEvents != nil && !so.Whole { // an encoder's blocks are never shared
@@ -283,7 +294,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	rs.sampler.PromptLen = len(r.Tokens)
 	if r.Grammar != nil {
 		rs.gm = r.Grammar.NewMatcher()
-		rs.gate = newGate(r)
+		rs.hold = newHold(r)
 	}
 	rs.detok.Keep(r.Preserve)
 	e.mu.Lock()

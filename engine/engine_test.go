@@ -91,8 +91,8 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	var violation error
 	e.afterStep = func() {
 		err := e.pool.Check()
-		if err == nil && e.drafter != nil {
-			err = e.drafter.pool.Check()
+		if err == nil && e.spec.drafter != nil {
+			err = e.spec.drafter.pool.Check()
 		}
 		if err != nil {
 			mu.Lock()
@@ -110,7 +110,7 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 			<-e.Done()
 		}
 		if draftBe != nil {
-			if u := e.drafter.pool.Usage(); !o.noStart && u.Used != 0 {
+			if u := e.spec.drafter.pool.Usage(); !o.noStart && u.Used != 0 {
 				t.Errorf("the draft model's pool holds %d blocks after every request ended", u.Used)
 			}
 			draftBe.Close()

@@ -92,7 +92,7 @@ func (e *Engine) iterate(ctx context.Context, batch *backend.Batch) (stop bool) 
 	}
 	now = e.now()
 	fwd := now.Sub(fwdStart)
-	e.busy += fwd
+	e.ctl.busy += fwd
 	e.notePrefillRate(step.Tokens, fwd)
 	if err != nil {
 		e.log.Error("forward pass failed", "err", err, "seqs", len(step.Seqs), "tokens", step.Tokens)
@@ -221,7 +221,7 @@ func (e *Engine) afterForward(step *sched.Step, logits [][]float32, now time.Tim
 	}
 	e.mu.Lock()
 	if prompt == 0 {
-		e.specGate.noteStep(step.Tokens, fwd)
+		e.spec.cost.noteStep(step.Tokens, fwd)
 	}
 	e.rec.step(now, len(step.Seqs), step.Tokens, prompt, generated, fwd)
 	e.rec.dash.step(pt)
@@ -427,8 +427,8 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 func (e *Engine) deliver(rs *reqState, done Event, now time.Time) {
 	seq := rs.seq
 	delete(e.states, seq.ID)
-	if e.drafter != nil {
-		e.drafter.ended(seq.ID)
+	if e.spec.drafter != nil {
+		e.spec.drafter.ended(seq.ID)
 	}
 	e.mu.Lock()
 	if rs.cancelled && done.Finish != FinishCancelled && done.Finish != FinishError {
@@ -511,32 +511,32 @@ func (e *Engine) publish() {
 	s.BlockSize = e.pool.BlockSize()
 	s.PrefixQueries, s.PrefixHits = u.Queries, u.Hits
 	s.Preemptions = e.sched.Preemptions()
-	s.SpecDrafted, s.SpecAccepted, s.SpecShares = e.specDrafted, e.specKept, e.specShares
+	s.SpecDrafted, s.SpecAccepted, s.SpecShares = e.spec.drafted, e.spec.kept, e.spec.shares
 	e.mu.Unlock()
 }
 
 // control feeds the adaptive controller an observation every interval and
 // applies its decision to the scheduler.
 func (e *Engine) control(now time.Time) {
-	if e.ctrl == nil || now.Sub(e.ctrlAt) < e.ctrl.Interval() {
+	if e.ctl.c == nil || now.Sub(e.ctl.at) < e.ctl.c.Interval() {
 		return
 	}
-	dt := now.Sub(e.ctrlAt)
+	dt := now.Sub(e.ctl.at)
 	e.mu.Lock()
-	o := sched.Observation{Now: now, QPS: float64(e.rec.submitted-e.ctrlSubmitted) / dt.Seconds(),
+	o := sched.Observation{Now: now, QPS: float64(e.rec.submitted-e.ctl.submitted) / dt.Seconds(),
 		Queue: e.sched.Waiting() + len(e.inbox), Running: e.sched.Running(),
 		P95ITL:      time.Duration(e.rec.itl.recentP95(256) * float64(time.Second)),
-		Utilization: e.busy.Seconds() / dt.Seconds()}
+		Utilization: e.ctl.busy.Seconds() / dt.Seconds()}
 	// The TTFT target is the realtime channel's, judged on realtime requests
 	// only: other channels' waits under overload are queueing, which a
 	// smaller batch would only make worse.
 	if w := e.rec.ttftBy["realtime"]; w != nil && w.count > 0 {
 		o.P95TTFT = time.Duration(w.recentP95(64) * float64(time.Second))
 	}
-	e.ctrlSubmitted = e.rec.submitted
+	e.ctl.submitted = e.rec.submitted
 	e.mu.Unlock()
-	e.ctrlAt, e.busy = now, 0
-	d, changed := e.ctrl.Observe(o)
+	e.ctl.at, e.ctl.busy = now, 0
+	d, changed := e.ctl.c.Observe(o)
 	if changed {
 		cfg := e.sched.Config()
 		cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens = d.Seqs, d.Tokens
@@ -545,7 +545,7 @@ func (e *Engine) control(now time.Time) {
 			"reason", d.Reason, "qps", o.QPS, "queue", o.Queue, "p95_ttft", o.P95TTFT, "p95_itl", o.P95ITL,
 			"utilization", o.Utilization)
 	}
-	st := e.ctrl.State()
+	st := e.ctl.c.State()
 	e.mu.Lock()
 	e.snap.Controller = &st
 	e.mu.Unlock()

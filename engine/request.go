@@ -219,7 +219,7 @@ func prepare(r Request, m *model.Model, maxSeqBlocks, blockSize int) (Request, e
 			break
 		}
 	}
-	errs = append(errs, checkGate(r, c.Vocab)...)
+	errs = append(errs, checkHold(r, c.Vocab)...)
 	if r.TopLogprobs < 0 || r.TopLogprobs > sample.MaxTopLogprobs || (r.TopLogprobs > 0 && !r.Logprobs) {
 		errs = append(errs, fmt.Errorf("top_logprobs %d: want 0 to %d, with logprobs", r.TopLogprobs, sample.MaxTopLogprobs))
 	}

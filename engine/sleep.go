@@ -39,8 +39,8 @@ func (e *Engine) maybeSleep() {
 		e.log.Error("release memory for sleep", "err", err)
 		return
 	}
-	if e.drafter != nil {
-		if err := e.drafter.sleep(weights); err != nil {
+	if e.spec.drafter != nil {
+		if err := e.spec.drafter.sleep(weights); err != nil {
 			e.log.Error("release the draft model's memory for sleep", "err", err)
 		}
 	}
@@ -61,8 +61,8 @@ func (e *Engine) wakeUp() error {
 	if err := e.backend.(backend.Sleeper).Restore(); err != nil {
 		return err
 	}
-	if e.drafter != nil {
-		if err := e.drafter.wake(); err != nil {
+	if e.spec.drafter != nil {
+		if err := e.spec.drafter.wake(); err != nil {
 			e.log.Error("restore the draft model's memory: drafting stops", "err", err)
 			e.spec.Method = ""
 		}

@@ -28,7 +28,7 @@ type SpecConfig struct {
 	Tokens int
 	// MaxBatch: drafting stops while more sequences than this decode;
 	// below it, it stops where the engine measures that verifying costs
-	// more than it saves (specGate); default 16.
+	// more than it saves (draftCost); default 16.
 	MaxBatch int
 	// NgramMin and NgramMax bound the suffix looked up; default 2 and 4.
 	NgramMin, NgramMax int
@@ -80,7 +80,7 @@ func (e *Engine) propose() {
 		}
 		return
 	}
-	want, ks := e.specWant[:0], e.specKs[:0]
+	want, ks := e.spec.want[:0], e.spec.ks[:0]
 	n, d, passes := 0, 0, 0
 	for _, seq := range running {
 		seq.Draft = seq.Draft[:0]
@@ -99,7 +99,7 @@ func (e *Engine) propose() {
 		switch {
 		case k <= 0:
 			continue
-		case e.drafter != nil:
+		case e.spec.drafter != nil:
 			want, ks = append(want, seq), append(ks, k)
 			passes = max(passes, k)
 		default:
@@ -110,16 +110,16 @@ func (e *Engine) propose() {
 			n, d = n+1, d+k
 		}
 	}
-	if n > 0 && !e.spec.Ungated && !e.specGate.pays(len(running), n, d, passes) {
+	if n > 0 && !e.spec.Ungated && !e.spec.cost.pays(len(running), n, d, passes) {
 		for _, seq := range running {
 			seq.Draft = seq.Draft[:0]
 		}
 		want, ks = want[:0], ks[:0]
 	}
-	e.specWant, e.specKs = want, ks
-	if e.drafter != nil && len(want) > 0 {
+	e.spec.want, e.spec.ks = want, ks
+	if e.spec.drafter != nil && len(want) > 0 {
 		if t, made := e.proposeDraft(want, ks); made > 0 {
-			e.specGate.noteDraft(len(want), t/time.Duration(made))
+			e.spec.cost.noteDraft(len(want), t/time.Duration(made))
 		}
 	}
 }
@@ -202,10 +202,10 @@ func (e *Engine) verify(rs *reqState, sc sched.Scheduled, rows []float32, now ti
 		}
 		kept++
 	}
-	e.specDrafted += uint64(len(draft))
-	e.specKept += uint64(kept)
-	e.specShares++
-	e.specGate.noteVerify(kept)
+	e.spec.drafted += uint64(len(draft))
+	e.spec.kept += uint64(kept)
+	e.spec.shares++
+	e.spec.cost.noteVerify(kept)
 	if !rs.ended {
 		e.sched.AcceptDrafts(seq, kept)
 	}

@@ -162,7 +162,7 @@ type recorder struct {
 	rate                           []ratePoint
 	sleeps, wakes                  uint64
 	lastWake                       time.Duration
-	dash                           dashboard
+	dash                           minute
 }
 
 type ratePoint struct {

@@ -1,15 +1,11 @@
 package grammar
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/batchd/batchd/jsontext"
 )
 
 // value is a JSON value that keeps its objects' key order (a schema's
@@ -38,77 +34,44 @@ type member struct {
 	val value
 }
 
-// maxSchemaDepth bounds a schema's nesting.
-const maxSchemaDepth = 64
-
-// parseValue decodes JSON text; a key given twice keeps its last value.
+// parseValue decodes JSON text; a key given twice keeps its last value
+// in its first place (as nlohmann's parser does).
 func parseValue(data []byte) (value, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	v, err := decodeValue(d, 0)
-	if err != nil {
-		return v, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return v, errors.New("text after the JSON value")
-	}
-	return v, nil
-}
-
-func decodeValue(d *json.Decoder, depth int) (value, error) {
-	if depth > maxSchemaDepth {
-		return value{}, fmt.Errorf("nested deeper than %d", maxSchemaDepth)
-	}
-	t, err := d.Token()
+	v, err := jsontext.Parse(data)
 	if err != nil {
 		return value{}, err
 	}
-	switch t := t.(type) {
-	case json.Delim:
-		switch t {
-		case '[':
-			v := value{kind: vArray, arr: []value{}}
-			for d.More() {
-				x, err := decodeValue(d, depth+1)
-				if err != nil {
-					return v, err
-				}
-				v.arr = append(v.arr, x)
-			}
-			_, err := d.Token()
-			return v, err
-		case '{':
-			v := value{kind: vObject}
-			at := map[string]int{} // a repeated key's member: the last value wins, in its first place
-			for d.More() {
-				k, err := d.Token()
-				if err != nil {
-					return v, err
-				}
-				x, err := decodeValue(d, depth+1)
-				if err != nil {
-					return v, err
-				}
-				if i, ok := at[k.(string)]; ok {
-					v.obj[i].val = x
-					continue
-				}
-				at[k.(string)] = len(v.obj)
-				v.obj = append(v.obj, member{k.(string), x})
-			}
-			_, err := d.Token()
-			return v, err
+	return valueOf(v), nil
+}
+
+func valueOf(t jsontext.Value) value {
+	switch t.Kind {
+	case jsontext.Array:
+		v := value{kind: vArray, arr: make([]value, len(t.Items))}
+		for i, x := range t.Items {
+			v.arr[i] = valueOf(x)
 		}
-	case json.Number:
-		return value{kind: vNumber, str: t.String()}, nil
-	case string:
-		return value{kind: vString, str: t}, nil
-	case bool:
-		return value{kind: vBool, b: t}, nil
-	case nil:
-		return value{kind: vNull}, nil
+		return v
+	case jsontext.Object:
+		v := value{kind: vObject}
+		at := map[string]int{}
+		for _, m := range t.Members {
+			if i, ok := at[m.Key]; ok {
+				v.obj[i].val = valueOf(m.Value)
+				continue
+			}
+			at[m.Key] = len(v.obj)
+			v.obj = append(v.obj, member{m.Key, valueOf(m.Value)})
+		}
+		return v
+	case jsontext.Number:
+		return value{kind: vNumber, str: t.Text}
+	case jsontext.String:
+		return value{kind: vString, str: t.Text}
+	case jsontext.Bool:
+		return value{kind: vBool, b: t.Bool}
 	}
-	return value{}, fmt.Errorf("unexpected %v", t)
+	return value{kind: vNull}
 }
 
 func (v *value) set(k string, x value) {
@@ -167,7 +130,7 @@ func (v value) write(b *strings.Builder) {
 	case vNumber:
 		b.WriteString(numberText(v.str))
 	case vString:
-		writeJSONString(b, v.str)
+		jsontext.WriteString(b, v.str)
 	case vArray:
 		b.WriteByte('[')
 		for i, x := range v.arr {
@@ -183,7 +146,7 @@ func (v value) write(b *strings.Builder) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeJSONString(b, m.key)
+			jsontext.WriteString(b, m.key)
 			b.WriteByte(':')
 			m.val.write(b)
 		}
@@ -206,33 +169,4 @@ func numberText(s string) string {
 		out += ".0"
 	}
 	return out
-}
-
-func writeJSONString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			if r < 0x20 || r == utf8.RuneError {
-				fmt.Fprintf(b, `\u%04x`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
 }

@@ -100,6 +100,13 @@ func NewCache(size int) *Cache {
 	return &Cache{size: max(size, 1), order: list.New(), byKey: map[[32]byte]*list.Element{}}
 }
 
+// Len is how many grammars (or their errors) the cache holds.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
+
 // key names a spec: each field with its kind and length, so that no two
 // specs share one.
 func (s Spec) key() [32]byte {

@@ -10,106 +10,23 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/ipctest"
 	"github.com/batchd/batchd/ipc/wire"
 )
 
-// fakeBackend streams "tok0 tok1 ..." for MaxTokens deltas, one per
-// `delay`, or fails Submit with err.
-type fakeBackend struct {
-	err       error
-	state     string // Health's; "" is ready
-	delay     time.Duration
-	mu        sync.Mutex
-	submits   []*wire.Submit
-	peers     []ipc.Peer
-	cancelled atomic.Int32
-	ended     atomic.Int32
-	nextID    atomic.Uint64
-}
+// The fakes: a backend that streams "tok0 tok1 ..." (one delta per
+// max_tokens) and an access layer with a per-user cap.
+type (
+	fakeBackend = ipctest.Backend
+	fakeUsers   = ipctest.Users
+)
 
-func (b *fakeBackend) Submit(ctx context.Context, p ipc.Peer, s *wire.Submit) (ipc.RequestStream, error) {
-	if b.err != nil {
-		return nil, b.err
-	}
-	b.mu.Lock()
-	b.submits, b.peers = append(b.submits, s), append(b.peers, p)
-	b.mu.Unlock()
-	n := s.MaxTokens
-	if n == 0 {
-		n = 3
-	}
-	return &fakeStream{b: b, id: b.nextID.Add(1), n: n, ctx: ctx}, nil
-}
-
-func (b *fakeBackend) Cancel(p ipc.Peer, id uint64, admin bool) error { b.cancelled.Add(1); return nil }
-func (b *fakeBackend) Stats() *wire.StatsReport                       { return nil }
-func (b *fakeBackend) Health() wire.Health {
-	if b.state != "" {
-		return wire.Health{State: b.state}
-	}
-	return wire.Health{State: "ready"}
-}
-
-type fakeStream struct {
-	b   *fakeBackend
-	id  uint64
-	n   int
-	i   int
-	ctx context.Context
-}
-
-func (s *fakeStream) RequestID() uint64   { return s.id }
-func (s *fakeStream) PromptTokens() []int { return []int{1, 2} }
-func (s *fakeStream) Next(context.Context) (ipc.Event, error) {
-	if s.i == s.n || s.ctx.Err() != nil || s.b.cancelled.Load() > 0 {
-		s.b.ended.Add(1)
-		reason := "length"
-		if s.i < s.n {
-			reason = "cancelled"
-		}
-		return ipc.Event{Done: &wire.Done{FinishReason: reason, Usage: wire.Usage{PromptTokens: 2, CompletionTokens: s.i}}}, nil
-	}
-	time.Sleep(s.b.delay)
-	s.i++
-	return ipc.Event{Text: fmt.Sprintf("tok%d ", s.i-1), Tokens: []int{s.i}}, nil
-}
-
-type fakeUsers struct {
-	mu    sync.Mutex
-	n     map[uint32]int
-	limit int
-	pol   ipc.Policy
-}
-
-func (u *fakeUsers) AcquireUser(p ipc.Peer) error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.n == nil {
-		u.n = map[uint32]int{}
-	}
-	if u.limit > 0 && u.n[p.UID] >= u.limit {
-		return wire.Errorf(wire.CodeResourceExhausted, "uid %d: limit", p.UID)
-	}
-	u.n[p.UID]++
-	return nil
-}
-func (u *fakeUsers) ReleaseUser(p ipc.Peer) { u.mu.Lock(); u.n[p.UID]--; u.mu.Unlock() }
-func (u *fakeUsers) Policy() *ipc.Policy    { u.mu.Lock(); defer u.mu.Unlock(); p := u.pol; return &p }
-func (u *fakeUsers) inflight() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	t := 0
-	for _, n := range u.n {
-		t += n
-	}
-	return t
-}
+func submitsOf(b *fakeBackend) []*wire.Submit { s, _ := b.Submits(); return s }
+func peersOf(b *fakeBackend) []ipc.Peer       { _, p := b.Submits(); return p }
 
 const testKey = "0123456789abcdef-test"
 
@@ -182,18 +99,18 @@ func TestAPIKeysAndStatusCodes(t *testing.T) {
 			}
 		}
 	}
-	if len(b.peers) != 1 || b.peers[0].UID != 4242 {
-		t.Errorf("the key's user did not reach the backend: %+v", b.peers)
+	if len(peersOf(b)) != 1 || peersOf(b)[0].UID != 4242 {
+		t.Errorf("the key's user did not reach the backend: %+v", peersOf(b))
 	}
 	for code, status := range map[string]int{wire.CodeQueueFull: 429, wire.CodeUnavailable: 503,
 		wire.CodeInvalidArgument: 400, wire.CodePermissionDenied: 403, wire.CodeInternal: 500} {
-		b.err = wire.Errorf(code, "x")
+		b.Err = wire.Errorf(code, "x")
 		if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != status {
 			t.Errorf("%s: status %d, want %d", code, resp.StatusCode, status)
 		}
 	}
-	b.err = nil
-	b.state = "loading"
+	b.Err = nil
+	b.State = "loading"
 	resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("loading: status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -201,8 +118,8 @@ func TestAPIKeysAndStatusCodes(t *testing.T) {
 	if h, _ := http.Get(base + "/health"); h == nil || h.StatusCode != 503 {
 		t.Errorf("health while loading: %v", h)
 	}
-	if u.inflight() != 0 {
-		t.Errorf("%d requests still counted in flight", u.inflight())
+	if u.InFlight() != 0 {
+		t.Errorf("%d requests still counted in flight", u.InFlight())
 	}
 }
 
@@ -215,14 +132,14 @@ func TestMappingToSubmit(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.Status)
 	}
-	s := b.submits[0]
+	s := submitsOf(b)[0]
 	if s.MaxTokens != 7 || s.Temperature != 0.5 || s.TopP != 0.9 || s.Seed != wire.SeedRandom || len(s.Stop) != 1 ||
 		s.FrequencyPenalty != 0.5 || s.PresencePenalty != -0.5 || s.TopK != 4 || s.Channel != "bulk" ||
 		string(s.Messages) != `[{"role":"user","content":"hi","x":1}]` || string(s.Tools) != `[{"type":"function"}]` {
 		t.Errorf("submit: %+v", s)
 	}
 	post(t, base+"/v1/completions", testKey, `{"prompt":[5,6,7]}`)
-	if s := b.submits[1]; len(s.Tokens) != 3 || s.Temperature != 1 {
+	if s := submitsOf(b)[1]; len(s.Tokens) != 3 || s.Temperature != 1 {
 		t.Errorf("token prompt, default temperature 1: %+v", s)
 	}
 }
@@ -265,7 +182,7 @@ func TestStreamShape(t *testing.T) {
 // TestHangUpCancels: a client that disconnects mid-stream has its request
 // cancelled and read to its end; its per-user count is released.
 func TestHangUpCancels(t *testing.T) {
-	b, u := &fakeBackend{delay: 5 * time.Millisecond}, &fakeUsers{}
+	b, u := &fakeBackend{Delay: 5 * time.Millisecond}, &fakeUsers{}
 	_, base := startTCP(t, b, u, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/completions", strings.NewReader(`{"prompt":"a","max_tokens":100000,"stream":true}`))
@@ -278,16 +195,16 @@ func TestHangUpCancels(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	deadline := time.Now().Add(5 * time.Second)
-	for b.ended.Load() == 0 || u.inflight() != 0 {
+	for b.Ended.Load() == 0 || u.InFlight() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("request not ended: ended %d, in flight %d", b.ended.Load(), u.inflight())
+			t.Fatalf("request not ended: ended %d, in flight %d", b.Ended.Load(), u.InFlight())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
 func TestBoundsAndUserCap(t *testing.T) {
-	b, u := &fakeBackend{delay: 20 * time.Millisecond}, &fakeUsers{limit: 1}
+	b, u := &fakeBackend{Delay: 20 * time.Millisecond}, &fakeUsers{Limit: 1}
 	_, base := startTCP(t, b, u, Options{MaxBodyBytes: 1024})
 	if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"`+strings.Repeat("x", 2000)+`"}`); resp.StatusCode != 413 {
 		t.Errorf("big body: %d, want 413", resp.StatusCode)
@@ -297,7 +214,7 @@ func TestBoundsAndUserCap(t *testing.T) {
 		defer close(done)
 		post(t, base+"/v1/completions", testKey, `{"prompt":"a","max_tokens":20}`)
 	}()
-	for u.inflight() == 0 {
+	for u.InFlight() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != 429 {
@@ -368,7 +285,7 @@ func TestSeedAndMaxTokens(t *testing.T) {
 			t.Fatalf("%s: %s", body, resp.Status)
 		}
 	}
-	if s := b.submits; s[0].Seed != wire.SeedRandom || s[1].Seed != wire.SeedRandom || s[2].Seed != 7 {
+	if s := submitsOf(b); s[0].Seed != wire.SeedRandom || s[1].Seed != wire.SeedRandom || s[2].Seed != 7 {
 		t.Errorf("seeds %d %d %d, want -1 -1 7", s[0].Seed, s[1].Seed, s[2].Seed)
 	}
 	resp, m := post(t, base+"/v1/completions", testKey, `{"prompt":"a","max_tokens":9223372036854775807}`)
@@ -383,15 +300,13 @@ func TestSeedAndMaxTokens(t *testing.T) {
 // allowed_users = ["0"] the key of uid 4242 is refused, with its gid
 // allowed it is served.
 func TestAPIKeyUserPassesThePolicy(t *testing.T) {
-	b, u := &fakeBackend{}, &fakeUsers{pol: ipc.Policy{AllowedUIDs: []uint32{0}}}
+	b, u := &fakeBackend{}, &fakeUsers{Pol: ipc.Policy{AllowedUIDs: []uint32{0}}}
 	_, base := startTCP(t, b, u, Options{})
 	resp, m := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`)
-	if resp.StatusCode != 403 || len(b.submits) != 0 {
-		t.Fatalf("uid 4242's key under allowed_users [0]: %d %v, %d submits", resp.StatusCode, m, len(b.submits))
+	if resp.StatusCode != 403 || len(submitsOf(b)) != 0 {
+		t.Fatalf("uid 4242's key under allowed_users [0]: %d %v, %d submits", resp.StatusCode, m, len(submitsOf(b)))
 	}
-	u.mu.Lock()
-	u.pol = ipc.Policy{AllowedUIDs: []uint32{0}, AllowedGIDs: []uint32{4343}}
-	u.mu.Unlock()
+	u.SetPolicy(ipc.Policy{AllowedUIDs: []uint32{0}, AllowedGIDs: []uint32{4343}})
 	if resp, _ := post(t, base+"/v1/completions", testKey, `{"prompt":"a"}`); resp.StatusCode != 200 {
 		t.Fatalf("with its gid allowed: %d", resp.StatusCode)
 	}
@@ -505,11 +420,9 @@ func TestAnonymousUser(t *testing.T) {
 	if resp, _ := post(t, base+"/v1/completions", "wrong-key-0123456789", `{"prompt":"a"}`); resp.StatusCode != 401 {
 		t.Errorf("a wrong key: %d, want 401", resp.StatusCode)
 	}
-	b.mu.Lock()
-	if len(b.peers) != 1 || b.peers[0].UID != 777 {
-		t.Errorf("peers %+v, want the anonymous user", b.peers)
+	if len(peersOf(b)) != 1 || peersOf(b)[0].UID != 777 {
+		t.Errorf("peers %+v, want the anonymous user", peersOf(b))
 	}
-	b.mu.Unlock()
 	_, strict := startTCP(t, &fakeBackend{}, &fakeUsers{}, Options{})
 	if resp, _ := post(t, strict+"/v1/completions", "", `{"prompt":"a"}`); resp.StatusCode != 401 {
 		t.Errorf("keyless without anonymous_user: %d, want 401", resp.StatusCode)

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/batchd/batchd/jsontext"
 )
 
 // errJSON: the text is not the JSON a call was expected to be.
@@ -529,39 +531,14 @@ func formatDouble(f float64) string {
 	return fmt.Sprintf("%s%se%s%02d", sign, m, es, ev)
 }
 
-// escapeJSON escapes decoded text as nlohmann's dump writes strings:
-// quote, backslash and control characters, nothing else. It works byte by
-// byte: a character may come one byte at a time.
+// escapeJSON escapes decoded text as nlohmann's dump writes strings
+// (jsontext's escaping), byte by byte: a character may come one byte at
+// a time.
 func escapeJSON(t string) string {
 	if !strings.ContainsAny(t, "\"\\") && !hasControl(t) {
 		return t
 	}
-	var b strings.Builder
-	for i := 0; i < len(t); i++ {
-		switch c := t[i]; c {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if c < 0x20 {
-				fmt.Fprintf(&b, `\u%04x`, c)
-			} else {
-				b.WriteByte(c)
-			}
-		}
-	}
-	return b.String()
+	return string(jsontext.AppendEscaped(nil, t))
 }
 
 func hasControl(t string) bool {

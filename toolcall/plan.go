@@ -2,12 +2,13 @@ package toolcall
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/jsontext"
 )
 
 // Plan is how one request's tool calls are enforced and read.
@@ -163,17 +164,11 @@ func parameters(b *grammar.Builder, t Tool) ([]byte, error) {
 	return params, nil
 }
 
-// quoted is a JSON string literal.
-func quoted(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 // callSchema is {"name": const, "arguments": params} (and an id when asked).
 func callSchema(t Tool, params []byte, typed bool, id string) []byte {
-	name := `{"const": ` + quoted(t.Name) + `}`
+	name := `{"const": ` + jsontext.Quote(t.Name) + `}`
 	if typed {
-		name = `{"type": "string", "const": ` + quoted(t.Name) + `}`
+		name = `{"type": "string", "const": ` + jsontext.Quote(t.Name) + `}`
 	}
 	props := `"name": ` + name + `, "arguments": ` + string(params)
 	req := `"name", "arguments"`
@@ -281,7 +276,7 @@ func genericGrammar(b *grammar.Builder, root string, tools []Tool, parallel, aut
 		if err != nil {
 			return err
 		}
-		props := `"name": {"type": "string", "const": ` + quoted(t.Name) + `}, "arguments": ` + string(params)
+		props := `"name": {"type": "string", "const": ` + jsontext.Quote(t.Name) + `}, "arguments": ` + string(params)
 		req := `"name", "arguments"`
 		if parallel {
 			// llama.cpp bounds the id below only: a model could write it
@@ -291,7 +286,7 @@ func genericGrammar(b *grammar.Builder, root string, tools []Tool, parallel, aut
 		}
 		s := `{"type": "object", "properties": {` + props + `}, "required": [` + req + `]`
 		if t.Description != "" {
-			s += `, "description": ` + quoted(t.Description)
+			s += `, "description": ` + jsontext.Quote(t.Description)
 		}
 		calls = append(calls, s+"}")
 	}
@@ -309,4 +304,56 @@ func genericGrammar(b *grammar.Builder, root string, tools []Tool, parallel, aut
 	}
 	b.AddSchema(root, []byte(schema))
 	return nil
+}
+
+// Request is one chat request's tool fields as the client sent them.
+type Request struct {
+	Tools, Choice []byte // the tools array and tool_choice, JSON
+	// Parallel allows several calls in one response (parallel_tool_calls).
+	Parallel bool
+	// Constrained: the request also asks for structured output
+	// (response_format, a grammar, a schema), which a call would not follow.
+	Constrained bool
+}
+
+// Prepared is all a request's tools need, from one call: the tools and
+// choice as read, the plan in the model's format, and what the rendered
+// conversation needs (PromptOptions).
+type Prepared struct {
+	Tools  []Tool
+	Choice Choice
+	Plan   Plan
+	// System, ToolsInSystem and Vars are PromptOptions'.
+	System        string
+	ToolsInSystem bool
+	Vars          map[string]string
+}
+
+// Calls reports whether the answer may hold calls that are read.
+func (p *Prepared) Calls() bool { return len(p.Tools) > 0 && p.Choice.Mode != None }
+
+// ErrConflict is a request that both calls tools and asks for structured
+// output: a call would not follow the request's grammar.
+var ErrConflict = errors.New("tools with a tool_choice other than none cannot be combined with response_format, a grammar or a schema")
+
+// Prepare reads a request's tools and tool_choice and plans its calls in
+// format f. The conflict with structured output is refused before any
+// schema is converted.
+func Prepare(ctx context.Context, f Format, r Request) (Prepared, error) {
+	var p Prepared
+	var err error
+	if p.Tools, err = ParseTools(r.Tools); err != nil {
+		return p, err
+	}
+	if p.Choice, err = ParseChoice(r.Choice, p.Tools); err != nil {
+		return p, err
+	}
+	if p.Calls() && r.Constrained {
+		return p, ErrConflict
+	}
+	if p.Plan, err = Build(ctx, f, p.Tools, p.Choice, Options{Parallel: r.Parallel}); err != nil {
+		return p, err
+	}
+	p.System, p.ToolsInSystem, p.Vars = PromptOptions(f, p.Tools, p.Choice)
+	return p, nil
 }

@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -58,5 +59,27 @@ func TestRequiredNumbersAreFinite(t *testing.T) {
 		if got != want {
 			t.Errorf("amount %s: taken %v, want %v", args, got, want)
 		}
+	}
+}
+
+// TestPrepare: one call reads the tools and the choice, refuses calls
+// beside structured output before converting a schema (even one that
+// would not convert), plans the calls and gives the prompt's options.
+func TestPrepare(t *testing.T) {
+	tools := []byte(`[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}}]`)
+	bad := []byte(`[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"$ref":"#/nope"}}}}}]`)
+	ctx := context.Background()
+	if _, err := Prepare(ctx, Hermes, Request{Tools: bad, Constrained: true}); !errors.Is(err, ErrConflict) {
+		t.Errorf("calls beside structured output: %v, want ErrConflict", err)
+	}
+	if _, err := Prepare(ctx, Hermes, Request{Tools: tools, Choice: []byte(`"none"`), Constrained: true}); err != nil {
+		t.Errorf("tool_choice none beside structured output: %v", err)
+	}
+	p, err := Prepare(ctx, Generic, Request{Tools: tools, Parallel: true})
+	if err != nil || !p.Calls() || p.Plan.GBNF == "" || p.System != genericSystem || len(p.Tools) != 1 {
+		t.Errorf("generic: %+v, %v", p, err)
+	}
+	if _, err := Prepare(ctx, Hermes, Request{Tools: tools, Choice: []byte(`{"type":"function","function":{"name":"g"}}`)}); err == nil {
+		t.Error("a tool_choice naming no tool was taken")
 	}
 }

@@ -2,9 +2,10 @@ package toolcall
 
 import (
 	"context"
-	"github.com/batchd/batchd/grammar"
 	"strings"
 	"testing"
+
+	"github.com/batchd/batchd/grammar"
 
 	"github.com/batchd/batchd/testing/testmodels"
 )

@@ -73,7 +73,7 @@ func serveSynth(t *testing.T, extra ...string) (string, *client.Client) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, append([]string{"serve", "--model", model, "--socket", sock, "--log-level", "error"}, extra...))
+		done <- daemon.Serve(ctx, append([]string{"--model", model, "--socket", sock, "--log-level", "error"}, extra...), os.Stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()

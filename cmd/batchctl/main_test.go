@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ func serveForCtl(t *testing.T, sock string, args ...string) func(args ...string)
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- daemon.Run(ctx, args) }()
+	go func() { done <- daemon.Serve(ctx, args, os.Stderr) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -39,7 +40,7 @@ func TestBatchctlAgainstDaemon(t *testing.T) {
 	// only that goroutine and leave the test blocked on done.
 	modelPath := testmodels.Path(t, "stories260K.gguf")
 	sock := filepath.Join(t.TempDir(), "b.sock")
-	ctl := serveForCtl(t, sock, "serve", "--model", modelPath, "--socket", sock, "--log-level", "error")
+	ctl := serveForCtl(t, sock, "--model", modelPath, "--socket", sock, "--log-level", "error")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if out, code := ctl("health"); code == 0 && strings.Contains(out, "state    ready") {

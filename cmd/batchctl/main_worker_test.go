@@ -1,9 +1,10 @@
 package main
 
 import (
-	"github.com/batchd/batchd/chat"
 	"os"
 	"testing"
+
+	"github.com/batchd/batchd/chat"
 )
 
 // TestMain lets the test binary serve as a chat template worker: the

@@ -24,7 +24,7 @@ func TestModelsCommands(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("models_dir = \""+mdir+"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctl := serveForCtl(t, sock, "serve", "--model", synth.TinyFile(t, 256), "--config", cfg, "--socket", sock, "--log-level", "error")
+	ctl := serveForCtl(t, sock, "--model", synth.TinyFile(t, 256), "--config", cfg, "--socket", sock, "--log-level", "error")
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if out, code := ctl("health"); code == 0 && strings.Contains(out, "ready") {
 			break
@@ -61,7 +61,7 @@ func TestModelsCommands(t *testing.T) {
 func TestEmbedCommand(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "b.sock")
-	ctl := serveForCtl(t, sock, "serve", "--model", synth.TinyFile(t, 256), "--socket", sock, "--log-level", "error")
+	ctl := serveForCtl(t, sock, "--model", synth.TinyFile(t, 256), "--socket", sock, "--log-level", "error")
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if out, code := ctl("health"); code == 0 && strings.Contains(out, "ready") {
 			break

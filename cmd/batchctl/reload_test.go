@@ -20,7 +20,7 @@ func TestReloadAppliesAHeldWidening(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("[server]\nmax_requests_per_user = 4\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctl := serveForCtl(t, sock, "serve", "--model", synth.TinyFile(t, 256), "--config", cfg, "--socket", sock, "--log-level", "error")
+	ctl := serveForCtl(t, sock, "--model", synth.TinyFile(t, 256), "--config", cfg, "--socket", sock, "--log-level", "error")
 	stats := func() (held []string, cap int) {
 		out, code := ctl("stats", "--json")
 		var s struct {

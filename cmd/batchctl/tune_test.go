@@ -20,7 +20,7 @@ func TestTuneAgainstDaemon(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctl := serveForCtl(t, sock, "serve", "--model", synth.TinyFile(t, 256), "--socket", sock, "--config", cfg, "--log-level", "error")
+	ctl := serveForCtl(t, sock, "--model", synth.TinyFile(t, 256), "--socket", sock, "--config", cfg, "--log-level", "error")
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if out, code := ctl("health"); code == 0 && strings.Contains(out, "ready") {
 			break

@@ -1,4 +1,5 @@
-// Command batchd is the batchd inference daemon and its in-process tools.
+// Command batchd is the batchd inference daemon (batchd serve) and its
+// in-process tools: generate, profile, tokenize, template, grammar, tune.
 package main
 
 import (
@@ -7,17 +8,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/batchd/batchd/daemon"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := daemon.Run(ctx, os.Args[1:])
+	err := run(ctx, os.Args[1:], &runEnv{stdout: os.Stdout, stderr: os.Stderr})
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "batchd:", err)
-		if daemon.IsUsage(err) {
+		if isUsage(err) {
 			os.Exit(2)
 		}
 		os.Exit(1)

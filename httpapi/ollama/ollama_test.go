@@ -1,76 +1,31 @@
 package ollama
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
+	"github.com/batchd/batchd/ipc/ipctest"
 	"github.com/batchd/batchd/ipc/wire"
 )
 
-// fakeBackend answers every submit with "Hi", or with one tool call when
-// the request has tools, and records the submits.
-type fakeBackend struct {
-	mu      sync.Mutex
-	submits []*wire.Submit
+// newBackend answers every submit with "Hi" (finish stop), or with one
+// tool call when the request has tools, and records the submits.
+func newBackend() ipctest.Models {
+	return ipctest.Models{Backend: &ipctest.Backend{Text: func(*wire.Submit) []string { return []string{"Hi"} }, Finish: "stop",
+		Prompt: []int{1}, Calls: []wire.ToolCall{{ID: "c1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+		List: []wire.ModelEntry{{Name: "m", State: "loaded", Path: "/nonexistent/m.gguf"}}}
 }
 
-func (b *fakeBackend) Submit(_ context.Context, _ ipc.Peer, s *wire.Submit) (ipc.RequestStream, error) {
-	b.mu.Lock()
-	b.submits = append(b.submits, s)
-	b.mu.Unlock()
-	return &fakeStream{tools: len(s.Tools) > 0}, nil
-}
-func (b *fakeBackend) Cancel(ipc.Peer, uint64, bool) error { return nil }
-func (b *fakeBackend) Stats() *wire.StatsReport            { return nil }
-func (b *fakeBackend) Health() wire.Health                 { return wire.Health{State: "ready"} }
-func (b *fakeBackend) Models() []wire.ModelEntry {
-	return []wire.ModelEntry{{Name: "m", State: "loaded", Path: "/nonexistent/m.gguf"}}
-}
-func (b *fakeBackend) LoadModel(context.Context, ipc.Peer, string, string, bool) error {
-	return nil
-}
-func (b *fakeBackend) DeleteModel(ipc.Peer, string) error       { return nil }
-func (b *fakeBackend) CopyModel(ipc.Peer, string, string) error { return nil }
-func (b *fakeBackend) Embed(context.Context, ipc.Peer, *wire.Embed) (*wire.Embed, error) {
-	return nil, wire.Errorf(wire.CodeUnavailable, "no embeddings here")
-}
+func submitsOf(b ipctest.Models) []*wire.Submit { s, _ := b.Submits(); return s }
 
-type fakeStream struct {
-	tools bool
-	sent  bool
-}
-
-func (s *fakeStream) RequestID() uint64   { return 1 }
-func (s *fakeStream) PromptTokens() []int { return []int{1} }
-func (s *fakeStream) Next(context.Context) (ipc.Event, error) {
-	if !s.sent && !s.tools {
-		s.sent = true
-		return ipc.Event{Text: "Hi", Tokens: []int{7}}, nil
-	}
-	d := &wire.Done{FinishReason: "stop", Usage: wire.Usage{PromptTokens: 1, CompletionTokens: 1}}
-	if s.tools {
-		d.FinishReason = "tool_calls"
-		d.ToolCalls = []wire.ToolCall{{ID: "c1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}
-	}
-	return ipc.Event{Done: d}, nil
-}
-
-type fakeUsers struct{}
-
-func (fakeUsers) AcquireUser(ipc.Peer) error { return nil }
-func (fakeUsers) ReleaseUser(ipc.Peer)       {}
-func (fakeUsers) Policy() *ipc.Policy        { return &ipc.Policy{} }
-
-func serve(t *testing.T, b *fakeBackend) string {
+func serve(t *testing.T, b ipctest.Models) string {
 	t.Helper()
-	srv := httpapi.New(httpapi.Options{Backend: b, Users: fakeUsers{}, Model: "m", Anonymous: &ipc.Peer{UID: 1}})
+	srv := httpapi.New(httpapi.Options{Backend: b, Users: &ipctest.Users{}, Model: "m", Anonymous: &ipc.Peer{UID: 1}})
 	Register(srv, b)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,7 +52,7 @@ func post(t *testing.T, url, body string) (int, map[string]any) {
 // arguments an object, done_reason stop); a history's calls and tool
 // results reach the submit in OpenAI's shape (arguments as JSON text).
 func TestToolCallsAndHistory(t *testing.T) {
-	b := &fakeBackend{}
+	b := newBackend()
 	base := serve(t, b)
 	tools := `[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]`
 	status, resp := post(t, base+"/api/chat", `{"model": "m", "stream": false, "tools": `+tools+`,
@@ -117,7 +72,7 @@ func TestToolCallsAndHistory(t *testing.T) {
 		t.Errorf("call %v, want arguments as an object", fn)
 	}
 	var hist []map[string]any
-	if err := json.Unmarshal(b.submits[0].Messages, &hist); err != nil {
+	if err := json.Unmarshal(submitsOf(b)[0].Messages, &hist); err != nil {
 		t.Fatal(err)
 	}
 	call := hist[1]["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)
@@ -126,7 +81,7 @@ func TestToolCallsAndHistory(t *testing.T) {
 		hist[2]["role"] != "tool" || hist[2]["name"] != "get_weather" {
 		t.Errorf("history as submitted: %v", hist)
 	}
-	if string(b.submits[0].Tools) == "" {
+	if string(submitsOf(b)[0].Tools) == "" {
 		t.Error("tools did not reach the submit")
 	}
 }
@@ -134,14 +89,14 @@ func TestToolCallsAndHistory(t *testing.T) {
 // TestOptionsAndRefusals: options map to the submit (Ollama's defaults
 // where absent); what batchd cannot honour is a 400 in Ollama's shape.
 func TestOptionsAndRefusals(t *testing.T) {
-	b := &fakeBackend{}
+	b := newBackend()
 	base := serve(t, b)
 	status, _ := post(t, base+"/api/generate", `{"model": "m", "prompt": "x", "stream": false,
 		"options": {"num_predict": 5, "temperature": 0.5, "top_k": 7, "seed": 3, "stop": ["\n"], "num_thread": 4}}`)
 	if status != 200 {
 		t.Fatalf("status %d", status)
 	}
-	s := b.submits[0]
+	s := submitsOf(b)[0]
 	if s.MaxTokens != 5 || s.Temperature != 0.5 || s.TopK != 7 || s.TopP != 0.9 || s.Seed != 3 || len(s.Stop) != 1 {
 		t.Errorf("submit %+v", s)
 	}

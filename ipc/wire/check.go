@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/batchd/batchd/jsontext"
 )
 
 // checkBody walks one msgpack value and checks that every declared length
@@ -79,8 +81,8 @@ func checkBody(b []byte) error {
 
 // MaxDepth is the deepest nesting of arrays and maps a frame may hold:
 // the JSON a frame carries (a schema, messages, tools) may nest
-// maxJSONDepth levels, below a few of the frame's own.
-const MaxDepth = maxJSONDepth + 8
+// jsontext.MaxDepth levels, below a few of the frame's own.
+const MaxDepth = jsontext.MaxDepth + 8
 
 // header is what a msgpack type byte says of the value it starts.
 type header struct {

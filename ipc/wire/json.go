@@ -8,17 +8,17 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/batchd/batchd/jsontext"
 )
 
 // JSON is a structured field (a chat's messages, its tools) carried as
 // JSON text in Go and as the same structure in msgpack: maps keep their
 // key order both ways, since chat templates print tool schemas as written.
 type JSON []byte
-
-// maxJSONDepth bounds nesting; no conversation or schema comes near it.
-const maxJSONDepth = 64
 
 var jsonType = reflect.TypeOf(JSON(nil))
 
@@ -27,94 +27,55 @@ func (j JSON) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if len(j) == 0 {
 		return enc.EncodeNil()
 	}
-	d := json.NewDecoder(bytes.NewReader(j))
-	d.UseNumber()
-	v, err := readOrdered(d, 0)
+	v, err := jsontext.Parse(j)
 	if err != nil {
 		return fmt.Errorf("wire.JSON: %w", err)
 	}
-	return v.encode(enc)
+	return encodeValue(enc, v)
 }
 
-// ordered is a JSON value with its object keys in order.
-type ordered struct {
-	v    any // nil, bool, string, json.Number; or nil for a container
-	list []ordered
-	keys []string
-	obj  bool
-	arr  bool
-}
-
-func readOrdered(d *json.Decoder, depth int) (ordered, error) {
-	if depth > maxJSONDepth {
-		return ordered{}, fmt.Errorf("nested deeper than %d", maxJSONDepth)
-	}
-	t, err := d.Token()
-	if err != nil {
-		return ordered{}, err
-	}
-	delim, ok := t.(json.Delim)
-	if !ok {
-		return ordered{v: t}, nil
-	}
-	o := ordered{obj: delim == '{', arr: delim == '['}
-	for d.More() {
-		if o.obj {
-			k, err := d.Token()
-			if err != nil {
-				return o, err
-			}
-			o.keys = append(o.keys, k.(string))
-		}
-		e, err := readOrdered(d, depth+1)
-		if err != nil {
-			return o, err
-		}
-		o.list = append(o.list, e)
-	}
-	_, err = d.Token()
-	return o, err
-}
-
-func (o ordered) encode(enc *msgpack.Encoder) error {
-	switch {
-	case o.obj:
-		if err := enc.EncodeMapLen(len(o.keys)); err != nil {
+// encodeValue writes a JSON value as msgpack, its maps in order.
+func encodeValue(enc *msgpack.Encoder, v jsontext.Value) error {
+	switch v.Kind {
+	case jsontext.Object:
+		if err := enc.EncodeMapLen(len(v.Members)); err != nil {
 			return err
 		}
-		for i, k := range o.keys {
-			if err := enc.EncodeString(k); err != nil {
+		for _, m := range v.Members {
+			if err := enc.EncodeString(m.Key); err != nil {
 				return err
 			}
-			if err := o.list[i].encode(enc); err != nil {
+			if err := encodeValue(enc, m.Value); err != nil {
 				return err
 			}
 		}
 		return nil
-	case o.arr:
-		if err := enc.EncodeArrayLen(len(o.list)); err != nil {
+	case jsontext.Array:
+		if err := enc.EncodeArrayLen(len(v.Items)); err != nil {
 			return err
 		}
-		for _, e := range o.list {
-			if err := e.encode(enc); err != nil {
+		for _, e := range v.Items {
+			if err := encodeValue(enc, e); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	switch v := o.v.(type) {
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
+	case jsontext.Number:
+		n := json.Number(v.Text)
+		if i, err := n.Int64(); err == nil {
 			return enc.EncodeInt(i)
 		}
-		f, err := v.Float64()
+		f, err := n.Float64()
 		if err != nil {
 			return err
 		}
 		return enc.EncodeFloat64(f)
-	default:
-		return enc.Encode(v)
+	case jsontext.String:
+		return enc.EncodeString(v.Text)
+	case jsontext.Bool:
+		return enc.EncodeBool(v.Bool)
 	}
+	return enc.EncodeNil()
 }
 
 // decodeJSONFields fills the JSON fields of dst from the frame body,
@@ -151,8 +112,8 @@ func decodeJSONFields(dst reflect.Value, body []byte) error {
 
 // transcode writes the next msgpack value as JSON.
 func transcode(dec *msgpack.Decoder, w *bytes.Buffer, depth int) error {
-	if depth > maxJSONDepth {
-		return fmt.Errorf("nested deeper than %d", maxJSONDepth)
+	if depth > jsontext.MaxDepth {
+		return fmt.Errorf("nested deeper than %d", jsontext.MaxDepth)
 	}
 	code, err := dec.PeekCode()
 	if err != nil {
@@ -230,8 +191,8 @@ func transcode(dec *msgpack.Decoder, w *bytes.Buffer, depth int) error {
 }
 
 func writeJSONString(w *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s) // invalid UTF-8 becomes U+FFFD
-	w.Write(b)
+	var buf [64]byte
+	w.Write(jsontext.AppendString(buf[:0], strings.ToValidUTF8(s, "\uFFFD")))
 }
 
 func isArrayCode(c byte) bool { return (c >= 0x90 && c <= 0x9f) || c == 0xdc || c == 0xdd }

@@ -39,49 +39,146 @@ func root(t *testing.T) string {
 	return filepath.Join(dir, "..", "..")
 }
 
-// TestImportRules: each package may depend only on what its layer allows.
+// rule is what one package may import of ours: the rooms listed and
+// whatever they import in turn (a rule names only its direct neighbours).
+type rule struct {
+	pkg   string
+	rooms []string
+}
+
+// rules is the map of docs/ARCHITECTURE.md, room by room. Every package
+// of the module must have one (TestEveryPackageHasARule).
+var rules = []rule{
+	// Leaves: nothing of ours.
+	{"jsontext", nil}, // JSON text in order, one escaping, one depth bound
+	{"kvcache", nil},
+	{"quant", nil},
+	{"gguf", nil},
+	{"sample", nil},
+	{"hwprofile", nil},
+	{"tune", nil},         // the matrix, the knee, the rollout rule: cells run and targets live elsewhere
+	{"serve/models", nil}, // bookkeeping: the serving layer's loader opens the files
+	// The model runtime and compute.
+	{"tokenizer", []string{"gguf"}}, // a vocabulary, no weights
+	{"model", []string{"gguf", "quant", "tokenizer"}},
+	{"backend", []string{"quant"}},
+	{"backend/cpu", []string{"backend", "model"}},
+	{"backend/backends", []string{"backend/cpu"}},
+	{"backend/backendtest", []string{"backend", "model", "testing/synth", "testing/testmodels"}}, // the suite every backend passes
+	// The request-format libraries: text in, text out.
+	{"grammar", []string{"jsontext"}},             // token texts come from the engine; no vocabulary or tensors
+	{"chat", []string{"jsontext"}},                // templates, in worker processes
+	{"toolcall", []string{"grammar", "jsontext"}}, // formats, grammars, a parser; no tokens
+	// The batching core.
+	{"engine/sched", []string{"kvcache"}}, // pure logic on a pool: no requests, tensors or clock
+	{"engine", []string{"engine/sched", "backend", "model", "sample", "grammar", "kvcache"}},
+	// The protocol and the transports.
+	{"ipc/wire", []string{"jsontext"}},
+	{"ipc", []string{"ipc/wire"}},
+	{"ipc/ipctest", []string{"ipc"}},
+	{"clients/go", []string{"ipc/wire"}},
+	{"httpapi", []string{"ipc"}},                   // a translator onto ipc.Backend; never the engine
+	{"httpapi/ollama", []string{"httpapi", "ipc"}}, // routes on httpapi's listeners
+	{"kvevents", []string{"kvcache"}},              // the cache's events on a ZeroMQ socket; no engine
+	// The config file: readable and comparable without the engine or a model.
+	{"config", []string{"engine/sched", "backend", "toolcall", "ipc", "clients/go", "kvevents"}},
+	// The serving layer: between the transports and the engine.
+	{"serve", []string{"engine", "config", "chat", "toolcall", "backend/backends", "hwprofile", "ipc", "serve/models"}},
+	{"metrics", []string{"engine", "config", "ipc"}},
+	// The daemon's lifecycle and the programs.
+	{"daemon", []string{"serve", "metrics", "config", "httpapi/ollama", "kvevents"}},
+	{"daemon/daemontest", []string{"daemon"}},
+	{"cmd/batchd", []string{"daemon", "serve", "tune/remote"}},
+	{"cmd/batchctl", []string{"clients/go", "tune", "tune/remote"}}, // never the engine: a small static binary
+	{"tune/remote", []string{"tune", "clients/go"}},                 // a running daemon, through its socket and config file
+}
+
+// TestImportRules: each package depends only on its rule's rooms and
+// what they depend on.
 func TestImportRules(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	for _, r := range []struct {
-		pkg     string
-		allowed []string // package prefixes of ours it may depend on
-	}{
-		{"kvcache", nil},
-		{"kvevents", []string{"kvcache"}}, // the cache's events on a ZeroMQ socket; no engine
-		{"serve/models", nil},             // bookkeeping: the serving layer's loader opens the files
-		{"tune", nil},                     // the matrix, the knee, the rollout rule: cells run and targets live in the daemon
-		{"tune/remote", []string{"tune", "clients/go", "ipc/wire"}}, // a running daemon, through its socket and config file
-		{"quant", nil},
-		{"gguf", nil},
-		{"tokenizer", []string{"gguf"}}, // a vocabulary, no weights
-		{"sample", nil},
-		{"chat", nil},
-		{"grammar", nil},                  // token texts come from the engine; no vocabulary or tensors
-		{"toolcall", []string{"grammar"}}, // text in, text out: formats, grammars, a parser; no tokens
-		{"model", []string{"gguf", "quant", "tokenizer"}},
-		{"backend", []string{"quant"}},
-		{"engine", []string{"engine/sched", "backend", "model", "gguf", "quant", "tokenizer", "sample", "grammar", "kvcache"}},
-		{"engine/sched", []string{"kvcache"}}, // pure logic on a pool: no requests, tensors or clock
-		// The file's schema: readable and comparable without the engine or a model.
-		{"config", []string{"engine/sched", "backend", "quant", "toolcall", "grammar", "ipc", "clients/go", "kvevents", "kvcache"}},
-		{"backend/cpu", []string{"backend", "model", "gguf", "quant", "tokenizer"}},
-		{"ipc/wire", nil},
-		{"clients/go", []string{"ipc/wire"}},
-		{"httpapi", []string{"ipc"}},                   // ipc and ipc/wire: the same backend, policy and wire errors
-		{"httpapi/ollama", []string{"httpapi", "ipc"}}, // routes on httpapi's listeners; requests are wire.Submits
-	} {
+	for _, r := range rules {
+		allowed := map[string]bool{}
+		for _, room := range r.rooms {
+			allowed[room] = true
+			for _, d := range deps(t, room) {
+				allowed[d] = true
+			}
+		}
 		for _, d := range deps(t, r.pkg) {
-			ok := false
-			for _, a := range r.allowed {
-				if d == a || strings.HasPrefix(d, a+"/") {
-					ok = true
-				}
+			if !allowed[d] {
+				t.Errorf("%s depends on %s (its rooms: %v)", r.pkg, d, r.rooms)
 			}
-			if !ok {
-				t.Errorf("%s depends on %s (allowed: %v)", r.pkg, d, r.allowed)
-			}
+		}
+	}
+}
+
+// TestEveryPackageHasARule: a new room gets its rule in the same change.
+func TestEveryPackageHasARule(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	cmd := exec.Command("go", "list", "./...")
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, r := range rules {
+		have[r.pkg] = true
+	}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(p, module+"/")
+		if strings.HasPrefix(rel, "testing/") || !strings.HasPrefix(p, module+"/") {
+			continue // the harnesses and benchmarks import what they measure
+		}
+		if !have[rel] {
+			t.Errorf("package %s has no import rule: add it to rules and to docs/ARCHITECTURE.md", rel)
+		}
+	}
+}
+
+// TestNoRoomOverAFifth: no room (a top-level folder, or a program under
+// cmd/) holds more than a fifth of the product's lines (tests, testing/
+// and deploy/ aside): a room that big is two rooms.
+func TestNoRoomOverAFifth(t *testing.T) {
+	base := root(t)
+	lines := map[string]int{}
+	total := 0
+	err := filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(base, p)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || rel == "testing" || rel == "deploy" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		room := parts[0]
+		if room == "cmd" && len(parts) > 2 {
+			room = parts[0] + "/" + parts[1]
+		}
+		n := strings.Count(string(b), "\n")
+		lines[room] += n
+		total += n
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for room, n := range lines {
+		if 5*n > total {
+			t.Errorf("%s holds %d of %d lines (%.0f%%): more than a fifth", room, n, total, 100*float64(n)/float64(total))
 		}
 	}
 }

@@ -22,10 +22,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/serve"
 	"github.com/batchd/batchd/testing/cpuprof"
 )
 
@@ -85,7 +85,7 @@ type point struct {
 
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	var cfg daemon.EngineConfig
+	var cfg serve.LoadSpec
 	fs.StringVar(&cfg.Model, "model", "", "model file (required)")
 	fs.StringVar(&cfg.Tokenizer, "tokenizer", "", "llama2.c tokenizer file")
 	fs.IntVar(&cfg.BlockSize, "block-size", 16, "tokens per KV block")
@@ -150,7 +150,7 @@ func run(args []string, stdout io.Writer) error {
 		"bulk":     {Share: 0.15},
 	}
 	var order []string
-	configs := map[string]daemon.EngineConfig{}
+	configs := map[string]serve.LoadSpec{}
 	for _, name := range strings.Split(*modes, ",") {
 		name = strings.TrimSpace(name)
 		mc := cfg
@@ -197,8 +197,8 @@ func run(args []string, stdout io.Writer) error {
 }
 
 // replay submits the trace at its arrival times and waits for every request.
-func replay(cfg daemon.EngineConfig, trace []traceReq, targets map[string]time.Duration, log *slog.Logger) (modeResult, error) {
-	rt, err := daemon.OpenEngine(cfg, log)
+func replay(cfg serve.LoadSpec, trace []traceReq, targets map[string]time.Duration, log *slog.Logger) (modeResult, error) {
+	rt, err := serve.Open(cfg, log)
 	if err != nil {
 		return modeResult{}, err
 	}

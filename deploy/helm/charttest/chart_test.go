@@ -20,7 +20,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/batchd/batchd/daemon"
+	"github.com/batchd/batchd/config"
 )
 
 const chartDir = "../batchd"
@@ -29,7 +29,7 @@ const chartDir = "../batchd"
 type rendered struct {
 	deploy  *appsv1.Deployment
 	objects map[string]any // "Kind/name"
-	config  daemon.Config  // the ConfigMap's batchd.toml, read by batchd's own loader
+	config  config.Config  // the ConfigMap's batchd.toml, read by batchd's own loader
 	epp     *EndpointPickerConfig
 }
 
@@ -147,7 +147,7 @@ func (r *rendered) configMap(t *testing.T, cm *corev1.ConfigMap) error {
 		if err := os.WriteFile(path, []byte(toml), 0o600); err != nil {
 			return err
 		}
-		c, err := daemon.LoadFile(path)
+		c, err := config.LoadFile(path)
 		if err != nil {
 			return fmt.Errorf("ConfigMap %s: batchd refuses its config: %w", cm.Name, err)
 		}

@@ -157,8 +157,8 @@ func startBatchd(model, dir string) (server, func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, []string{"serve", "--model", serve, "--config", cfg, "--socket", sock, "--http-socket", hsock,
-			"--log-level", "error"})
+		done <- daemon.Serve(ctx, []string{"--model", serve, "--config", cfg, "--socket", sock, "--http-socket", hsock,
+			"--log-level", "error"}, os.Stderr)
 	}()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", hsock)

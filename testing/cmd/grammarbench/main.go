@@ -22,9 +22,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchd/batchd/daemon"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/grammar"
+	"github.com/batchd/batchd/serve"
 	"github.com/batchd/batchd/testing/cpuprof"
 	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/tokenizer"
@@ -59,7 +59,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	rt, err := daemon.OpenEngine(daemon.EngineConfig{Model: *modelPath, KVCacheType: "f32", QuantDot: "float"},
+	rt, err := serve.Open(serve.LoadSpec{Model: *modelPath, KVCacheType: "f32", QuantDot: "float"},
 		slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

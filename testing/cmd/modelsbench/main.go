@@ -57,12 +57,12 @@ func run(a, b, tokenizer string, rounds, streams, tokens, longPrompt int) error 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	args := []string{"serve", "--model", a, "--config", cfg, "--socket", sock, "--log-level", "error"}
+	args := []string{"--model", a, "--config", cfg, "--socket", sock, "--log-level", "error"}
 	if tokenizer != "" {
 		args = append(args, "--tokenizer", tokenizer)
 	}
 	done := make(chan error, 1)
-	go func() { done <- daemon.Run(ctx, args) }()
+	go func() { done <- daemon.Serve(ctx, args, os.Stderr) }()
 	c, err := waitReady(ctx, sock, done)
 	if err != nil {
 		return err

@@ -1,0 +1,16 @@
+package serve
+
+import (
+	"os"
+	"testing"
+
+	"github.com/batchd/batchd/chat"
+)
+
+// TestMain lets the test binary serve as the chat templates' worker.
+func TestMain(m *testing.M) {
+	if chat.IsWorker(os.Args) {
+		os.Exit(chat.RunWorker(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}

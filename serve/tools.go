@@ -1,0 +1,156 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/batchd/batchd/chat"
+	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/ipc/wire"
+	"github.com/batchd/batchd/tokenizer"
+	"github.com/batchd/batchd/toolcall"
+)
+
+// toolSupport is how the served model writes tool calls and reasons.
+type toolSupport struct {
+	format    toolcall.Format
+	reasoning *toolcall.Tags
+}
+
+// detectTools reads the template's tool-call format and reasoning tags;
+// a configured format (model.tool_format) wins.
+func detectTools(t *chat.Template, setting string) toolSupport {
+	s := toolSupport{format: toolcall.Generic}
+	if t != nil {
+		s.format, s.reasoning = toolcall.Detect(t.Source()), toolcall.DetectReasoning(t.Source())
+	}
+	if f, _ := toolcall.ParseFormat(setting); f != "" {
+		s.format = f
+	}
+	return s
+}
+
+// chatTools is one chat request's tools, tool_choice and reasoning.
+type chatTools struct {
+	support toolSupport
+	toolcall.Prepared
+	keep   bool // reasoning_format none
+	closed bool // the prompt closed a reasoning block (thinking off)
+}
+
+// toolsOf reads a submit's tool fields in one trip to toolcall;
+// constrained says it also asked for structured output (which a call
+// would not follow): that conflict is refused before anything compiles.
+func toolsOf(ctx context.Context, lm *LoadedModel, s *wire.Submit, constrained bool) (*chatTools, error) {
+	ct := &chatTools{support: lm.Tools}
+	switch s.ReasoningFormat {
+	case "", "auto", "deepseek":
+	case "none":
+		ct.keep = true
+	default:
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "reasoning_format %q: want auto, deepseek or none", s.ReasoningFormat)
+	}
+	var err error
+	ct.Prepared, err = toolcall.Prepare(ctx, ct.support.format, toolcall.Request{Tools: s.Tools, Choice: s.ToolChoice,
+		Parallel: s.ParallelToolCalls == nil || *s.ParallelToolCalls, Constrained: constrained})
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
+	}
+	return ct, nil
+}
+
+// calls reports whether the answer's calls are read.
+func (ct *chatTools) calls() bool { return ct != nil && ct.Calls() }
+
+// conversation fills a chat request's tool fields: the tools, the
+// format's instruction and template variables (the client's
+// chat_template_kwargs win over the format's defaults).
+func (ct *chatTools) conversation(r *Conversation, kwargs []byte) error {
+	r.Polyfill, r.System, r.ToolsInSystem = len(ct.Tools) > 0, ct.System, ct.ToolsInSystem
+	if len(kwargs) == 0 && len(ct.Vars) == 0 {
+		return nil
+	}
+	vars := map[string]json.RawMessage{}
+	if len(kwargs) > 0 {
+		if err := json.Unmarshal(kwargs, &vars); err != nil || vars == nil {
+			return wire.Errorf(wire.CodeInvalidArgument, "chat_template_kwargs: want a JSON object")
+		}
+	}
+	for k, v := range ct.Vars {
+		if _, ok := vars[k]; !ok {
+			vars[k] = json.RawMessage(v)
+		}
+	}
+	b, err := json.Marshal(vars)
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidArgument, "chat_template_kwargs: %v", err)
+	}
+	r.Vars = b
+	return nil
+}
+
+// apply sets what the engine needs: the lazy grammar's triggers, the
+// reasoning block it waits out, the markers to keep, the format's stops.
+func (ct *chatTools) apply(req *engine.Request, tok *tokenizer.Tokenizer, open bool) error {
+	p := ct.Plan
+	if req.Grammar != nil {
+		if p.Lazy && ct.calls() {
+			req.GrammarTriggers = p.Triggers
+		}
+		if t := ct.support.reasoning; t != nil {
+			req.Think = &engine.ThinkTags{Open: t.Open, Close: t.Close, Inside: open}
+		}
+	}
+	keep := p.Preserve
+	if t := ct.support.reasoning; t != nil {
+		keep = append(keep[:len(keep):len(keep)], t.Open, t.Close)
+	}
+	for _, text := range keep {
+		if id := tok.SpecialID(text); id >= 0 && tok.IsControl(id) {
+			req.Preserve = append(req.Preserve, id)
+		}
+	}
+	if ct.calls() {
+		for _, s := range p.Stops {
+			if len(req.Stop) >= engine.MaxStopStrings {
+				return wire.Errorf(wire.CodeInvalidArgument, "%d stop strings: at most %d with tools", len(req.Stop), engine.MaxStopStrings-len(p.Stops))
+			}
+			req.Stop = append(req.Stop, s)
+		}
+	}
+	return nil
+}
+
+// parser reads the answer into content, reasoning and calls; nil when
+// there is nothing to read apart.
+func (ct *chatTools) parser(open bool) *toolcall.Parser {
+	if ct == nil || !ct.calls() && (ct.support.reasoning == nil || ct.keep) {
+		return nil
+	}
+	return toolcall.NewParser(toolcall.ParseOptions{Format: ct.support.format, Calls: ct.calls(),
+		Reasoning: ct.support.reasoning, ReasoningOpen: open, ReasoningClosed: ct.closed, KeepReasoning: ct.keep})
+}
+
+// opensReasoning reports whether the rendered prompt left a block open,
+// and notes whether it closed one (thinking off).
+func (ct *chatTools) opensReasoning(prompt string) bool {
+	ct.closed = toolcall.ClosesReasoning(prompt, ct.support.reasoning)
+	return toolcall.OpensReasoning(prompt, ct.support.reasoning)
+}
+
+// deltaEvent is a parser delta as an ipc event.
+func deltaEvent(d toolcall.Delta) (text, reasoning string, calls []wire.ToolCallDelta) {
+	for _, c := range d.Calls {
+		calls = append(calls, wire.ToolCallDelta{Index: c.Index, ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	return d.Content, d.Reasoning, calls
+}
+
+// wireCalls are a parser's calls for the done frame.
+func wireCalls(cs []toolcall.Call) []wire.ToolCall {
+	out := make([]wire.ToolCall, len(cs))
+	for i, c := range cs {
+		out[i] = wire.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	}
+	return out
+}
