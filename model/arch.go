@@ -37,6 +37,17 @@ type Arch struct {
 	PosEmbd   bool // learned absolute positions instead of RoPE (bert)
 	DenseBias bool // attn_output, ffn_up and ffn_down biases (bert)
 	PlainFFN  bool // ffn_down(gelu(ffn_up x)): no gate (bert)
+	// Mixtures of experts (moe.go): how a file's experts are sized
+	// (moeNone refuses them), whether a file must have them, whether the
+	// chosen weights are renormalised, and the gating, as the family's
+	// llama.cpp graph hard-codes them.
+	Experts    int
+	MoEOnly    bool
+	ExpertNorm bool
+	Gating     Gating
+	// QKNormFull: Q and K are RMS-normalised over their whole width, not
+	// per head (olmoe).
+	QKNormFull bool
 }
 
 // TensorNames are an architecture's tensor names, as llama.cpp's converter
@@ -52,6 +63,10 @@ type TensorNames struct {
 	// the dense biases. A LayerNorm's bias is its weight's name with .bias.
 	PosEmbd, TokenTypes, EmbedNorm string
 	BiasO, BiasUp, BiasDown        string
+	// Mixtures of experts: the router, the experts' 3-D tensors, the
+	// shared expert and its gate.
+	Router, ExpGate, ExpUp, ExpDown string
+	ShGate, ShUp, ShDown, ShGateInp string
 }
 
 // llamaTensors are the names llama-family GGUF files use.
@@ -65,6 +80,9 @@ var llamaTensors = TensorNames{
 	QNorm: "blk.%d.attn_q_norm.weight", KNorm: "blk.%d.attn_k_norm.weight",
 	PostAttnNorm: "blk.%d.post_attention_norm.weight", PostFFNNorm: "blk.%d.post_ffw_norm.weight",
 	RopeFreqs: "rope_freqs.weight",
+	Router:    "blk.%d.ffn_gate_inp.weight", ExpGate: "blk.%d.ffn_gate_exps.weight", ExpUp: "blk.%d.ffn_up_exps.weight",
+	ExpDown: "blk.%d.ffn_down_exps.weight", ShGate: "blk.%d.ffn_gate_shexp.weight", ShUp: "blk.%d.ffn_up_shexp.weight",
+	ShDown: "blk.%d.ffn_down_shexp.weight", ShGateInp: "blk.%d.ffn_gate_inp_shexp.weight",
 }
 
 // bertTensors are the names BERT-family GGUF files use: the post-norm
@@ -81,12 +99,16 @@ var bertTensors = func() TensorNames {
 
 // archTable is every architecture batchd loads.
 var archTable = map[string]Arch{
-	"llama":   {Name: "llama", Tensors: llamaTensors},
-	"mistral": {Name: "mistral", Tensors: llamaTensors},
-	"qwen2":   {Name: "qwen2", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true},
-	"qwen3":   {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
-	"phi3":    {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
-	"gemma2":  {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true},
+	"llama":    {Name: "llama", Tensors: llamaTensors, Experts: moeFFN, ExpertNorm: true}, // with experts: Mixtral
+	"mistral":  {Name: "mistral", Tensors: llamaTensors},
+	"qwen2":    {Name: "qwen2", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true},
+	"qwen3":    {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
+	"qwen2moe": {Name: "qwen2moe", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true, Experts: moeSplitFFN, MoEOnly: true},
+	"qwen3moe": {Name: "qwen3moe", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, Experts: moeSplitFFN, MoEOnly: true,
+		ExpertNorm: true},
+	"olmoe":  {Name: "olmoe", Tensors: llamaTensors, QKNorm: true, QKNormFull: true, Experts: moeFFN, MoEOnly: true},
+	"phi3":   {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
+	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,
 		PlainFFN: true},
 	"nomic-bert": {Name: "nomic-bert", Tensors: bertTensors, Encoder: true, RopeNeoX: true, FusedQKV: true},

@@ -15,7 +15,6 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 		AttnNorm: l.vector(blk(tn.AttnNorm), c.Dim),
 		Wo:       l.matrix(blk(tn.O), c.Dim, c.QDim()),
 		FFNNorm:  l.vector(blk(tn.FFNNorm), c.Dim),
-		W2:       l.matrix(blk(tn.Down), c.Dim, c.FFN),
 	}
 	if a.FusedQKV {
 		qkv := l.matrix(blk(tn.QKV), c.QDim()+2*c.KVDim(), c.Dim)
@@ -29,13 +28,18 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 		L.Wk = l.matrix(blk(tn.K), c.KVDim(), c.Dim)
 		L.Wv = l.matrix(blk(tn.V), c.KVDim(), c.Dim)
 	}
-	if a.FusedGateUp {
+	switch {
+	case c.MoE.On():
+		l.moeLayer(a, c, i, &L)
+	case a.FusedGateUp:
+		L.W2 = l.matrix(blk(tn.Down), c.Dim, c.FFN)
 		gu := l.matrix(blk(tn.Up), 2*c.FFN, c.Dim)
 		L.W1, L.W3 = &Matrix{}, &Matrix{}
 		if gu.Rows == 2*c.FFN {
 			L.W1, L.W3 = gu.RowRange(0, c.FFN), gu.RowRange(c.FFN, 2*c.FFN)
 		}
-	} else {
+	default:
+		L.W2 = l.matrix(blk(tn.Down), c.Dim, c.FFN)
 		if !a.PlainFFN {
 			L.W1 = l.matrix(blk(tn.Gate), c.FFN, c.Dim)
 		}
@@ -46,7 +50,11 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 		L.Bk = l.vector(blk(tn.BiasK), c.KVDim())
 		L.Bv = l.vector(blk(tn.BiasV), c.KVDim())
 	}
-	if a.QKNorm {
+	switch {
+	case a.QKNormFull:
+		L.QNorm = l.vector(blk(tn.QNorm), c.QDim())
+		L.KNorm = l.vector(blk(tn.KNorm), c.KVDim())
+	case a.QKNorm:
 		L.QNorm = l.vector(blk(tn.QNorm), c.HeadDim)
 		L.KNorm = l.vector(blk(tn.KNorm), c.HeadDim)
 	}
@@ -74,6 +82,9 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 		return fmt.Errorf("%w: attention.value_length %d differs from key_length %d", ErrUnsupported, v, c.HeadDim)
 	}
 	if err := ropeScaling(f, c); err != nil {
+		return err
+	}
+	if err := moeConfig(f, a, c); err != nil {
 		return err
 	}
 	for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {

@@ -51,7 +51,44 @@ type Config struct {
 	// Pooling is <arch>.pooling_type (llama.h: 0 none, 1 mean, 2 cls, 3
 	// last, 4 rank): how an embedding model pools; 0 when the file says none.
 	Pooling int
+
+	// MoE is the mixture of experts that replaces every block's FFN; the
+	// zero value is a dense FFN.
+	MoE MoE
 }
+
+// MoE describes a mixture-of-experts FFN, as llama.cpp's build_moe_ffn
+// runs it: a router scores the experts, the top Used of Experts run on
+// the token, and their outputs add up weighted by the gate.
+type MoE struct {
+	Experts, Used int // expert_count, expert_used_count
+	FFN           int // one expert's hidden width (expert_feed_forward_length)
+	SharedFFN     int // the shared expert's width (0: none)
+	Gating        Gating
+	// Norm divides the chosen experts' weights by their sum
+	// (expert_weights_norm; qwen3moe and Mixtral always).
+	Norm bool
+	// Scale multiplies the weights (expert_weights_scale; 0 is 1).
+	Scale float32
+}
+
+// Gating is how router logits become expert weights (llama.h's
+// llama_expert_gating_func_type).
+type Gating uint8
+
+// The gating functions.
+const (
+	GatingSoftmax     Gating = iota // softmax over every expert, then the top k
+	GatingSigmoid                   // sigmoid of each logit, then the top k
+	GatingSoftmaxTopK               // the top k logits, then a softmax over them (gpt-oss)
+)
+
+func (g Gating) String() string {
+	return [...]string{"softmax", "sigmoid", "softmax-after-top-k"}[g]
+}
+
+// On says whether the FFN is a mixture of experts.
+func (m MoE) On() bool { return m.Experts > 0 }
 
 // RopeScaling stretches RoPE past the trained context, as llama.cpp's
 // rope.scaling keys say: linear divides positions by Factor; yarn blends
@@ -115,6 +152,15 @@ type Layer struct {
 	// Encoders: the LayerNorms' biases, and the dense layers' (bert).
 	AttnNormB, FFNNormB []float32
 	Bo, BUp, BDown      []float32
+	// Mixture of experts (Config.MoE; W1, W2, W3 are then nil): the router
+	// (Experts x Dim), each expert's gate, up and down matrices (views of
+	// the file's 3-D tensors, mapped, never copied), and the shared expert
+	// with its gate (a Dim vector whose dot with x, through a sigmoid,
+	// scales it), or nils.
+	Router                  *Matrix
+	ExpGate, ExpUp, ExpDown []*Matrix
+	ShGate, ShUp, ShDown    *Matrix
+	ShGateInp               []float32
 }
 
 // Model is a loaded Llama: config, weights and tokenizer. Weights may be
@@ -201,10 +247,16 @@ func (m *Model) WeightBytes() int {
 		n += m.Output.Bytes()
 	}
 	for _, l := range m.Layers {
-		n += l.Wq.Bytes() + l.Wk.Bytes() + l.Wv.Bytes() + l.Wo.Bytes() +
-			l.W2.Bytes() + l.W3.Bytes() + 4*(len(l.AttnNorm)+len(l.FFNNorm))
-		if l.W1 != nil {
-			n += l.W1.Bytes()
+		n += l.Wq.Bytes() + l.Wk.Bytes() + l.Wv.Bytes() + l.Wo.Bytes() + 4*(len(l.AttnNorm)+len(l.FFNNorm))
+		for _, w := range []*Matrix{l.W1, l.W2, l.W3, l.Router, l.ShGate, l.ShUp, l.ShDown} {
+			n += w.Bytes()
+		}
+		if len(l.ExpUp) > 0 { // one token reads Used experts' rows: the average expert's share
+			e := 0
+			for i := range l.ExpUp {
+				e += l.ExpGate[i].Bytes() + l.ExpUp[i].Bytes() + l.ExpDown[i].Bytes()
+			}
+			n += e / len(l.ExpUp) * m.Config.MoE.Used
 		}
 	}
 	return n
@@ -293,10 +345,14 @@ func (m *Model) validate() error {
 			checkShape(p+"wq", l.Wq, c.QDim(), c.Dim),
 			checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim),
 			checkShape(p+"wv", l.Wv, c.KVDim(), c.Dim),
-			checkShape(p+"wo", l.Wo, c.Dim, c.QDim()),
-			checkShape(p+"w2", l.W2, c.Dim, c.FFN),
-			checkShape(p+"w3", l.W3, c.FFN, c.Dim))
-		if l.W1 != nil { // nil: an ungated FFN (bert)
+			checkShape(p+"wo", l.Wo, c.Dim, c.QDim()))
+		switch {
+		case c.MoE.On():
+			errs = append(errs, checkExperts(p, l, c))
+		default:
+			errs = append(errs, checkShape(p+"w2", l.W2, c.Dim, c.FFN), checkShape(p+"w3", l.W3, c.FFN, c.Dim))
+		}
+		if l.W1 != nil && !c.MoE.On() { // nil: an ungated FFN (bert)
 			errs = append(errs, checkShape(p+"w1", l.W1, c.FFN, c.Dim))
 		}
 		if len(l.AttnNorm) != c.Dim || len(l.FFNNorm) != c.Dim {

@@ -42,8 +42,13 @@ func (m *Matrix) F32() []float32 { return m.f32 }
 // F16 returns the data as IEEE half bit patterns (Type F16), shared, read-only.
 func (m *Matrix) F16() []uint16 { return m.f16 }
 
-// Bytes returns the size of the matrix data.
-func (m *Matrix) Bytes() int { return len(m.Data) }
+// Bytes returns the size of the matrix data (0 for nil).
+func (m *Matrix) Bytes() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.Data)
+}
 
 // Row dequantizes row r into dst (len Cols).
 func (m *Matrix) Row(r int, dst []float32) {

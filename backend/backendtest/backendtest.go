@@ -30,6 +30,19 @@ func Run(t *testing.T, open Open) {
 		quant.Q5_1, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_NL, quant.IQ4_XS} {
 		t.Run("batch-invariance/"+dt.String(), func(t *testing.T) { batchInvariance(t, open, dt) })
 	}
+	// A mixture of experts: its token-expert pairs grouped by expert must
+	// not make a token's result depend on who else is in the step.
+	for _, dt := range []quant.DType{quant.F32, quant.Q8_0, quant.Q4_K} {
+		t.Run("batch-invariance/moe/"+dt.String(), func(t *testing.T) {
+			path, _ := synth.WriteFile(t, synth.TinyMoE(dt, 128, 12))
+			m, err := model.Load(path, model.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			BatchInvariance(t, open, m)
+		})
+	}
 	for _, dt := range []quant.DType{quant.F32, quant.Q8_0, quant.Q4_K} {
 		for _, qd := range []string{"float", "auto"} {
 			t.Run("verify-rows/"+dt.String()+"/"+qd, func(t *testing.T) { verifyRows(t, open, dt, qd) })

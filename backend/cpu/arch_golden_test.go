@@ -39,15 +39,26 @@ func logSoftmax(logits []float32) []float64 {
 // are llama.cpp's except where its top two are within 1e-4 (a near tie; the
 // test says where). F32 KV, as the references were made.
 func TestArchMatchesLlamaCpp(t *testing.T) {
-	for _, arch := range testmodels.ArchModels {
+	testArchGoldens(t, "arch", testmodels.ArchModels)
+}
+
+// TestArch2MatchesLlamaCpp is TestArchMatchesLlamaCpp on models/arch2,
+// the newer families (mixtures of experts first), whose goldens are
+// llama.cpp v0.5.0's.
+func TestArch2MatchesLlamaCpp(t *testing.T) {
+	testArchGoldens(t, "arch2", testmodels.Arch2Models)
+}
+
+func testArchGoldens(t *testing.T, dir string, archs []string) {
+	for _, arch := range archs {
 		t.Run(arch, func(t *testing.T) {
-			goldens := testmodels.ArchGoldens(t, arch)
-			m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch", "tiny-"+arch+".gguf"), model.LoadOptions{})
+			goldens := testmodels.ArchGoldensFile(t, filepath.Join(dir, "tiny-"+arch+".golden.json"))
+			m, err := model.Load(filepath.Join(testmodels.Dir(t), dir, "tiny-"+arch+".gguf"), model.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32})
+			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32})
 			if err != nil {
 				t.Fatal(err)
 			}

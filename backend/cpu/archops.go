@@ -11,12 +11,18 @@ import (
 // the numerics llama.cpp's CPU backend uses for each.
 
 // qkvHooks applies what comes between the Q/K/V matmuls and RoPE for one
-// token: biases (qwen2), then per-head RMS norms of Q and K (qwen3).
+// token: biases (qwen2), then RMS norms of Q and K, per head (qwen3) or
+// over their whole width (olmoe: a norm as wide as Q).
 func qkvHooks(c model.Config, L *model.Layer, q, k, v []float32) {
 	if L.Bq != nil {
 		addTo(q, L.Bq)
 		addTo(k, L.Bk)
 		addTo(v, L.Bv)
+	}
+	if len(L.QNorm) == len(q) && len(q) != c.HeadDim {
+		rmsnorm(q, q, L.QNorm, c.RMSEps)
+		rmsnorm(k, k, L.KNorm, c.RMSEps)
+		return
 	}
 	if L.QNorm != nil {
 		hd := c.HeadDim

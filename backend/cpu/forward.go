@@ -44,6 +44,10 @@ type Backend struct {
 	attn               attnJob
 	store              storeJob
 	touch              touchJob
+	x16                []float32 // a matmul's input rounded to half (half.go)
+	h16                []uint16
+	experts            moeScratch // the mixture of experts' (moe.go)
+	moeSum             moeSumJob
 }
 
 // New allocates the KV store and starts the worker threads.
@@ -156,8 +160,8 @@ func (b *Backend) grow(n int) {
 	b.att = make([]float32, n*c.QDim())
 	b.hb = make([]float32, n*c.FFN)
 	b.hb2 = make([]float32, n*c.FFN)
-	if b.scratch == nil { // every matrix is Dim, QDim or FFN wide
-		size := max(scratchLen(c.Dim), scratchLen(c.FFN), scratchLen(c.QDim()))
+	if b.scratch == nil { // every matrix is Dim, QDim or FFN wide (or an expert's FFN)
+		size := max(scratchLen(c.Dim), scratchLen(c.FFN), scratchLen(c.QDim()), scratchLen(c.MoE.FFN), scratchLen(c.MoE.SharedFFN))
 		for range b.pool.n {
 			b.scratch = append(b.scratch, make([]float32, size))
 		}
@@ -214,6 +218,7 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 		return nil, err
 	}
 	b.grow(n)
+	b.experts.load = ExpertLoad{}
 	c := b.c
 	t := 0
 	for si, s := range batch.Seqs {
@@ -266,6 +271,23 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	} else {
 		b.normalize(b.x, b.xb, nil, L.FFNNorm, nil, b.xb, n)
 	}
+	if L.Router != nil {
+		b.moe(l, in, n)
+	} else {
+		b.denseFFN(L, in, n)
+	}
+	if L.PostFFN != nil {
+		b.normalize(b.xb, nil, nil, L.PostFFN, nil, b.xb, n)
+	}
+	if c.PostNorm {
+		b.normalize(b.x, b.xb, L.BDown, L.FFNNorm, L.FFNNormB, b.x, n)
+	}
+}
+
+// denseFFN runs block L's FFN on the n normalised rows of in and leaves
+// its output in b.xb.
+func (b *Backend) denseFFN(L *model.Layer, in []float32, n int) {
+	c := b.c
 	for s := 0; s < n; {
 		e, int8 := b.nextRun(b.gen, s, n)
 		x := in[s*c.Dim:]
@@ -274,18 +296,16 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 			q8 = b.quantized(x, e-s, L.W1, L.W3)
 		}
 		b.ffn = swigluJob{x: x, q8: q8, n: e - s, gate: L.W1, up: L.W3, h: b.hb[s*c.FFN:], h2: b.hb2[s*c.FFN:],
-			scratch: b.scratch, k: b.kern, gelu: c.FFNGELU, upB: L.BUp}
+			scratch: b.scratch, k: b.kern, gelu: c.FFNGELU, upB: L.BUp, x16: b.halfFor(x, e-s, L.W1, L.W3)}
 		b.pool.run(c.FFN, 16, &b.ffn)
 		s = e
 	}
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
-	if L.PostFFN != nil {
-		b.normalize(b.xb, nil, nil, L.PostFFN, nil, b.xb, n)
-	}
-	if c.PostNorm {
-		b.normalize(b.x, b.xb, L.BDown, L.FFNNorm, L.FFNNormB, b.x, n)
-	}
 }
+
+// ExpertLoad is what the last forward pass routed through its mixtures
+// of experts (zero for a dense model).
+func (b *Backend) ExpertLoad() ExpertLoad { return b.experts.load }
 
 // normalize adds add (if not nil, plus its bias addB) into the token rows
 // of x, then writes their norms to dst (RMSNorm, or LayerNorm with bias
@@ -308,6 +328,12 @@ func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
 		e, int8 := b.nextRun(gen, s, n)
 		xs := x[s*cols:]
 		b.mm = matmulJob{x: xs, n: e - s, scratch: b.scratch, k: b.kern}
+		for _, p := range parts {
+			if p.w.Type == quant.F16 {
+				b.mm.x16 = b.halfInput(xs, e-s, cols)
+				break
+			}
+		}
 		if int8 {
 			b.q8.has = [3]bool{}
 			for _, p := range parts {

@@ -18,7 +18,8 @@ type mmPart struct {
 // their input), its index space the concatenation of their rows.
 type matmulJob struct {
 	x       []float32
-	q8      *acts // x quantized, for the int8 path (nil when unused)
+	x16     []float32 // x rounded to half, for F16 parts (nil when none is; half.go)
+	q8      *acts     // x quantized, for the int8 path (nil when unused)
 	n       int
 	parts   [3]mmPart
 	np      int
@@ -30,7 +31,7 @@ func (j *matmulJob) do(share, lo, hi int) {
 	base := 0
 	for _, p := range j.parts[:j.np] {
 		if s, e := max(lo, base), min(hi, base+p.w.Rows); s < e {
-			j.k.matmulRange(p.out, j.x, j.q8, j.n, p.w, s-base, e-base, j.scratch[share])
+			j.k.matmulRange(p.out, inputFor(p.w, j.x, j.x16), j.q8, j.n, p.w, s-base, e-base, j.scratch[share])
 		}
 		base += p.w.Rows
 	}
@@ -54,6 +55,7 @@ func (kn *kernels) matmulRange(out, x []float32, q8 *acts, n int, w *model.Matri
 // so the gate and up rows of a range are done by the same thread.
 type swigluJob struct {
 	x        []float32
+	x16      []float32 // x rounded to half, for F16 gate and up (half.go)
 	q8       *acts
 	n        int
 	gate, up *model.Matrix
@@ -66,7 +68,7 @@ type swigluJob struct {
 
 func (j *swigluJob) do(share, lo, hi int) {
 	if j.gate == nil { // bert: h = gelu(x.up^T + b)
-		j.k.matmulRange(j.h, j.x, j.q8, j.n, j.up, lo, hi, j.scratch[share])
+		j.k.matmulRange(j.h, inputFor(j.up, j.x, j.x16), j.q8, j.n, j.up, lo, hi, j.scratch[share])
 		f := j.up.Rows
 		for t := range j.n {
 			h := j.h[t*f+lo : t*f+hi]
@@ -79,8 +81,8 @@ func (j *swigluJob) do(share, lo, hi int) {
 		}
 		return
 	}
-	j.k.matmulRange(j.h, j.x, j.q8, j.n, j.gate, lo, hi, j.scratch[share])
-	j.k.matmulRange(j.h2, j.x, j.q8, j.n, j.up, lo, hi, j.scratch[share])
+	j.k.matmulRange(j.h, inputFor(j.gate, j.x, j.x16), j.q8, j.n, j.gate, lo, hi, j.scratch[share])
+	j.k.matmulRange(j.h2, inputFor(j.up, j.x, j.x16), j.q8, j.n, j.up, lo, hi, j.scratch[share])
 	f := j.gate.Rows
 	for t := range j.n {
 		h, h2 := j.h[t*f+lo:t*f+hi], j.h2[t*f+lo:t*f+hi]

@@ -21,6 +21,14 @@ func Tiny(dt quant.DType, ctx int, seed uint64) Options {
 	return o
 }
 
+// TinyMoE is Tiny as a mixture of experts laid out as qwen3moe files
+// are: 8 experts of the FFN's width, 2 of them used per token.
+func TinyMoE(dt quant.DType, ctx int, seed uint64) Options {
+	o := Tiny(dt, ctx, seed)
+	o.Arch, o.Experts, o.ExpertsUsed, o.ExpertFFN, o.RouterStd = "qwen3moe", 8, 2, o.FFN, 0.5
+	return o
+}
+
 // WriteFile writes the model o describes into a temp dir of tb and returns
 // its path and bytes.
 func WriteFile(tb testing.TB, o Options) (string, []byte) {

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -31,6 +32,17 @@ type Options struct {
 	// Tokenizer supplies the vocabulary (its size must equal Vocab); nil
 	// synthesizes one with byte fallback.
 	Tokenizer *tokenizer.Tokenizer
+	// HeadDim is each head's width (0: Dim/Heads); Qwen3's 32 heads of
+	// 128 on a width of 2048 need it.
+	HeadDim int
+	// Experts > 0 writes a mixture of experts in place of every FFN, laid
+	// out as qwen3moe files are (Arch "qwen3moe", whose per-head Q and K
+	// norms come with it): the router (F32, as llama-quantize keeps it),
+	// 3-D expert tensors ExpertFFN wide, ExpertsUsed chosen per token.
+	Experts, ExpertsUsed, ExpertFFN int
+	// RouterStd is the router's weight std (0: twice Std): a wider router
+	// leaves fewer near ties between experts.
+	RouterStd float64
 }
 
 func (o *Options) check() error {
@@ -41,8 +53,11 @@ func (o *Options) check() error {
 	if f == nil || f.Quantize == nil {
 		return fmt.Errorf("synth: cannot write dtype %s (writes %s)", o.DType, WritableNames())
 	}
-	if o.Dim%f.BlockElems != 0 || o.FFN%f.BlockElems != 0 {
-		return fmt.Errorf("synth: %s needs dim and ffn that are multiples of %d", o.DType, f.BlockElems)
+	if o.Dim%f.BlockElems != 0 || o.FFN%f.BlockElems != 0 || o.ExpertFFN%f.BlockElems != 0 {
+		return fmt.Errorf("synth: %s needs dim and ffn widths that are multiples of %d", o.DType, f.BlockElems)
+	}
+	if o.Experts > 0 && (o.Arch != "qwen3moe" || o.ExpertsUsed <= 0 || o.ExpertsUsed > o.Experts || o.ExpertFFN <= 0) {
+		return fmt.Errorf("synth: %d experts (%d used, %d wide) need arch qwen3moe", o.Experts, o.ExpertsUsed, o.ExpertFFN)
 	}
 	if want, ok := MixType(o.Mix); o.Mix != "" && (!ok || want != o.DType) {
 		return fmt.Errorf("synth: mix %q is not one of q4_k_m (Q4_K) or q5_k_m (Q5_K) with its dtype", o.Mix)
@@ -72,6 +87,9 @@ func Write(w io.Writer, o Options) error {
 	if err := o.check(); err != nil {
 		return err
 	}
+	if o.HeadDim == 0 {
+		o.HeadDim = o.Dim / o.Heads
+	}
 	pieces, scores, types := synthVocab(o)
 	gw := gguf.NewWriter()
 	// general.file_type (llama.cpp's LLAMA_FTYPE_ALL_*), for tools that read it.
@@ -96,7 +114,14 @@ func Write(w io.Writer, o Options) error {
 	gw.Set(arch+".attention.head_count", uint32(o.Heads))
 	gw.Set(arch+".attention.head_count_kv", uint32(o.KVHeads))
 	gw.Set(arch+".attention.layer_norm_rms_epsilon", float32(1e-5))
-	gw.Set(arch+".rope.dimension_count", uint32(o.Dim/o.Heads))
+	gw.Set(arch+".rope.dimension_count", uint32(o.HeadDim))
+	gw.Set(arch+".attention.key_length", uint32(o.HeadDim))
+	gw.Set(arch+".attention.value_length", uint32(o.HeadDim))
+	if o.Experts > 0 {
+		gw.Set(arch+".expert_count", uint32(o.Experts))
+		gw.Set(arch+".expert_used_count", uint32(o.ExpertsUsed))
+		gw.Set(arch+".expert_feed_forward_length", uint32(o.ExpertFFN))
+	}
 	gw.Set(arch+".rope.freq_base", float32(10000))
 	gw.Set(arch+".vocab_size", uint32(o.Vocab))
 	gw.Set("tokenizer.ggml.model", "llama")
@@ -108,10 +133,18 @@ func Write(w io.Writer, o Options) error {
 	gw.Set("tokenizer.ggml.unknown_token_id", uint32(0))
 
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6261746368640a))
-	kv := o.Dim / o.Heads * o.KVHeads
+	kv, qd := o.HeadDim*o.KVHeads, o.HeadDim*o.Heads
 	mat := func(name string, rows, cols int) {
 		dt := o.tensorType(name)
 		gw.AddTensor(name, gguf.Type(dt), []uint64{uint64(cols), uint64(rows)}, RandomMatrix(rng, dt, rows, cols, o.Std))
+	}
+	experts := func(name string, rows, cols int) { // n matrices of rows x cols, one 3-D tensor
+		dt := o.tensorType(name)
+		var b []byte
+		for range o.Experts {
+			b = append(b, RandomMatrix(rng, dt, rows, cols, o.Std)...)
+		}
+		gw.AddTensor(name, gguf.Type(dt), []uint64{uint64(cols), uint64(rows), uint64(o.Experts)}, b)
 	}
 	ones := func(name string, n int) {
 		b := make([]byte, 4*n)
@@ -130,20 +163,32 @@ func Write(w io.Writer, o Options) error {
 	}
 	for i := range o.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		mat(p+"attn_q.weight", o.Dim, o.Dim)
+		mat(p+"attn_q.weight", qd, o.Dim)
 		mat(p+"attn_k.weight", kv, o.Dim)
 		mat(p+"attn_v.weight", kv, o.Dim)
-		mat(p+"attn_output.weight", o.Dim, o.Dim)
+		mat(p+"attn_output.weight", o.Dim, qd)
 		if arch == "qwen2" {
 			vec(p+"attn_q.bias", o.Dim)
 			vec(p+"attn_k.bias", kv)
 			vec(p+"attn_v.bias", kv)
 		}
 		ones(p+"attn_norm.weight", o.Dim)
-		mat(p+"ffn_gate.weight", o.FFN, o.Dim)
-		mat(p+"ffn_down.weight", o.Dim, o.FFN)
-		mat(p+"ffn_up.weight", o.FFN, o.Dim)
 		ones(p+"ffn_norm.weight", o.Dim)
+		if arch == "qwen3" || arch == "qwen3moe" { // per-head Q and K norms
+			ones(p+"attn_q_norm.weight", o.HeadDim)
+			ones(p+"attn_k_norm.weight", o.HeadDim)
+		}
+		if o.Experts == 0 {
+			mat(p+"ffn_gate.weight", o.FFN, o.Dim)
+			mat(p+"ffn_down.weight", o.Dim, o.FFN)
+			mat(p+"ffn_up.weight", o.FFN, o.Dim)
+			continue
+		}
+		gw.AddTensor(p+"ffn_gate_inp.weight", gguf.Type(quant.F32), []uint64{uint64(o.Dim), uint64(o.Experts)},
+			RandomMatrix(rng, quant.F32, o.Experts, o.Dim, cmp.Or(o.RouterStd, 2*o.Std)))
+		experts(p+"ffn_gate_exps.weight", o.ExpertFFN, o.Dim)
+		experts(p+"ffn_up_exps.weight", o.ExpertFFN, o.Dim)
+		experts(p+"ffn_down_exps.weight", o.Dim, o.ExpertFFN)
 	}
 	_, err := gw.WriteTo(w)
 	return err
@@ -240,8 +285,11 @@ func (o Options) tensorType(name string) quant.DType {
 	// third one between.
 	n := o.Layers
 	more := layer < n/8 || layer >= 7*n/8 || (layer-n/8)%3 == 2
-	if more && (role == "attn_v.weight" || role == "ffn_down.weight") {
+	if more && (role == "attn_v.weight" || strings.HasPrefix(role, "ffn_down")) {
 		return quant.Q6_K
+	}
+	if role == "ffn_gate_inp.weight" { // llama-quantize never quantizes the router
+		return quant.F32
 	}
 	return o.DType
 }

@@ -161,6 +161,10 @@ func (g ArchGolden) NearTie(i int) bool { return i < len(g.Gap12) && g.Gap12[i] 
 // ArchModels lists the models in models/arch (tiny-<arch>.gguf) by arch.
 var ArchModels = []string{"llama3", "qwen2", "qwen3", "phi3", "mistral", "gemma2"}
 
+// Arch2Models lists the models of models/arch2 (the newer families) that
+// batchd runs, by arch.
+var Arch2Models = []string{"qwen3moe", "qwen2moe"}
+
 // ArchGoldens reads models/arch/tiny-<arch>.golden.json.
 func ArchGoldens(tb testing.TB, arch string) []ArchGolden {
 	tb.Helper()
