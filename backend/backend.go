@@ -34,6 +34,19 @@ type Sleeper interface {
 	Restore() error             // reallocate it, empty
 }
 
+// ExpertCounter is implemented by backends that run mixtures of experts:
+// what the last forward pass routed, for the engine's stats.
+type ExpertCounter interface {
+	ExpertLoad() ExpertLoad
+}
+
+// ExpertLoad is what one forward pass routed, summed over its layers:
+// token-expert pairs, and the experts they touched (an expert touched in
+// two layers counts twice).
+type ExpertLoad struct {
+	Layers, Pairs, Touched int
+}
+
 // ErrBadBatch reports a step batch the backend cannot run (bad token id,
 // position past the context, block table too short or out of range).
 var ErrBadBatch = errors.New("invalid batch")

@@ -224,6 +224,12 @@ func (e *Engine) afterForward(step *sched.Step, logits [][]float32, now time.Tim
 		e.spec.cost.noteStep(step.Tokens, fwd)
 	}
 	e.rec.step(now, len(step.Seqs), step.Tokens, prompt, generated, fwd)
+	if ec, ok := e.backend.(backend.ExpertCounter); ok {
+		l := ec.ExpertLoad()
+		e.rec.experts.Layers += l.Layers
+		e.rec.experts.Pairs += l.Pairs
+		e.rec.experts.Touched += l.Touched
+	}
 	e.rec.dash.step(pt)
 	e.mu.Unlock()
 	e.obs.Step(len(step.Seqs), step.Tokens)

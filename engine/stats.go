@@ -1,9 +1,11 @@
 package engine
 
 import (
-	"github.com/batchd/batchd/engine/sched"
 	"slices"
 	"time"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/engine/sched"
 )
 
 // Dist summarizes a latency distribution over the most recent samples, in seconds.
@@ -55,6 +57,14 @@ type Stats struct {
 	ForwardTokens  uint64  `json:"forward_tokens"`
 	ForwardSeconds float64 `json:"forward_seconds"`
 	TokensPerSec   float64 `json:"tokens_per_sec"` // generated, over the last 10 s
+
+	// Mixtures of experts: token-expert pairs and experts touched, each
+	// summed over the layers of every step (ExpertLayers: the layer passes
+	// counted). Per step and layer, Pairs/ExpertLayers tokens were routed
+	// and Touched/ExpertLayers experts read, Pairs/Touched tokens each.
+	ExpertLayers  uint64 `json:"moe_layer_passes,omitempty"`
+	ExpertPairs   uint64 `json:"moe_token_expert_pairs,omitempty"`
+	ExpertTouched uint64 `json:"moe_experts_touched,omitempty"`
 
 	// BatchSizes counts steps by how many sequences they ran, in power-of-two
 	// buckets: [1], [2,3], [4,7], ... ; MeanBatchSize averages all steps.
@@ -153,6 +163,7 @@ type recorder struct {
 	steps, promptTokens, generated uint64
 	forwardTokens                  uint64
 	forward                        time.Duration
+	experts                        backend.ExpertLoad // summed over the steps
 	batchSizes                     []uint64
 	seqSum                         uint64
 	submitted, rejected            uint64
@@ -203,6 +214,7 @@ func (r *recorder) finish(reason FinishReason) {
 func (r *recorder) fill(s *Stats, now time.Time) {
 	s.Steps, s.PromptTokens, s.GeneratedTokens = r.steps, r.promptTokens, r.generated
 	s.ForwardTokens, s.ForwardSeconds = r.forwardTokens, r.forward.Seconds()
+	s.ExpertLayers, s.ExpertPairs, s.ExpertTouched = uint64(r.experts.Layers), uint64(r.experts.Pairs), uint64(r.experts.Touched)
 	s.BatchSizes = slices.Clone(r.batchSizes)
 	if r.steps > 0 {
 		s.MeanBatchSize = float64(r.seqSum) / float64(r.steps)

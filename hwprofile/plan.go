@@ -18,6 +18,22 @@ type ModelShape struct {
 	// WholeText: an encoder, whose text runs in one step however long, so
 	// a step may hold a whole context past the token budget.
 	WholeText bool
+	// A mixture of experts: Used of Experts run on a token, each ExpertFFN
+	// wide (plus a shared expert SharedFFN wide); ActiveBytes is what one
+	// token reads of the weights (all but the unchosen experts).
+	Experts, Used, ExpertFFN, SharedFFN int
+	ActiveBytes                         int64
+}
+
+// ffnActivations is the floats one token's FFN holds in a step: the
+// gate and up outputs, or under a mixture its gathered inputs, hidden
+// rows and outputs for each chosen expert, the router's scores and the
+// shared expert's.
+func (m ModelShape) ffnActivations() int {
+	if m.Experts == 0 {
+		return 2 * m.FFN
+	}
+	return m.Used*(2*m.Dim+2*m.ExpertFFN) + 2*m.Experts + 2*m.SharedFFN + m.Dim
 }
 
 // KVBytesPerToken is 2 (K and V) x layers x KV heads x head dim x element size.
@@ -39,6 +55,8 @@ type Plan struct {
 	MemoryUtilization   float64  `json:"memory_utilization"`
 	Headroom            float64  `json:"headroom"`
 	WeightBytes         int64    `json:"weight_bytes"`
+	ActiveBytes         int64    `json:"active_weight_bytes,omitempty"` // read per token: a mixture's chosen experts
+	Experts             string   `json:"experts,omitempty"`             // "8 of 128": a mixture's chosen and all
 	ActivationReserve   int64    `json:"activation_reserve_bytes"`
 	KVBudget            int64    `json:"kv_budget_bytes"`
 	KVBytesPerToken     int      `json:"kv_bytes_per_token"`
@@ -103,7 +121,10 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	if m.WholeText {
 		stepTokens = max(stepTokens, m.Context)
 	}
-	p.ActivationReserve = int64(stepTokens)*int64(4*m.Dim+m.QDim+2*m.FFN)*4 +
+	if m.Experts > 0 {
+		p.ActiveBytes, p.Experts = m.ActiveBytes, fmt.Sprintf("%d of %d", m.Used, m.Experts)
+	}
+	p.ActivationReserve = int64(stepTokens)*int64(4*m.Dim+m.QDim+m.ffnActivations())*4 +
 		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
 	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
 	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve

@@ -149,6 +149,13 @@ var (
 		[]string{"model_name"}, nil)
 	descSpecKept = prometheus.NewDesc(metricPrefix+"spec_decode_num_accepted_tokens_total", "Drafted tokens kept.",
 		[]string{"model_name"}, nil)
+	// Mixtures of experts: the router's work, summed over layers and steps.
+	descMoEPairs = prometheus.NewDesc(metricPrefix+"moe_token_expert_pairs_total", "Token-expert pairs routed, every layer of every step.",
+		[]string{"model_name"}, nil)
+	descMoETouched = prometheus.NewDesc(metricPrefix+"moe_experts_touched_total", "Experts read, every layer of every step (the distinct experts of a layer's pairs).",
+		[]string{"model_name"}, nil)
+	descMoELayers = prometheus.NewDesc(metricPrefix+"moe_layer_passes_total", "Mixture-of-experts layers run, every step.",
+		[]string{"model_name"}, nil)
 	descPQueries = prometheus.NewDesc(metricPrefix+"prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", []string{"model_name"}, nil)
 	descPHits    = prometheus.NewDesc(metricPrefix+"prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", []string{"model_name"}, nil)
 	descGen      = prometheus.NewDesc(metricPrefix+"generation_tokens_total", "Tokens generated.", []string{"model_name"}, nil)
@@ -170,6 +177,7 @@ func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunning, descWaiting, descKV, descPreempt, descSpecDrafts, descSpecDraft, descSpecKept, descPQueries, descPHits,
+		descMoEPairs, descMoETouched, descMoELayers,
 		descGen, descPrompt, descMaxSeqs, descBudget, descLevel, descMoves, descFill, descEff, descUtil, descHealth, descHealthC} {
 		ch <- d
 	}
@@ -200,6 +208,11 @@ func collectModel(ch chan<- prometheus.Metric, name string, s engine.Stats) {
 	counter(descSpecDrafts, float64(s.SpecShares))
 	counter(descSpecDraft, float64(s.SpecDrafted))
 	counter(descSpecKept, float64(s.SpecAccepted))
+	if s.ExpertLayers > 0 {
+		counter(descMoEPairs, float64(s.ExpertPairs))
+		counter(descMoETouched, float64(s.ExpertTouched))
+		counter(descMoELayers, float64(s.ExpertLayers))
+	}
 	counter(descPQueries, float64(s.PrefixQueries))
 	counter(descPHits, float64(s.PrefixHits))
 	counter(descGen, float64(s.GeneratedTokens))

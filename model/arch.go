@@ -45,6 +45,9 @@ type Arch struct {
 	MoEOnly    bool
 	ExpertNorm bool
 	Gating     Gating
+	// SharedExpert: every block has a shared expert, feed_forward_length
+	// wide unless expert_shared_feed_forward_length says (qwen2moe).
+	SharedExpert bool
 	// QKNormFull: Q and K are RMS-normalised over their whole width, not
 	// per head (olmoe).
 	QKNormFull bool
@@ -99,14 +102,15 @@ var bertTensors = func() TensorNames {
 
 // archTable is every architecture batchd loads.
 var archTable = map[string]Arch{
-	"llama":    {Name: "llama", Tensors: llamaTensors, Experts: moeFFN, ExpertNorm: true}, // with experts: Mixtral
-	"mistral":  {Name: "mistral", Tensors: llamaTensors},
-	"qwen2":    {Name: "qwen2", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true},
-	"qwen3":    {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
-	"qwen2moe": {Name: "qwen2moe", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true, Experts: moeSplitFFN, MoEOnly: true},
+	"llama":   {Name: "llama", Tensors: llamaTensors, Experts: moeFFN, ExpertNorm: true}, // with experts: Mixtral
+	"mistral": {Name: "mistral", Tensors: llamaTensors},
+	"qwen2":   {Name: "qwen2", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true},
+	"qwen3":   {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
+	"qwen2moe": {Name: "qwen2moe", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true, Experts: moeSplitFFN, MoEOnly: true,
+		SharedExpert: true},
 	"qwen3moe": {Name: "qwen3moe", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, Experts: moeSplitFFN, MoEOnly: true,
 		ExpertNorm: true},
-	"olmoe":  {Name: "olmoe", Tensors: llamaTensors, QKNorm: true, QKNormFull: true, Experts: moeFFN, MoEOnly: true},
+	"olmoe":  {Name: "olmoe", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, QKNormFull: true, Experts: moeFFN, MoEOnly: true},
 	"phi3":   {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
 	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,

@@ -46,8 +46,10 @@ func moeConfig(f *gguf.File, a Arch, c *Config) error {
 			m.FFN = int(v)
 		}
 	}
-	if v, ok := f.MetaUint(key("expert_shared_feed_forward_length")); ok && v < 1<<24 {
+	if v, ok := f.MetaUint(key("expert_shared_feed_forward_length")); ok && v > 0 && v < 1<<24 {
 		m.SharedFFN = int(v)
+	} else if a.SharedExpert {
+		m.SharedFFN = c.FFN
 	}
 	if v, ok := f.MetaUint(key("expert_group_count")); ok && v > 1 {
 		return fmt.Errorf("%w: grouped expert selection (expert_group_count %d)", ErrUnsupported, v)

@@ -256,7 +256,8 @@ func PlanFor(m *model.Model, cfg LoadSpec) (hwprofile.Detection, hwprofile.Plan,
 func ShapeOf(m *model.Model) hwprofile.ModelShape {
 	c := m.Config
 	return hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Dim: c.Dim,
-		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes(), WholeText: c.NonCausal}
+		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes(), WholeText: c.NonCausal,
+		Experts: c.MoE.Experts, Used: c.MoE.Used, ExpertFFN: c.MoE.FFN, SharedFFN: c.MoE.SharedFFN, ActiveBytes: int64(m.WeightBytes())}
 }
 
 // Close stops the engine loop and releases the backend and the model.

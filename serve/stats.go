@@ -60,6 +60,7 @@ func engineFigures(r *wire.StatsReport, s engine.Stats) {
 	r.BlockSize, r.PrefixQueries, r.PrefixHits, r.Preemptions = s.BlockSize, s.PrefixQueries, s.PrefixHits, s.Preemptions
 	r.Steps, r.PromptTokens, r.GeneratedTokens = s.Steps, s.PromptTokens, s.GeneratedTokens
 	r.SpecDrafted, r.SpecAccepted, r.SpecShares = s.SpecDrafted, s.SpecAccepted, s.SpecShares
+	r.MoELayerPasses, r.MoEPairs, r.MoETouched = s.ExpertLayers, s.ExpertPairs, s.ExpertTouched
 	r.ForwardTokens, r.ForwardSeconds, r.TokensPerSec = s.ForwardTokens, s.ForwardSeconds, s.TokensPerSec
 	r.BatchSizes, r.MeanBatchSize = s.BatchSizes, s.MeanBatchSize
 	r.Sleeping, r.Sleeps, r.Wakes, r.LastWakeSeconds = s.Sleeping, s.Sleeps, s.Wakes, s.LastWakeSeconds

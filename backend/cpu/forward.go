@@ -218,7 +218,7 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 		return nil, err
 	}
 	b.grow(n)
-	b.experts.load = ExpertLoad{}
+	b.experts.load = backend.ExpertLoad{}
 	c := b.c
 	t := 0
 	for si, s := range batch.Seqs {
@@ -303,9 +303,11 @@ func (b *Backend) denseFFN(L *model.Layer, in []float32, n int) {
 	b.matmul(b.hb, n, mmPart{L.W2, b.xb})
 }
 
+var _ backend.ExpertCounter = (*Backend)(nil)
+
 // ExpertLoad is what the last forward pass routed through its mixtures
 // of experts (zero for a dense model).
-func (b *Backend) ExpertLoad() ExpertLoad { return b.experts.load }
+func (b *Backend) ExpertLoad() backend.ExpertLoad { return b.experts.load }
 
 // normalize adds add (if not nil, plus its bias addB) into the token rows
 // of x, then writes their norms to dst (RMSNorm, or LayerNorm with bias

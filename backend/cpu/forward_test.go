@@ -8,6 +8,7 @@ import (
 
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/sample"
 )
 
@@ -29,6 +30,13 @@ func (r *denseRef) step(tok, pos int) []float32 {
 	}
 	row := func(w *model.Matrix, x []float32) []float32 {
 		out := make([]float32, w.Rows)
+		if w.Type == quant.F16 { // ggml rounds an F16 matmul's input to half
+			h := make([]float32, len(x))
+			for i, v := range x {
+				h[i] = quant.F16ToF32(quant.F32ToF16(v))
+			}
+			x = h
+		}
 		pureGo.matmulRange(out, x, nil, 1, w, 0, w.Rows, make([]float32, scratchLen(w.Cols)))
 		return out
 	}

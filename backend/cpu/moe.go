@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
 )
 
@@ -33,13 +34,7 @@ type moeScratch struct {
 	sh, sh2 []float32 // n x shared FFN
 	shOut   []float32 // n x Dim
 	order   []int32   // a token's experts, sorted for its top k
-	load    ExpertLoad
-}
-
-// ExpertLoad is what the last forward pass routed: token-expert pairs
-// and the experts they touched, summed over the layers.
-type ExpertLoad struct {
-	Layers, Pairs, Touched int
+	load    backend.ExpertLoad
 }
 
 func (s *moeScratch) grow(c model.Config, n int) {

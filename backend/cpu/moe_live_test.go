@@ -130,3 +130,61 @@ func teacherForced(t *testing.T, b *Backend, g testmodels.ArchGolden) float64 {
 	}
 	return worst
 }
+
+// TestMoEFamiliesMatchLlamaCppLive: the other mixtures batchd loads, each
+// written as llama.cpp's converter lays the family out, against llama.cpp
+// v0.5.0 on the same file in F32 and in Q8_0 (quantized by llama.cpp; the
+// int8 path, whose Q8_0 kernels are llama.cpp's row dot products):
+// Mixtral (llama with experts, renormalised top k), qwen2moe (no
+// renormalisation, a shared expert behind a sigmoid gate) and olmoe (Q
+// and K normed over their whole width, with weights that make a per-head
+// norm differ).
+func TestMoEFamiliesMatchLlamaCppLive(t *testing.T) {
+	ref := liveRef(t)
+	base := synth.Options{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512, Context: 512,
+		DType: quant.F32, Seed: 12, Std: 0.08, Experts: 8, ExpertsUsed: 2, ExpertFFN: 128, RouterStd: 0.5}
+	prompts := [][]int{{1, 40, 99, 301, 7, 260}, {1, 500, 12, 12, 12, 88, 430, 5, 61, 270, 271, 300}}
+	for _, arch := range []string{"llama", "qwen2moe", "olmoe"} {
+		t.Run(arch, func(t *testing.T) {
+			o := base
+			o.Arch = arch
+			switch arch {
+			case "qwen2moe":
+				o.SharedFFN = 192
+			case "olmoe": // llama.cpp sizes its K norm by the model's width: OLMoE has no GQA
+				o.KVHeads = o.Heads
+			}
+			f32, _ := synth.WriteFile(t, o)
+			q8 := filepath.Join(t.TempDir(), "q8.gguf")
+			if err := ref.Quantize(f32, q8, 7, 2, false); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct{ file, mode string }{{f32, "float"}, {q8, "int8"}} {
+				m, err := model.Load(c.file, model.LoadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Config.MoE.Experts != 8 || (arch == "qwen2moe") != (m.Config.MoE.SharedFFN == 192) {
+					t.Fatalf("%s: loaded %+v", arch, m.Config.MoE)
+				}
+				b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: c.mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ref.LoadModel(c.file, false); err != nil {
+					t.Fatal(err)
+				}
+				if err := ref.Context(llamacpp.ContextOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				worst := 0.0
+				for _, p := range prompts {
+					worst = max(worst, checkArchSteps(t, b, m, liveGolden(t, ref, p, 16)))
+				}
+				t.Logf("%s %s: top-5 log-probabilities within %.2g of llama.cpp's", arch, c.mode, worst)
+				b.Close()
+				m.Close()
+			}
+		})
+	}
+}

@@ -44,6 +44,11 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 			pct(float64(s.SpecAccepted), float64(s.SpecDrafted))),
 			fmt.Sprintf("%.2f tokens a verifying step", 1+float64(s.SpecAccepted)/float64(s.SpecShares)))
 	}
+	if s.MoELayerPasses > 0 {
+		l := float64(s.MoELayerPasses)
+		row("Experts", fmt.Sprintf("%.1f tokens routed and %.1f experts read a layer a step", float64(s.MoEPairs)/l, float64(s.MoETouched)/l),
+			fmt.Sprintf("%.2f tokens an expert", float64(s.MoEPairs)/float64(max(s.MoETouched, 1))))
+	}
 	row("Dashboard", fmt.Sprintf("batch fill %.0f%% (%s)", 100*s.FillRate, byChannel(s.FillRateByChannel)),
 		fmt.Sprintf("scheduling efficiency %.0f%% (%s)", 100*s.Efficiency, byChannel(s.EfficiencyByChannel)))
 	h := s.Health

@@ -102,6 +102,10 @@ func printProfile(w io.Writer, det hwprofile.Detection, nvmlReason string, conns
 		fmt.Fprintf(w, "profile   %s (backend %s on %s)\n", p.Profile, p.Backend, p.Device)
 		fmt.Fprintf(w, "memory    %d MiB usable: weights %d MiB, activations %d MiB, KV %d MiB (headroom %.0f%%)\n",
 			p.MemoryBytes>>20, p.WeightBytes>>20, p.ActivationReserve>>20, p.KVBudget>>20, p.Headroom*100)
+		if p.Experts != "" {
+			fmt.Fprintf(w, "experts   %s a token: it reads %d MiB of the weights' %d MiB (every expert is counted in the weights, mapped once)\n",
+				p.Experts, p.ActiveBytes>>20, p.WeightBytes>>20)
+		}
 		fmt.Fprintf(w, "kv        %d blocks x %d tokens x %d bytes/token: %d tokens\n",
 			p.KVBlocks, p.BlockSize, p.KVBytesPerToken, p.KVTokens)
 		fmt.Fprintf(w, "limits    context %d, %d sequences at full context, max_num_seqs %d, max_num_batched_tokens %d, threads %d\n",

@@ -28,6 +28,11 @@ type StatsReport struct {
 	SpecDrafted  uint64 `msgpack:"spec_drafted_tokens" json:"spec_drafted_tokens"`
 	SpecAccepted uint64 `msgpack:"spec_accepted_tokens" json:"spec_accepted_tokens"`
 	SpecShares   uint64 `msgpack:"spec_verify_shares" json:"spec_verify_shares"`
+	// Mixtures of experts: layer passes, token-expert pairs and experts
+	// touched, each summed over the steps (zero for a dense model).
+	MoELayerPasses uint64 `msgpack:"moe_layer_passes,omitempty" json:"moe_layer_passes,omitempty"`
+	MoEPairs       uint64 `msgpack:"moe_token_expert_pairs,omitempty" json:"moe_token_expert_pairs,omitempty"`
+	MoETouched     uint64 `msgpack:"moe_experts_touched,omitempty" json:"moe_experts_touched,omitempty"`
 
 	Steps           uint64   `msgpack:"steps" json:"steps"`
 	PromptTokens    uint64   `msgpack:"prompt_tokens" json:"prompt_tokens"`

@@ -12,7 +12,13 @@
 // K-quants and IQ4_XS need dim and ffn that are multiples of 256. With
 // --arch bert or nomic-bert it writes an encoder (a BGE-small shape:
 // --dim 384 --layers 12 --heads 12 --ffn 1536 --ctx 512 --dtype f16
-// --vocab-from ../shared/models/embed/ggml-vocab-bert-bge.gguf).
+// --vocab-from ../shared/models/embed/ggml-vocab-bert-bge.gguf). With
+// --experts N it writes a mixture of experts under --arch qwen3moe
+// (Qwen3-30B-A3B's shape: --dim 2048 --heads 32 --kv-heads 4 --head-dim
+// 128 --experts 128 --experts-used 8 --expert-ffn 768 --vocab 151936 --ctx
+// 40960), qwen2moe (with --shared-ffn), olmoe (OLMoE-1B-7B: --dim 2048
+// --heads 16 --kv-heads 16 --experts 64 --experts-used 8 --expert-ffn 1024
+// --vocab 50304) or llama (Mixtral).
 package main
 
 import (
@@ -51,8 +57,13 @@ func run(args []string) error {
 	dtype := fs.String("dtype", "f32", "matrix type ("+strings.ToLower(synth.WritableNames())+") or mix (q4_k_m, q5_k_m)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
-	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama, qwen2 (Q/K/V biases, NeoX RoPE), "+
-		"or the encoders bert and nomic-bert (need --vocab-from)")
+	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3, "+
+		"qwen3moe, qwen2moe, olmoe (with --experts; llama too), or the encoders bert and nomic-bert (need --vocab-from)")
+	fs.IntVar(&o.HeadDim, "head-dim", 0, "each head's width (default: dim / heads)")
+	fs.IntVar(&o.Experts, "experts", 0, "experts of a mixture in every FFN (qwen3moe, qwen2moe, olmoe, llama)")
+	fs.IntVar(&o.SharedFFN, "shared-ffn", 0, "qwen2moe: the shared expert's width")
+	fs.IntVar(&o.ExpertsUsed, "experts-used", 8, "experts chosen per token")
+	fs.IntVar(&o.ExpertFFN, "expert-ffn", 768, "one expert's feed-forward width")
 	vocabFrom := fs.String("vocab-from", "", "encoders: a WordPiece GGUF whose tokenizer keys the file takes "+
 		"(llama.cpp's ggml-vocab-bert-bge.gguf)")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")
@@ -64,6 +75,9 @@ func run(args []string) error {
 	}
 	if o.KVHeads == 0 {
 		o.KVHeads = o.Heads
+	}
+	if o.Experts == 0 {
+		o.ExpertsUsed, o.ExpertFFN = 0, 0
 	}
 	var err error
 	if t, ok := synth.MixType(strings.ToLower(*dtype)); ok {

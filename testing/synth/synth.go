@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/batchd/batchd/gguf"
 	"github.com/batchd/batchd/quant"
@@ -36,10 +37,14 @@ type Options struct {
 	// 128 on a width of 2048 need it.
 	HeadDim int
 	// Experts > 0 writes a mixture of experts in place of every FFN, laid
-	// out as qwen3moe files are (Arch "qwen3moe", whose per-head Q and K
-	// norms come with it): the router (F32, as llama-quantize keeps it),
-	// 3-D expert tensors ExpertFFN wide, ExpertsUsed chosen per token.
-	Experts, ExpertsUsed, ExpertFFN int
+	// out as llama.cpp's converter writes Arch's files: the router (F32,
+	// as llama-quantize keeps it), 3-D expert tensors ExpertFFN wide,
+	// ExpertsUsed chosen per token. Arch is one of qwen3moe (per-head Q
+	// and K norms), qwen2moe (Q, K, V biases and a shared expert SharedFFN
+	// wide behind a sigmoid gate), olmoe (Q and K norms over their whole
+	// width) or llama (Mixtral); the last two size experts by
+	// feed_forward_length, which is then ExpertFFN.
+	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
 	// RouterStd is the router's weight std (0: twice Std): a wider router
 	// leaves fewer near ties between experts.
 	RouterStd float64
@@ -56,8 +61,13 @@ func (o *Options) check() error {
 	if o.Dim%f.BlockElems != 0 || o.FFN%f.BlockElems != 0 || o.ExpertFFN%f.BlockElems != 0 {
 		return fmt.Errorf("synth: %s needs dim and ffn widths that are multiples of %d", o.DType, f.BlockElems)
 	}
-	if o.Experts > 0 && (o.Arch != "qwen3moe" || o.ExpertsUsed <= 0 || o.ExpertsUsed > o.Experts || o.ExpertFFN <= 0) {
-		return fmt.Errorf("synth: %d experts (%d used, %d wide) need arch qwen3moe", o.Experts, o.ExpertsUsed, o.ExpertFFN)
+	moeArch := map[string]bool{"qwen3moe": true, "qwen2moe": true, "olmoe": true, "llama": true, "": true}[o.Arch]
+	if o.Experts > 0 && (!moeArch || o.ExpertsUsed <= 0 || o.ExpertsUsed > o.Experts || o.ExpertFFN <= 0) {
+		return fmt.Errorf("synth: %d experts (%d used, %d wide) need arch qwen3moe, qwen2moe, olmoe or llama", o.Experts,
+			o.ExpertsUsed, o.ExpertFFN)
+	}
+	if (o.Arch == "qwen2moe") != (o.SharedFFN > 0) || o.SharedFFN%f.BlockElems != 0 {
+		return fmt.Errorf("synth: a shared expert (%d wide) is qwen2moe's, and every qwen2moe block has one", o.SharedFFN)
 	}
 	if want, ok := MixType(o.Mix); o.Mix != "" && (!ok || want != o.DType) {
 		return fmt.Errorf("synth: mix %q is not one of q4_k_m (Q4_K) or q5_k_m (Q5_K) with its dtype", o.Mix)
@@ -110,7 +120,11 @@ func Write(w io.Writer, o Options) error {
 	gw.Set(arch+".context_length", uint32(o.Context))
 	gw.Set(arch+".embedding_length", uint32(o.Dim))
 	gw.Set(arch+".block_count", uint32(o.Layers))
-	gw.Set(arch+".feed_forward_length", uint32(o.FFN))
+	ffn := o.FFN
+	if o.Experts > 0 && (arch == "llama" || arch == "olmoe") { // experts sized by feed_forward_length
+		ffn = o.ExpertFFN
+	}
+	gw.Set(arch+".feed_forward_length", uint32(ffn))
 	gw.Set(arch+".attention.head_count", uint32(o.Heads))
 	gw.Set(arch+".attention.head_count_kv", uint32(o.KVHeads))
 	gw.Set(arch+".attention.layer_norm_rms_epsilon", float32(1e-5))
@@ -120,7 +134,12 @@ func Write(w io.Writer, o Options) error {
 	if o.Experts > 0 {
 		gw.Set(arch+".expert_count", uint32(o.Experts))
 		gw.Set(arch+".expert_used_count", uint32(o.ExpertsUsed))
-		gw.Set(arch+".expert_feed_forward_length", uint32(o.ExpertFFN))
+		if arch == "qwen3moe" || arch == "qwen2moe" {
+			gw.Set(arch+".expert_feed_forward_length", uint32(o.ExpertFFN))
+		}
+		if o.SharedFFN > 0 {
+			gw.Set(arch+".expert_shared_feed_forward_length", uint32(o.SharedFFN))
+		}
 	}
 	gw.Set(arch+".rope.freq_base", float32(10000))
 	gw.Set(arch+".vocab_size", uint32(o.Vocab))
@@ -140,10 +159,17 @@ func Write(w io.Writer, o Options) error {
 	}
 	experts := func(name string, rows, cols int) { // n matrices of rows x cols, one 3-D tensor
 		dt := o.tensorType(name)
-		var b []byte
-		for range o.Experts {
-			b = append(b, RandomMatrix(rng, dt, rows, cols, o.Std)...)
+		rb := rows * dt.RowBytes(cols)
+		b := make([]byte, o.Experts*rb)
+		seed := rng.Uint64() // one draw, so the file stays a function of Seed
+		var wg sync.WaitGroup
+		for e := range o.Experts { // a random stream per expert: big files write on every core
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(seed, uint64(e)))
+				copy(b[e*rb:], RandomMatrix(r, dt, rows, cols, o.Std))
+			})
 		}
+		wg.Wait()
 		gw.AddTensor(name, gguf.Type(dt), []uint64{uint64(cols), uint64(rows), uint64(o.Experts)}, b)
 	}
 	ones := func(name string, n int) {
@@ -152,6 +178,13 @@ func Write(w io.Writer, o Options) error {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
 		}
 		gw.AddTensor(name, gguf.Type(quant.F32), []uint64{uint64(n)}, b)
+	}
+	normVec := func(name string, n int) { // norm weights around 1
+		w := make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(w[4*i:], math.Float32bits(float32(1+0.5*rng.NormFloat64())))
+		}
+		gw.AddTensor(name, gguf.Type(quant.F32), []uint64{uint64(n)}, w)
 	}
 	vec := func(name string, n int) {
 		gw.AddTensor(name, gguf.Type(quant.F32), []uint64{uint64(n)}, RandomMatrix(rng, quant.F32, 1, n, o.Std))
@@ -167,16 +200,20 @@ func Write(w io.Writer, o Options) error {
 		mat(p+"attn_k.weight", kv, o.Dim)
 		mat(p+"attn_v.weight", kv, o.Dim)
 		mat(p+"attn_output.weight", o.Dim, qd)
-		if arch == "qwen2" {
-			vec(p+"attn_q.bias", o.Dim)
+		if arch == "qwen2" || arch == "qwen2moe" {
+			vec(p+"attn_q.bias", qd)
 			vec(p+"attn_k.bias", kv)
 			vec(p+"attn_v.bias", kv)
 		}
 		ones(p+"attn_norm.weight", o.Dim)
 		ones(p+"ffn_norm.weight", o.Dim)
-		if arch == "qwen3" || arch == "qwen3moe" { // per-head Q and K norms
+		switch arch {
+		case "qwen3", "qwen3moe": // per-head Q and K norms
 			ones(p+"attn_q_norm.weight", o.HeadDim)
 			ones(p+"attn_k_norm.weight", o.HeadDim)
+		case "olmoe": // over the whole width; random, so that a per-head norm would differ
+			normVec(p+"attn_q_norm.weight", qd)
+			normVec(p+"attn_k_norm.weight", kv)
 		}
 		if o.Experts == 0 {
 			mat(p+"ffn_gate.weight", o.FFN, o.Dim)
@@ -189,6 +226,12 @@ func Write(w io.Writer, o Options) error {
 		experts(p+"ffn_gate_exps.weight", o.ExpertFFN, o.Dim)
 		experts(p+"ffn_up_exps.weight", o.ExpertFFN, o.Dim)
 		experts(p+"ffn_down_exps.weight", o.Dim, o.ExpertFFN)
+		if o.SharedFFN > 0 {
+			vec(p+"ffn_gate_inp_shexp.weight", o.Dim)
+			mat(p+"ffn_gate_shexp.weight", o.SharedFFN, o.Dim)
+			mat(p+"ffn_up_shexp.weight", o.SharedFFN, o.Dim)
+			mat(p+"ffn_down_shexp.weight", o.Dim, o.SharedFFN)
+		}
 	}
 	_, err := gw.WriteTo(w)
 	return err

@@ -36,6 +36,10 @@ type report struct {
 	DecodeContext  int                `json:"decode_context"`
 	DecodeTokS     map[string]float64 `json:"decode_tok_s"`
 	RooflineFracB1 float64            `json:"roofline_frac_b1"`
+	// A mixture of experts: how many experts a decode step touched per
+	// layer on average, by batch size, and of how many.
+	Experts        int                `json:"experts,omitempty"`
+	ExpertsTouched map[string]float64 `json:"experts_touched,omitempty"`
 }
 
 func main() {
@@ -154,6 +158,7 @@ func run() error {
 		for i := range batch.Seqs {
 			batch.Seqs[i] = backend.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true, PromptLen: ctx}
 		}
+		var load backend.ExpertLoad
 		start := time.Now()
 		for step := range *steps {
 			for i := range batch.Seqs {
@@ -162,8 +167,18 @@ func run() error {
 			if _, err := cpu.Forward(batch); err != nil {
 				return err
 			}
+			if ec, ok := any(cpu).(backend.ExpertCounter); ok {
+				l := ec.ExpertLoad()
+				load.Layers, load.Touched = load.Layers+l.Layers, load.Touched+l.Touched
+			}
 		}
 		r.DecodeTokS[strconv.Itoa(b)] = float64(b**steps) / time.Since(start).Seconds()
+		if load.Layers > 0 {
+			if r.ExpertsTouched == nil {
+				r.ExpertsTouched, r.Experts = map[string]float64{}, c.MoE.Experts
+			}
+			r.ExpertsTouched[strconv.Itoa(b)] = float64(load.Touched) / float64(load.Layers)
+		}
 	}
 	if r.MemBWGBs > 0 {
 		r.RooflineFracB1 = r.DecodeTokS["1"] * float64(r.WeightBytes) / (r.MemBWGBs * 1e9)

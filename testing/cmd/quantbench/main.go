@@ -7,7 +7,10 @@
 // and the batchd/llama.cpp ratio per round and as medians:
 //
 //	go run ./testing/cmd/quantbench --f32 build/l110-f32.gguf --formats Q4_K_M,Q8_0 --rounds 3 [--isa avx2]
+//	go run ./testing/cmd/quantbench --files a.gguf,b.gguf --rounds 3
 //
+// (--files measures files written elsewhere, e.g. by testing/modelgen,
+// as they are.)
 // Measures: prefill of 512 tokens (pp512), and decode of one token per
 // sequence per step at 1, 8 and 32 sequences (batch 1 is llama-bench's
 // tg), each with 128 tokens of KV, timed inside the decode calls on both
@@ -44,6 +47,15 @@ func main() {
 type measure struct {
 	name         string
 	batchd, llcp []float64
+	touched      []float64 // a mixture's experts touched per layer and step
+}
+
+// roofline is batchd's batch-1 decode as a fraction of this machine's
+// read bandwidth over the bytes a token reads, per round.
+type roofline struct {
+	frac, bwGBs []float64
+	active      int
+	experts     int
 }
 
 // ftypes are llama.cpp's enum llama_ftype values by llama-quantize's names.
@@ -59,6 +71,7 @@ func run() error {
 	batches := flag.String("batches", "1,8,32", "decode batch sizes (sequences)")
 	isa := flag.String("isa", "", `"" the best this CPU has; avx2: AVX-512 off on both sides`)
 	out := flag.String("dir", "build/quantbench", "where the quantized files go")
+	files := flag.String("files", "", "measure these GGUF files as they are (comma-separated) instead of quantizing --f32")
 	quantDots := flag.String("quant-dot", backend.DefaultQuantDot, "batchd's quantized matmul modes to measure, comma-separated: auto (the daemon's default), float, int8")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -97,18 +110,29 @@ func run() error {
 		bs = append(bs, n)
 	}
 	modes := strings.Split(*quantDots, ",")
-	fmt.Printf("| format | measure | batchd mode | llama.cpp | batchd | batchd/llama.cpp (each round) | median |\n|---|---|---|---|---|---|---|\n")
-	for _, f := range strings.Split(*formats, ",") {
-		ft, ok := ftypes[f]
-		if !ok {
-			return fmt.Errorf("format %q: want one of llama-quantize's names", f)
-		}
-		file := filepath.Join(*out, "l110-"+strings.ToLower(f)+".gguf")
-		if _, err := os.Stat(file); err != nil {
-			if err := ref.Quantize(*f32, file, ft, *threads, false); err != nil {
-				return fmt.Errorf("quantize %s: %w", f, err)
+	fmt.Printf("| format | measure | batchd mode | llama.cpp | batchd | batchd/llama.cpp (each round) | median | experts touched a layer (batchd) |\n|---|---|---|---|---|---|---|---|\n")
+	list := strings.Split(*formats, ",")
+	if *files != "" {
+		list = strings.Split(*files, ",")
+	}
+	var roofs []string
+	for _, f := range list {
+		file := f
+		if *files != "" {
+			f = strings.TrimSuffix(filepath.Base(f), ".gguf")
+		} else {
+			ft, ok := ftypes[f]
+			if !ok {
+				return fmt.Errorf("format %q: want one of llama-quantize's names", f)
+			}
+			file = filepath.Join(*out, "l110-"+strings.ToLower(f)+".gguf")
+			if _, err := os.Stat(file); err != nil {
+				if err := ref.Quantize(*f32, file, ft, *threads, false); err != nil {
+					return fmt.Errorf("quantize %s: %w", f, err)
+				}
 			}
 		}
+		roof := make([]roofline, len(modes))
 		byMode := make([][]*measure, len(modes))
 		for i := range modes {
 			byMode[i] = []*measure{{name: "pp512 tok/s"}}
@@ -125,7 +149,7 @@ func run() error {
 				for i, m := range byMode[mi] {
 					m.llcp = append(m.llcp, llcp[i])
 				}
-				if err := batchd(kb, file, mode, kernels, *threads, bs, byMode[mi]); err != nil {
+				if err := batchd(kb, file, mode, kernels, *threads, bs, byMode[mi], &roof[mi]); err != nil {
 					return err
 				}
 			}
@@ -140,12 +164,33 @@ func run() error {
 					rs = append(rs, r)
 					ratios = append(ratios, fmt.Sprintf("x%.2f", r))
 				}
-				fmt.Printf("| %s | %s | %s | %.0f | %.0f | %s | x%.2f |\n", f, m.name, mode, median(m.llcp), median(m.batchd),
-					strings.Join(ratios, " "), median(rs))
+				touched := ""
+				if len(m.touched) > 0 {
+					touched = fmt.Sprintf("%.1f of %d", median(m.touched), roof[mi].experts)
+				}
+				fmt.Printf("| %s | %s | %s | %.0f | %.0f | %s | x%.2f | %s |\n", f, m.name, mode, median(m.llcp), median(m.batchd),
+					strings.Join(ratios, " "), median(rs), touched)
 			}
 		}
+		for mi, mode := range modes {
+			r := roof[mi]
+			roofs = append(roofs, fmt.Sprintf("%s, %s: batch-1 decode reads %.1f MiB a token; at %.0f GB/s read bandwidth (median) that is %.0f%% of the roofline (rounds %s)",
+				f, mode, float64(r.active)/(1<<20), median(r.bwGBs), 100*median(r.frac), percents(r.frac)))
+		}
+	}
+	fmt.Println()
+	for _, r := range roofs {
+		fmt.Println(r)
 	}
 	return nil
+}
+
+func percents(v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, fmt.Sprintf("%.0f%%", 100*x))
+	}
+	return strings.Join(s, " ")
 }
 
 // llamaCpp measures the file in llama.cpp: pp512, then decode at each
@@ -182,7 +227,7 @@ func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int) ([]float64,
 
 // batchd runs kernelbench: prefill of 512 and decode at each batch size
 // (KV of 128 tokens).
-func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure) error {
+func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure, roof *roofline) error {
 	var names []string
 	for _, b := range bs {
 		names = append(names, strconv.Itoa(b))
@@ -199,6 +244,11 @@ func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure
 	var r struct {
 		Prefill float64            `json:"prefill_tok_s"`
 		Decode  map[string]float64 `json:"decode_tok_s"`
+		Touched map[string]float64 `json:"experts_touched"`
+		Experts int                `json:"experts"`
+		Frac    float64            `json:"roofline_frac_b1"`
+		BW      float64            `json:"mem_bw_gbs"`
+		Active  int                `json:"weight_bytes"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("kernelbench output: %w", err)
@@ -206,7 +256,12 @@ func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure
 	ms[0].batchd = append(ms[0].batchd, r.Prefill)
 	for i, n := range names {
 		ms[i+1].batchd = append(ms[i+1].batchd, r.Decode[n])
+		if t, ok := r.Touched[n]; ok {
+			ms[i+1].touched = append(ms[i+1].touched, t)
+		}
 	}
+	roof.frac, roof.bwGBs = append(roof.frac, r.Frac), append(roof.bwGBs, r.BW)
+	roof.active, roof.experts = r.Active, r.Experts
 	return nil
 }
 
