@@ -45,6 +45,10 @@ type Arch struct {
 	MoEOnly    bool
 	ExpertNorm bool
 	Gating     Gating
+	// Granite: the file's multipliers (logit_scale, required; residual,
+	// embedding and attention scales), and a shared expert only where
+	// expert_shared_feed_forward_length says, ungated.
+	Granite bool
 	// SharedExpert: every block has a shared expert, feed_forward_length
 	// wide unless expert_shared_feed_forward_length says (qwen2moe).
 	SharedExpert bool
@@ -110,7 +114,10 @@ var archTable = map[string]Arch{
 		SharedExpert: true},
 	"qwen3moe": {Name: "qwen3moe", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, Experts: moeSplitFFN, MoEOnly: true,
 		ExpertNorm: true},
-	"olmoe":  {Name: "olmoe", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, QKNormFull: true, Experts: moeFFN, MoEOnly: true},
+	"olmoe":   {Name: "olmoe", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, QKNormFull: true, Experts: moeFFN, MoEOnly: true},
+	"granite": {Name: "granite", Tensors: llamaTensors, Granite: true, Experts: moeFFN, ExpertNorm: true},
+	"granitemoe": {Name: "granitemoe", Tensors: llamaTensors, Granite: true, Experts: moeFFN, MoEOnly: true,
+		ExpertNorm: true},
 	"phi3":   {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
 	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,

@@ -108,6 +108,9 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 			c.RMSEps = float32(v)
 		}
 	}
+	if a.Granite {
+		return graniteScales(f, c)
+	}
 	if !a.Gemma {
 		return nil
 	}
@@ -123,6 +126,30 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	// others' by 1/sqrt(head_dim); it tells them apart by block count.
 	if c.Layers == 46 && c.Heads > 0 {
 		c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+	}
+	return nil
+}
+
+// graniteScales reads Granite's multipliers as llama.cpp does: logit_scale
+// is required (logits are divided by it); the residual, embedding and
+// attention scales are 0 (off) where absent.
+func graniteScales(f *gguf.File, c *Config) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	v, ok := f.MetaFloat(key("logit_scale"))
+	if !ok || v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("%w: %s needs a finite, non-zero %s", ErrMalformed, c.Arch, key("logit_scale"))
+	}
+	c.LogitScale = float32(v)
+	for _, s := range []struct {
+		k   string
+		dst *float32
+	}{{"residual_scale", &c.ResidualScale}, {"embedding_scale", &c.EmbedScale}, {"attention.scale", &c.AttnScale}} {
+		if v, ok := f.MetaFloat(key(s.k)); ok {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%w: %s is %v", ErrMalformed, key(s.k), v)
+			}
+			*s.dst = float32(v)
+		}
 	}
 	return nil
 }

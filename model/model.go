@@ -40,6 +40,8 @@ type Config struct {
 	SlidingWindow int     // a query sees keys less than this many positions back; 0 is all
 	SlidingEven   bool    // only even-numbered layers slide (gemma2); else every layer
 	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
+	ResidualScale float32 // attention's and FFN's outputs are, before their residual add (granite); 0 is off
+	LogitScale    float32 // logits are multiplied by 1/LogitScale (granite); 0 is off
 	FFNGELU       bool    // the FFN is gelu(gate)*up (gemma2), not silu(gate)*up
 	// Encoders (bert, nomic-bert).
 	LayerNorm bool // norms are LayerNorms with biases, not RMSNorms

@@ -96,7 +96,9 @@ func (l *ggufLoader) moeLayer(a Arch, c Config, i int, L *Layer) {
 		L.ShGate = l.matrix(blk(tn.ShGate), m.SharedFFN, c.Dim)
 		L.ShUp = l.matrix(blk(tn.ShUp), m.SharedFFN, c.Dim)
 		L.ShDown = l.matrix(blk(tn.ShDown), c.Dim, m.SharedFFN)
-		L.ShGateInp = l.vector(blk(tn.ShGateInp), c.Dim)
+		if a.SharedExpert { // qwen2moe's sigmoid gate; granite's shared expert has none
+			L.ShGateInp = l.vector(blk(tn.ShGateInp), c.Dim)
+		}
 	}
 }
 
@@ -111,7 +113,7 @@ func checkExperts(p string, l Layer, c Config) error {
 	if m.SharedFFN > 0 {
 		errs = append(errs, checkShape(p+"shared gate", l.ShGate, m.SharedFFN, c.Dim),
 			checkShape(p+"shared up", l.ShUp, m.SharedFFN, c.Dim), checkShape(p+"shared down", l.ShDown, c.Dim, m.SharedFFN))
-		if len(l.ShGateInp) != c.Dim {
+		if l.ShGateInp != nil && len(l.ShGateInp) != c.Dim {
 			errs = append(errs, fmt.Errorf("%w: %sshared expert gate has %d, want %d", ErrShape, p, len(l.ShGateInp), c.Dim))
 		}
 	}

@@ -313,7 +313,8 @@ func (b *Backend) ExpertLoad() backend.ExpertLoad { return b.experts.load }
 // of x, then writes their norms to dst (RMSNorm, or LayerNorm with bias
 // normB); dst may be add or x.
 func (b *Backend) normalize(x, add, addB, norm, normB, dst []float32, n int) {
-	b.norm = normJob{x: x, add: add, addB: addB, norm: norm, normB: normB, dst: dst, cols: b.c.Dim, eps: b.c.RMSEps}
+	b.norm = normJob{x: x, add: add, addB: addB, norm: norm, normB: normB, dst: dst, cols: b.c.Dim, eps: b.c.RMSEps,
+		scale: b.c.ResidualScale}
 	b.pool.run(n, 1, &b.norm)
 }
 
@@ -418,7 +419,7 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 			}
 			for i := start; i < t && !c.PostNorm; i++ {
 				x := b.x[i*c.Dim : (i+1)*c.Dim]
-				addTo(x, b.xb[i*c.Dim:(i+1)*c.Dim]) // the last layer's pending residual
+				addResidual(x, b.xb[i*c.Dim:(i+1)*c.Dim], c.ResidualScale) // the last layer's pending residual
 				rmsnorm(out[(i-start)*c.Dim:(i-start+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
 			}
 			b.out = append(b.out, out)
@@ -434,7 +435,7 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		for i := t - k; i < t; i++ {
 			b.genRows = append(b.genRows, b.gen[i])
 			x := b.x[i*c.Dim : (i+1)*c.Dim]
-			addTo(x, b.xb[i*c.Dim:(i+1)*c.Dim]) // the last layer's pending residual
+			addResidual(x, b.xb[i*c.Dim:(i+1)*c.Dim], c.ResidualScale) // the last layer's pending residual
 			rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
 			r++
 		}
@@ -443,6 +444,12 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		b.matmulRoles(b.logitsNorm, rows, b.genRows, mmPart{b.m.Output, b.logits})
 		if c.FinalSoftcap > 0 {
 			softcap(b.logits[:rows*c.Vocab], 1, c.FinalSoftcap)
+		}
+		if c.LogitScale != 0 {
+			inv := 1 / c.LogitScale // ggml scales by the reciprocal
+			for i := range b.logits[:rows*c.Vocab] {
+				b.logits[i] *= inv
+			}
 		}
 	}
 	return b.out

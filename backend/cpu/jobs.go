@@ -104,6 +104,18 @@ func (j *swigluJob) do(share, lo, hi int) {
 	}
 }
 
+// addResidual adds s*add into x (add itself when s is 0), as ggml scales
+// the block's output before the add.
+func addResidual(x, add []float32, s float32) {
+	if s == 0 {
+		addTo(x, add)
+		return
+	}
+	for i, v := range add {
+		x[i] += s * v
+	}
+}
+
 // normJob adds the residual add (if any, plus its bias addB) into token
 // rows of x, then normalizes them into dst: RMSNorm, or with normB a
 // LayerNorm with that bias.
@@ -111,6 +123,7 @@ type normJob struct {
 	x, add, addB, norm, normB, dst []float32
 	cols                           int
 	eps                            float32
+	scale                          float32 // multiplies add (granite's residual scale); 0 is 1
 }
 
 func (j *normJob) do(_, lo, hi int) {
@@ -123,7 +136,7 @@ func (j *normJob) do(_, lo, hi int) {
 				x[i] += v + j.addB[i]
 			}
 		case j.add != nil:
-			addTo(x, j.add[t*c:(t+1)*c])
+			addResidual(x, j.add[t*c:(t+1)*c], j.scale)
 		}
 		if j.normB != nil {
 			layernorm(j.dst[t*c:(t+1)*c], x, j.norm, j.normB, j.eps)

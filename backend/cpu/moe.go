@@ -236,7 +236,11 @@ func (j *moeSumJob) do(_, lo, hi int) {
 				out[i] += v * w
 			}
 		}
-		if L.ShGateInp == nil {
+		if c.MoE.SharedFFN == 0 {
+			continue
+		}
+		if L.ShGateInp == nil { // granitemoe's shared expert: ungated
+			addTo(out, s.shOut[t*D:(t+1)*D])
 			continue
 		}
 		x := j.in[t*D : (t+1)*D]

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -138,33 +139,46 @@ func teacherForced(t *testing.T, b *Backend, g testmodels.ArchGolden) float64 {
 // Mixtral (llama with experts, renormalised top k), qwen2moe (no
 // renormalisation, a shared expert behind a sigmoid gate) and olmoe (Q
 // and K normed over their whole width, with weights that make a per-head
-// norm differ).
+// norm differ), granitemoe with and without its ungated shared expert, and
+// dense granite (both with Granite 3's logit, residual, embedding and
+// attention multipliers).
 func TestMoEFamiliesMatchLlamaCppLive(t *testing.T) {
 	ref := liveRef(t)
 	base := synth.Options{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512, Context: 512,
 		DType: quant.F32, Seed: 12, Std: 0.08, Experts: 8, ExpertsUsed: 2, ExpertFFN: 128, RouterStd: 0.5}
 	prompts := [][]int{{1, 40, 99, 301, 7, 260}, {1, 500, 12, 12, 12, 88, 430, 5, 61, 270, 271, 300}}
-	for _, arch := range []string{"llama", "qwen2moe", "olmoe"} {
-		t.Run(arch, func(t *testing.T) {
+	for _, c := range []struct {
+		arch          string
+		shared, heads int
+		dense         bool
+	}{{arch: "llama"}, {arch: "qwen2moe", shared: 192}, {arch: "olmoe", heads: 4}, {arch: "granitemoe"},
+		{arch: "granitemoe", shared: 128}, {arch: "granite", dense: true}} {
+		arch := c.arch
+		t.Run(fmt.Sprintf("%s-shared%d", arch, c.shared), func(t *testing.T) {
 			o := base
-			o.Arch = arch
-			switch arch {
-			case "qwen2moe":
-				o.SharedFFN = 192
-			case "olmoe": // llama.cpp sizes its K norm by the model's width: OLMoE has no GQA
-				o.KVHeads = o.Heads
+			o.Arch, o.SharedFFN = arch, c.shared
+			if c.heads > 0 { // llama.cpp sizes olmoe's K norm by the model's width: no GQA
+				o.KVHeads = c.heads
+			}
+			if c.dense {
+				o.Experts, o.ExpertsUsed, o.ExpertFFN = 0, 0, 0
 			}
 			f32, _ := synth.WriteFile(t, o)
 			q8 := filepath.Join(t.TempDir(), "q8.gguf")
 			if err := ref.Quantize(f32, q8, 7, 2, false); err != nil {
 				t.Fatal(err)
 			}
+			// Granite's 2-D FFN matrices (dense, or a shared expert added
+			// ungated) in int8 part from llama.cpp's by ~2e-3 in log-probability
+			// on these weights, the attention's and the experts' not: those are
+			// held to the float bound with llama.cpp's own tokens fed back.
+			nearOnly := arch == "granite" || arch == "granitemoe" && c.shared > 0
 			for _, c := range []struct{ file, mode string }{{f32, "float"}, {q8, "int8"}} {
 				m, err := model.Load(c.file, model.LoadOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if m.Config.MoE.Experts != 8 || (arch == "qwen2moe") != (m.Config.MoE.SharedFFN == 192) {
+				if m.Config.MoE.Experts != o.Experts || m.Config.MoE.SharedFFN != o.SharedFFN {
 					t.Fatalf("%s: loaded %+v", arch, m.Config.MoE)
 				}
 				b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: c.mode})
@@ -179,9 +193,16 @@ func TestMoEFamiliesMatchLlamaCppLive(t *testing.T) {
 				}
 				worst := 0.0
 				for _, p := range prompts {
-					worst = max(worst, checkArchSteps(t, b, m, liveGolden(t, ref, p, 16)))
+					if g := liveGolden(t, ref, p, 16); nearOnly && c.mode == "int8" {
+						worst = max(worst, teacherForced(t, b, g))
+					} else {
+						worst = max(worst, checkArchSteps(t, b, m, g))
+					}
 				}
 				t.Logf("%s %s: top-5 log-probabilities within %.2g of llama.cpp's", arch, c.mode, worst)
+				if worst > 0.01 {
+					t.Errorf("%s %s: %.3g from llama.cpp's", arch, c.mode, worst)
+				}
 				b.Close()
 				m.Close()
 			}

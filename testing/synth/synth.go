@@ -42,8 +42,11 @@ type Options struct {
 	// ExpertsUsed chosen per token. Arch is one of qwen3moe (per-head Q
 	// and K norms), qwen2moe (Q, K, V biases and a shared expert SharedFFN
 	// wide behind a sigmoid gate), olmoe (Q and K norms over their whole
-	// width) or llama (Mixtral); the last two size experts by
-	// feed_forward_length, which is then ExpertFFN.
+	// width), llama (Mixtral) or granitemoe (optionally a shared expert,
+	// ungated); the last three size experts by feed_forward_length, which
+	// is then ExpertFFN. Arch granite or granitemoe writes Granite 3's
+	// multipliers (logits / 8, residual x 0.22, embeddings x 12, attention
+	// scale 1/64).
 	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
 	// RouterStd is the router's weight std (0: twice Std): a wider router
 	// leaves fewer near ties between experts.
@@ -61,13 +64,16 @@ func (o *Options) check() error {
 	if o.Dim%f.BlockElems != 0 || o.FFN%f.BlockElems != 0 || o.ExpertFFN%f.BlockElems != 0 {
 		return fmt.Errorf("synth: %s needs dim and ffn widths that are multiples of %d", o.DType, f.BlockElems)
 	}
-	moeArch := map[string]bool{"qwen3moe": true, "qwen2moe": true, "olmoe": true, "llama": true, "": true}[o.Arch]
+	moeArch := map[string]bool{"qwen3moe": true, "qwen2moe": true, "olmoe": true, "llama": true, "": true,
+		"granitemoe": true, "granite": true}[o.Arch]
 	if o.Experts > 0 && (!moeArch || o.ExpertsUsed <= 0 || o.ExpertsUsed > o.Experts || o.ExpertFFN <= 0) {
 		return fmt.Errorf("synth: %d experts (%d used, %d wide) need arch qwen3moe, qwen2moe, olmoe or llama", o.Experts,
 			o.ExpertsUsed, o.ExpertFFN)
 	}
-	if (o.Arch == "qwen2moe") != (o.SharedFFN > 0) || o.SharedFFN%f.BlockElems != 0 {
-		return fmt.Errorf("synth: a shared expert (%d wide) is qwen2moe's, and every qwen2moe block has one", o.SharedFFN)
+	if o.Arch == "qwen2moe" && o.SharedFFN == 0 || o.SharedFFN > 0 && o.Arch != "qwen2moe" && o.Arch != "granitemoe" ||
+		o.SharedFFN%f.BlockElems != 0 {
+		return fmt.Errorf("synth: a shared expert (%d wide) is qwen2moe's or granitemoe's, and every qwen2moe block has one",
+			o.SharedFFN)
 	}
 	if want, ok := MixType(o.Mix); o.Mix != "" && (!ok || want != o.DType) {
 		return fmt.Errorf("synth: mix %q is not one of q4_k_m (Q4_K) or q5_k_m (Q5_K) with its dtype", o.Mix)
@@ -121,7 +127,7 @@ func Write(w io.Writer, o Options) error {
 	gw.Set(arch+".embedding_length", uint32(o.Dim))
 	gw.Set(arch+".block_count", uint32(o.Layers))
 	ffn := o.FFN
-	if o.Experts > 0 && (arch == "llama" || arch == "olmoe") { // experts sized by feed_forward_length
+	if o.Experts > 0 && arch != "qwen3moe" && arch != "qwen2moe" { // experts sized by feed_forward_length
 		ffn = o.ExpertFFN
 	}
 	gw.Set(arch+".feed_forward_length", uint32(ffn))
@@ -142,6 +148,12 @@ func Write(w io.Writer, o Options) error {
 		}
 	}
 	gw.Set(arch+".rope.freq_base", float32(10000))
+	if strings.HasPrefix(arch, "granite") {
+		gw.Set(arch+".logit_scale", float32(8))
+		gw.Set(arch+".residual_scale", float32(0.22))
+		gw.Set(arch+".embedding_scale", float32(12))
+		gw.Set(arch+".attention.scale", float32(0.015625))
+	}
 	gw.Set(arch+".vocab_size", uint32(o.Vocab))
 	gw.Set("tokenizer.ggml.model", "llama")
 	gw.Set("tokenizer.ggml.tokens", pieces)
@@ -227,7 +239,9 @@ func Write(w io.Writer, o Options) error {
 		experts(p+"ffn_up_exps.weight", o.ExpertFFN, o.Dim)
 		experts(p+"ffn_down_exps.weight", o.Dim, o.ExpertFFN)
 		if o.SharedFFN > 0 {
-			vec(p+"ffn_gate_inp_shexp.weight", o.Dim)
+			if arch == "qwen2moe" {
+				vec(p+"ffn_gate_inp_shexp.weight", o.Dim)
+			}
 			mat(p+"ffn_gate_shexp.weight", o.SharedFFN, o.Dim)
 			mat(p+"ffn_up_shexp.weight", o.SharedFFN, o.Dim)
 			mat(p+"ffn_down_shexp.weight", o.Dim, o.SharedFFN)
