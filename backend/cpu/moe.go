@@ -34,6 +34,10 @@ type moeScratch struct {
 	sh, sh2 []float32 // n x shared FFN
 	shOut   []float32 // n x Dim
 	order   []int32   // a token's experts, sorted for its top k
+	next    []int     // per expert: route's next free grouped row
+	touched []int32   // the step's experts with pairs (moejob.go)
+	views   []acts
+	job     expertsJob
 	load    backend.ExpertLoad
 }
 
@@ -56,6 +60,7 @@ func (s *moeScratch) grow(c model.Config, n int) {
 	}
 	if s.count == nil {
 		s.count, s.first, s.order = make([]int, m.Experts), make([]int, m.Experts), make([]int32, m.Experts)
+		s.next, s.touched = make([]int, m.Experts), make([]int32, 0, m.Experts)
 	}
 }
 
@@ -75,15 +80,21 @@ func (b *Backend) moe(l int, in []float32, n int) {
 		s.gen[g] = b.gen[t]
 	}
 	touched := 0
-	for e := range m.Experts {
-		k := s.count[e]
-		if k == 0 {
-			continue
+	for _, k := range s.count {
+		if k > 0 {
+			touched++
 		}
-		touched++
-		g := s.first[e]
-		b.expertFFN(s.xg[g*c.Dim:], s.gen[g:], k, L.ExpGate[e], L.ExpUp[e], s.hg[g*m.FFN:], s.hg2[g*m.FFN:])
-		b.matmulRoles(s.hg[g*m.FFN:], k, s.gen[g:], mmPart{L.ExpDown[e], s.yg[g*c.Dim:]})
+	}
+	if !b.fusedExperts(L, pairs) {
+		for e := range m.Experts {
+			k := s.count[e]
+			if k == 0 {
+				continue
+			}
+			g := s.first[e]
+			b.expertFFN(s.xg[g*c.Dim:], s.gen[g:], k, L.ExpGate[e], L.ExpUp[e], s.hg[g*m.FFN:], s.hg2[g*m.FFN:])
+			b.matmulRoles(s.hg[g*m.FFN:], k, s.gen[g:], mmPart{L.ExpDown[e], s.yg[g*c.Dim:]})
+		}
 	}
 	s.load.Layers++
 	s.load.Pairs += pairs
@@ -159,10 +170,10 @@ func (b *Backend) route(n int) {
 		s.first[e] = g
 		g += s.count[e]
 	}
-	next := slices.Clone(s.first) // small: the experts' count
+	copy(s.next, s.first)
 	for i, e := range s.chosen[:n*k] {
-		s.slot[i] = int32(next[e])
-		next[e]++
+		s.slot[i] = int32(s.next[e])
+		s.next[e]++
 	}
 }
 

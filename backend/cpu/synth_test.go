@@ -46,11 +46,18 @@ func TestForwardDoesNotAllocate(t *testing.T) {
 	cases := []struct {
 		dt       quant.DType
 		quantDot string
-	}{{quant.F32, ""}, {quant.F16, ""}, {quant.Q8_0, ""}, {quant.Q4_K, ""}, {quant.Q4_0, "int8"}, {quant.Q4_K, "int8"},
-		{quant.IQ4_XS, "int8"}, {quant.Q3_K, "int8"}, {quant.Q5_0, "int8"}, {quant.Q4_1, "auto"}}
+		moe      bool // a mixture of experts: under auto the per-expert path, else the fused one
+	}{{quant.F32, "", false}, {quant.F16, "", false}, {quant.Q8_0, "", false}, {quant.Q4_K, "", false},
+		{quant.Q4_0, "int8", false}, {quant.Q4_K, "int8", false}, {quant.IQ4_XS, "int8", false},
+		{quant.Q3_K, "int8", false}, {quant.Q5_0, "int8", false}, {quant.Q4_1, "auto", false},
+		{quant.F32, "", true}, {quant.Q4_K, "int8", true}, {quant.Q8_0, "auto", true}}
 	for _, c := range cases {
 		dt := c.dt
-		path, _ := synth.WriteFile(t, synth.Tiny(dt, 64, 3))
+		o := synth.Tiny(dt, 64, 3)
+		if c.moe {
+			o = synth.TinyMoE(dt, 64, 3)
+		}
+		path, _ := synth.WriteFile(t, o)
 		m, err := model.Load(path, model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
