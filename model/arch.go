@@ -49,6 +49,11 @@ type Arch struct {
 	// embedding and attention scales), and a shared expert only where
 	// expert_shared_feed_forward_length says, ungated.
 	Granite bool
+	// gpt-oss: attention sinks (a learned logit per head that joins each
+	// softmax's denominator), the attention output's bias, biases on the
+	// router and every expert, the clamped SwiGLU (MoE.OAI), and sliding
+	// windows on the even layers (llama.cpp's default pattern 2).
+	Sinks, OutBias, ExpertBias, OAISwiGLU, SlideEven bool
 	// SharedExpert: every block has a shared expert, feed_forward_length
 	// wide unless expert_shared_feed_forward_length says (qwen2moe).
 	SharedExpert bool
@@ -74,6 +79,9 @@ type TensorNames struct {
 	// shared expert and its gate.
 	Router, ExpGate, ExpUp, ExpDown string
 	ShGate, ShUp, ShDown, ShGateInp string
+	// gpt-oss: the sinks, the router's bias and the experts' (2-D: a row
+	// per expert).
+	Sinks, RouterB, ExpGateB, ExpUpB, ExpDownB string
 }
 
 // llamaTensors are the names llama-family GGUF files use.
@@ -91,6 +99,15 @@ var llamaTensors = TensorNames{
 	ExpDown: "blk.%d.ffn_down_exps.weight", ShGate: "blk.%d.ffn_gate_shexp.weight", ShUp: "blk.%d.ffn_up_shexp.weight",
 	ShDown: "blk.%d.ffn_down_shexp.weight", ShGateInp: "blk.%d.ffn_gate_inp_shexp.weight",
 }
+
+// gptOssTensors: gpt-oss names its pre-FFN norm post_attention_norm.
+var gptOssTensors = func() TensorNames {
+	t := llamaTensors
+	t.FFNNorm, t.BiasO, t.Sinks = "blk.%d.post_attention_norm.weight", "blk.%d.attn_output.bias", "blk.%d.attn_sinks.weight"
+	t.RouterB, t.ExpGateB = "blk.%d.ffn_gate_inp.bias", "blk.%d.ffn_gate_exps.bias"
+	t.ExpUpB, t.ExpDownB = "blk.%d.ffn_up_exps.bias", "blk.%d.ffn_down_exps.bias"
+	return t
+}()
 
 // bertTensors are the names BERT-family GGUF files use: the post-norm
 // block's norms follow the attention (attn_output_norm) and the FFN
@@ -118,6 +135,8 @@ var archTable = map[string]Arch{
 	"granite": {Name: "granite", Tensors: llamaTensors, Granite: true, Experts: moeFFN, ExpertNorm: true},
 	"granitemoe": {Name: "granitemoe", Tensors: llamaTensors, Granite: true, Experts: moeFFN, MoEOnly: true,
 		ExpertNorm: true},
+	"gpt-oss": {Name: "gpt-oss", Tensors: gptOssTensors, RopeNeoX: true, AttnBias: true, Window: true, Experts: moeSplitFFN,
+		MoEOnly: true, Gating: GatingSoftmaxTopK, Sinks: true, OutBias: true, ExpertBias: true, OAISwiGLU: true, SlideEven: true},
 	"phi3":   {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
 	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,

@@ -66,6 +66,12 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 		L.AttnNormB = l.vector(biasOf(blk(tn.AttnNorm)), c.Dim)
 		L.FFNNormB = l.vector(biasOf(blk(tn.FFNNorm)), c.Dim)
 	}
+	if a.OutBias {
+		L.Bo = l.vector(blk(tn.BiasO), c.Dim)
+	}
+	if a.Sinks {
+		L.Sinks = l.vector(blk(tn.Sinks), c.Heads)
+	}
 	if a.DenseBias {
 		L.Bo = l.vector(blk(tn.BiasO), c.Dim)
 		L.BUp = l.vector(blk(tn.BiasUp), c.FFN)
@@ -94,6 +100,15 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	}
 	if v, ok := f.MetaUint(key("attention.sliding_window")); ok && a.Window && v > 0 && v < 1<<31 {
 		c.SlidingWindow = int(v)
+	}
+	if a.SlideEven {
+		c.SlidingEven = true
+		if _, ok := f.Meta[key("attention.sliding_window_pattern")]; ok {
+			return fmt.Errorf("%w: %s with attention.sliding_window_pattern", ErrUnsupported, c.Arch)
+		}
+	}
+	if v, ok := f.MetaFloat(key("rope.freq_base_swa")); ok && float32(v) != c.RopeTheta {
+		return fmt.Errorf("%w: rope.freq_base_swa %v differs from rope.freq_base %v", ErrUnsupported, v, c.RopeTheta)
 	}
 	// llama.cpp reads attention.causal for every architecture; its
 	// converter writes false for encoders, which are bidirectional anyway.

@@ -72,6 +72,10 @@ type MoE struct {
 	Norm bool
 	// Scale multiplies the weights (expert_weights_scale; 0 is 1).
 	Scale float32
+	// OAI: the experts' activation is llama.cpp's swiglu_oai, with
+	// gpt-oss's constants (alpha 1.702, limit 7): gate clamped above,
+	// up to both sides, gate*sigmoid(alpha*gate)*(up+1).
+	OAI bool
 }
 
 // Gating is how router logits become expert weights (llama.h's
@@ -163,6 +167,12 @@ type Layer struct {
 	ExpGate, ExpUp, ExpDown []*Matrix
 	ShGate, ShUp, ShDown    *Matrix
 	ShGateInp               []float32
+	// gpt-oss: per head, a logit that joins the attention softmax's
+	// denominator; the router's bias; each expert's gate, up and down
+	// biases (views of the file's 2-D tensors).
+	Sinks                      []float32
+	RouterB                    []float32
+	ExpGateB, ExpUpB, ExpDownB [][]float32
 }
 
 // Model is a loaded Llama: config, weights and tokenizer. Weights may be

@@ -39,7 +39,7 @@ func moeConfig(f *gguf.File, a Arch, c *Config) error {
 	if n > maxExperts || used == 0 || used > n {
 		return fmt.Errorf("%w: %d experts, %d used (at most %d experts, 1 to all used)", ErrMalformed, n, used, maxExperts)
 	}
-	m := MoE{Experts: int(n), Used: int(used), FFN: c.FFN, Norm: a.ExpertNorm, Gating: a.Gating}
+	m := MoE{Experts: int(n), Used: int(used), FFN: c.FFN, Norm: a.ExpertNorm, Gating: a.Gating, OAI: a.OAISwiGLU}
 	if a.Experts == moeSplitFFN {
 		m.FFN = c.FFN / m.Used
 		if v, ok := f.MetaUint(key("expert_feed_forward_length")); ok && v > 0 && v < 1<<24 {
@@ -84,6 +84,31 @@ func (l *ggufLoader) experts(name string, n, rows, cols int) []*Matrix {
 	return out
 }
 
+// rows loads a 2-D tensor [w, n] (a bias per expert) as n vectors of w,
+// converted to float32 (copied: they are small).
+func (l *ggufLoader) rows(name string, n, w int) [][]float32 {
+	t, b := l.tensor(name)
+	if t == nil {
+		return nil
+	}
+	if len(t.Dims) != 2 || t.Dims[0] != uint64(w) || t.Dims[1] != uint64(n) {
+		l.errs = append(l.errs, fmt.Errorf("%w: %s has dims %v, want [%d %d]", ErrShape, name, t.Dims, w, n))
+		return nil
+	}
+	m, err := NewMatrix(quant.DType(t.Type), n, w, b)
+	if err != nil {
+		l.errs = append(l.errs, fmt.Errorf("%s: %w", name, err))
+		return nil
+	}
+	all := make([]float32, n*w)
+	out := make([][]float32, n)
+	for i := range out {
+		out[i] = all[i*w : (i+1)*w : (i+1)*w]
+		m.Row(i, out[i])
+	}
+	return out
+}
+
 // moeLayer loads block i's router, experts and shared expert.
 func (l *ggufLoader) moeLayer(a Arch, c Config, i int, L *Layer) {
 	tn, m := a.Tensors, c.MoE
@@ -92,6 +117,12 @@ func (l *ggufLoader) moeLayer(a Arch, c Config, i int, L *Layer) {
 	L.ExpGate = l.experts(blk(tn.ExpGate), m.Experts, m.FFN, c.Dim)
 	L.ExpUp = l.experts(blk(tn.ExpUp), m.Experts, m.FFN, c.Dim)
 	L.ExpDown = l.experts(blk(tn.ExpDown), m.Experts, c.Dim, m.FFN)
+	if a.ExpertBias {
+		L.RouterB = l.vector(blk(tn.RouterB), m.Experts)
+		L.ExpGateB = l.rows(blk(tn.ExpGateB), m.Experts, m.FFN)
+		L.ExpUpB = l.rows(blk(tn.ExpUpB), m.Experts, m.FFN)
+		L.ExpDownB = l.rows(blk(tn.ExpDownB), m.Experts, c.Dim)
+	}
 	if m.SharedFFN > 0 {
 		L.ShGate = l.matrix(blk(tn.ShGate), m.SharedFFN, c.Dim)
 		L.ShUp = l.matrix(blk(tn.ShUp), m.SharedFFN, c.Dim)

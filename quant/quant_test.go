@@ -67,7 +67,7 @@ func TestTable(t *testing.T) {
 // data), and zero blocks stay zero.
 func TestQuantizeRoundTrip(t *testing.T) {
 	bound := map[DType]float64{F32: 0, F16: 1e-3, BF16: 5e-3, Q8_0: 0.01, Q5_0: 0.05, Q5_1: 0.05, Q4_0: 0.1, Q4_1: 0.1,
-		Q2_K: 0.35, Q3_K: 0.2, Q4_K: 0.1, Q5_K: 0.05, Q6_K: 0.025, IQ4_NL: 0.1, IQ4_XS: 0.1}
+		Q2_K: 0.35, Q3_K: 0.2, Q4_K: 0.1, Q5_K: 0.05, Q6_K: 0.025, IQ4_NL: 0.1, IQ4_XS: 0.1, MXFP4: 0.2}
 	for dt := range formats {
 		if _, ok := bound[dt]; !ok {
 			t.Errorf("%s: computable but not covered here (every format needs a quantizer for modelgen)", dt)

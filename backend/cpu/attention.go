@@ -121,7 +121,7 @@ func (j *attnJob) one(share, t, h int) {
 	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
 		vc.prefetch(at(bi), span)
 	}
-	sum := j.softmax(scores[lo:], scale) // its 1/sum is applied to the output
+	sum := j.softmax(scores[lo:], scale, h) // its 1/sum is applied to the output
 	clear(scores[b0*bs : lo])
 	out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 	clear(out)
@@ -138,8 +138,11 @@ func (j *attnJob) one(share, t, h int) {
 }
 
 // softmax sets live to the exponentials of its scaled scores less their
-// max, and returns their sum.
-func (j *attnJob) softmax(live []float32, scale float32) float32 {
+// max, and returns their sum. A layer with sinks (gpt-oss) has head h's
+// sink logit join the max and, as its exponential, the sum: as ggml's
+// soft_max with sinks, it takes probability from every key and adds
+// nothing to the output.
+func (j *attnJob) softmax(live []float32, scale float32, h int) float32 {
 	if c := j.b.c; c.AttnSoftcap > 0 {
 		softcap(live, scale, c.AttnSoftcap)
 		scale = 1
@@ -150,7 +153,16 @@ func (j *attnJob) softmax(live []float32, scale float32) float32 {
 			mx = s
 		}
 	}
-	return expSum(live, mx, scale, j.b.kern.simd)
+	sinks := j.b.m.Layers[j.l].Sinks
+	if sinks == nil {
+		return expSum(live, mx, scale, j.b.kern.simd)
+	}
+	top, sub := mx*scale, mx
+	if s := sinks[h]; s > top {
+		top, sub = s, s/scale
+	}
+	sum := expSum(live, sub, scale, j.b.kern.simd)
+	return float32(float64(sum) + math.Exp(float64(sinks[h]-top)))
 }
 
 // four is attention for query head h of tokens t0..t0+3, at positions
@@ -193,7 +205,7 @@ func (j *attnJob) four(share, t0, h int) {
 	var sums [4]float32
 	scale := b.attnScale()
 	for i := range 4 {
-		sums[i] = j.softmax(buf[i*stride:i*stride+p0+i+1], scale)
+		sums[i] = j.softmax(buf[i*stride:i*stride+p0+i+1], scale, h)
 	}
 	att := b.att[t0*qd+h*hd:]
 	for i := range 4 {

@@ -268,8 +268,8 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	}
 	if c.PostNorm {
 		b.normalize(b.x, b.xb, L.Bo, L.AttnNorm, L.AttnNormB, b.x, n)
-	} else {
-		b.normalize(b.x, b.xb, nil, L.FFNNorm, nil, b.xb, n)
+	} else { // the attention output's bias (gpt-oss) joins it before the residual add, as ggml adds it
+		b.normalize(b.x, b.xb, L.Bo, L.FFNNorm, nil, b.xb, n)
 	}
 	if L.Router != nil {
 		b.moe(l, in, n)

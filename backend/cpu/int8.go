@@ -45,7 +45,7 @@ const (
 // int8Kind says which activations the int8 path's kernels for t take.
 func int8Kind(t quant.DType) actKind {
 	switch t {
-	case quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL, quant.Q8_0:
+	case quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL, quant.Q8_0, quant.MXFP4:
 		return actQ8_0
 	case quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q3_K, quant.Q2_K:
 		return actQ8_K
@@ -55,13 +55,16 @@ func int8Kind(t quant.DType) actKind {
 
 // needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
 // they run as Go loops); the others' need only AVX2.
-func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.Q8_0 }
+func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.Q8_0 || t == quant.MXFP4 }
 
 // form is the activation form w's type takes on this backend's int8 path,
 // actNone where it takes the float path: under QuantDot "auto", formats
 // whose int8 kernels would run as Go loops on this CPU stay on the float
 // path (decided once per process, so batching stays invisible).
 func (kn *kernels) form(t quant.DType) actKind {
+	if kn.auto && t == quant.MXFP4 { // a Go loop on every CPU so far
+		return actNone
+	}
 	if kn.auto && !(kn.simd && (kn.vnni || !needsVNNI(t))) {
 		return actNone
 	}
@@ -170,6 +173,15 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 // VNNI (int8rows.go), else its AVX2 kernels; Q8_0 and Q5_K have none, so
 // matmulRows16 runs their Go loops (rowTail).
 func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
+	if w.Type == quant.MXFP4 { // its Go loop only, for now
+		rb := w.Type.RowBytes(w.Cols)
+		for t := range n {
+			for r := lo; r < hi; r++ {
+				out[t*w.Rows+r] = rowTail(w.Data[r*rb:(r+1)*rb], a, t, w.Type, w.Cols)
+			}
+		}
+		return
+	}
 	if kern := rowKernel(w.Type); kn.simd && kn.vnni || needsVNNI(w.Type) {
 		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
 		return

@@ -218,6 +218,25 @@ func rowTail(row []byte, a *acts, t int, typ quant.DType, cols int) float32 {
 		return rows32Go(row, qs, d, nb, &q51Int8)
 	case quant.IQ4_NL:
 		return rows32Go(row, qs, d, nb, &iq4nlInt8)
+	case quant.MXFP4:
+		return dotMXFP4Go(row, qs, d, nb)
 	}
 	panic("no row kernel for " + typ.String())
+}
+
+// dotMXFP4Go is MXFP4's row against q8_0 activations, as ggml's
+// vec_dot_mxfp4_q8_0: per block the exact integer sum of grid values times
+// activations, times the activations' scale times the block's (E8M0, halved).
+func dotMXFP4Go(w []byte, qs []int8, d []float32, nb int) float32 {
+	var acc float32
+	for b := range nb {
+		blk, x := w[b*17:(b+1)*17], qs[b*q8Block:(b+1)*q8Block]
+		var s int32
+		for j := range 16 {
+			q := blk[1+j]
+			s += int32(x[j])*int32(quant.MXFP4Grid[q&0xf]) + int32(x[j+16])*int32(quant.MXFP4Grid[q>>4])
+		}
+		acc = acc + (d[b]*quant.E8MHalf(blk[0]))*float32(s)
+	}
+	return acc
 }

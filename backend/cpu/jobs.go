@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
 )
@@ -63,7 +65,9 @@ type swigluJob struct {
 	scratch  [][]float32
 	k        *kernels
 	gelu     bool      // gelu(gate)*up (gemma2); with no gate, gelu(up + upB) (bert)
-	upB      []float32 // up's bias (bert), or nil
+	upB      []float32 // up's bias (bert, gpt-oss's experts), or nil
+	gateB    []float32 // gate's bias (gpt-oss's experts), or nil
+	oai      bool      // swiglu_oai (gpt-oss: model.MoE.OAI)
 }
 
 func (j *swigluJob) do(share, lo, hi int) {
@@ -86,6 +90,16 @@ func (j *swigluJob) do(share, lo, hi int) {
 	f := j.gate.Rows
 	for t := range j.n {
 		h, h2 := j.h[t*f+lo:t*f+hi], j.h2[t*f+lo:t*f+hi]
+		if j.gateB != nil {
+			addTo(h, j.gateB[lo:hi])
+		}
+		if j.upB != nil {
+			addTo(h2, j.upB[lo:hi])
+		}
+		if j.oai {
+			swigluOAI(h, h2)
+			continue
+		}
 		if j.gelu {
 			for i := range h {
 				h[i] = gelu(h[i]) * h2[i]
@@ -101,6 +115,17 @@ func (j *swigluJob) do(share, lo, hi int) {
 		for i := n; i < len(h); i++ {
 			h[i] = silu(h[i]) * h2[i]
 		}
+	}
+}
+
+// swigluOAI is ggml's swiglu_oai with gpt-oss's alpha and limit: h =
+// min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1).
+func swigluOAI(h, h2 []float32) {
+	const alpha, limit = 1.702, 7
+	for i, g := range h {
+		x := min(g, limit)
+		y := min(max(h2[i], -limit), limit)
+		h[i] = x / (1 + float32(math.Exp(float64(alpha*-x)))) * (y + 1)
 	}
 }
 

@@ -71,6 +71,11 @@ func (b *Backend) moe(l int, in []float32, n int) {
 	s := &b.experts
 	s.grow(c, n)
 	b.matmul(in, n, mmPart{L.Router, s.logits})
+	if L.RouterB != nil { // gpt-oss: the router's bias, before the gate
+		for t := range n {
+			addTo(s.logits[t*m.Experts:(t+1)*m.Experts], L.RouterB)
+		}
+	}
 	b.route(n)
 	pairs := n * m.Used
 	for i := range pairs { // gather each pair's input row, grouped by expert
@@ -92,7 +97,12 @@ func (b *Backend) moe(l int, in []float32, n int) {
 				continue
 			}
 			g := s.first[e]
-			b.expertFFN(s.xg[g*c.Dim:], s.gen[g:], k, L.ExpGate[e], L.ExpUp[e], s.hg[g*m.FFN:], s.hg2[g*m.FFN:])
+			var gateB, upB []float32
+			if L.ExpGateB != nil {
+				gateB, upB = L.ExpGateB[e], L.ExpUpB[e]
+			}
+			b.expertFFN(s.xg[g*c.Dim:], s.gen[g:], k, L.ExpGate[e], L.ExpUp[e], s.hg[g*m.FFN:], s.hg2[g*m.FFN:],
+				gateB, upB, m.OAI)
 			b.matmulRoles(s.hg[g*m.FFN:], k, s.gen[g:], mmPart{L.ExpDown[e], s.yg[g*c.Dim:]})
 		}
 	}
@@ -100,7 +110,7 @@ func (b *Backend) moe(l int, in []float32, n int) {
 	s.load.Pairs += pairs
 	s.load.Touched += touched
 	if m.SharedFFN > 0 {
-		b.expertFFN(in, b.gen, n, L.ShGate, L.ShUp, s.sh, s.sh2)
+		b.expertFFN(in, b.gen, n, L.ShGate, L.ShUp, s.sh, s.sh2, nil, nil, false)
 		b.matmul(s.sh, n, mmPart{L.ShDown, s.shOut})
 	}
 	b.moeSum = moeSumJob{b: b, l: l, in: in}
@@ -110,7 +120,7 @@ func (b *Backend) moe(l int, in []float32, n int) {
 
 // expertFFN computes h = silu(x.gate^T) * (x.up^T) for n rows of x, in
 // runs of one role (QuantDot "auto"), as the dense FFN does.
-func (b *Backend) expertFFN(x []float32, gen []bool, n int, gate, up *model.Matrix, h, h2 []float32) {
+func (b *Backend) expertFFN(x []float32, gen []bool, n int, gate, up *model.Matrix, h, h2, gateB, upB []float32, oai bool) {
 	f := gate.Rows
 	for s := 0; s < n; {
 		e, int8 := b.nextRun(gen, s, n)
@@ -120,7 +130,7 @@ func (b *Backend) expertFFN(x []float32, gen []bool, n int, gate, up *model.Matr
 			q8 = b.quantized(xs, e-s, gate, up)
 		}
 		b.ffn = swigluJob{x: xs, q8: q8, n: e - s, gate: gate, up: up, h: h[s*f:], h2: h2[s*f:], scratch: b.scratch, k: b.kern,
-			x16: b.halfFor(xs, e-s, gate, up)}
+			x16: b.halfFor(xs, e-s, gate, up), gateB: gateB, upB: upB, oai: oai}
 		b.pool.run(f, 16, &b.ffn)
 		s = e
 	}
@@ -237,6 +247,9 @@ func (j *moeSumJob) do(_, lo, hi int) {
 		for r := range k {
 			g, w := int(s.slot[t*k+r]), s.weights[t*k+r]
 			y := s.yg[g*D : (g+1)*D]
+			if L.ExpDownB != nil { // gpt-oss: the down projection's bias, before the weight
+				addTo(y, L.ExpDownB[s.chosen[t*k+r]])
+			}
 			if r == 0 {
 				for i, v := range y {
 					out[i] = v * w

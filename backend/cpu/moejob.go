@@ -40,7 +40,10 @@ func (j *expertsJob) do(share, lo, hi int) {
 			continue
 		}
 		sw := swigluJob{x: j.x[g*c.Dim:], x16: x16, q8: q8, n: k, gate: j.L.ExpGate[e], up: j.L.ExpUp[e],
-			h: s.hg[g*F:], h2: s.hg2[g*F:], scratch: b.scratch, k: b.kern}
+			h: s.hg[g*F:], h2: s.hg2[g*F:], scratch: b.scratch, k: b.kern, oai: c.MoE.OAI}
+		if j.L.ExpGateB != nil {
+			sw.gateB, sw.upB = j.L.ExpGateB[e], j.L.ExpUpB[e]
+		}
 		sw.do(share, rlo, rhi)
 	}
 }
