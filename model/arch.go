@@ -53,7 +53,14 @@ type Arch struct {
 	// softmax's denominator), the attention output's bias, biases on the
 	// router and every expert, the clamped SwiGLU (MoE.OAI), and sliding
 	// windows on the even layers (llama.cpp's default pattern 2).
-	Sinks, OutBias, ExpertBias, OAISwiGLU, SlideEven bool
+	Sinks, OutBias, ExpertBias, OAISwiGLU bool
+	// SlidePattern is llama.cpp's default window pattern for the family
+	// when the file has no attention.sliding_window_pattern (model.Config).
+	SlidePattern int
+	// Gemma3: gemma2's numerics but no attention softcap, per-head Q and K
+	// norms, and sliding layers with their own RoPE base (rope.freq_base_swa,
+	// default 10000) and no scaling.
+	Gemma3 bool
 	// SharedExpert: every block has a shared expert, feed_forward_length
 	// wide unless expert_shared_feed_forward_length says (qwen2moe).
 	SharedExpert bool
@@ -136,9 +143,11 @@ var archTable = map[string]Arch{
 	"granitemoe": {Name: "granitemoe", Tensors: llamaTensors, Granite: true, Experts: moeFFN, MoEOnly: true,
 		ExpertNorm: true},
 	"gpt-oss": {Name: "gpt-oss", Tensors: gptOssTensors, RopeNeoX: true, AttnBias: true, Window: true, Experts: moeSplitFFN,
-		MoEOnly: true, Gating: GatingSoftmaxTopK, Sinks: true, OutBias: true, ExpertBias: true, OAISwiGLU: true, SlideEven: true},
+		MoEOnly: true, Gating: GatingSoftmaxTopK, Sinks: true, OutBias: true, ExpertBias: true, OAISwiGLU: true, SlidePattern: 2},
 	"phi3":   {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
-	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true},
+	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true, SlidePattern: 2},
+	"gemma3": {Name: "gemma3", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma3: true, Window: true,
+		SlidePattern: 6, QKNorm: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,
 		PlainFFN: true},
 	"nomic-bert": {Name: "nomic-bert", Tensors: bertTensors, Encoder: true, RopeNeoX: true, FusedQKV: true},

@@ -101,13 +101,23 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	if v, ok := f.MetaUint(key("attention.sliding_window")); ok && a.Window && v > 0 && v < 1<<31 {
 		c.SlidingWindow = int(v)
 	}
-	if a.SlideEven {
-		c.SlidingEven = true
-		if _, ok := f.Meta[key("attention.sliding_window_pattern")]; ok {
-			return fmt.Errorf("%w: %s with attention.sliding_window_pattern", ErrUnsupported, c.Arch)
+	if a.SlidePattern > 0 && c.SlidingWindow > 0 {
+		c.SlidePattern = a.SlidePattern
+		if v, ok := f.MetaUint(key("attention.sliding_window_pattern")); ok && v < 1<<16 {
+			c.SlidePattern = int(v)
+		} else if _, ok := f.Meta[key("attention.sliding_window_pattern")]; ok {
+			return fmt.Errorf("%w: a per-layer attention.sliding_window_pattern", ErrUnsupported)
 		}
 	}
-	if v, ok := f.MetaFloat(key("rope.freq_base_swa")); ok && float32(v) != c.RopeTheta {
+	switch v, ok := f.MetaFloat(key("rope.freq_base_swa")); {
+	case a.Gemma3: // llama.cpp's default base for sliding layers is 10000; without a window, no layer slides
+		if c.SlidingWindow > 0 {
+			c.RopeThetaSWA = 10000
+			if ok && v > 0 {
+				c.RopeThetaSWA = float32(v)
+			}
+		}
+	case ok && float32(v) != c.RopeTheta:
 		return fmt.Errorf("%w: rope.freq_base_swa %v differs from rope.freq_base %v", ErrUnsupported, v, c.RopeTheta)
 	}
 	// llama.cpp reads attention.causal for every architecture; its
@@ -129,17 +139,17 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	if !a.Gemma {
 		return nil
 	}
-	c.SlidingEven, c.FFNGELU = true, true
+	c.FFNGELU = true
 	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
-	if v, ok := f.MetaFloat(key("attn_logit_softcapping")); ok {
+	if v, ok := f.MetaFloat(key("attn_logit_softcapping")); ok && !a.Gemma3 { // gemma3's graph has none
 		c.AttnSoftcap = float32(v)
 	}
 	if v, ok := f.MetaFloat(key("final_logit_softcapping")); ok {
 		c.FinalSoftcap = float32(v)
 	}
-	// llama.cpp scales Gemma 2 27B's queries by 1/sqrt(dim/heads) and the
-	// others' by 1/sqrt(head_dim); it tells them apart by block count.
-	if c.Layers == 46 && c.Heads > 0 {
+	// llama.cpp scales Gemma 2 and 3 27B's queries by 1/sqrt(dim/heads) and
+	// the others' by 1/sqrt(head_dim); it tells them apart by block count.
+	if big := map[bool]int{false: 46, true: 62}[a.Gemma3]; c.Layers == big && c.Heads > 0 {
 		c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
 	}
 	return nil

@@ -38,7 +38,8 @@ type Config struct {
 	AttnSoftcap   float32 // scores become cap*tanh(score/cap) (gemma2); 0 is off
 	FinalSoftcap  float32 // logits likewise (gemma2)
 	SlidingWindow int     // a query sees keys less than this many positions back; 0 is all
-	SlidingEven   bool    // only even-numbered layers slide (gemma2); else every layer
+	SlidePattern  int     // layer l slides iff l%n < n-1, llama.cpp's pattern (2: gemma2's and gpt-oss's even layers, 6: gemma3's); 0: every layer
+	RopeThetaSWA  float32 // sliding layers' RoPE base, unscaled (gemma3); 0: theirs is the others'
 	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
 	ResidualScale float32 // attention's and FFN's outputs are, before their residual add (granite); 0 is off
 	LogitScale    float32 // logits are multiplied by 1/LogitScale (granite); 0 is off
@@ -110,7 +111,8 @@ type RopeScaling struct {
 
 // Sliding reports whether layer l attends through the sliding window.
 func (c Config) Sliding(l int) bool {
-	return c.SlidingWindow > 0 && (!c.SlidingEven || l%2 == 0)
+	n := c.SlidePattern
+	return c.SlidingWindow > 0 && (n == 0 || l%n < n-1)
 }
 
 // KVDim returns the width of one token's K (or V) across KV heads.

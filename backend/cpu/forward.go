@@ -21,6 +21,7 @@ type Backend struct {
 	k, v      []kvLayer // per layer: numBlocks*blockSize*KVDim
 	kvMem     kvArena   // backs k and v
 	rope      *ropeTable
+	ropeSWA   *ropeTable // the sliding layers' (rope unless Config.RopeThetaSWA)
 	pool      *workers
 	// sharedPool: pool is another backend's (Options.ShareThreads).
 	sharedPool bool
@@ -77,6 +78,12 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	}
 	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
 		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}
+	b.ropeSWA = b.rope
+	if c.RopeThetaSWA != 0 { // gemma3: the sliding layers' own base, unscaled
+		swa := c
+		swa.RopeTheta, swa.RopeScaling = c.RopeThetaSWA, model.RopeScaling{}
+		b.ropeSWA = newRopeTable(swa, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))
+	}
 	if host, ok := o.ShareThreads.(*Backend); ok {
 		b.pool, b.sharedPool = host.pool, true
 	} else {

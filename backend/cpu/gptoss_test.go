@@ -46,6 +46,14 @@ func TestGptOssMatchesLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	nearGoldens(t, b, goldens, 0.05)
+}
+
+// nearGoldens runs each golden with llama.cpp's tokens fed back: top-5
+// log-probabilities within bound, and llama.cpp's greedy token wherever
+// its top two are further apart than that.
+func nearGoldens(t *testing.T, b *Backend, goldens []testmodels.ArchGolden, bound float64) {
+	t.Helper()
 	blocks := make([]int, b.numBlocks)
 	for i := range blocks {
 		blocks[i] = i
@@ -62,16 +70,43 @@ func TestGptOssMatchesLlamaCpp(t *testing.T) {
 			for _, e := range g.Top5[i] {
 				worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
 			}
-			if next := sample.Argmax(logits[0]); next != g.OutputTokens[i] && g.Gap12[i] > 0.05 {
+			if next := sample.Argmax(logits[0]); next != g.OutputTokens[i] && g.Gap12[i] > bound {
 				t.Errorf("%.20q step %d: token %d, llama.cpp %d (its gap %.3g)", g.Prompt, i, next, g.OutputTokens[i], g.Gap12[i])
 			}
 			in = backend.SeqInput{Tokens: []int{g.OutputTokens[i]}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
 		}
 		t.Logf("%.20q (%d tokens): top-5 log-probabilities within %.2g", g.Prompt, len(g.PromptTokens), worst)
-		if worst > 0.05 {
+		if worst > bound {
 			t.Errorf("%.20q: %.3g from llama.cpp's", g.Prompt, worst)
 		}
 	}
+}
+
+// TestGemma3MatchesLlamaCpp: models/arch2's gemma3 (five sliding layers of
+// six, their own RoPE base, the global layer's linear scaling, per-head Q
+// and K norms, gemma2's numerics), with llama.cpp's tokens fed back, within
+// 2e-3. Not the 1e-3 of the arch tests: ggml's GELU reads a table by the
+// input rounded to half, so inputs a float ulp apart can take neighbouring
+// entries, and on this model (post-norm weights about 4) that moves
+// log-probabilities by up to 1.3e-3 however the rest is computed
+// (llama.cpp on variants of the file parts from batchd by 1e-4 to 1.1e-3,
+// with and without the windows and the scaling).
+func TestGemma3MatchesLlamaCpp(t *testing.T) {
+	goldens := testmodels.ArchGoldensFile(t, filepath.Join("arch2", "tiny-gemma3.golden.json"))
+	m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch2", "tiny-gemma3.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if c := m.Config; !c.Sliding(0) || !c.Sliding(4) || c.Sliding(5) || c.RopeThetaSWA != 10000 {
+		t.Fatalf("loaded %+v", c)
+	}
+	b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KVType: quant.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	nearGoldens(t, b, goldens, 2e-3)
 }
 
 // TestGptOssFloatMatchesLlamaCppLive: everything gpt-oss adds but MXFP4's

@@ -203,8 +203,12 @@ func (j *storeJob) do(_, lo, hi int) {
 		q, k := b.q[t*c.QDim():(t+1)*c.QDim()], b.kk[t*KV:(t+1)*KV]
 		qkvHooks(c, L, q, k, b.vv[t*KV:(t+1)*KV])
 		if b.m.PosEmbd == nil { // learned positions (bert) take no RoPE
-			b.rope.rope(c, q, c.Heads, pos)
-			b.rope.rope(c, k, c.KVHeads, pos)
+			rt := b.rope
+			if c.Sliding(j.l) {
+				rt = b.ropeSWA
+			}
+			rt.rope(c, q, c.Heads, pos)
+			rt.rope(c, k, c.KVHeads, pos)
 		}
 		for h := range c.KVHeads {
 			kc.put(b.kvAt(blk, h, r), b.kk[t*KV+h*hd:t*KV+(h+1)*hd])

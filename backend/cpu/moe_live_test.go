@@ -172,7 +172,14 @@ func TestMoEFamiliesMatchLlamaCppLive(t *testing.T) {
 			// ungated) in int8 part from llama.cpp's by ~2e-3 in log-probability
 			// on these weights, the attention's and the experts' not: those are
 			// held to the float bound with llama.cpp's own tokens fed back.
-			nearOnly := arch == "granite" || arch == "granitemoe" && c.shared > 0
+			// With AVX-512 masked off, batchd's int8 kernels and llama.cpp's
+			// haswell build sum in other orders: a float ulp apart, an 8-bit
+			// activation rounds the other way here and there (up to 2e-2).
+			nearOnly := arch == "granite" || arch == "granitemoe" && c.shared > 0 || maskAVX512
+			bound := 0.01
+			if maskAVX512 {
+				bound = 0.05
+			}
 			for _, c := range []struct{ file, mode string }{{f32, "float"}, {q8, "int8"}} {
 				m, err := model.Load(c.file, model.LoadOptions{})
 				if err != nil {
@@ -200,7 +207,7 @@ func TestMoEFamiliesMatchLlamaCppLive(t *testing.T) {
 					}
 				}
 				t.Logf("%s %s: top-5 log-probabilities within %.2g of llama.cpp's", arch, c.mode, worst)
-				if worst > 0.01 {
+				if worst > bound {
 					t.Errorf("%s %s: %.3g from llama.cpp's", arch, c.mode, worst)
 				}
 				b.Close()
