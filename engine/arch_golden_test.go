@@ -53,10 +53,10 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 			ngram := SpecConfig{Method: "ngram", MaxBatch: 16, Ungated: true}
 			// The tiny pools preempt: 30 blocks of 4 for arch's prompts;
 			// arch2's passage, longer than such a pool, runs in the other
-			// modes, and its short prompts in 14 and 12 blocks.
+			// modes, and its short prompts in 14 and 10 blocks.
 			short, pool, specPool := gs, 30, 24
 			if f.dir == "arch2" {
-				short, pool, specPool = nil, 14, 12
+				short, pool, specPool = nil, 14, 10
 				for _, g := range gs {
 					if len(g.PromptTokens)+len(g.OutputTokens) <= 48 {
 						short = append(short, g)

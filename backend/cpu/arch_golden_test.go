@@ -46,7 +46,13 @@ func TestArchMatchesLlamaCpp(t *testing.T) {
 // the newer families (mixtures of experts first), whose goldens are
 // llama.cpp v0.5.0's.
 func TestArch2MatchesLlamaCpp(t *testing.T) {
-	testArchGoldens(t, "arch2", testmodels.Arch2Models)
+	var archs []string
+	for _, a := range testmodels.Arch2Models {
+		if a != "gemma3" { // ggml's GELU table: TestGemma3MatchesLlamaCpp, within 2e-3
+			archs = append(archs, a)
+		}
+	}
+	testArchGoldens(t, "arch2", archs)
 }
 
 func testArchGoldens(t *testing.T, dir string, archs []string) {
