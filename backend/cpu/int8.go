@@ -62,9 +62,6 @@ func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.Q8_0 |
 // whose int8 kernels would run as Go loops on this CPU stay on the float
 // path (decided once per process, so batching stays invisible).
 func (kn *kernels) form(t quant.DType) actKind {
-	if kn.auto && t == quant.MXFP4 { // a Go loop on every CPU so far
-		return actNone
-	}
 	if kn.auto && !(kn.simd && (kn.vnni || !needsVNNI(t))) {
 		return actNone
 	}
@@ -173,15 +170,6 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 // VNNI (int8rows.go), else its AVX2 kernels; Q8_0 and Q5_K have none, so
 // matmulRows16 runs their Go loops (rowTail).
 func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
-	if w.Type == quant.MXFP4 { // its Go loop only, for now
-		rb := w.Type.RowBytes(w.Cols)
-		for t := range n {
-			for r := lo; r < hi; r++ {
-				out[t*w.Rows+r] = rowTail(w.Data[r*rb:(r+1)*rb], a, t, w.Type, w.Cols)
-			}
-		}
-		return
-	}
 	if kern := rowKernel(w.Type); kn.simd && kn.vnni || needsVNNI(w.Type) {
 		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
 		return

@@ -36,6 +36,9 @@ func q3kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 func q6kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
 //go:noescape
+func mxfp4Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+//go:noescape
 func iq4nlRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
 //go:noescape

@@ -22,6 +22,9 @@ func q51Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 func iq4nlRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
+func mxfp4Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}
 
 func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32 { panic("no simd") }
 

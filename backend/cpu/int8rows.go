@@ -118,6 +118,8 @@ func rowKernel(t quant.DType) rows16Kernel {
 		return q51Rows16VNNI
 	case quant.IQ4_NL:
 		return iq4nlRows16VNNI
+	case quant.MXFP4:
+		return mxfp4Rows16VNNI
 	case quant.IQ4_XS:
 		return iq4xsRows16VNNI
 	case quant.Q2_K:

@@ -46,6 +46,19 @@ zero_loop: \
 	VPMOVDW    Z20, Y20 \
 	VCVTPH2PS  Y20, Z20
 
+// R16SCALESE8 gathers the sixteen rows' E8M0 scale bytes into Z20 as the
+// floats 2^(e-128) (ggml_e8m0_to_fp32_half): the bits (e-1)<<23, or
+// 0x00200000<<e below 2 (Z24: 0xff, Z25: 1, Z26: 2, Z27: 0x00200000).
+#define R16SCALESE8 \
+	KXNORW K2, K2, K2 \
+	VPGATHERDD (SI)(Z17*1), K2, Z20 \
+	VPANDD     Z24, Z20, Z20 \
+	VPCMPUD    $1, Z26, Z20, K3 \
+	VPSUBD     Z25, Z20, Z23 \
+	VPSLLD     $23, Z23, Z23 \
+	VPSLLVD    Z20, Z27, K3, Z23 \
+	VMOVDQA32  Z23, Z20
+
 // R16LOAD32 loads sixteen rows' 32 bytes at off and leaves dword v of
 // every row in Z(8+v): Z(i) = row i | row i+8, then 8x8 dword transposes
 // in each 256-bit half; lanes in r16perm's order.

@@ -29,6 +29,11 @@ DATA ·iq4nlu8+0(SB)/8, $0x766a5d4f3f2d1801
 DATA ·iq4nlu8+8(SB)/8, $0xf1d9c5b5a6998d81
 GLOBL ·iq4nlu8(SB), RODATA|NOPTR, $16
 
+// mxfp4u8: MXFP4's grid (E2M1 doubled) plus 128, as unsigned bytes.
+DATA ·mxfp4u8+0(SB)/8, $0x8c88868483828180
+DATA ·mxfp4u8+8(SB)/8, $0x74787a7c7d7e7f80
+GLOBL ·mxfp4u8(SB), RODATA|NOPTR, $16
+
 DATA ·r16c63+0(SB)/4, $63
 GLOBL ·r16c63(SB), RODATA|NOPTR, $4
 DATA ·r16c15+0(SB)/4, $15
@@ -132,6 +137,32 @@ iq4nl_block:
 	R16TOKENS(7)
 	R16STEP(18)
 	JNZ  iq4nl_block
+	R16OUT
+
+// func mxfp4Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+// MXFP4 (17-byte blocks: an E8M0 scale, then IQ4_NL's nibble layout):
+// VPSHUFB looks up mxfp4u8 (the grid plus 128); the offset is 128.
+TEXT ·mxfp4Rows16VNNI(SB), NOSPLIT, $8-96
+	R16SETUP(·r16iota(SB))
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+	VBROADCASTI32X4 ·mxfp4u8(SB), Z28
+	MOVL $0xff, AX
+	VPBROADCASTD AX, Z24
+	MOVL $1, AX
+	VPBROADCASTD AX, Z25
+	MOVL $2, AX
+	VPBROADCASTD AX, Z26
+	MOVL $0x00200000, AX
+	VPBROADCASTD AX, Z27
+mxfp4_block:
+	R16PF(272)
+	R16NIBBLES(1)
+	R16GRID
+	R16SCALESE8
+	R16TOKENS(7)
+	R16STEP(17)
+	JNZ  mxfp4_block
 	R16OUT
 
 // func q41Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)

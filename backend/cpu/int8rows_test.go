@@ -23,7 +23,7 @@ func TestRowKernelsMatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
 	halves := map[quant.DType][]int{quant.Q4_0: {0}, quant.Q8_0: {0}, quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0},
-		quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.Q3_K: {108}, quant.Q2_K: {80, 82}}
+		quant.MXFP4: nil, quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.Q3_K: {108}, quant.Q2_K: {80, 82}}
 	simd, _ := chooseKernels("")
 	for dt := range halves {
 		f := quant.Lookup(dt)
@@ -43,6 +43,9 @@ func TestRowKernelsMatchGo(t *testing.T) {
 						for _, o := range halves[dt] {
 							h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
 							wb[b*f.BlockBytes+o], wb[b*f.BlockBytes+o+1] = byte(h), byte(h>>8)
+						}
+						if dt == quant.MXFP4 { // E8M0 scales from the subnormal 0 and 1 to 2^12
+							wb[b*f.BlockBytes] = []byte{0, 1, 2, 3, 100, 115, 120, 125, 127, 128, 131, 140}[rng.IntN(12)]
 						}
 					}
 				}
