@@ -14,6 +14,7 @@ import (
 	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/sample"
 	"github.com/batchd/batchd/testing/llamacpp"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -218,4 +219,42 @@ func TestMXFP4MatchesLlamaCppLive(t *testing.T) {
 		}
 	}
 	t.Logf("%d expert tensors quantized byte for byte as llama.cpp does", checked)
+}
+
+// TestGptOssSynthMatchesLlamaCppLive: a gpt-oss file testing/synth writes
+// (modelgen's benchmark shapes come from it: MXFP4 experts, sinks, the
+// biases, YaRN) runs in llama.cpp, and batchd's int8 path gives its
+// log-probabilities on short prompts.
+func TestGptOssSynthMatchesLlamaCppLive(t *testing.T) {
+	ref := liveRef(t)
+	o := synth.Options{Arch: "gpt-oss", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 256, Vocab: 512,
+		Context: 4096, DType: quant.F32, Seed: 13, Std: 0.08, Experts: 8, ExpertsUsed: 4, ExpertFFN: 256, RouterStd: 0.5}
+	file, _ := synth.WriteFile(t, o)
+	m, err := model.Load(file, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Layers[0].ExpUp[0].Type != quant.MXFP4 || m.Layers[1].Sinks == nil || m.Layers[0].ExpDownB == nil {
+		t.Fatalf("synth's gpt-oss: experts %s", m.Layers[0].ExpUp[0].Type)
+	}
+	b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: "int8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := ref.LoadModel(file, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.Context(llamacpp.ContextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for _, p := range [][]int{{1, 40, 99, 301, 7, 260}, {1, 500, 12, 12, 88, 430, 5, 61}} {
+		worst = max(worst, teacherForced(t, b, liveGolden(t, ref, p, 12)))
+	}
+	t.Logf("top-5 log-probabilities within %.2g of llama.cpp's", worst)
+	if worst > 0.01 {
+		t.Errorf("%.3g from llama.cpp's", worst)
+	}
 }

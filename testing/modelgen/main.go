@@ -18,7 +18,10 @@
 // 128 --experts 128 --experts-used 8 --expert-ffn 768 --vocab 151936 --ctx
 // 40960), qwen2moe (with --shared-ffn), olmoe (OLMoE-1B-7B: --dim 2048
 // --heads 16 --kv-heads 16 --experts 64 --experts-used 8 --expert-ffn 1024
-// --vocab 50304) or llama (Mixtral).
+// --vocab 50304), granitemoe, llama (Mixtral) or gpt-oss (MXFP4 experts
+// whatever --dtype; gpt-oss-20b: --dim 2880 --heads 64 --kv-heads 8
+// --head-dim 64 --experts 32 --experts-used 4 --expert-ffn 2880 --vocab
+// 201088).
 package main
 
 import (
@@ -58,7 +61,7 @@ func run(args []string) error {
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
 	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3, "+
-		"qwen3moe, qwen2moe, olmoe (with --experts; llama too), or the encoders bert and nomic-bert (need --vocab-from)")
+		"qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss (with --experts; llama too), or the encoders bert and nomic-bert (need --vocab-from)")
 	fs.IntVar(&o.HeadDim, "head-dim", 0, "each head's width (default: dim / heads)")
 	fs.IntVar(&o.Experts, "experts", 0, "experts of a mixture in every FFN (qwen3moe, qwen2moe, olmoe, llama)")
 	fs.IntVar(&o.SharedFFN, "shared-ffn", 0, "qwen2moe: the shared expert's width")

@@ -42,9 +42,10 @@ type Options struct {
 	// ExpertsUsed chosen per token. Arch is one of qwen3moe (per-head Q
 	// and K norms), qwen2moe (Q, K, V biases and a shared expert SharedFFN
 	// wide behind a sigmoid gate), olmoe (Q and K norms over their whole
-	// width), llama (Mixtral) or granitemoe (optionally a shared expert,
-	// ungated); the last three size experts by feed_forward_length, which
-	// is then ExpertFFN. Arch granite or granitemoe writes Granite 3's
+	// width), llama (Mixtral), granitemoe (optionally a shared expert,
+	// ungated; these three size experts by feed_forward_length, which is
+	// then ExpertFFN) or gpt-oss (MXFP4 experts whatever DType, sinks,
+	// biases, windows of 128 on even layers, YaRN as gpt-oss-20b has it). Arch granite or granitemoe writes Granite 3's
 	// multipliers (logits / 8, residual x 0.22, embeddings x 12, attention
 	// scale 1/64).
 	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
@@ -65,7 +66,7 @@ func (o *Options) check() error {
 		return fmt.Errorf("synth: %s needs dim and ffn widths that are multiples of %d", o.DType, f.BlockElems)
 	}
 	moeArch := map[string]bool{"qwen3moe": true, "qwen2moe": true, "olmoe": true, "llama": true, "": true,
-		"granitemoe": true, "granite": true}[o.Arch]
+		"granitemoe": true, "granite": true, "gpt-oss": true}[o.Arch]
 	if o.Experts > 0 && (!moeArch || o.ExpertsUsed <= 0 || o.ExpertsUsed > o.Experts || o.ExpertFFN <= 0) {
 		return fmt.Errorf("synth: %d experts (%d used, %d wide) need arch qwen3moe, qwen2moe, olmoe or llama", o.Experts,
 			o.ExpertsUsed, o.ExpertFFN)
@@ -127,7 +128,7 @@ func Write(w io.Writer, o Options) error {
 	gw.Set(arch+".embedding_length", uint32(o.Dim))
 	gw.Set(arch+".block_count", uint32(o.Layers))
 	ffn := o.FFN
-	if o.Experts > 0 && arch != "qwen3moe" && arch != "qwen2moe" { // experts sized by feed_forward_length
+	if o.Experts > 0 && arch != "qwen3moe" && arch != "qwen2moe" && arch != "gpt-oss" { // experts sized by feed_forward_length
 		ffn = o.ExpertFFN
 	}
 	gw.Set(arch+".feed_forward_length", uint32(ffn))
@@ -140,14 +141,22 @@ func Write(w io.Writer, o Options) error {
 	if o.Experts > 0 {
 		gw.Set(arch+".expert_count", uint32(o.Experts))
 		gw.Set(arch+".expert_used_count", uint32(o.ExpertsUsed))
-		if arch == "qwen3moe" || arch == "qwen2moe" {
+		if arch == "qwen3moe" || arch == "qwen2moe" || arch == "gpt-oss" {
 			gw.Set(arch+".expert_feed_forward_length", uint32(o.ExpertFFN))
 		}
 		if o.SharedFFN > 0 {
 			gw.Set(arch+".expert_shared_feed_forward_length", uint32(o.SharedFFN))
 		}
 	}
-	gw.Set(arch+".rope.freq_base", float32(10000))
+	if arch == "gpt-oss" { // gpt-oss-20b's: windows of 128, YaRN x32 from 4096, base 150000
+		gw.Set(arch+".rope.freq_base", float32(150000))
+		gw.Set(arch+".attention.sliding_window", uint32(128))
+		gw.Set(arch+".rope.scaling.type", "yarn")
+		gw.Set(arch+".rope.scaling.factor", float32(32))
+		gw.Set(arch+".rope.scaling.original_context_length", uint32(4096))
+	} else {
+		gw.Set(arch+".rope.freq_base", float32(10000))
+	}
 	if strings.HasPrefix(arch, "granite") {
 		gw.Set(arch+".logit_scale", float32(8))
 		gw.Set(arch+".residual_scale", float32(0.22))
@@ -212,13 +221,21 @@ func Write(w io.Writer, o Options) error {
 		mat(p+"attn_k.weight", kv, o.Dim)
 		mat(p+"attn_v.weight", kv, o.Dim)
 		mat(p+"attn_output.weight", o.Dim, qd)
-		if arch == "qwen2" || arch == "qwen2moe" {
+		if arch == "gpt-oss" {
+			vec(p+"attn_output.bias", o.Dim)
+			vec(p+"attn_sinks.weight", o.Heads)
+		}
+		if arch == "qwen2" || arch == "qwen2moe" || arch == "gpt-oss" {
 			vec(p+"attn_q.bias", qd)
 			vec(p+"attn_k.bias", kv)
 			vec(p+"attn_v.bias", kv)
 		}
 		ones(p+"attn_norm.weight", o.Dim)
-		ones(p+"ffn_norm.weight", o.Dim)
+		if arch == "gpt-oss" { // its pre-FFN norm's name
+			ones(p+"post_attention_norm.weight", o.Dim)
+		} else {
+			ones(p+"ffn_norm.weight", o.Dim)
+		}
 		switch arch {
 		case "qwen3", "qwen3moe": // per-head Q and K norms
 			ones(p+"attn_q_norm.weight", o.HeadDim)
@@ -238,6 +255,16 @@ func Write(w io.Writer, o Options) error {
 		experts(p+"ffn_gate_exps.weight", o.ExpertFFN, o.Dim)
 		experts(p+"ffn_up_exps.weight", o.ExpertFFN, o.Dim)
 		experts(p+"ffn_down_exps.weight", o.Dim, o.ExpertFFN)
+		if arch == "gpt-oss" { // the router's and experts' biases, F32
+			vec(p+"ffn_gate_inp.bias", o.Experts)
+			for _, b := range []struct {
+				name string
+				w    int
+			}{{"ffn_gate_exps.bias", o.ExpertFFN}, {"ffn_up_exps.bias", o.ExpertFFN}, {"ffn_down_exps.bias", o.Dim}} {
+				gw.AddTensor(p+b.name, gguf.Type(quant.F32), []uint64{uint64(b.w), uint64(o.Experts)},
+					RandomMatrix(rng, quant.F32, o.Experts, b.w, o.Std))
+			}
+		}
 		if o.SharedFFN > 0 {
 			if arch == "qwen2moe" {
 				vec(p+"ffn_gate_inp_shexp.weight", o.Dim)
@@ -327,6 +354,9 @@ func MixType(mix string) (quant.DType, bool) {
 // tensorType is a matrix's type: DType, or under Mix llama-quantize's
 // choice (llama_tensor_get_type for Q4_K_M and Q5_K_M).
 func (o Options) tensorType(name string) quant.DType {
+	if o.Arch == "gpt-oss" && strings.Contains(name, "_exps.weight") {
+		return quant.MXFP4 // as llama.cpp's MXFP4_MOE files hold them
+	}
 	if o.Mix == "" {
 		return o.DType
 	}
