@@ -3,7 +3,6 @@ package cpu
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,27 +54,12 @@ func TestGptOssMatchesLlamaCpp(t *testing.T) {
 // its top two are further apart than that.
 func nearGoldens(t *testing.T, b *Backend, goldens []testmodels.ArchGolden, bound float64) {
 	t.Helper()
-	blocks := make([]int, b.numBlocks)
-	for i := range blocks {
-		blocks[i] = i
-	}
 	for _, g := range goldens {
-		in := backend.SeqInput{Tokens: g.PromptTokens, Blocks: blocks, Logits: true}
-		worst := 0.0
-		for i := range min(len(g.Top5), len(g.OutputTokens)) {
-			logits, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{in}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lp := logSoftmax(logits[0])
-			for _, e := range g.Top5[i] {
-				worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
-			}
-			if next := sample.Argmax(logits[0]); next != g.OutputTokens[i] && g.Gap12[i] > bound {
+		worst := teacherForced(t, b, g, func(i int, logits []float32) {
+			if next := sample.Argmax(logits); next != g.OutputTokens[i] && g.Gap12[i] > bound {
 				t.Errorf("%.20q step %d: token %d, llama.cpp %d (its gap %.3g)", g.Prompt, i, next, g.OutputTokens[i], g.Gap12[i])
 			}
-			in = backend.SeqInput{Tokens: []int{g.OutputTokens[i]}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
-		}
+		})
 		t.Logf("%.20q (%d tokens): top-5 log-probabilities within %.2g", g.Prompt, len(g.PromptTokens), worst)
 		if worst > bound {
 			t.Errorf("%.20q: %.3g from llama.cpp's", g.Prompt, worst)

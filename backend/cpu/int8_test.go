@@ -205,21 +205,9 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		blocks := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 		worst := 0.0
 		for _, g := range goldens {
-			in := backend.SeqInput{Tokens: g.PromptTokens, Blocks: blocks, Logits: true}
-			for i := range min(len(g.Top5), len(g.OutputTokens)) {
-				logits, err := be.Forward(&backend.Batch{Seqs: []backend.SeqInput{in}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				lp := logSoftmax(logits[0])
-				for _, e := range g.Top5[i] {
-					worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
-				}
-				in = backend.SeqInput{Tokens: []int{g.OutputTokens[i]}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
-			}
+			worst = max(worst, teacherForced(t, be, g))
 		}
 		be.Close()
 		m.Close()

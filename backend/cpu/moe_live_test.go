@@ -109,8 +109,9 @@ func TestMoEQuantsMatchLlamaCppLive(t *testing.T) {
 }
 
 // teacherForced runs g's tokens through b and returns the largest top-5
-// log-probability difference from g's.
-func teacherForced(t *testing.T, b *Backend, g testmodels.ArchGolden) float64 {
+// log-probability difference from g's; each step, if given, sees the
+// step's logits.
+func teacherForced(t *testing.T, b *Backend, g testmodels.ArchGolden, step ...func(i int, logits []float32)) float64 {
 	t.Helper()
 	blocks := make([]int, b.numBlocks)
 	for i := range blocks {
@@ -126,6 +127,9 @@ func teacherForced(t *testing.T, b *Backend, g testmodels.ArchGolden) float64 {
 		lp := logSoftmax(logits[0])
 		for _, e := range g.Top5[i] {
 			worst = max(worst, math.Abs(lp[int(e[0])]-e[1]))
+		}
+		for _, f := range step {
+			f(i, logits[0])
 		}
 		in = backend.SeqInput{Tokens: []int{g.OutputTokens[i]}, Pos: in.Pos + len(in.Tokens), Blocks: blocks, Logits: true}
 	}
