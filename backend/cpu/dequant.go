@@ -29,7 +29,21 @@ func dequantIQ4NLAVX2(src []byte, dst []float32) {
 		for i := range k {
 			sc[i] = f16(src[18*(b0+i):])
 		}
-		iq4RunAVX2(&src[18*b0+2], 18, &sc[0], k, &dst[32*b0])
+		gridRunAVX2(&src[18*b0+2], 18, &sc[0], k, &dst[32*b0], &quant.IQ4Grid[0])
+	}
+}
+
+// dequantMXFP4AVX2: each block's E8M0 scale made a float (exactly, a power
+// of two), its nibbles through MXFP4's grid as IQ4_NL's go through theirs.
+func dequantMXFP4AVX2(src []byte, dst []float32) {
+	var sc [64]float32
+	nb := len(dst) / 32
+	for b0 := 0; b0 < nb; b0 += len(sc) {
+		k := min(len(sc), nb-b0)
+		for i := range k {
+			sc[i] = quant.E8MHalf(src[17*(b0+i)])
+		}
+		gridRunAVX2(&src[17*b0+1], 17, &sc[0], k, &dst[32*b0], &quant.MXFP4Grid[0])
 	}
 }
 
@@ -41,7 +55,7 @@ func dequantIQ4XSAVX2(src []byte, dst []float32) {
 		for ib := range 8 {
 			sc[ib] = d * float32(quant.IQ4XSScale(blk, ib))
 		}
-		iq4RunAVX2(&blk[8], 16, &sc[0], 8, &dst[b*256])
+		gridRunAVX2(&blk[8], 16, &sc[0], 8, &dst[b*256], &quant.IQ4Grid[0])
 	}
 }
 

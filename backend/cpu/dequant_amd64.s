@@ -184,19 +184,21 @@ q51BlocksAVX2_done:
 	VZEROUPPER
 	RET
 
-// func iq4RunAVX2(q *byte, qstride int, scales *float32, n int, y *float32)
-// n IQ4 blocks of 16 index bytes (block i at q+i*qstride, its scale at
-// scales[i]): y[j] = scale * grid[low nibble j], y[j+16] = scale * grid[high].
-TEXT ·iq4RunAVX2(SB), NOSPLIT, $0-40
+// func gridRunAVX2(q *byte, qstride int, scales *float32, n int, y *float32, grid *int8)
+// n blocks of 16 index bytes (block i at q+i*qstride, its scale at
+// scales[i]) into a 16-value grid (IQ4_NL's, MXFP4's): y[j] = scale *
+// grid[low nibble j], y[j+16] = scale * grid[high].
+TEXT ·gridRunAVX2(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), SI
 	MOVQ qstride+8(FP), BX
 	MOVQ scales+16(FP), DX
 	MOVQ n+24(FP), CX
 	MOVQ y+32(FP), DI
+	MOVQ grid+40(FP), AX
+	VMOVDQU (AX), X13
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X12
 	VPBROADCASTD X12, X12
-	VMOVDQU ·iq4grid(SB), X13
 	TESTQ CX, CX
 	JZ    iq4_done
 

@@ -123,7 +123,7 @@ func q50BlocksAVX2(src *byte, dst *float32, nblocks int)
 func q51BlocksAVX2(src *byte, dst *float32, nblocks int)
 
 //go:noescape
-func iq4RunAVX2(q *byte, qstride int, scales *float32, n int, y *float32)
+func gridRunAVX2(q *byte, qstride int, scales *float32, n int, y *float32, grid *int8)
 
 //go:noescape
 func bf16RunAVX2(src *byte, dst *float32, n int)

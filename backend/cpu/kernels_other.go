@@ -71,7 +71,9 @@ func q40BlocksAVX2(src *byte, dst *float32, nblocks int)                      { 
 func q41BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }
 func q50BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }
 func q51BlocksAVX2(src *byte, dst *float32, nblocks int)                      { panic("no simd") }
-func iq4RunAVX2(q *byte, qstride int, scales *float32, n int, y *float32)     { panic("no simd") }
+func gridRunAVX2(q *byte, qstride int, scales *float32, n int, y *float32, grid *int8) {
+	panic("no simd")
+}
 func bf16RunAVX2(src *byte, dst *float32, n int)                              { panic("no simd") }
 func q2kAVX2(qs *byte, dl, ml *float32, y *float32)                           { panic("no simd") }
 func q3kAVX2(qs, hm *byte, dl *float32, y *float32)                           { panic("no simd") }

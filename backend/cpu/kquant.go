@@ -23,6 +23,8 @@ func simdDequant(t quant.DType) func(src []byte, dst []float32) {
 		return blocks32(q51BlocksAVX2)
 	case quant.IQ4_NL:
 		return dequantIQ4NLAVX2
+	case quant.MXFP4:
+		return dequantMXFP4AVX2
 	case quant.IQ4_XS:
 		return dequantIQ4XSAVX2
 	case quant.Q2_K:

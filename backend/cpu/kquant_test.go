@@ -21,7 +21,7 @@ func TestSIMDDequantMatchesQuant(t *testing.T) {
 	// could be NaN or Inf, which the test would only compare as bits.
 	halves := map[quant.DType][]int{quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.Q4_0: {0},
 		quant.Q4_1: {0, 2}, quant.Q5_0: {0}, quant.Q5_1: {0, 2}, quant.IQ4_NL: {0}, quant.IQ4_XS: {0},
-		quant.Q2_K: {80, 82}, quant.Q3_K: {108}, quant.BF16: nil}
+		quant.Q2_K: {80, 82}, quant.Q3_K: {108}, quant.BF16: nil, quant.MXFP4: nil}
 	for dt, offs := range halves {
 		f, simd := quant.Lookup(dt), simdDequant(dt)
 		if simd == nil {
