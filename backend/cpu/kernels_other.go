@@ -74,8 +74,8 @@ func q51BlocksAVX2(src *byte, dst *float32, nblocks int)                      { 
 func gridRunAVX2(q *byte, qstride int, scales *float32, n int, y *float32, grid *int8) {
 	panic("no simd")
 }
-func bf16RunAVX2(src *byte, dst *float32, n int)                              { panic("no simd") }
-func q2kAVX2(qs *byte, dl, ml *float32, y *float32)                           { panic("no simd") }
-func q3kAVX2(qs, hm *byte, dl *float32, y *float32)                           { panic("no simd") }
-func dot1BF16AVX512(w *uint16, x *float32, n int) float32                     { panic("no simd") }
-func dot1BF16AVX2(w *uint16, x *float32, n int) float32                       { panic("no simd") }
+func bf16RunAVX2(src *byte, dst *float32, n int)          { panic("no simd") }
+func q2kAVX2(qs *byte, dl, ml *float32, y *float32)       { panic("no simd") }
+func q3kAVX2(qs, hm *byte, dl *float32, y *float32)       { panic("no simd") }
+func dot1BF16AVX512(w *uint16, x *float32, n int) float32 { panic("no simd") }
+func dot1BF16AVX2(w *uint16, x *float32, n int) float32   { panic("no simd") }
