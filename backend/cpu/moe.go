@@ -35,7 +35,7 @@ type moeScratch struct {
 	shOut   []float32 // n x Dim
 	order   []int32   // a token's experts, sorted for its top k
 	next    []int     // per expert: route's next free grouped row
-	touched []int32   // the step's experts with pairs (moejob.go)
+	touched []int32   // the step's experts with pairs, in index order (route)
 	views   []acts
 	job     expertsJob
 	load    backend.ExpertLoad
@@ -84,23 +84,10 @@ func (b *Backend) moe(l int, in []float32, n int) {
 		copy(s.xg[g*c.Dim:(g+1)*c.Dim], in[t*c.Dim:(t+1)*c.Dim])
 		s.gen[g] = b.gen[t]
 	}
-	touched := 0
-	for _, k := range s.count {
-		if k > 0 {
-			touched++
-		}
-	}
 	if !b.fusedExperts(L, pairs) {
-		for e := range m.Experts {
-			k := s.count[e]
-			if k == 0 {
-				continue
-			}
-			g := s.first[e]
-			var gateB, upB []float32
-			if L.ExpGateB != nil {
-				gateB, upB = L.ExpGateB[e], L.ExpUpB[e]
-			}
+		for _, e := range s.touched {
+			k, g := s.count[e], s.first[e]
+			gateB, upB := expertBiases(L, e)
 			b.expertFFN(s.xg[g*c.Dim:], s.gen[g:], k, L.ExpGate[e], L.ExpUp[e], s.hg[g*m.FFN:], s.hg2[g*m.FFN:],
 				gateB, upB, m.OAI)
 			b.matmulRoles(s.hg[g*m.FFN:], k, s.gen[g:], mmPart{L.ExpDown[e], s.yg[g*c.Dim:]})
@@ -108,7 +95,7 @@ func (b *Backend) moe(l int, in []float32, n int) {
 	}
 	s.load.Layers++
 	s.load.Pairs += pairs
-	s.load.Touched += touched
+	s.load.Touched += len(s.touched)
 	if m.SharedFFN > 0 {
 		b.expertFFN(in, b.gen, n, L.ShGate, L.ShUp, s.sh, s.sh2, nil, nil, false)
 		b.matmul(s.sh, n, mmPart{L.ShDown, s.shOut})
@@ -116,6 +103,14 @@ func (b *Backend) moe(l int, in []float32, n int) {
 	b.moeSum = moeSumJob{b: b, l: l, in: in}
 	b.pool.run(n, 4, &b.moeSum)
 	copy(b.xb[:n*c.Dim], s.out[:n*c.Dim])
+}
+
+// expertBiases are expert e's gate and up biases (gpt-oss), or nils.
+func expertBiases(L *model.Layer, e int32) (gate, up []float32) {
+	if L.ExpGateB == nil {
+		return nil, nil
+	}
+	return L.ExpGateB[e], L.ExpUpB[e]
 }
 
 // expertFFN computes h = silu(x.gate^T) * (x.up^T) for n rows of x, in
@@ -176,9 +171,13 @@ func (b *Backend) route(n int) {
 		gateWeights(w, m)
 	}
 	g := 0
+	s.touched = s.touched[:0]
 	for e := range E {
 		s.first[e] = g
 		g += s.count[e]
+		if s.count[e] > 0 {
+			s.touched = append(s.touched, int32(e))
+		}
 	}
 	copy(s.next, s.first)
 	for i, e := range s.chosen[:n*k] {

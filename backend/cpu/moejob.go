@@ -41,9 +41,7 @@ func (j *expertsJob) do(share, lo, hi int) {
 		}
 		sw := swigluJob{x: j.x[g*c.Dim:], x16: x16, q8: q8, n: k, gate: j.L.ExpGate[e], up: j.L.ExpUp[e],
 			h: s.hg[g*F:], h2: s.hg2[g*F:], scratch: b.scratch, k: b.kern, oai: c.MoE.OAI}
-		if j.L.ExpGateB != nil {
-			sw.gateB, sw.upB = j.L.ExpGateB[e], j.L.ExpUpB[e]
-		}
+		sw.gateB, sw.upB = expertBiases(j.L, e)
 		sw.do(share, rlo, rhi)
 	}
 }
@@ -78,12 +76,6 @@ func (b *Backend) fusedExperts(L *model.Layer, pairs int) bool {
 	end, int8 := b.nextRun(s.gen, 0, pairs)
 	if end != pairs {
 		return false
-	}
-	s.touched = s.touched[:0]
-	for e, k := range s.count {
-		if k > 0 {
-			s.touched = append(s.touched, int32(e))
-		}
 	}
 	if cap(s.views) < len(s.touched) {
 		s.views = make([]acts, c.MoE.Experts)
