@@ -18,11 +18,55 @@ import (
 // jinja2 renders them under Hugging Face's settings, for every template.
 // It needs python3 with jinja2 (Debian's python3-jinja2; .ci/run installs it).
 func TestRendersMatchJinja2(t *testing.T) {
+	needJinja2(t)
+	dir := filepath.Join(testmodels.Dir(t), "chat", "templates")
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.jinja"))
+	if len(paths) == 0 {
+		t.Fatal("no templates")
+	}
+	for _, path := range paths {
+		matchJinja2(t, path, "testdata/conversations.json", "<s>", "</s>", nil)
+	}
+}
+
+// TestHarmonyRendersMatchJinja2: OpenAI's gpt-oss template (harmony: the
+// system and developer messages, tools as a TypeScript namespace, calls
+// with their analysis, results, reasoning_effort and model_identity)
+// renders byte for byte as Hugging Face's renderer renders it.
+func TestHarmonyRendersMatchJinja2(t *testing.T) {
+	needJinja2(t)
+	const tmpl, convs = "testdata/harmony/openai-gpt-oss-120b.jinja", "testdata/harmony/conversations.json"
+	matchJinja2(t, tmpl, convs, "<|startoftext|>", "<|return|>", nil)
+	// As OpenAI's clients send the same turns: the reasoning as
+	// reasoning_content, the arguments as JSON text.
+	matchJinja2(t, tmpl, convs, "<|startoftext|>", "<|return|>", func(msgs []map[string]any) {
+		for _, m := range msgs {
+			if th, ok := m["thinking"]; ok {
+				m["reasoning_content"] = th
+				delete(m, "thinking")
+			}
+			calls, _ := m["tool_calls"].([]any)
+			for _, c := range calls {
+				f := c.(map[string]any)["function"].(map[string]any)
+				args, _ := json.Marshal(f["arguments"])
+				f["arguments"] = string(args)
+			}
+		}
+	})
+}
+
+func needJinja2(t *testing.T) {
 	if exec.Command("python3", "-c", "import jinja2").Run() != nil {
 		t.Skip("python3 with jinja2 not found: apt-get install python3-jinja2")
 	}
-	dir := filepath.Join(testmodels.Dir(t), "chat", "templates")
-	convsJSON, err := os.ReadFile("testdata/conversations.json")
+}
+
+// matchJinja2 renders every conversation of convsPath with the template at
+// path, with and without the generation prompt, here and in jinja2; as
+// changes the messages rendered here (nil: none).
+func matchJinja2(t *testing.T, path, convsPath, bos, eos string, as func([]map[string]any)) {
+	t.Helper()
+	convsJSON, err := os.ReadFile(convsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,46 +74,48 @@ func TestRendersMatchJinja2(t *testing.T) {
 	if err := json.Unmarshal(convsJSON, &convs); err != nil {
 		t.Fatal(err)
 	}
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.jinja"))
-	if len(paths) == 0 {
-		t.Fatal("no templates")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, path := range paths {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bos, eos := "<s>", "</s>"
-		req, _ := json.Marshal(map[string]any{"template": string(src), "conversations": json.RawMessage(convsJSON), "bos": bos, "eos": eos})
-		cmd := exec.Command("python3", "testdata/render_jinja2.py")
-		cmd.Stdin = bytes.NewReader(req)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: python: %v", path, err)
-		}
-		var want []struct{ Rendered, Error string }
-		if err := json.Unmarshal(out, &want); err != nil {
-			t.Fatal(err)
-		}
-		tmpl, err := Compile(filepath.Base(path), string(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, w := range want {
-			c := convs[i/2]
-			got, err := tmpl.Render(context.Background(), Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: i%2 == 0, BOS: bos, EOS: eos, Now: refDate})
-			name := filepath.Base(path) + "/" + c.Name
-			var te *TemplateError
-			switch {
-			case w.Error != "":
-				if !errors.As(err, &te) {
-					t.Errorf("%s: got %q, %v; jinja2 raised %s", name, got, err, w.Error)
-				}
-			case err != nil:
-				t.Errorf("%s (generation prompt %v): %v", name, i%2 == 0, err)
-			case got != w.Rendered:
-				t.Errorf("%s (generation prompt %v):\n got %q\nwant %q", name, i%2 == 0, got, w.Rendered)
+	req, _ := json.Marshal(map[string]any{"template": string(src), "conversations": json.RawMessage(convsJSON), "bos": bos, "eos": eos})
+	cmd := exec.Command("python3", "testdata/render_jinja2.py")
+	cmd.Stdin = bytes.NewReader(req)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: python: %v", path, err)
+	}
+	var want []struct{ Rendered, Error string }
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := Compile(filepath.Base(path), string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		c := convs[i/2]
+		if as != nil {
+			var msgs []map[string]any
+			if err := json.Unmarshal(c.Messages, &msgs); err != nil {
+				t.Fatal(err)
 			}
+			as(msgs)
+			c.Messages, _ = json.Marshal(msgs)
+		}
+		got, err := tmpl.Render(context.Background(), Input{Messages: c.Messages, Tools: c.Tools, AddGenerationPrompt: i%2 == 0,
+			BOS: bos, EOS: eos, Now: refDate, Vars: c.Vars})
+		name := filepath.Base(path) + "/" + c.Name
+		var te *TemplateError
+		switch {
+		case w.Error != "":
+			if !errors.As(err, &te) {
+				t.Errorf("%s: got %q, %v; jinja2 raised %s", name, got, err, w.Error)
+			}
+		case err != nil:
+			t.Errorf("%s (generation prompt %v): %v", name, i%2 == 0, err)
+		case got != w.Rendered:
+			t.Errorf("%s (generation prompt %v):\n got %q\nwant %q", name, i%2 == 0, got, w.Rendered)
 		}
 	}
 }

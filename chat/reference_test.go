@@ -19,6 +19,7 @@ type conversationFile struct {
 	Name     string          `json:"name"`
 	Messages json.RawMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools"`
+	Vars     json.RawMessage `json:"vars"` // template variables (chat_template_kwargs)
 }
 
 func loadConversations(t *testing.T, dir string) map[string]conversationFile {

@@ -17,6 +17,9 @@ type compiled struct {
 	// typedContent: the template prints content given as a list of parts
 	// but not content given as a string, so parts are passed as they are.
 	typedContent bool
+	// thinking: the template reads an assistant's reasoning from
+	// "thinking" (gpt-oss) and not from "reasoning_content".
+	thinking bool
 	// caps: what the template does with tools, probed at the first
 	// render that needs them, for the BOS and EOS texts in capsKey.
 	caps    *caps
@@ -33,7 +36,8 @@ func compile(name, src string) (t *compiled, err error) {
 	if err != nil {
 		return nil, &TemplateError{Name: name, Compile: true, Problem: err.Error()}
 	}
-	return &compiled{name: name, t: jt}, nil
+	thinking := (strings.Contains(src, ".thinking") || strings.Contains(src, `"thinking" in`)) && !strings.Contains(src, "reasoning_content")
+	return &compiled{name: name, t: jt, thinking: thinking}, nil
 }
 
 const probeText = "batchd-probe-7f3a"
@@ -60,6 +64,9 @@ func (t *compiled) renderInput(in Input) (string, error) {
 	msgs, err := conversation(in.Messages, t.typedContent, sh)
 	if err != nil {
 		return "", err
+	}
+	if t.thinking {
+		msgs = thinkingFromReasoning(msgs)
 	}
 	tools := jinja.None()
 	if len(in.Tools) > 0 && string(in.Tools) != "null" {
@@ -203,4 +210,34 @@ func strftime(now time.Time) func([]jinja.Value, map[string]jinja.Value) (jinja.
 		}
 		return jinja.NewString(sb.String()), nil
 	}
+}
+
+// thinkingFromReasoning gives a template that reads "thinking" the
+// reasoning a client sent as reasoning_content (OpenAI clients echo it so),
+// as llama.cpp does for gpt-oss: a turn with calls then drops its content,
+// the template taking one or the other as the call's analysis.
+func thinkingFromReasoning(msgs jinja.Value) jinja.Value {
+	list := msgs.AsList().Items
+	var out []jinja.Value
+	for i, m := range list {
+		d := m.AsDict()
+		r, ok := d.Get("reasoning_content")
+		if !ok || !r.IsString() {
+			continue
+		}
+		if out == nil {
+			out = append([]jinja.Value(nil), list...)
+		}
+		drop := []string{"reasoning_content"}
+		if c, ok := d.Get("tool_calls"); ok && c.IsList() && len(c.AsList().Items) > 0 {
+			drop = append(drop, "content")
+		}
+		nd := copyDict(d, drop...)
+		nd.Set("thinking", r)
+		out[i] = dictValue(nd)
+	}
+	if out == nil {
+		return msgs
+	}
+	return jinja.NewList(out)
 }

@@ -63,6 +63,80 @@ func streamChat(t *testing.T, c openai.Client, params openai.ChatCompletionNewPa
 	return acc.ChatCompletion, reasoning.String()
 }
 
+// forcedCalls asks for calls under tool_choice required and a named
+// function, whole and streamed: each answer is calls (one when one) whose
+// arguments fit their tool, and streamed the same as whole, its reasoning
+// too. It returns the required answer.
+func forcedCalls(t *testing.T, c openai.Client, base openai.ChatCompletionNewParams, one bool) openai.ChatCompletion {
+	t.Helper()
+	choices := map[string]openai.ChatCompletionToolChoiceOptionUnionParam{
+		"required": {OfAuto: openai.String("required")},
+		"named":    {OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "book"}}},
+	}
+	var first openai.ChatCompletion
+	for _, name := range []string{"required", "named"} {
+		p := base
+		p.ToolChoice = choices[name]
+		resp, err := c.Chat.Completions.New(context.Background(), p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ch := resp.Choices[0]
+		if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) == 0 || one && len(ch.Message.ToolCalls) != 1 || ch.Message.Content != "" {
+			t.Fatalf("%s: finish %s, calls %v, content %q", name, ch.FinishReason, ch.Message.ToolCalls, ch.Message.Content)
+		}
+		tc := ch.Message.ToolCalls[0]
+		if name == "named" && tc.Function.Name != "book" || tc.ID == "" || tc.Type != "function" {
+			t.Fatalf("%s: call %+v", name, tc)
+		}
+		if err := jsonvalid.Validate([]byte(schemaOf(tc.Function.Name)), []byte(tc.Function.Arguments)); err != nil {
+			t.Errorf("%s: %s(%s): %v", name, tc.Function.Name, tc.Function.Arguments, err)
+		}
+		streamed, reasoning := streamChat(t, c, p)
+		sc := streamed.Choices[0]
+		if sc.FinishReason != "tool_calls" || len(sc.Message.ToolCalls) != len(ch.Message.ToolCalls) ||
+			sc.Message.ToolCalls[0].Function.Name != tc.Function.Name || sc.Message.ToolCalls[0].Function.Arguments != tc.Function.Arguments ||
+			sc.Message.ToolCalls[0].ID == "" || reasoning != reasoningOf(ch.Message) {
+			t.Errorf("%s streamed: %s %+v reasoning %q, whole %+v %q", name, sc.FinishReason, sc.Message.ToolCalls, reasoning,
+				ch.Message.ToolCalls, reasoningOf(ch.Message))
+		}
+		if name == "required" {
+			first = *resp
+		}
+	}
+	return first
+}
+
+// nextTurn sends the first call and its result back: the next prompt holds
+// them.
+func nextTurn(t *testing.T, c openai.Client, base openai.ChatCompletionNewParams, first openai.ChatCompletion) {
+	t.Helper()
+	call := first.Choices[0].Message.ToolCalls[0]
+	turn2 := base
+	turn2.Messages = append(append([]openai.ChatCompletionMessageParamUnion{}, base.Messages...), first.Choices[0].Message.ToParam(),
+		openai.ToolMessage(`{"result": 5}`, call.ID))
+	turn2.MaxTokens = openai.Int(16)
+	resp, err := c.Chat.Completions.New(context.Background(), turn2)
+	if err != nil {
+		t.Fatalf("second turn: %v", err)
+	}
+	if resp.Usage.PromptTokens <= first.Usage.PromptTokens+int64(len(call.Function.Arguments)/8) {
+		t.Errorf("second turn prompt of %d tokens: the call and its result are not in it (first turn %d)",
+			resp.Usage.PromptTokens, first.Usage.PromptTokens)
+	}
+}
+
+// reasoningOf is a message's reasoning_content.
+func reasoningOf(m openai.ChatCompletionMessage) string {
+	f, ok := m.JSON.ExtraFields["reasoning_content"]
+	if !ok {
+		return ""
+	}
+	var r string
+	_ = json.Unmarshal([]byte(f.Raw()), &r)
+	return r
+}
+
 // TestToolCallsOpenAISDK drives tool calling with the official OpenAI Go
 // SDK: required, a named function, auto and none, streamed (the SDK's
 // accumulator puts the deltas together) and not, then a second turn with
@@ -76,40 +150,7 @@ func TestToolCallsOpenAISDK(t *testing.T) {
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 2 plus 3? Use the add tool.")}
 	base := openai.ChatCompletionNewParams{Model: "tiny-qwen2", Messages: msgs, Tools: sdkTools(), MaxTokens: openai.Int(400),
 		Temperature: openai.Float(0), ParallelToolCalls: openai.Bool(false)}
-	choices := map[string]openai.ChatCompletionToolChoiceOptionUnionParam{
-		"required": {OfAuto: openai.String("required")},
-		"named":    {OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "book"}}},
-	}
-	var first openai.ChatCompletion
-	for _, name := range []string{"required", "named"} {
-		p := base
-		p.ToolChoice = choices[name]
-		resp, err := c.Chat.Completions.New(ctx, p)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		ch := resp.Choices[0]
-		if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) == 0 || ch.Message.Content != "" {
-			t.Fatalf("%s: finish %s, calls %v, content %q", name, ch.FinishReason, ch.Message.ToolCalls, ch.Message.Content)
-		}
-		tc := ch.Message.ToolCalls[0]
-		if name == "named" && tc.Function.Name != "book" || tc.ID == "" || tc.Type != "function" {
-			t.Fatalf("%s: call %+v", name, tc)
-		}
-		if err := jsonvalid.Validate([]byte(schemaOf(tc.Function.Name)), []byte(tc.Function.Arguments)); err != nil {
-			t.Errorf("%s: %s(%s): %v", name, tc.Function.Name, tc.Function.Arguments, err)
-		}
-		streamed, _ := streamChat(t, c, p)
-		sc := streamed.Choices[0]
-		if sc.FinishReason != "tool_calls" || len(sc.Message.ToolCalls) != len(ch.Message.ToolCalls) ||
-			sc.Message.ToolCalls[0].Function.Name != tc.Function.Name || sc.Message.ToolCalls[0].Function.Arguments != tc.Function.Arguments ||
-			sc.Message.ToolCalls[0].ID == "" {
-			t.Errorf("%s streamed: %s %+v, whole %+v", name, sc.FinishReason, sc.Message.ToolCalls, ch.Message.ToolCalls)
-		}
-		if name == "required" {
-			first = *resp
-		}
-	}
+	first := forcedCalls(t, c, base, false)
 	for _, name := range []string{"auto", "none"} {
 		p := base
 		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(name)}
@@ -127,20 +168,7 @@ func TestToolCallsOpenAISDK(t *testing.T) {
 			t.Errorf("%s streamed %q, whole %q", name, got, ch.Message.Content)
 		}
 	}
-	// The second turn: the call, its result, and the model's next answer.
-	call := first.Choices[0].Message.ToolCalls[0]
-	turn2 := base
-	turn2.Messages = append(append([]openai.ChatCompletionMessageParamUnion{}, msgs...), first.Choices[0].Message.ToParam(),
-		openai.ToolMessage(`{"result": 5}`, call.ID))
-	turn2.MaxTokens = openai.Int(16)
-	resp, err := c.Chat.Completions.New(ctx, turn2)
-	if err != nil {
-		t.Fatalf("second turn: %v", err)
-	}
-	if resp.Usage.PromptTokens <= first.Usage.PromptTokens+int64(len(call.Function.Arguments)/8) {
-		t.Errorf("second turn prompt of %d tokens: the call and its result are not in it (first turn %d)",
-			resp.Usage.PromptTokens, first.Usage.PromptTokens)
-	}
+	nextTurn(t, c, base, first)
 	for _, bad := range []struct {
 		param string
 		opt   option.RequestOption
@@ -152,7 +180,7 @@ func TestToolCallsOpenAISDK(t *testing.T) {
 		{"response_format", option.WithJSONSet("response_format", map[string]any{"type": "json_object"})},
 	} {
 		p := base
-		p.ToolChoice = choices["required"]
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
 		_, err := c.Chat.Completions.New(ctx, p, bad.opt)
 		var ae *openai.Error
 		if !errors.As(err, &ae) || ae.StatusCode != 400 || !strings.Contains(ae.Message, bad.param) {

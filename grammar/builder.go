@@ -27,6 +27,13 @@ func NewBuilder(ctx context.Context, strict bool) *Builder {
 	return &Builder{c: c}
 }
 
+// NewCurrentBuilder starts a grammar whose schemas convert as SchemaGBNF
+// converts them (the current dialect): for structured output wrapped in a
+// format's markup.
+func NewCurrentBuilder(ctx context.Context, strict bool) *Builder {
+	return &Builder{c: newConverter(ctx, strict)}
+}
+
 // SetStrict sets whether the schemas added next refuse keywords the
 // grammar cannot enforce.
 func (b *Builder) SetStrict(strict bool) { b.c.strict = strict }

@@ -1,6 +1,10 @@
 package httpapi
 
-import "github.com/batchd/batchd/ipc/wire"
+import (
+	"encoding/json"
+
+	"github.com/batchd/batchd/ipc/wire"
+)
 
 // toolsFrom maps a chat request's tool and reasoning fields.
 func toolsFrom(req *chatRequest, s *wire.Submit) *httpError {
@@ -20,6 +24,36 @@ func toolsFrom(req *chatRequest, s *wire.Submit) *httpError {
 		s.TemplateKwargs = wire.JSON(req.ChatTemplateKwargs)
 	}
 	s.ParallelToolCalls, s.ReasoningFormat = req.ParallelToolCalls, req.ReasoningFormat
+	if req.ReasoningEffort != nil {
+		return reasoningEffort(*req.ReasoningEffort, s)
+	}
+	return nil
+}
+
+// reasoningEffort maps OpenAI's reasoning_effort to the template, as
+// llama.cpp does: "none" turns thinking off (enable_thinking false), a
+// level is the template's reasoning_effort (gpt-oss's "Reasoning: high").
+// It wins over the same chat_template_kwargs.
+func reasoningEffort(effort string, s *wire.Submit) *httpError {
+	switch effort {
+	case "none", "minimal", "low", "medium", "high", "xhigh":
+	default:
+		return errInvalid("reasoning_effort", "reasoning_effort %q: want none, minimal, low, medium, high or xhigh", effort)
+	}
+	vars := map[string]json.RawMessage{}
+	if len(s.TemplateKwargs) > 0 {
+		if err := json.Unmarshal(s.TemplateKwargs, &vars); err != nil || vars == nil {
+			return errInvalid("chat_template_kwargs", "chat_template_kwargs: want a JSON object")
+		}
+	}
+	if effort == "none" {
+		delete(vars, "reasoning_effort")
+		vars["enable_thinking"] = json.RawMessage("false")
+	} else {
+		vars["reasoning_effort"], _ = json.Marshal(effort)
+	}
+	b, _ := json.Marshal(vars)
+	s.TemplateKwargs = wire.JSON(b)
 	return nil
 }
 

@@ -18,6 +18,7 @@ type chatRequest struct {
 	ToolChoice         json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls  *bool           `json:"parallel_tool_calls"`
 	ReasoningFormat    string          `json:"reasoning_format"`
+	ReasoningEffort    *string         `json:"reasoning_effort"`
 	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs"`
 	Functions          json.RawMessage `json:"functions"`
 	FunctionCall       json.RawMessage `json:"function_call"`

@@ -12,6 +12,7 @@ import (
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/tokenizer"
+	"github.com/batchd/batchd/toolcall"
 )
 
 // maxTemplateBytes bounds a chat template file; real ones are under 20 KB.
@@ -120,6 +121,14 @@ func chatPrompt(ctx context.Context, lm *LoadedModel, r Conversation) ([]int, st
 		return nil, "", wire.Errorf(wire.CodeUnavailable, "chat: %v", err)
 	case err != nil:
 		return nil, "", wire.Errorf(wire.CodeInternal, "chat: %v", err)
+	}
+	if lm.Tools.format == toolcall.Harmony && !r.AddGenerationPrompt {
+		// The template ends a final answer with <|return|>, which only
+		// ends training text; continued, the turn ends with <|end|> (as
+		// llama.cpp renders it for inference).
+		if i := strings.LastIndex(text, "<|return|>"); i >= 0 {
+			text = text[:i] + "<|end|>" + text[i+len("<|return|>"):]
+		}
 	}
 	if n := lm.Model.Tokenizer.MinTokens(text); n+1 > lm.Model.Config.Context {
 		return nil, "", wire.Errorf(wire.CodeInvalidArgument, "conversation of %d bytes is at least %d tokens: more than the context of %d",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchd/batchd/config"
+	"github.com/batchd/batchd/toolcall"
 
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/hwprofile"
@@ -397,7 +398,7 @@ func ModelInfo(lm *LoadedModel) *wire.ModelInfo {
 		mi.Pooling = p.String()
 	}
 	if lm.Chat != nil {
-		mi.Chat, mi.ToolFormat, mi.Thinking = lm.Chat.Name(), string(lm.Tools.format), lm.Tools.reasoning != nil
+		mi.Chat, mi.ToolFormat, mi.Thinking = lm.Chat.Name(), string(lm.Tools.format), lm.Tools.reasoning != nil || lm.Tools.format == toolcall.Harmony
 	} else if lm.ChatErr != nil {
 		mi.ChatError = lm.ChatErr.Error()
 	}

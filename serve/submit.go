@@ -102,6 +102,9 @@ func (svc *Service) prepare(ctx context.Context, p ipc.Peer, s *wire.Submit, lm 
 	if err != nil {
 		return none, nil, err
 	}
+	if spec, err = ct.answerSpec(ctx, spec); err != nil {
+		return none, nil, err
+	}
 	what := ""
 	if spec.Empty() && ct.calls() {
 		spec, what = grammar.Spec{GBNF: ct.Plan.GBNF}, "tools: "

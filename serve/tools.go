@@ -6,6 +6,7 @@ import (
 
 	"github.com/batchd/batchd/chat"
 	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/grammar"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/tokenizer"
 	"github.com/batchd/batchd/toolcall"
@@ -47,8 +48,10 @@ func toolsOf(ctx context.Context, lm *LoadedModel, s *wire.Submit, constrained b
 	case "", "auto", "deepseek":
 	case "none":
 		ct.keep = true
+	case "inline":
+		ct.keep = ct.support.format != toolcall.Harmony
 	default:
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "reasoning_format %q: want auto, deepseek or none", s.ReasoningFormat)
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "reasoning_format %q: want auto, deepseek, none or inline", s.ReasoningFormat)
 	}
 	var err error
 	ct.Prepared, err = toolcall.Prepare(ctx, ct.support.format, toolcall.Request{Tools: s.Tools, Choice: s.ToolChoice,
@@ -57,6 +60,28 @@ func toolsOf(ctx context.Context, lm *LoadedModel, s *wire.Submit, constrained b
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
 	}
 	return ct, nil
+}
+
+// answerSpec is the structured output a request asks for, in the model's
+// format: a harmony model's JSON goes on its final channel, after any
+// analysis (llama.cpp constrains it there); a grammar, regex or choice
+// holds the whole output, as for any model.
+func (ct *chatTools) answerSpec(ctx context.Context, spec grammar.Spec) (grammar.Spec, error) {
+	if ct == nil || ct.support.format != toolcall.Harmony || len(spec.Schema) == 0 && !spec.JSONObject {
+		return spec, nil
+	}
+	schema := spec.Schema
+	if spec.JSONObject {
+		schema = []byte(`{"type": "object"}`)
+	}
+	gbnf, err := toolcall.HarmonyAnswer(ctx, schema, spec.Strict && !spec.JSONObject)
+	switch {
+	case err == nil:
+		return grammar.Spec{GBNF: gbnf}, nil
+	case ctx.Err() != nil:
+		return spec, wire.Errorf(wire.CodeUnavailable, "the request ended while its grammar compiled: %v", ctx.Err())
+	}
+	return spec, wire.Errorf(wire.CodeInvalidArgument, "json_schema: %v", err)
 }
 
 // calls reports whether the answer's calls are read.
@@ -124,7 +149,8 @@ func (ct *chatTools) apply(req *engine.Request, tok *tokenizer.Tokenizer, open b
 // parser reads the answer into content, reasoning and calls; nil when
 // there is nothing to read apart.
 func (ct *chatTools) parser(open bool) *toolcall.Parser {
-	if ct == nil || !ct.calls() && (ct.support.reasoning == nil || ct.keep) {
+	harmony := ct != nil && ct.support.format == toolcall.Harmony // its channels are always read apart
+	if ct == nil || !harmony && !ct.calls() && (ct.support.reasoning == nil || ct.keep) {
 		return nil
 	}
 	return toolcall.NewParser(toolcall.ParseOptions{Format: ct.support.format, Calls: ct.calls(),

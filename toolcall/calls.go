@@ -279,6 +279,16 @@ func (p *Parser) callStep() bool {
 	return false
 }
 
+// partialMarker is the length of the longest end of s that may begin one
+// of markers.
+func partialMarker(s string, markers []string) int {
+	keep := 0
+	for _, m := range markers {
+		keep = max(keep, partialSuffix(s, m))
+	}
+	return keep
+}
+
 func firstMarker(s string, markers []string) (int, string) {
 	best, which := -1, ""
 	for _, m := range markers {
@@ -305,10 +315,7 @@ func (p *Parser) contentStep() bool {
 	ms := p.markers()
 	i, m := firstMarker(p.cbuf, ms)
 	if i < 0 {
-		keep := 0
-		for _, m := range ms {
-			keep = max(keep, partialSuffix(p.cbuf, m))
-		}
+		keep := partialMarker(p.cbuf, ms)
 		p.plain(p.cbuf[:len(p.cbuf)-keep])
 		p.cbuf = p.cbuf[len(p.cbuf)-keep:]
 		return false

@@ -21,6 +21,9 @@ const (
 	// DeepSeekR1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name
 	// ```json ...```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek R1 and its distills).
 	DeepSeekR1 Format = "deepseek-r1"
+	// Harmony: gpt-oss's channels; a call is a commentary message to
+	// functions.NAME, <|constrain|>json, its arguments, then <|call|>.
+	Harmony Format = "harmony"
 	// Generic: the whole answer is JSON, {"tool_call": ...} or
 	// {"response": "..."}: templates that render tools some other way, or
 	// not at all (the tools are then described in the system message).
@@ -28,12 +31,12 @@ const (
 )
 
 // Formats are every format, for configuration and documentation.
-var Formats = []Format{Hermes, Llama3, MistralNemo, Phi4, DeepSeekR1, Generic}
+var Formats = []Format{Hermes, Llama3, MistralNemo, Phi4, DeepSeekR1, Harmony, Generic}
 
 // Label is the format's name in llama.cpp's logs ("Chat format: ...").
 func (f Format) Label() string {
 	return map[Format]string{Hermes: "Hermes 2 Pro", Llama3: "Llama 3.x", MistralNemo: "Mistral Nemo", Phi4: "Phi-4",
-		DeepSeekR1: "DeepSeek R1", Generic: "Generic"}[f]
+		DeepSeekR1: "DeepSeek R1", Harmony: "GPT-OSS", Generic: "Generic"}[f]
 }
 
 // Markers of the formats, as the models' vocabularies spell them.
@@ -58,6 +61,8 @@ const (
 // its order).
 func Detect(src string) Format {
 	switch {
+	case strings.Contains(src, hChannel): // llama.cpp tries gpt-oss's first
+		return Harmony
 	case strings.Contains(src, r1CallsOpen):
 		return DeepSeekR1
 	case strings.Contains(src, hermesOpen):
@@ -78,8 +83,12 @@ type Tags struct{ Open, Close string }
 // Think are the <think> tags of Qwen 3, QwQ and DeepSeek R1.
 var Think = Tags{"<think>", "</think>"}
 
-// DetectReasoning returns the reasoning tags a template writes, or nil.
+// DetectReasoning returns the reasoning tags a template writes, or nil
+// (harmony's reasoning is a channel, read by its parser: no tags).
 func DetectReasoning(src string) *Tags {
+	if Detect(src) == Harmony {
+		return nil
+	}
 	if strings.Contains(src, Think.Open) || strings.Contains(src, Think.Close) {
 		t := Think
 		return &t

@@ -67,6 +67,10 @@ type Parser struct {
 	marker string // the marker that opened the call being read
 	r1     r1State
 	calls  []Call
+
+	// Harmony (gpt-oss): the whole answer is read by harmony.
+	h       harmonyState
+	started bool // a harmony message began
 }
 
 const (
@@ -96,6 +100,10 @@ const maxLeadSpace = 64
 func (p *Parser) Push(text string) Delta {
 	p.out = Delta{}
 	p.rbuf += text
+	if p.o.Format == Harmony {
+		p.harmony(false)
+		return p.out
+	}
 	p.reason(false)
 	return p.out
 }
@@ -103,6 +111,10 @@ func (p *Parser) Push(text string) Delta {
 // Finish ends the text and returns what was held.
 func (p *Parser) Finish() Delta {
 	p.out = Delta{}
+	if p.o.Format == Harmony {
+		p.harmony(true)
+		return p.out
+	}
 	p.reason(true)
 	p.callsDone()
 	return p.out

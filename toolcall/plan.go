@@ -101,6 +101,10 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 		p.Preserve = []string{r1CallsOpen, r1CallsClose, r1CallOpen, r1CallClose, r1Sep}
 	case Hermes:
 		p.Preserve = []string{hermesOpen, hermesClose}
+	case Harmony:
+		p.Preserve = harmonyPreserve
+		// A call ends the turn (<|call|>): one a response.
+		p.Parallel = false
 	case Generic:
 		p.System = genericSystem
 	}
@@ -139,6 +143,9 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 	case DeepSeekR1:
 		err = r1Grammar(b, root, tools, p.Parallel)
 		p.Triggers = []string{r1CallsOpen}
+	case Harmony:
+		err = harmonyGrammar(b, root, tools, p.Lazy)
+		p.Triggers = []string{harmonyTrigger}
 	default:
 		err = genericGrammar(b, root, tools, p.Parallel, c.Mode == Auto)
 	}

@@ -195,6 +195,9 @@ func submitOf(req *request, chat bool) (*wire.Submit, string) {
 			return nil, "images: batchd serves text models only"
 		}
 		mm := map[string]any{"role": m.Role, "content": m.Content}
+		if m.Thinking != "" { // the template's reasoning field (gpt-oss's "thinking" is given it)
+			mm["reasoning_content"] = m.Thinking
+		}
 		if m.ToolName != "" {
 			mm["name"] = m.ToolName
 		}
@@ -236,23 +239,29 @@ func applyFormat(s *wire.Submit, f json.RawMessage) string {
 }
 
 // applyThink maps think: true returns the thought apart (message.thinking),
-// false asks the template not to think; absent leaves the thought in the
-// content, as Ollama does.
+// false asks the template not to think; a level ("high", "medium", "low":
+// gpt-oss's) is true with that reasoning effort. Absent leaves a thought
+// written inline in the content, as Ollama does, and returns a harmony
+// model's analysis channel apart, as Ollama does too.
 func applyThink(s *wire.Submit, t json.RawMessage) (bool, string) {
 	if len(t) == 0 || string(t) == "null" {
-		s.ReasoningFormat = "none"
+		s.ReasoningFormat = "inline"
 		return false, ""
 	}
 	var on bool
+	level := ""
 	if err := json.Unmarshal(t, &on); err != nil {
-		var level string
 		if json.Unmarshal(t, &level) != nil || (level != "high" && level != "medium" && level != "low") {
 			return false, `think: want true, false, "high", "medium" or "low"`
 		}
 		on = true
 	}
 	s.ReasoningFormat = "auto"
-	s.TemplateKwargs = wire.JSON(fmt.Sprintf(`{"enable_thinking": %t}`, on))
+	kwargs := fmt.Sprintf(`{"enable_thinking": %t}`, on)
+	if level != "" {
+		kwargs = fmt.Sprintf(`{"enable_thinking": true, "reasoning_effort": %q}`, level)
+	}
+	s.TemplateKwargs = wire.JSON(kwargs)
 	return on, ""
 }
 

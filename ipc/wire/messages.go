@@ -104,7 +104,10 @@ type Submit struct {
 	ToolChoice        JSON  `msgpack:"tool_choice,omitempty"`
 	ParallelToolCalls *bool `msgpack:"parallel_tool_calls,omitempty"`
 	// ReasoningFormat: "auto" (absent) returns a <think> block apart
-	// (Token.Reasoning, Done.Reasoning); "none" leaves it in the text.
+	// (Token.Reasoning, Done.Reasoning); "none" leaves it in the text;
+	// "inline" leaves it in the text where the model writes it inline
+	// (<think> tags) and returns it apart where it is a channel of its
+	// own (harmony's analysis): Ollama's think left out.
 	ReasoningFormat string `msgpack:"reasoning_format,omitempty"`
 	// TemplateKwargs: more variables for the chat template, a JSON object
 	// (Qwen 3's {"enable_thinking": false}).

@@ -177,7 +177,7 @@ type ModelInfo struct {
 	Chat      string `msgpack:"chat,omitempty" json:"chat,omitempty"`
 	ChatError string `msgpack:"chat_error,omitempty" json:"chat_error,omitempty"`
 	// ToolFormat is how the model writes tool calls ("" without chat);
-	// Thinking: its template opens a reasoning block.
+	// Thinking: its template writes reasoning (a block or a channel).
 	ToolFormat string `msgpack:"tool_format,omitempty" json:"tool_format,omitempty"`
 	Thinking   bool   `msgpack:"thinking,omitempty" json:"thinking,omitempty"`
 	// Pooling is how the file says its embeddings pool ("mean", "cls",
