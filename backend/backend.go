@@ -72,6 +72,21 @@ type SeqInput struct {
 	// tokens it generated. A backend that computes the two alike ignores
 	// it; one that does not (RoleAware) must decide by position alone.
 	PromptLen int
+	// Seq names the sequence while it runs (never reused): a Recurrent
+	// backend keeps its state under it.
+	Seq uint64
+}
+
+// Recurrent is a backend whose model keeps a state per sequence besides
+// its K/V (Gated DeltaNet layers): a share at position 0 starts the
+// sequence's state afresh, a later share continues it and must start
+// where the last one ended, so the engine neither reuses cached prefixes
+// nor verifies drafts on it, and recomputes a preempted sequence from
+// its start. DropState frees a sequence's state (it finished or was
+// preempted); at most MaxStates live at once.
+type Recurrent interface {
+	Recurrent() bool
+	DropState(seq uint64)
 }
 
 // RoleAware is a backend whose numerics for a token depend on whether it
@@ -122,6 +137,9 @@ type Options struct {
 	// (fast prefill), generated tokens as "int8" (fast decode). Either way
 	// batching stays invisible.
 	QuantDot string
+	// MaxStates bounds the per-sequence states a Recurrent backend keeps
+	// (the engine's running sequences); 0: 256.
+	MaxStates int
 	// ShareThreads, when set, is a backend of the same kind whose worker
 	// threads this one runs on (a draft model's beside its target's), so
 	// that two idle pools do not spin against each other. The two must

@@ -118,6 +118,8 @@ type Engine struct {
 	gvocab constrainVocab       // the vocabulary as grammars see it, built at the first constrained request
 
 	ctl control // adaptive control, owned by the loop
+	// rstates: the sequences a recurrent backend keeps state for (loop-owned).
+	rstates recurrentStates
 }
 
 // speculation is the loop's speculative decoding: its config, the draft
@@ -197,6 +199,10 @@ func New(o Options) (*Engine, error) {
 	if o.BlockSize == 0 {
 		o.BlockSize = kvcache.DefaultBlockSize
 	}
+	rec := recurrentBackend(o.Backend)
+	if rec != nil {
+		o = recurrentOptions(o)
+	}
 	pool, err := kvcache.New(kvcache.Options{NumBlocks: o.NumBlocks, BlockSize: o.BlockSize, PrefixCaching: !o.DisablePrefixCaching})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
@@ -231,6 +237,9 @@ func New(o Options) (*Engine, error) {
 		live: map[uint64]*reqState{}, states: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
 	}
 	e.ids = o.IDs
+	if rec != nil {
+		e.rstates = recurrentStates{b: rec, held: map[uint64]struct{}{}}
+	}
 	if o.Gate != nil {
 		e.seat = o.Gate.Seat()
 	}
@@ -247,18 +256,8 @@ func New(o Options) (*Engine, error) {
 	}
 	e.warm.file, e.warm.identity, e.warm.maxBytes = o.CacheFile, o.CacheIdentity, o.CacheMaxBytes
 	e.loadCache("start")
-	if o.Speculative.Method != "" {
-		if _, err := sched.ParseSpecMethod(o.Speculative.Method); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
-		}
-		e.spec.SpecConfig = o.Speculative.withDefaults()
-		if e.spec.Method == "draft" {
-			d, err := newDrafter(e.spec.Draft, o.Model, o.BlockSize)
-			if err != nil {
-				return nil, err
-			}
-			e.spec.drafter = d
-		}
+	if err := e.setupSpec(o); err != nil {
+		return nil, err
 	}
 	if o.KVEvents != nil && !so.Whole { // an encoder's blocks are never shared
 		e.kvEvents = o.KVEvents
@@ -267,6 +266,25 @@ func New(o Options) (*Engine, error) {
 	e.heartbeat.Store(e.now().UnixNano())
 	e.publish()
 	return e, nil
+}
+
+// setupSpec starts speculative decoding as o asks.
+func (e *Engine) setupSpec(o Options) error {
+	if o.Speculative.Method == "" {
+		return nil
+	}
+	if _, err := sched.ParseSpecMethod(o.Speculative.Method); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	e.spec.SpecConfig = o.Speculative.withDefaults()
+	if e.spec.Method == "draft" {
+		d, err := newDrafter(e.spec.Draft, o.Model, o.BlockSize)
+		if err != nil {
+			return err
+		}
+		e.spec.drafter = d
+	}
+	return nil
 }
 
 // Model returns the engine's model.

@@ -55,6 +55,7 @@ func (e *Engine) iterate(ctx context.Context, batch *backend.Batch) (stop bool) 
 	step := e.sched.Schedule(now, sched.Limits{StepCap: e.contendedCap(),
 		EmbedTokens: int(e.prefillRate * embedStep.Seconds())}) // 0 until a rate is known
 	e.notePreempted(step)
+	e.dropStates()
 	for _, q := range step.Expired {
 		e.finish(e.states[q.ID], FinishError, ErrDeadlineExceeded, now)
 	}
@@ -115,8 +116,10 @@ func (e *Engine) fillBatch(batch *backend.Batch, step *sched.Step) {
 		}
 		batch.Seqs = append(batch.Seqs, backend.SeqInput{
 			Tokens: toks, Pos: sc.Start, Rows: 1 + len(sc.Draft),
-			Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen})
+			Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen,
+			Seq: sc.Seq.ID})
 	}
+	e.noteStates(batch)
 }
 
 // failAll ends every live request with err after a panic; one whose own
@@ -487,6 +490,7 @@ func (e *Engine) shutdown() {
 		}
 		e.finish(rs, FinishCancelled, ErrClosed, now)
 	}
+	e.dropStates()
 	e.publish()
 }
 

@@ -67,6 +67,10 @@ type Arch struct {
 	// QKNormFull: Q and K are RMS-normalised over their whole width, not
 	// per head (olmoe).
 	QKNormFull bool
+	// DeltaNet: Gated DeltaNet recurrent layers between gated full-attention
+	// ones (qwen35, qwen35moe; model.Recurrent), the attention layers'
+	// Q projection also giving each head's output gate.
+	DeltaNet bool
 }
 
 // TensorNames are an architecture's tensor names, as llama.cpp's converter
@@ -116,6 +120,13 @@ var gptOssTensors = func() TensorNames {
 	return t
 }()
 
+// qwen35Tensors: Qwen3.5 names its pre-FFN norm post_attention_norm.
+var qwen35Tensors = func() TensorNames {
+	t := llamaTensors
+	t.FFNNorm = "blk.%d.post_attention_norm.weight"
+	return t
+}()
+
 // bertTensors are the names BERT-family GGUF files use: the post-norm
 // block's norms follow the attention (attn_output_norm) and the FFN
 // (layer_output_norm).
@@ -144,6 +155,9 @@ var archTable = map[string]Arch{
 		ExpertNorm: true},
 	"gpt-oss": {Name: "gpt-oss", Tensors: gptOssTensors, RopeNeoX: true, AttnBias: true, Window: true, Experts: moeSplitFFN,
 		MoEOnly: true, Gating: GatingSoftmaxTopK, Sinks: true, OutBias: true, ExpertBias: true, OAISwiGLU: true, SlidePattern: 2},
+	"qwen35": {Name: "qwen35", Tensors: qwen35Tensors, RopeNeoX: true, QKNorm: true, DeltaNet: true},
+	"qwen35moe": {Name: "qwen35moe", Tensors: qwen35Tensors, RopeNeoX: true, QKNorm: true, DeltaNet: true, Experts: moeSplitFFN,
+		MoEOnly: true, ExpertNorm: true, SharedExpert: true},
 	"phi3":   {Name: "phi3", Tensors: llamaTensors, RopeNeoX: true, FusedQKV: true, FusedGateUp: true},
 	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true, SlidePattern: 2},
 	"gemma3": {Name: "gemma3", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma3: true, Window: true,

@@ -13,20 +13,25 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 	blk := func(pattern string) string { return fmt.Sprintf(pattern, i) }
 	L := Layer{
 		AttnNorm: l.vector(blk(tn.AttnNorm), c.Dim),
-		Wo:       l.matrix(blk(tn.O), c.Dim, c.QDim()),
 		FFNNorm:  l.vector(blk(tn.FFNNorm), c.Dim),
 	}
-	if a.FusedQKV {
+	switch {
+	case c.Recurrent.Layer(i):
+		l.deltaNetLayer(c, i, &L)
+	case a.FusedQKV:
 		qkv := l.matrix(blk(tn.QKV), c.QDim()+2*c.KVDim(), c.Dim)
 		L.Wq, L.Wk, L.Wv = &Matrix{}, &Matrix{}, &Matrix{}
 		if qkv.Rows == c.QDim()+2*c.KVDim() { // else the error is recorded
 			q, k := c.QDim(), c.KVDim()
 			L.Wq, L.Wk, L.Wv = qkv.RowRange(0, q), qkv.RowRange(q, q+k), qkv.RowRange(q+k, q+2*k)
 		}
-	} else {
-		L.Wq = l.matrix(blk(tn.Q), c.QDim(), c.Dim)
+	default:
+		L.Wq = l.matrix(blk(tn.Q), c.qRows(), c.Dim)
 		L.Wk = l.matrix(blk(tn.K), c.KVDim(), c.Dim)
 		L.Wv = l.matrix(blk(tn.V), c.KVDim(), c.Dim)
+	}
+	if L.SSM == nil {
+		L.Wo = l.matrix(blk(tn.O), c.Dim, c.QDim())
 	}
 	switch {
 	case c.MoE.On():
@@ -54,6 +59,7 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 	case a.QKNormFull:
 		L.QNorm = l.vector(blk(tn.QNorm), c.QDim())
 		L.KNorm = l.vector(blk(tn.KNorm), c.KVDim())
+	case a.QKNorm && L.SSM != nil: // a recurrent layer has none
 	case a.QKNorm:
 		L.QNorm = l.vector(blk(tn.QNorm), c.HeadDim)
 		L.KNorm = l.vector(blk(tn.KNorm), c.HeadDim)
@@ -92,6 +98,13 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	}
 	if err := moeConfig(f, a, c); err != nil {
 		return err
+	}
+	if a.DeltaNet {
+		if err := recurrentConfig(f, c); err != nil {
+			return err
+		}
+	} else if _, ok := f.Meta[key("rope.dimension_sections")]; ok {
+		return fmt.Errorf("%w: M-RoPE (rope.dimension_sections) for %s", ErrUnsupported, c.Arch)
 	}
 	for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
 		if _, ok := f.Tensor(name); ok {

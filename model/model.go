@@ -58,6 +58,11 @@ type Config struct {
 	// MoE is the mixture of experts that replaces every block's FFN; the
 	// zero value is a dense FFN.
 	MoE MoE
+	// Recurrent: Gated DeltaNet layers among the attention ones (qwen35);
+	// GatedQ: an attention layer's Q projection gives each head's query
+	// then its output gate (sigmoid), which scales the head's output.
+	Recurrent Recurrent
+	GatedQ    bool
 }
 
 // MoE describes a mixture-of-experts FFN, as llama.cpp's build_moe_ffn
@@ -175,6 +180,9 @@ type Layer struct {
 	Sinks                      []float32
 	RouterB                    []float32
 	ExpGateB, ExpUpB, ExpDownB [][]float32
+	// SSM: a recurrent layer's weights (Config.Recurrent; Wq, Wk, Wv and
+	// Wo are then nil).
+	SSM *DeltaNet
 }
 
 // Model is a loaded Llama: config, weights and tokenizer. Weights may be
@@ -355,11 +363,15 @@ func (m *Model) validate() error {
 	}
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layer %d ", i)
-		errs = append(errs,
-			checkShape(p+"wq", l.Wq, c.QDim(), c.Dim),
-			checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim),
-			checkShape(p+"wv", l.Wv, c.KVDim(), c.Dim),
-			checkShape(p+"wo", l.Wo, c.Dim, c.QDim()))
+		if c.Recurrent.Layer(i) {
+			errs = append(errs, checkDeltaNet(p, l, c))
+		} else {
+			errs = append(errs,
+				checkShape(p+"wq", l.Wq, c.qRows(), c.Dim),
+				checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim),
+				checkShape(p+"wv", l.Wv, c.KVDim(), c.Dim),
+				checkShape(p+"wo", l.Wo, c.Dim, c.QDim()))
+		}
 		switch {
 		case c.MoE.On():
 			errs = append(errs, checkExperts(p, l, c))

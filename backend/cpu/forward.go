@@ -49,6 +49,13 @@ type Backend struct {
 	h16                []uint16
 	experts            moeScratch // the mixture of experts' (moe.go)
 	moeSum             moeSumJob
+	// Recurrent layers (deltanet.go): each running sequence's state, and
+	// the step's scratch; a gated Q's projection and gates.
+	states    map[uint64]*seqState
+	maxStates int
+	delta     deltaScratch
+	deltaJob  deltaJob
+	qg, qgate []float32
 }
 
 // New allocates the KV store and starts the worker threads.
@@ -79,6 +86,10 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
 		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}
 	b.ropeSWA = b.rope
+	b.states, b.maxStates = map[uint64]*seqState{}, o.MaxStates
+	if b.maxStates <= 0 {
+		b.maxStates = defaultMaxStates
+	}
 	if c.RopeThetaSWA != 0 { // gemma3: the sliding layers' own base, unscaled
 		swa := c
 		swa.RopeTheta, swa.RopeScaling = c.RopeThetaSWA, model.RopeScaling{}
@@ -165,6 +176,9 @@ func (b *Backend) grow(n int) {
 	b.kk = make([]float32, n*c.KVDim())
 	b.vv = make([]float32, n*c.KVDim())
 	b.att = make([]float32, n*c.QDim())
+	if c.GatedQ {
+		b.qg, b.qgate = make([]float32, 2*n*c.QDim()), make([]float32, n*c.QDim())
+	}
 	b.hb = make([]float32, n*c.FFN)
 	b.hb2 = make([]float32, n*c.FFN)
 	if b.scratch == nil { // every matrix is Dim, QDim or FFN wide (or an expert's FFN)
@@ -224,6 +238,12 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.c.Recurrent.On() {
+		if err := b.prepareStates(batch); err != nil {
+			return nil, err
+		}
+		defer b.advanceStates(batch)
+	}
 	b.grow(n)
 	b.experts.load = backend.ExpertLoad{}
 	c := b.c
@@ -265,11 +285,20 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 		b.normalize(b.x, pending, nil, L.AttnNorm, nil, b.xb, n)
 		in = b.xb
 	}
-	b.matmul(in, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
-	b.store = storeJob{b: b, l: l, batch: batch}
-	b.pool.run(n, 4, &b.store)
-	b.attention(l, batch, n)
-	b.matmul(b.att, n, mmPart{L.Wo, b.xb})
+	switch {
+	case L.SSM != nil:
+		b.deltaNet(l, batch, in, n)
+	case c.GatedQ:
+		b.matmul(in, n, mmPart{L.Wq, b.qg}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
+		b.gateQ(n)
+		b.attend(l, batch, n)
+		b.applyGate(n)
+		b.matmul(b.att, n, mmPart{L.Wo, b.xb})
+	default:
+		b.matmul(in, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
+		b.attend(l, batch, n)
+		b.matmul(b.att, n, mmPart{L.Wo, b.xb})
+	}
 	if L.PostAttn != nil {
 		b.normalize(b.xb, nil, nil, L.PostAttn, nil, b.xb, n)
 	}
@@ -289,6 +318,14 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	if c.PostNorm {
 		b.normalize(b.x, b.xb, L.BDown, L.FFNNorm, L.FFNNormB, b.x, n)
 	}
+}
+
+// attend stores the step's K and V (after Q/K hooks and RoPE) and runs
+// the attention into b.att.
+func (b *Backend) attend(l int, batch *backend.Batch, n int) {
+	b.store = storeJob{b: b, l: l, batch: batch}
+	b.pool.run(n, 4, &b.store)
+	b.attention(l, batch, n)
 }
 
 // denseFFN runs block L's FFN on the n normalised rows of in and leaves

@@ -163,7 +163,7 @@ var ArchModels = []string{"llama3", "qwen2", "qwen3", "phi3", "mistral", "gemma2
 
 // Arch2Models lists the models of models/arch2 (the newer families) that
 // batchd runs, by arch.
-var Arch2Models = []string{"qwen3moe", "qwen2moe", "gemma3"}
+var Arch2Models = []string{"qwen3moe", "qwen2moe", "gemma3", "qwen35", "qwen35moe"}
 
 // ArchGoldens reads models/arch/tiny-<arch>.golden.json.
 func ArchGoldens(tb testing.TB, arch string) []ArchGolden {

@@ -1,0 +1,279 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
+)
+
+// Gated DeltaNet (qwen35): a recurrent layer keeps, per sequence, the last
+// ConvKernel-1 inputs of its causal convolution and one VDim x VDim matrix
+// per V head, updated by the gated delta rule token by token, as ggml's
+// fused gated_delta_net op runs it. The states live here, keyed by
+// backend.SeqInput.Seq; the engine drops them (DropState).
+
+// defaultMaxStates bounds the live states when Options.MaxStates is 0.
+const defaultMaxStates = 256
+
+// seqState is one sequence's recurrent state: per recurrent layer (by
+// layer index; nil for attention layers) its convolution's last inputs,
+// time-major ((ConvKernel-1) x ConvChannels), and its matrices, per V head
+// stored transposed as ggml stores them (row j holds S[.][j]).
+type seqState struct {
+	pos  int // the next position the state expects
+	conv [][]float32
+	ssm  [][]float32
+}
+
+// Recurrent reports whether the model has recurrent layers.
+func (b *Backend) Recurrent() bool { return b.c.Recurrent.On() }
+
+// States is how many sequences' recurrent states are live.
+func (b *Backend) States() int { return len(b.states) }
+
+// DropState frees a sequence's recurrent state.
+func (b *Backend) DropState(seq uint64) { delete(b.states, seq) }
+
+// prepareStates gives every share its state before the step: a fresh one
+// at position 0, else the one that ended where the share starts.
+func (b *Backend) prepareStates(batch *backend.Batch) error {
+	r := b.c.Recurrent
+	for i, s := range batch.Seqs {
+		if s.Rows > 1 {
+			return fmt.Errorf("%w: sequence %d: a recurrent model verifies no drafts", backend.ErrBadBatch, i)
+		}
+		st := b.states[s.Seq]
+		if s.Pos == 0 {
+			if st == nil {
+				if len(b.states) >= b.maxStates {
+					return fmt.Errorf("%w: %d recurrent states live, at most %d", backend.ErrBadBatch, len(b.states), b.maxStates)
+				}
+				st = &seqState{conv: make([][]float32, b.c.Layers), ssm: make([][]float32, b.c.Layers)}
+				for l := range b.c.Layers {
+					if r.Layer(l) {
+						st.conv[l] = make([]float32, (r.ConvKernel-1)*r.ConvChannels())
+						st.ssm[l] = make([]float32, r.VHeads*r.VDim()*r.VDim())
+					}
+				}
+				b.states[s.Seq] = st
+			} else {
+				for l := range st.conv {
+					clear(st.conv[l])
+					clear(st.ssm[l])
+				}
+			}
+			st.pos = 0
+		}
+		if st == nil || st.pos != s.Pos {
+			have := -1
+			if st != nil {
+				have = st.pos
+			}
+			return fmt.Errorf("%w: sequence %d continues at position %d; its recurrent state is at %d", backend.ErrBadBatch, i, s.Pos, have)
+		}
+	}
+	return nil
+}
+
+// advanceStates records where each share's state now stands.
+func (b *Backend) advanceStates(batch *backend.Batch) {
+	for _, s := range batch.Seqs {
+		b.states[s.Seq].pos = s.Pos + len(s.Tokens)
+	}
+}
+
+// deltaScratch is the recurrent layers' step scratch.
+type deltaScratch struct {
+	qkv, conv, z, beta, alpha, out []float32
+	starts                         []int // each share's first token
+}
+
+func (d *deltaScratch) grow(r model.Recurrent, n int) {
+	if len(d.z) >= n*r.Inner {
+		return
+	}
+	d.qkv = make([]float32, n*r.ConvChannels())
+	d.conv = make([]float32, n*r.ConvChannels())
+	d.z = make([]float32, n*r.Inner)
+	d.out = make([]float32, n*r.Inner)
+	d.beta = make([]float32, n*r.VHeads)
+	d.alpha = make([]float32, n*r.VHeads)
+}
+
+// deltaNet runs recurrent layer l on the n normalised rows of in and
+// leaves its output (before the residual add) in b.xb.
+func (b *Backend) deltaNet(l int, batch *backend.Batch, in []float32, n int) {
+	r, D := b.c.Recurrent, b.m.Layers[l].SSM
+	ds := &b.delta
+	ds.grow(r, n)
+	b.matmul(in, n, mmPart{D.QKV, ds.qkv}, mmPart{D.Gate, ds.z})
+	b.matmul(in, n, mmPart{D.Beta, ds.beta}, mmPart{D.Alpha, ds.alpha})
+	ds.starts = ds.starts[:0]
+	t := 0
+	for _, s := range batch.Seqs {
+		ds.starts = append(ds.starts, t)
+		t += len(s.Tokens)
+	}
+	b.deltaJob = deltaJob{b: b, l: l, batch: batch}
+	b.pool.run(len(batch.Seqs), 1, &b.deltaJob) // convolution, per sequence
+	b.deltaJob.rule = true
+	b.pool.run(len(batch.Seqs)*r.VHeads, 1, &b.deltaJob) // the delta rule, per sequence and head
+	b.matmul(ds.out, n, mmPart{D.Out, b.xb})
+}
+
+// deltaJob is a recurrent layer's work: the convolution of each share's
+// tokens, then the delta rule of each (share, V head).
+type deltaJob struct {
+	b     *Backend
+	l     int
+	batch *backend.Batch
+	rule  bool
+}
+
+func (j *deltaJob) do(_, lo, hi int) {
+	for u := lo; u < hi; u++ {
+		if j.rule {
+			j.deltaRule(u)
+		} else {
+			j.convolve(u)
+		}
+	}
+}
+
+// convolve runs share si's tokens through the causal convolution (its
+// state holds the inputs before them), then SiLU, and keeps the last
+// ConvKernel-1 inputs as the new state.
+func (j *deltaJob) convolve(si int) {
+	b := j.b
+	r, D, ds := b.c.Recurrent, b.m.Layers[j.l].SSM, &b.delta
+	C, K := r.ConvChannels(), r.ConvKernel
+	s := j.batch.Seqs[si]
+	state := b.states[s.Seq].conv[j.l]
+	t0 := ds.starts[si]
+	for t := range len(s.Tokens) {
+		x := ds.qkv[(t0+t)*C : (t0+t+1)*C]
+		out := ds.conv[(t0+t)*C : (t0+t+1)*C]
+		for ch := range C {
+			w := D.Conv[ch*K : (ch+1)*K]
+			var sum float32
+			for k := range K - 1 {
+				sum += state[k*C+ch] * w[k]
+			}
+			sum += x[ch] * w[K-1]
+			out[ch] = silu(sum)
+		}
+		copy(state, state[C:])
+		copy(state[(K-2)*C:], x)
+	}
+}
+
+// deltaRule runs the gated delta rule for one (share, V head) over the
+// share's tokens, then the head's gated RMS norm.
+func (j *deltaJob) deltaRule(u int) {
+	b := j.b
+	c, r, D, ds := b.c, b.c.Recurrent, b.m.Layers[j.l].SSM, &b.delta
+	si, h := u/r.VHeads, u%r.VHeads
+	s := j.batch.Seqs[si]
+	S, C, kh := r.VDim(), r.ConvChannels(), h%r.KHeads
+	M := b.states[s.Seq].ssm[j.l][h*S*S : (h+1)*S*S]
+	scale := float32(1 / math.Sqrt(float64(S)))
+	var qb, kb, delta [256]float32 // StateSize is at most 256 in every file seen; larger heads allocate
+	q, k, dl := qb[:0], kb[:0], delta[:0]
+	if S > len(qb) {
+		q, k, dl = make([]float32, 0, S), make([]float32, 0, S), make([]float32, 0, S)
+	}
+	q, k, dl = q[:S], k[:S], dl[:S]
+	t0 := ds.starts[si]
+	for t := range len(s.Tokens) {
+		row := ds.conv[(t0+t)*C : (t0+t+1)*C]
+		l2norm(q, row[kh*S:(kh+1)*S], c.RMSEps)
+		l2norm(k, row[r.KeyDim()+kh*S:r.KeyDim()+(kh+1)*S], c.RMSEps)
+		v := row[2*r.KeyDim()+h*S : 2*r.KeyDim()+(h+1)*S]
+		tok := (t0 + t) * r.VHeads
+		g := float32(math.Exp(float64(softplus(ds.alpha[tok+h]+D.DtB[h]) * D.A[h])))
+		beta := sigmoid(ds.beta[tok+h])
+		for i := range M {
+			M[i] *= g
+		}
+		for jj := range S {
+			dl[jj] = (v[jj] - dotF32(M[jj*S:(jj+1)*S], k)) * beta
+		}
+		for jj := range S {
+			row, d := M[jj*S:(jj+1)*S], dl[jj]
+			for i, kv := range k {
+				row[i] += kv * d
+			}
+		}
+		o := ds.out[(t0+t)*r.Inner+h*S : (t0+t)*r.Inner+(h+1)*S]
+		for jj := range S {
+			o[jj] = dotF32(M[jj*S:(jj+1)*S], q) * scale
+		}
+		// The gated norm: RMS norm of the head's output, times SiLU(z).
+		rmsNorm64(o, o, D.Norm, c.RMSEps)
+		z := ds.z[(t0+t)*r.Inner+h*S : (t0+t)*r.Inner+(h+1)*S]
+		for jj := range o {
+			o[jj] *= silu(z[jj])
+		}
+	}
+}
+
+// l2norm is ggml's L2 norm as the graph builds it: an RMS norm with eps/n,
+// scaled by 1/sqrt(n): x / sqrt(sum x^2 + eps).
+func l2norm(dst, x []float32, eps float32) {
+	n := float32(len(x))
+	var sum float64
+	for _, v := range x {
+		sum += float64(v) * float64(v)
+	}
+	mean := float32(sum / float64(len(x)))
+	s := 1 / float32(math.Sqrt(float64(mean+eps/n)))
+	inv := 1 / float32(math.Sqrt(float64(n)))
+	for i, v := range x {
+		dst[i] = v * s * inv
+	}
+}
+
+// rmsNorm64 is ggml's RMS norm (the sum in float64) times w.
+func rmsNorm64(dst, x, w []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v) * float64(v)
+	}
+	s := 1 / float32(math.Sqrt(float64(float32(sum/float64(len(x)))+eps)))
+	for i, v := range x {
+		dst[i] = v * s * w[i]
+	}
+}
+
+// softplus is ggml's: x above 20, else log(1 + e^x).
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log(1 + math.Exp(float64(x))))
+}
+
+func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+
+// gateQ splits a gated Q projection (each head's query, then its gate)
+// into b.q and b.qgate.
+func (b *Backend) gateQ(n int) {
+	c := b.c
+	hd, qd := c.HeadDim, c.QDim()
+	for t := range n {
+		src := b.qg[t*2*qd : (t+1)*2*qd]
+		for h := range c.Heads {
+			copy(b.q[t*qd+h*hd:t*qd+(h+1)*hd], src[2*h*hd:(2*h+1)*hd])
+			copy(b.qgate[t*qd+h*hd:t*qd+(h+1)*hd], src[(2*h+1)*hd:(2*h+2)*hd])
+		}
+	}
+}
+
+// applyGate scales the attention output by the sigmoid of its gate.
+func (b *Backend) applyGate(n int) {
+	for i, g := range b.qgate[:n*b.c.QDim()] {
+		b.att[i] *= sigmoid(g)
+	}
+}
