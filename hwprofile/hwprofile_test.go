@@ -210,3 +210,24 @@ func TestMemoryBudgetIsThePlans(t *testing.T) {
 		t.Errorf("budget %d, plan %d, want 4 GiB", b, p.MemoryBytes)
 	}
 }
+
+// TestPlanRecurrent: a hybrid's recurrent layers take no KV; their states,
+// two per running sequence, come out of the budget first.
+func TestPlanRecurrent(t *testing.T) {
+	det := Detection{CPU: CPU{Cores: 2, MemAvailable: 8 * gib}}
+	hy := l110
+	hy.KVLayers, hy.StateBytes = 3, 4<<20 // a quarter of 12 layers attend
+	p, err := MakePlan(det, BuiltinProfiles(), hy, Requested{}, "cpu", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.KVBytesPerToken != 73728/4 {
+		t.Fatalf("kv bytes per token %d, want a quarter of 73728", p.KVBytesPerToken)
+	}
+	if p.StateReserve != 2*int64(p.MaxNumSeqs)*4<<20 {
+		t.Fatalf("state reserve %d for %d sequences", p.StateReserve, p.MaxNumSeqs)
+	}
+	if want := int64(float64(int64(4*gib)-p.WeightBytes-p.ActivationReserve-p.StateReserve) * 0.8); p.KVBudget != want {
+		t.Fatalf("budget %d, want %d", p.KVBudget, want)
+	}
+}

@@ -23,6 +23,10 @@ type ModelShape struct {
 	// token reads of the weights (all but the unchosen experts).
 	Experts, Used, ExpertFFN, SharedFFN int
 	ActiveBytes                         int64
+	// Recurrent layers (qwen35): KVLayers keep K and V (0: every layer);
+	// StateBytes is one sequence's recurrent state, held while it runs.
+	KVLayers   int
+	StateBytes int64
 }
 
 // ffnActivations is the floats one token's FFN holds in a step: the
@@ -36,9 +40,14 @@ func (m ModelShape) ffnActivations() int {
 	return m.Used*(2*m.Dim+2*m.ExpertFFN) + 2*m.Experts + 2*m.SharedFFN + m.Dim
 }
 
-// KVBytesPerToken is 2 (K and V) x layers x KV heads x head dim x element size.
+// KVBytesPerToken is 2 (K and V) x layers with K and V x KV heads x head
+// dim x element size.
 func (m ModelShape) KVBytesPerToken(elemBytes int) int {
-	return 2 * m.Layers * m.KVHeads * m.HeadDim * elemBytes
+	layers := m.Layers
+	if m.KVLayers > 0 {
+		layers = m.KVLayers
+	}
+	return 2 * layers * m.KVHeads * m.HeadDim * elemBytes
 }
 
 // Requested holds what the user set; zero fields take the profile's value.
@@ -58,6 +67,7 @@ type Plan struct {
 	ActiveBytes         int64    `json:"active_weight_bytes,omitempty"` // read per token: a mixture's chosen experts
 	Experts             string   `json:"experts,omitempty"`             // "8 of 128": a mixture's chosen and all
 	ActivationReserve   int64    `json:"activation_reserve_bytes"`
+	StateReserve        int64    `json:"recurrent_state_bytes,omitempty"` // recurrent layers' states (qwen35)
 	KVBudget            int64    `json:"kv_budget_bytes"`
 	KVBytesPerToken     int      `json:"kv_bytes_per_token"`
 	BlockSize           int      `json:"block_size"`
@@ -127,7 +137,10 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	p.ActivationReserve = int64(stepTokens)*int64(4*m.Dim+m.QDim+m.ffnActivations())*4 +
 		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
 	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
-	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve
+	// Recurrent states: the backend holds up to two per running sequence
+	// (backend.Options.MaxStates).
+	p.StateReserve = 2 * int64(p.MaxNumSeqs) * m.StateBytes
+	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve - p.StateReserve
 	p.KVBudget = int64(float64(free) * (1 - prof.Headroom))
 	blockBytes := int64(p.BlockSize) * int64(p.KVBytesPerToken)
 	if p.KVBudget < blockBytes {

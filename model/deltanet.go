@@ -42,6 +42,25 @@ func (r Recurrent) StateFloats() int {
 	return (r.ConvKernel-1)*r.ConvChannels() + r.VHeads*r.VDim()*r.VDim()
 }
 
+// AttnLayers are the layers that keep K and V: all but the recurrent ones.
+func (c Config) AttnLayers() int {
+	n := 0
+	for l := range c.Layers {
+		if !c.Recurrent.Layer(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// StateBytes is one sequence's recurrent state over every layer (float32).
+func (c Config) StateBytes() int64 {
+	if !c.Recurrent.On() {
+		return 0
+	}
+	return int64(c.Layers-c.AttnLayers()) * int64(c.Recurrent.StateFloats()) * 4
+}
+
 // qRows is the Q projection's height: with GatedQ, each head's query
 // then its gate.
 func (c Config) qRows() int {

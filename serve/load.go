@@ -257,7 +257,8 @@ func ShapeOf(m *model.Model) hwprofile.ModelShape {
 	c := m.Config
 	return hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Dim: c.Dim,
 		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes(), WholeText: c.NonCausal,
-		Experts: c.MoE.Experts, Used: c.MoE.Used, ExpertFFN: c.MoE.FFN, SharedFFN: c.MoE.SharedFFN, ActiveBytes: int64(m.WeightBytes())}
+		Experts: c.MoE.Experts, Used: c.MoE.Used, ExpertFFN: c.MoE.FFN, SharedFFN: c.MoE.SharedFFN, ActiveBytes: int64(m.WeightBytes()),
+		KVLayers: c.AttnLayers(), StateBytes: c.StateBytes()}
 }
 
 // Close stops the engine loop and releases the backend and the model.

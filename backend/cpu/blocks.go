@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/quant"
 )
 
 var _ backend.BlockStore = (*Backend)(nil)
@@ -14,10 +15,10 @@ func (b *Backend) blockElems() int { return b.c.KVHeads * b.blockSize * b.c.Head
 // BlockBytes is one block's K and V over every layer, as stored.
 func (b *Backend) BlockBytes() int {
 	per := 4
-	if b.k[0].f16 != nil {
+	if b.kvType == quant.F16 {
 		per = 2
 	}
-	return 2 * b.c.Layers * b.blockElems() * per
+	return 2 * b.c.AttnLayers() * b.blockElems() * per
 }
 
 // ReadBlock copies block id's K and V (layer by layer, K then V) to dst.
@@ -30,6 +31,9 @@ func (b *Backend) blockIO(id int, buf []byte, write bool) {
 	n, off := b.blockElems(), b.kvAt(id, 0, 0)
 	pos := 0
 	for l := range b.c.Layers {
+		if b.c.Recurrent.Layer(l) {
+			continue
+		}
 		for _, s := range []kvLayer{b.k[l], b.v[l]} {
 			var mem []byte
 			if s.f16 != nil {

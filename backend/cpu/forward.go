@@ -143,14 +143,21 @@ func (b *Backend) Restore() error {
 	if b.kvType == quant.F32 {
 		size = slots * 4
 	}
-	a, err := newKVArena(2 * b.c.Layers * size)
+	// Recurrent layers keep no K and V (their state is per sequence).
+	a, err := newKVArena(2 * b.c.AttnLayers() * size)
 	if err != nil {
 		return err
 	}
 	b.kvMem = a
+	i := 0
 	for l := range b.c.Layers {
-		b.k = append(b.k, a.layer(b.kvType, 2*l*size, slots, b.kern.simd))
-		b.v = append(b.v, a.layer(b.kvType, (2*l+1)*size, slots, b.kern.simd))
+		if b.c.Recurrent.Layer(l) {
+			b.k, b.v = append(b.k, kvLayer{}), append(b.v, kvLayer{})
+			continue
+		}
+		b.k = append(b.k, a.layer(b.kvType, 2*i*size, slots, b.kern.simd))
+		b.v = append(b.v, a.layer(b.kvType, (2*i+1)*size, slots, b.kern.simd))
+		i++
 	}
 	return nil
 }
