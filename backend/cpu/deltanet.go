@@ -194,21 +194,22 @@ func (j *deltaJob) deltaRule(u int) {
 		tok := (t0 + t) * r.VHeads
 		g := float32(math.Exp(float64(softplus(ds.alpha[tok+h]+D.DtB[h]) * D.A[h])))
 		beta := sigmoid(ds.beta[tok+h])
-		for i := range M {
-			M[i] *= g
-		}
-		for jj := range S {
-			dl[jj] = (v[jj] - dotF32(M[jj*S:(jj+1)*S], k)) * beta
-		}
-		for jj := range S {
-			row, d := M[jj*S:(jj+1)*S], dl[jj]
-			for i, kv := range k {
-				row[i] += kv * d
+		o := ds.out[(t0+t)*r.Inner+h*S : (t0+t)*r.Inner+(h+1)*S]
+		// S k before the decay, then decayed: g (S k) is (g S) k but for
+		// rounding, and the update and the output take one pass.
+		if b.kern.simd && S%8 == 0 {
+			attnDotsAVX2(&k[0], &M[0], S, S, S, &dl[0])
+		} else {
+			for jj := range S {
+				dl[jj] = dotF32(M[jj*S:(jj+1)*S], k)
 			}
 		}
-		o := ds.out[(t0+t)*r.Inner+h*S : (t0+t)*r.Inner+(h+1)*S]
 		for jj := range S {
-			o[jj] = dotF32(M[jj*S:(jj+1)*S], q) * scale
+			dl[jj] = (v[jj] - g*dl[jj]) * beta
+		}
+		deltaUpdate(b.kern.simd, M, S, k, q, g, dl, o)
+		for jj := range o {
+			o[jj] *= scale
 		}
 		// The gated norm: RMS norm of the head's output, times SiLU(z).
 		rmsNorm64(o, o, D.Norm, c.RMSEps)
@@ -216,6 +217,24 @@ func (j *deltaJob) deltaRule(u int) {
 		for jj := range o {
 			o[jj] *= silu(z[jj])
 		}
+	}
+}
+
+// deltaUpdate sets row_j = g*row_j + d[j]*k for each row of M, and
+// o[j] = row_j . q (deltaUpdateAVX2's Go twin).
+func deltaUpdate(simd bool, M []float32, S int, k, q []float32, g float32, d, o []float32) {
+	if simd && S%8 == 0 {
+		deltaUpdateAVX2(&M[0], S, &k[0], &q[0], g, &d[0], &o[0])
+		return
+	}
+	for j := range S {
+		row, dj := M[j*S:(j+1)*S], d[j]
+		var sum float32
+		for i, kv := range k {
+			row[i] = g*row[i] + dj*kv
+			sum += row[i] * q[i]
+		}
+		o[j] = sum
 	}
 }
 

@@ -139,3 +139,9 @@ func dot1BF16AVX512(w *uint16, x *float32, n int) float32
 
 //go:noescape
 func dot1BF16AVX2(w *uint16, x *float32, n int) float32
+
+// deltaUpdateAVX2 updates one Gated DeltaNet head's state and gives its
+// output (deltanet.go; deltanet_amd64.s).
+//
+//go:noescape
+func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o *float32)

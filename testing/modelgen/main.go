@@ -21,7 +21,11 @@
 // --vocab 50304), granitemoe, llama (Mixtral) or gpt-oss (MXFP4 experts
 // whatever --dtype; gpt-oss-20b: --dim 2880 --heads 64 --kv-heads 8
 // --head-dim 64 --experts 32 --experts-used 4 --expert-ffn 2880 --vocab
-// 201088).
+// 201088). --arch qwen35 (or qwen35moe, with --experts and --shared-ffn)
+// writes a Gated DeltaNet hybrid, three recurrent layers to one of gated
+// attention (a Qwen3.5-4B-like shape: --dim 2560 --heads 16 --kv-heads 4
+// --head-dim 256 --ffn 9216 --ssm-state 128 --ssm-groups 16 --ssm-v-heads 32
+// --vocab 151936).
 package main
 
 import (
@@ -61,12 +65,16 @@ func run(args []string) error {
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
 	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3, "+
-		"qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss (with --experts; llama too), or the encoders bert and nomic-bert (need --vocab-from)")
+		"qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss (with --experts; llama too), qwen35, qwen35moe, or the encoders bert and nomic-bert (need --vocab-from)")
 	fs.IntVar(&o.HeadDim, "head-dim", 0, "each head's width (default: dim / heads)")
 	fs.IntVar(&o.Experts, "experts", 0, "experts of a mixture in every FFN (qwen3moe, qwen2moe, olmoe, llama)")
 	fs.IntVar(&o.SharedFFN, "shared-ffn", 0, "qwen2moe: the shared expert's width")
 	fs.IntVar(&o.ExpertsUsed, "experts-used", 8, "experts chosen per token")
 	fs.IntVar(&o.ExpertFFN, "expert-ffn", 768, "one expert's feed-forward width")
+	fs.IntVar(&o.SSM.State, "ssm-state", 128, "qwen35: a DeltaNet head's width (ssm.state_size)")
+	fs.IntVar(&o.SSM.Groups, "ssm-groups", 16, "qwen35: DeltaNet Q and K heads (ssm.group_count)")
+	fs.IntVar(&o.SSM.VHeads, "ssm-v-heads", 32, "qwen35: DeltaNet V heads (ssm.time_step_rank)")
+	fs.IntVar(&o.SSM.RopeDim, "rope-dim", 0, "qwen35: rotated dims of an attention head (default: a quarter)")
 	vocabFrom := fs.String("vocab-from", "", "encoders: a WordPiece GGUF whose tokenizer keys the file takes "+
 		"(llama.cpp's ggml-vocab-bert-bge.gguf)")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")

@@ -51,7 +51,9 @@ type Options struct {
 	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
 	// RouterStd is the router's weight std (0: twice Std): a wider router
 	// leaves fewer near ties between experts.
-	RouterStd float64
+	RouterStd float64 // SSM shapes a Gated DeltaNet hybrid: Arch qwen35 (a dense FFN) or
+	// qwen35moe (experts and a gated shared expert, SharedFFN wide).
+	SSM SSMOptions
 }
 
 func (o *Options) check() error {
@@ -66,12 +68,12 @@ func (o *Options) check() error {
 		return fmt.Errorf("synth: %s needs dim and ffn widths that are multiples of %d", o.DType, f.BlockElems)
 	}
 	moeArch := map[string]bool{"qwen3moe": true, "qwen2moe": true, "olmoe": true, "llama": true, "": true,
-		"granitemoe": true, "granite": true, "gpt-oss": true}[o.Arch]
+		"granitemoe": true, "granite": true, "gpt-oss": true, "qwen35moe": true}[o.Arch]
 	if o.Experts > 0 && (!moeArch || o.ExpertsUsed <= 0 || o.ExpertsUsed > o.Experts || o.ExpertFFN <= 0) {
 		return fmt.Errorf("synth: %d experts (%d used, %d wide) need arch qwen3moe, qwen2moe, olmoe or llama", o.Experts,
 			o.ExpertsUsed, o.ExpertFFN)
 	}
-	if o.Arch == "qwen2moe" && o.SharedFFN == 0 || o.SharedFFN > 0 && o.Arch != "qwen2moe" && o.Arch != "granitemoe" ||
+	if o.Arch == "qwen2moe" && o.SharedFFN == 0 || o.SharedFFN > 0 && o.Arch != "qwen2moe" && o.Arch != "granitemoe" && o.Arch != "qwen35moe" ||
 		o.SharedFFN%f.BlockElems != 0 {
 		return fmt.Errorf("synth: a shared expert (%d wide) is qwen2moe's or granitemoe's, and every qwen2moe block has one",
 			o.SharedFFN)
@@ -107,6 +109,11 @@ func Write(w io.Writer, o Options) error {
 	if o.HeadDim == 0 {
 		o.HeadDim = o.Dim / o.Heads
 	}
+	if o.hybrid() {
+		if err := o.checkHybrid(); err != nil {
+			return err
+		}
+	}
 	pieces, scores, types := synthVocab(o)
 	gw := gguf.NewWriter()
 	// general.file_type (llama.cpp's LLAMA_FTYPE_ALL_*), for tools that read it.
@@ -128,7 +135,7 @@ func Write(w io.Writer, o Options) error {
 	gw.Set(arch+".embedding_length", uint32(o.Dim))
 	gw.Set(arch+".block_count", uint32(o.Layers))
 	ffn := o.FFN
-	if o.Experts > 0 && arch != "qwen3moe" && arch != "qwen2moe" && arch != "gpt-oss" { // experts sized by feed_forward_length
+	if o.Experts > 0 && arch != "qwen3moe" && arch != "qwen2moe" && arch != "gpt-oss" && arch != "qwen35moe" { // experts sized by feed_forward_length
 		ffn = o.ExpertFFN
 	}
 	gw.Set(arch+".feed_forward_length", uint32(ffn))
@@ -141,7 +148,7 @@ func Write(w io.Writer, o Options) error {
 	if o.Experts > 0 {
 		gw.Set(arch+".expert_count", uint32(o.Experts))
 		gw.Set(arch+".expert_used_count", uint32(o.ExpertsUsed))
-		if arch == "qwen3moe" || arch == "qwen2moe" || arch == "gpt-oss" {
+		if arch == "qwen3moe" || arch == "qwen2moe" || arch == "gpt-oss" || arch == "qwen35moe" {
 			gw.Set(arch+".expert_feed_forward_length", uint32(o.ExpertFFN))
 		}
 		if o.SharedFFN > 0 {
@@ -156,6 +163,9 @@ func Write(w io.Writer, o Options) error {
 		gw.Set(arch+".rope.scaling.original_context_length", uint32(4096))
 	} else {
 		gw.Set(arch+".rope.freq_base", float32(10000))
+	}
+	if o.hybrid() {
+		o.hybridMeta(gw, arch)
 	}
 	if strings.HasPrefix(arch, "granite") {
 		gw.Set(arch+".logit_scale", float32(8))
@@ -217,10 +227,14 @@ func Write(w io.Writer, o Options) error {
 	}
 	for i := range o.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		mat(p+"attn_q.weight", qd, o.Dim)
-		mat(p+"attn_k.weight", kv, o.Dim)
-		mat(p+"attn_v.weight", kv, o.Dim)
-		mat(p+"attn_output.weight", o.Dim, qd)
+		if o.hybrid() {
+			o.hybridAttn(gw, rng, i, mat, ones)
+		} else {
+			mat(p+"attn_q.weight", qd, o.Dim)
+			mat(p+"attn_k.weight", kv, o.Dim)
+			mat(p+"attn_v.weight", kv, o.Dim)
+			mat(p+"attn_output.weight", o.Dim, qd)
+		}
 		if arch == "gpt-oss" {
 			vec(p+"attn_output.bias", o.Dim)
 			vec(p+"attn_sinks.weight", o.Heads)
@@ -231,7 +245,7 @@ func Write(w io.Writer, o Options) error {
 			vec(p+"attn_v.bias", kv)
 		}
 		ones(p+"attn_norm.weight", o.Dim)
-		if arch == "gpt-oss" { // its pre-FFN norm's name
+		if arch == "gpt-oss" || o.hybrid() { // their pre-FFN norm's name
 			ones(p+"post_attention_norm.weight", o.Dim)
 		} else {
 			ones(p+"ffn_norm.weight", o.Dim)
@@ -266,7 +280,7 @@ func Write(w io.Writer, o Options) error {
 			}
 		}
 		if o.SharedFFN > 0 {
-			if arch == "qwen2moe" {
+			if arch == "qwen2moe" || arch == "qwen35moe" {
 				vec(p+"ffn_gate_inp_shexp.weight", o.Dim)
 			}
 			mat(p+"ffn_gate_shexp.weight", o.SharedFFN, o.Dim)

@@ -77,7 +77,7 @@ func run() error {
 	}
 	defer m.Close()
 	c := m.Config
-	r := report{Model: *path, DType: m.Layers[0].Wq.Type.String(), Threads: *threads,
+	r := report{Model: *path, DType: m.Layers[len(m.Layers)-1].W2.Type.String(), Threads: *threads,
 		WeightBytes: m.WeightBytes(), DecodeTokS: map[string]float64{}, DecodeContext: *ctxLen}
 	fmt.Fprintln(os.Stderr, "kernelbench: measuring memory bandwidth and FMA peak...")
 	r.MemBWGBs = cpu.MeasureReadBandwidth(1<<30, *threads)
@@ -133,7 +133,7 @@ func run() error {
 		for pos := 0; pos < n; pos += 512 {
 			end := min(pos+512, n)
 			if _, err := cpu.Forward(&backend.Batch{Seqs: []backend.SeqInput{{Tokens: prompt[pos:end], Pos: pos,
-				Blocks: table(0), Logits: end == n, PromptLen: n}}}); err != nil {
+				Blocks: table(0), Logits: end == n, PromptLen: n, Seq: 1 << 20}}}); err != nil {
 				return err
 			}
 		}
@@ -147,7 +147,7 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "kernelbench: decode batch %d...\n", b)
 		batch := &backend.Batch{}
 		for s := range b {
-			batch.Seqs = append(batch.Seqs, backend.SeqInput{Tokens: tokens(ctx), Pos: 0, Blocks: table(s), PromptLen: ctx})
+			batch.Seqs = append(batch.Seqs, backend.SeqInput{Tokens: tokens(ctx), Pos: 0, Blocks: table(s), PromptLen: ctx, Seq: uint64(s)})
 		}
 		for s := 0; s < b; s += 8 { // fill the KV a few sequences at a time
 			sub := &backend.Batch{Seqs: batch.Seqs[s:min(s+8, b)]}
@@ -156,7 +156,7 @@ func run() error {
 			}
 		}
 		for i := range batch.Seqs {
-			batch.Seqs[i] = backend.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true, PromptLen: ctx}
+			batch.Seqs[i] = backend.SeqInput{Tokens: tokens(1), Pos: ctx, Blocks: table(i), Logits: true, PromptLen: ctx, Seq: uint64(i)}
 		}
 		var load backend.ExpertLoad
 		start := time.Now()

@@ -1,0 +1,56 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o *float32)
+// The gated delta rule's update of one head's state, ggml's layout (row j
+// holds S[.][j]), and its output, in one pass over the rows:
+// row_j = decay*row_j + d[j]*k, then o[j] = row_j . q. s is a multiple of 8.
+TEXT ·deltaUpdateAVX2(SB), NOSPLIT, $0-56
+	MOVQ         m+0(FP), SI
+	MOVQ         s+8(FP), CX
+	MOVQ         k+16(FP), R8
+	MOVQ         q+24(FP), R9
+	VBROADCASTSS decay+32(FP), Y15
+	MOVQ         d+40(FP), R10
+	MOVQ         o+48(FP), DX
+	MOVQ         CX, BX
+	SHLQ         $2, BX
+	MOVQ         CX, R11
+
+delta_row:
+	VBROADCASTSS (R10), Y14
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y2, Y2, Y2
+	XORQ         AX, AX
+
+delta_col:
+	VMULPS      (SI)(AX*1), Y15, Y1
+	VFMADD231PS (R8)(AX*1), Y14, Y1
+	VMOVUPS     Y1, (SI)(AX*1)
+	VFMADD231PS (R9)(AX*1), Y1, Y0
+	ADDQ        $32, AX
+	CMPQ        AX, BX
+	JGE         delta_sum
+	VMULPS      (SI)(AX*1), Y15, Y3
+	VFMADD231PS (R8)(AX*1), Y14, Y3
+	VMOVUPS     Y3, (SI)(AX*1)
+	VFMADD231PS (R9)(AX*1), Y3, Y2
+	ADDQ        $32, AX
+	CMPQ        AX, BX
+	JLT         delta_col
+
+delta_sum:
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         BX, SI
+	ADDQ         $4, R10
+	ADDQ         $4, DX
+	DECQ         R11
+	JNZ          delta_row
+	VZEROUPPER
+	RET

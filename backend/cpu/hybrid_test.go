@@ -1,0 +1,62 @@
+package cpu
+
+import (
+	"testing"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/llamacpp"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// TestHybridSynthMatchesLlamaCppLive: Gated DeltaNet hybrids that
+// testing/synth writes (qwen35 dense, qwen35moe with a gated shared expert;
+// heads of 32, two V heads per K head, partial M-RoPE) agree with the npm
+// llama.cpp step by step, over a prompt long enough that the recurrent
+// state carries far.
+func TestHybridSynthMatchesLlamaCppLive(t *testing.T) {
+	ref := liveRef(t)
+	long := make([]int, 150)
+	for i := range long {
+		long[i] = 3 + (i*37+11)%500
+	}
+	for _, o := range []synth.Options{
+		{Arch: "qwen35", Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 256, Vocab: 512, Context: 4096,
+			DType: quant.F32, Seed: 21, Std: 0.08, SSM: synth.SSMOptions{State: 32, Groups: 2, VHeads: 4}},
+		{Arch: "qwen35moe", Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 256, Vocab: 512, Context: 4096,
+			DType: quant.F32, Seed: 22, Std: 0.08, SSM: synth.SSMOptions{State: 32, Groups: 2, VHeads: 4},
+			Experts: 8, ExpertsUsed: 2, ExpertFFN: 256, SharedFFN: 256, RouterStd: 0.5},
+	} {
+		t.Run(o.Arch, func(t *testing.T) {
+			file, _ := synth.WriteFile(t, o)
+			m, err := model.Load(file, model.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if !m.Config.Recurrent.Layer(0) || m.Config.Recurrent.Layer(3) || m.Layers[0].SSM == nil {
+				t.Fatalf("synth's %s: recurrent %+v", o.Arch, m.Config.Recurrent)
+			}
+			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if _, err := ref.LoadModel(file, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := ref.Context(llamacpp.ContextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for _, p := range [][]int{{1, 40, 99, 301, 7, 260}, long} {
+				worst = max(worst, teacherForced(t, b, liveGolden(t, ref, p, 12)))
+			}
+			t.Logf("top-5 log-probabilities within %.2g of llama.cpp's", worst)
+			if worst > 2e-4 {
+				t.Errorf("%.3g from llama.cpp's", worst)
+			}
+		})
+	}
+}
