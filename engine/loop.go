@@ -514,6 +514,7 @@ func (e *Engine) publish() {
 	}
 	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached = u.Total, u.Used, u.Cached
 	s.KVBlocksPinned = e.pinnedBlocks()
+	s.RecurrentStates = len(e.rstates.held)
 	e.gauges.running.Store(int64(s.Running))
 	e.gauges.waiting.Store(int64(s.Waiting))
 	e.gauges.kvUsed.Store(int64(u.Used))

@@ -63,8 +63,8 @@ func TestRecurrentStatesFreed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the engine did not stop")
 	}
-	if n := b.States(); n != 0 {
-		t.Errorf("%d recurrent states after every request ended", n)
+	if n, st := b.States(), e.Stats(); n != 0 || st.RecurrentStates != 0 {
+		t.Errorf("%d recurrent states (stats say %d) after every request ended", n, st.RecurrentStates)
 	}
 	if most > 2*running {
 		t.Errorf("%d recurrent states live at once with %d sequences running: ended ones are kept", most, running)

@@ -36,6 +36,10 @@ type Stats struct {
 	KVUsage        float64 `json:"kv_usage"`         // used / total
 	KVBlocksPinned int     `json:"kv_blocks_pinned"` // held by pinned prefixes (of the used)
 	BlockSize      int     `json:"block_size"`
+	// RecurrentStates: sequences whose recurrent-layer state the backend
+	// holds (hybrids such as qwen35; their KV blocks serve the attention
+	// layers only, and no prefix is cached for them).
+	RecurrentStates int `json:"recurrent_states,omitempty"`
 
 	PrefixQueries uint64 `json:"prefix_cache_queries"` // prompt tokens looked up
 	PrefixHits    uint64 `json:"prefix_cache_hits"`    // of those, found cached
