@@ -14,6 +14,7 @@ import (
 	"github.com/batchd/batchd/metrics"
 
 	"github.com/batchd/batchd/httpapi"
+	"github.com/batchd/batchd/httpapi/anthropic"
 	"github.com/batchd/batchd/httpapi/ollama"
 	"github.com/batchd/batchd/ipc"
 )
@@ -45,6 +46,7 @@ func (d *Daemon) serveHTTP(cfg config.Config, keys map[string]ipc.Peer) error {
 		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration})
 	d.httpSrv.SetAPIKeys(keys)
 	ollama.Register(d.httpSrv, frontend{d.svc, d})
+	anthropic.Register(d.httpSrv, frontend{d.svc, d})
 	d.httpSrv.Route("GET /metrics", d.vllmMetrics, nil) // the endpoint picker scrapes without a key
 	for _, ln := range lns {
 		go func() {

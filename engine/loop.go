@@ -416,7 +416,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, err error, now time.T
 	if tail != "" {
 		rs.stream.push(Event{Text: tail})
 	}
-	done := Event{Done: true, Finish: reason, Err: err, Preemptions: seq.Preemptions, Embedding: rs.embedding,
+	done := Event{Done: true, Finish: reason, StopString: rs.stop.matched, Err: err, Preemptions: seq.Preemptions, Embedding: rs.embedding,
 		Usage:   Usage{PromptTokens: seq.PromptLen, CompletionTokens: seq.Generated(), CachedPromptTokens: seq.CachedTokens},
 		Timings: Timings{Total: now.Sub(seq.Arrival)}}
 	if !seq.FirstSched.IsZero() {

@@ -158,6 +158,7 @@ type Event struct {
 
 	Done        bool
 	Finish      FinishReason
+	StopString  string    // the stop string that ended the text (Finish stop), if one did
 	Embedding   []float32 // an embedding request's vector (terminal event)
 	Err         error     // set when Finish is "error" or "cancelled" by shutdown
 	Usage       Usage

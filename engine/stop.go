@@ -6,8 +6,9 @@ import "strings"
 // the start of a stop string is held back until it is known not to be one,
 // so a stop string is never emitted, even in part.
 type stopMatcher struct {
-	stops []string
-	held  string
+	stops   []string
+	held    string
+	matched string // the stop string that ended the text
 }
 
 // feed adds a text delta and returns what may be emitted now; stopped is true
@@ -23,7 +24,7 @@ func (m *stopMatcher) feed(delta string) (out string, stopped bool) {
 	cut := -1
 	for _, s := range m.stops {
 		if i := strings.Index(buf, s); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+			cut, m.matched = i, s
 		}
 	}
 	if cut >= 0 {

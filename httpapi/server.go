@@ -254,12 +254,12 @@ func (s *Server) authenticate(r *http.Request, ci *connInfo) (ipc.Peer, *httpErr
 		return ci.peer, nil
 	}
 	p, ok := s.bearer(r)
-	if !ok && s.o.Anonymous != nil && r.Header.Get("Authorization") == "" {
+	if !ok && s.o.Anonymous != nil && r.Header.Get("Authorization") == "" && r.Header.Get("X-Api-Key") == "" {
 		p, ok = *s.o.Anonymous, true // a wrong key stays a 401
 	}
 	if !ok {
 		return ipc.Peer{}, &httpError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
-			msg: "missing or unknown API key: send Authorization: Bearer KEY with a key from server.api_keys", authHeader: true}
+			msg: "missing or unknown API key: send Authorization: Bearer KEY (or x-api-key: KEY) with a key from server.api_keys", authHeader: true}
 	}
 	if !s.o.Users.Policy().Allowed(p) {
 		return ipc.Peer{}, &httpError{status: http.StatusForbidden, typ: "permission_error",
@@ -281,6 +281,9 @@ func (s *Server) bearer(r *http.Request) (ipc.Peer, bool) {
 	// The scheme is case-insensitive (RFC 9110 11.1): bearer and BEARER too.
 	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	tok = strings.TrimLeft(tok, " ")
+	if r.Header.Get("Authorization") == "" { // Anthropic's clients send x-api-key
+		scheme, tok = "Bearer", r.Header.Get("X-Api-Key")
+	}
 	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return ipc.Peer{}, false
 	}

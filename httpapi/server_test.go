@@ -274,6 +274,31 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 	}
 }
 
+// TestXAPIKey: Anthropic's clients send the key as x-api-key; it admits
+// as a bearer key does, a wrong one is a 401, and Authorization wins.
+func TestXAPIKey(t *testing.T) {
+	b, u := &fakeBackend{}, &fakeUsers{}
+	_, base := startTCP(t, b, u, Options{})
+	for _, c := range []struct {
+		auth, key string
+		status    int
+	}{{"", testKey, 200}, {"", "wrong", 401}, {"Bearer wrong", testKey, 401}, {"Bearer " + testKey, "wrong", 200}} {
+		req, _ := http.NewRequest("POST", base+"/v1/completions", strings.NewReader(`{"prompt":"a"}`))
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		req.Header.Set("X-Api-Key", c.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("Authorization %q, x-api-key %q: status %d, want %d", c.auth, c.key, resp.StatusCode, c.status)
+		}
+	}
+}
+
 // TestSeedAndMaxTokens: seed -1 is "random" (wire.SeedRandom, as on the
 // msgpack socket), an absent seed too; other negatives are refused, as is a
 // max_tokens past int32 (with a message that says the bound).

@@ -134,14 +134,7 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	if m.Experts > 0 {
 		p.ActiveBytes, p.Experts = m.ActiveBytes, fmt.Sprintf("%d of %d", m.Used, m.Experts)
 	}
-	p.ActivationReserve = int64(stepTokens)*int64(4*m.Dim+m.QDim+m.ffnActivations())*4 +
-		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
-	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
-	// Recurrent states: the backend holds up to two per running sequence
-	// (backend.Options.MaxStates).
-	p.StateReserve = 2 * int64(p.MaxNumSeqs) * m.StateBytes
-	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve - p.StateReserve
-	p.KVBudget = int64(float64(free) * (1 - prof.Headroom))
+	p.reserve(m, stepTokens, kvElemBytes, prof.Headroom)
 	blockBytes := int64(p.BlockSize) * int64(p.KVBytesPerToken)
 	if p.KVBudget < blockBytes {
 		return p, fmt.Errorf("%w: %d MiB usable, weights %d MiB, activations %d MiB leave no KV memory",
@@ -170,6 +163,19 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	}
 	p.FullContextSeqs = p.KVBlocks / ((p.MaxContext + p.BlockSize - 1) / p.BlockSize)
 	return p, nil
+}
+
+// reserve sets aside the step's activations and the recurrent states, and
+// leaves the rest, less the headroom, to the KV blocks.
+func (p *Plan) reserve(m ModelShape, stepTokens, kvElemBytes int, headroom float64) {
+	p.ActivationReserve = int64(stepTokens)*int64(4*m.Dim+m.QDim+m.ffnActivations())*4 +
+		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
+	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
+	// Recurrent states: the backend holds up to two per running sequence
+	// (backend.Options.MaxStates).
+	p.StateReserve = 2 * int64(p.MaxNumSeqs) * m.StateBytes
+	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve - p.StateReserve
+	p.KVBudget = int64(float64(free) * (1 - headroom))
 }
 
 // cpuMemory is the memory a CPU plan may use: what is available now (4

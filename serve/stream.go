@@ -62,7 +62,7 @@ func (s *stream) Next(ctx context.Context) (ipc.Event, error) {
 		}
 		return out, nil
 	}
-	d := &wire.Done{FinishReason: string(ev.Finish), Preemptions: ev.Preemptions,
+	d := &wire.Done{FinishReason: string(ev.Finish), StopSequence: ev.StopString, Preemptions: ev.Preemptions,
 		Usage: wire.Usage{PromptTokens: ev.Usage.PromptTokens, CompletionTokens: ev.Usage.CompletionTokens,
 			CachedPromptTokens: ev.Usage.CachedPromptTokens},
 		Timings: wire.Timings{QueueS: ev.Timings.Queue.Seconds(), FirstTokenS: ev.Timings.FirstToken.Seconds(),

@@ -205,6 +205,8 @@ type Done struct {
 	Type         string `msgpack:"type"`
 	ID           uint64 `msgpack:"id"`
 	FinishReason string `msgpack:"finish_reason"` // stop, length, tool_calls, cancelled, error
+	// StopSequence is the stop string that ended the text, when one did.
+	StopSequence string `msgpack:"stop_sequence,omitempty"`
 	Text         string `msgpack:"text,omitempty"`
 	Tokens       []int  `msgpack:"tokens,omitempty"`
 	PromptTokens []int  `msgpack:"prompt_tokens,omitempty"`

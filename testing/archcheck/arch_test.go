@@ -77,16 +77,17 @@ var rules = []rule{
 	{"ipc", []string{"ipc/wire"}},
 	{"ipc/ipctest", []string{"ipc"}},
 	{"clients/go", []string{"ipc/wire"}},
-	{"httpapi", []string{"ipc"}},                   // a translator onto ipc.Backend; never the engine
-	{"httpapi/ollama", []string{"httpapi", "ipc"}}, // routes on httpapi's listeners
-	{"kvevents", []string{"kvcache"}},              // the cache's events on a ZeroMQ socket; no engine
+	{"httpapi", []string{"ipc"}},                      // a translator onto ipc.Backend; never the engine
+	{"httpapi/ollama", []string{"httpapi", "ipc"}},    // routes on httpapi's listeners
+	{"httpapi/anthropic", []string{"httpapi", "ipc"}}, // Anthropic's Messages API, likewise
+	{"kvevents", []string{"kvcache"}},                 // the cache's events on a ZeroMQ socket; no engine
 	// The config file: readable and comparable without the engine or a model.
 	{"config", []string{"engine/sched", "backend", "toolcall", "ipc", "clients/go", "kvevents"}},
 	// The serving layer: between the transports and the engine.
 	{"serve", []string{"engine", "config", "chat", "toolcall", "backend/backends", "hwprofile", "ipc", "serve/models"}},
 	{"metrics", []string{"engine", "config", "ipc"}},
 	// The daemon's lifecycle and the programs.
-	{"daemon", []string{"serve", "metrics", "config", "httpapi/ollama", "kvevents"}},
+	{"daemon", []string{"serve", "metrics", "config", "httpapi/ollama", "httpapi/anthropic", "kvevents"}},
 	{"daemon/daemontest", []string{"daemon"}},
 	{"cmd/batchd", []string{"daemon", "serve", "tune/remote"}},
 	{"cmd/batchctl", []string{"clients/go", "tune", "tune/remote"}}, // never the engine: a small static binary
