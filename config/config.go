@@ -133,6 +133,10 @@ type ServerConfig struct {
 	// name or uid: its caps, channels and routing), for clients that send
 	// none (Ollama's); "" (default) answers them 401 (restart).
 	AnonymousUser string `toml:"anonymous_user"`
+	// ResponsesStoreMB bounds, in MiB over every user, the responses
+	// /v1/responses keeps for previous_response_id and GET (store: true);
+	// the least recently used go first. 0 keeps none (restart).
+	ResponsesStoreMB int `toml:"responses_store_mb"`
 }
 
 // ChannelConfig is one QoS channel's objectives and limits.
@@ -206,7 +210,8 @@ func Default() Config {
 	t := true
 	return Config{
 		Server: ServerConfig{Socket: "/run/batchd/batchd.sock", SocketMode: "0660", MaxRequestsPerUser: 256, MaxKeepAlive: Duration{time.Hour},
-			MaxFrameBytes: 1 << 20, MaxConnections: ipc.DefaultMaxConnections, HelloTimeout: Duration{ipc.DefaultHelloTimeout}},
+			MaxFrameBytes: 1 << 20, MaxConnections: ipc.DefaultMaxConnections, HelloTimeout: Duration{ipc.DefaultHelloTimeout},
+			ResponsesStoreMB: 256},
 		Engine: EngineKnobs{PrefixCaching: &t, MaxPartialPrefills: 1, Policy: "fcfs", MaxQueue: 1024, Adaptive: &t, QuantDot: backend.DefaultQuantDot},
 		Channels: map[string]ChannelConfig{
 			"realtime": {TTFTTarget: Duration{500 * time.Millisecond}, ITLTarget: Duration{100 * time.Millisecond},

@@ -53,6 +53,7 @@ func restartFields() []restartField {
 		field("server.http_socket", func(c *Config) *string { return &c.Server.HTTPSocket }),
 		field("server.http_listen", func(c *Config) *string { return &c.Server.HTTPListen }),
 		field("server.anonymous_user", func(c *Config) *string { return &c.Server.AnonymousUser }),
+		field("server.responses_store_mb", func(c *Config) *int { return &c.Server.ResponsesStoreMB }),
 		field("engine.block_size", func(c *Config) *int { return &c.Engine.BlockSize }),
 		field("engine.kv_blocks", func(c *Config) *int { return &c.Engine.KVBlocks }),
 		field("engine.threads", func(c *Config) *int { return &c.Engine.Threads }),

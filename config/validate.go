@@ -51,6 +51,7 @@ func (c *Config) Validate() error {
 		{"server.max_requests_per_user", c.Server.MaxRequestsPerUser, 0},
 		{"server.max_frame_bytes", c.Server.MaxFrameBytes, 1024},
 		{"server.max_connections", c.Server.MaxConnections, 1},
+		{"server.responses_store_mb", c.Server.ResponsesStoreMB, 0},
 		{"engine.block_size", c.Engine.BlockSize, 0},
 		{"engine.kv_blocks", c.Engine.KVBlocks, 0},
 		{"engine.threads", c.Engine.Threads, 0},

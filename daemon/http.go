@@ -43,7 +43,8 @@ func (d *Daemon) serveHTTP(cfg config.Config, keys map[string]ipc.Peer) error {
 		return nil
 	}
 	d.httpSrv = httpapi.New(httpapi.Options{Backend: frontend{d.svc, d}, Users: d.srv, Logger: d.log, Anonymous: cfg.Resolved().Anonymous,
-		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration})
+		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration,
+		ResponsesStoreBytes: responsesStoreBytes(cfg.Server.ResponsesStoreMB)})
 	d.httpSrv.SetAPIKeys(keys)
 	ollama.Register(d.httpSrv, frontend{d.svc, d})
 	anthropic.Register(d.httpSrv, frontend{d.svc, d})
@@ -98,4 +99,13 @@ func (d *Daemon) vllmMetrics(w http.ResponseWriter, _ *http.Request, _ ipc.Peer)
 		ms = append(ms, metrics.ModelGauges{Name: lm.Name, Gauges: lm.Engine.Gauges()})
 	}
 	metrics.WriteVLLM(w, ms)
+}
+
+// responsesStoreBytes is server.responses_store_mb as httpapi takes it
+// (negative: none kept).
+func responsesStoreBytes(mb int) int64 {
+	if mb <= 0 {
+		return -1
+	}
+	return int64(mb) << 20
 }

@@ -52,6 +52,10 @@ type Options struct {
 	// WriteTimeout drops a client that takes longer to take one event or
 	// response; default 30s.
 	WriteTimeout time.Duration
+	// ResponsesStoreBytes bounds the responses /v1/responses keeps for
+	// previous_response_id and GET (store: true); 0: 256 MiB, negative:
+	// none are kept.
+	ResponsesStoreBytes int64
 }
 
 // Defaults of Options.
@@ -71,6 +75,7 @@ type Server struct {
 	created int64
 	wg      sync.WaitGroup // handlers reading streams to their end
 	renders atomic.Uint64  // render answers' ids
+	stored  *responseStore // /v1/responses' kept responses
 }
 
 // apiKey maps a bearer token to the user it stands for.
@@ -96,7 +101,7 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, log: o.Logger.With("component", "http"), created: time.Now().Unix()}
+	s := &Server{o: o, log: o.Logger.With("component", "http"), created: time.Now().Unix(), stored: newResponseStore(o.ResponsesStoreBytes)}
 	s.keys.Store(&[]apiKey{})
 	mux := http.NewServeMux()
 	s.mux = mux
@@ -107,6 +112,9 @@ func New(o Options) *Server {
 	mux.Handle("POST /v1/completions", s.auth(s.completions))
 	mux.Handle("POST /v1/embeddings", s.auth(s.embeddings))
 	mux.Handle("POST /v1/chat/completions/render", s.auth(s.renderChat))
+	mux.Handle("POST /v1/responses", s.auth(s.responses))
+	mux.Handle("GET /v1/responses/{id}", s.auth(s.getResponse))
+	mux.Handle("DELETE /v1/responses/{id}", s.auth(s.deleteResponse))
 	mux.Handle("POST /v1/completions/render", s.auth(s.renderCompletion))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error",

@@ -1,0 +1,331 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/batchd/batchd/ipc/wire"
+)
+
+// responsesRequest is a POST /v1/responses body (OpenAI's Responses API).
+type responsesRequest struct {
+	Model              string            `json:"model"`
+	Input              json.RawMessage   `json:"input"`
+	Instructions       *string           `json:"instructions"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
+	Text               *responsesText    `json:"text"`
+	Reasoning          *struct {
+		Effort  *string `json:"effort"`
+		Summary *string `json:"summary"`
+	} `json:"reasoning"`
+	MaxOutputTokens    *int64            `json:"max_output_tokens"`
+	Temperature        *float64          `json:"temperature"`
+	TopP               *float64          `json:"top_p"`
+	Metadata           map[string]string `json:"metadata"`
+	Store              *bool             `json:"store"`
+	PreviousResponseID string            `json:"previous_response_id"`
+	Stream             bool              `json:"stream"`
+	// Accepted, changing no output: who asks, what to include besides
+	// (encrypted reasoning: batchd returns its reasoning as text), a
+	// cache key (batchd's prefix cache needs none), the tier.
+	User             string   `json:"user"`
+	Include          []string `json:"include"`
+	PromptCacheKey   string   `json:"prompt_cache_key"`
+	SafetyIdentifier string   `json:"safety_identifier"`
+	ServiceTier      string   `json:"service_tier"`
+	Truncation       string   `json:"truncation"`
+	// Refused by name.
+	Background   *bool           `json:"background"`
+	Conversation json.RawMessage `json:"conversation"`
+	Prompt       json.RawMessage `json:"prompt"`
+	MaxToolCalls *int            `json:"max_tool_calls"`
+	TopLogprobs  *int            `json:"top_logprobs"`
+}
+
+type responsesText struct {
+	Format    json.RawMessage `json:"format"`
+	Verbosity string          `json:"verbosity"`
+}
+
+// inputItem is an input item of any type.
+type inputItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	// function_call
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	// function_call_output
+	Output json.RawMessage `json:"output"`
+	// reasoning
+	Summary []textPart `json:"summary"`
+}
+
+type textPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// responsesSubmit maps a Responses request (after previous, the stored
+// conversation it continues) to a submit.
+func responsesSubmit(req *responsesRequest, previous []map[string]any) (*wire.Submit, []map[string]any, *httpError) {
+	switch {
+	case req.Background != nil && *req.Background:
+		return nil, nil, errInvalid("background", "background: batchd answers in the request (stream for progress)")
+	case len(req.Conversation) > 0 && string(req.Conversation) != "null":
+		return nil, nil, errInvalid("conversation", "conversation: not served; continue with previous_response_id")
+	case len(req.Prompt) > 0 && string(req.Prompt) != "null":
+		return nil, nil, errInvalid("prompt", "prompt: stored prompt templates are not served")
+	case req.MaxToolCalls != nil:
+		return nil, nil, errInvalid("max_tool_calls", "max_tool_calls: built-in tools are not served")
+	case req.TopLogprobs != nil && *req.TopLogprobs > 0:
+		return nil, nil, errInvalid("top_logprobs", "top_logprobs: not served on /v1/responses (use /v1/chat/completions)")
+	case req.Truncation != "" && req.Truncation != "disabled":
+		return nil, nil, errInvalid("truncation", "truncation %q: batchd does not drop turns (disabled)", req.Truncation)
+	}
+	msgs := append([]map[string]any(nil), previous...)
+	if req.Instructions != nil && *req.Instructions != "" {
+		msgs = append([]map[string]any{{"role": "system", "content": *req.Instructions}}, msgs...)
+	}
+	input, herr := inputMessages(req.Input)
+	if herr != nil {
+		return nil, nil, herr
+	}
+	msgs = append(msgs, input...)
+	if len(msgs) == 0 {
+		return nil, nil, errInvalid("input", "input: no messages")
+	}
+	s := &wire.Submit{Type: wire.TypeSubmit, Model: req.Model, Stream: true, Temperature: 1, Seed: wire.SeedRandom}
+	b, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, nil, errInvalid("input", "input: %v", err)
+	}
+	s.Messages = wire.JSON(b)
+	if m := req.MaxOutputTokens; m != nil {
+		if *m < 1 || *m > 1<<31-1 {
+			return nil, nil, errInvalid("max_output_tokens", "max_output_tokens %d: want 1 to %d", *m, 1<<31-1)
+		}
+		s.MaxTokens = int(*m)
+	}
+	if req.Temperature != nil {
+		if *req.Temperature < 0 || *req.Temperature > 2 {
+			return nil, nil, errInvalid("temperature", "temperature %v: want 0 to 2", *req.Temperature)
+		}
+		s.Temperature = float32(*req.Temperature)
+	}
+	if req.TopP != nil {
+		s.TopP = float32(*req.TopP)
+	}
+	if herr := responsesTools(req, s); herr != nil {
+		return nil, nil, herr
+	}
+	if herr := responsesFormat(req, s); herr != nil {
+		return nil, nil, herr
+	}
+	s.ReasoningFormat = "auto"
+	if r := req.Reasoning; r != nil && r.Effort != nil {
+		if herr := reasoningEffort(*r.Effort, s); herr != nil {
+			herr.param = "reasoning.effort"
+			return nil, nil, herr
+		}
+	}
+	return s, msgs, nil
+}
+
+// inputMessages maps input (a string, or items) to chat messages.
+func inputMessages(raw json.RawMessage) ([]map[string]any, *httpError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, errInvalid("input", "input: %v", err)
+		}
+		return []map[string]any{{"role": "user", "content": s}}, nil
+	}
+	var items []inputItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, errInvalid("input", "input: want a string or an array of items: %v", err)
+	}
+	var out []map[string]any
+	reasoning := ""
+	lastAssistant := func() map[string]any {
+		if n := len(out); n > 0 && out[n-1]["role"] == "assistant" {
+			return out[n-1]
+		}
+		m := map[string]any{"role": "assistant", "content": ""}
+		if reasoning != "" {
+			m["reasoning_content"], reasoning = reasoning, ""
+		}
+		out = append(out, m)
+		return m
+	}
+	for i, it := range items {
+		where := fmt.Sprintf("input[%d]", i)
+		switch it.Type {
+		case "", "message":
+			text, herr := partsText(it.Content, where)
+			if herr != nil {
+				return nil, herr
+			}
+			role := it.Role
+			switch role {
+			case "developer":
+				role = "system"
+			case "user", "system":
+			case "assistant":
+				m := lastAssistant()
+				m["content"] = m["content"].(string) + text
+				continue
+			default:
+				return nil, errInvalid("input", "%s.role %q: want user, system, developer or assistant", where, it.Role)
+			}
+			out = append(out, map[string]any{"role": role, "content": text})
+		case "function_call":
+			m := lastAssistant()
+			calls, _ := m["tool_calls"].([]map[string]any)
+			m["tool_calls"] = append(calls, map[string]any{"id": it.CallID, "type": "function",
+				"function": map[string]any{"name": it.Name, "arguments": it.Arguments}})
+		case "function_call_output":
+			text, herr := outputText(it.Output, where)
+			if herr != nil {
+				return nil, herr
+			}
+			out = append(out, map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": text})
+		case "reasoning":
+			var parts []string
+			for _, p := range it.Summary {
+				parts = append(parts, p.Text)
+			}
+			if c, herr := partsText(it.Content, where); herr == nil && c != "" {
+				parts = append(parts, c)
+			}
+			reasoning = strings.Join(parts, "\n")
+		default:
+			return nil, errInvalid("input", "%s: a %q item is not served (messages, function_call, function_call_output, reasoning)", where, it.Type)
+		}
+	}
+	return out, nil
+}
+
+// partsText joins a message's text: a string, or input_text, output_text
+// and reasoning_text parts.
+func partsText(raw json.RawMessage, where string) (string, *httpError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", errInvalid("input", "%s.content: %v", where, err)
+		}
+		return s, nil
+	}
+	var parts []textPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errInvalid("input", "%s.content: want a string or content parts: %v", where, err)
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text", "reasoning_text", "summary_text":
+			b.WriteString(p.Text)
+		default:
+			return "", errInvalid("input", "%s.content[%d]: a %q part; batchd serves text models", where, j, p.Type)
+		}
+	}
+	return b.String(), nil
+}
+
+// outputText is a function_call_output's output: a string or text parts.
+func outputText(raw json.RawMessage, where string) (string, *httpError) {
+	return partsText(raw, where+".output")
+}
+
+// responsesTools maps function tools (flat in this API) and tool_choice to
+// the chat fields; the built-in tools are refused by name.
+func responsesTools(req *responsesRequest, s *wire.Submit) *httpError {
+	var tools []map[string]any
+	for i, raw := range req.Tools {
+		var t struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      *bool           `json:"strict"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return errInvalid("tools", "tools[%d]: %v", i, err)
+		}
+		if t.Type != "function" {
+			return errInvalid("tools", "tools[%d]: the %q tool is not served; batchd runs function tools", i, t.Type)
+		}
+		fn := map[string]any{"name": t.Name}
+		if t.Description != "" {
+			fn["description"] = t.Description
+		}
+		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+			fn["parameters"] = t.Parameters
+		}
+		if t.Strict != nil {
+			fn["strict"] = *t.Strict
+		}
+		tools = append(tools, map[string]any{"type": "function", "function": fn})
+	}
+	if len(tools) > 0 {
+		b, _ := json.Marshal(tools)
+		s.Tools = wire.JSON(b)
+	}
+	if c := bytes.TrimSpace(req.ToolChoice); len(c) > 0 && string(c) != "null" {
+		var named struct {
+			Type, Name string
+		}
+		if c[0] == '{' {
+			if err := json.Unmarshal(c, &named); err != nil || named.Type != "function" || named.Name == "" {
+				return errInvalid("tool_choice", "tool_choice: want auto, none, required or {\"type\": \"function\", \"name\": ...}")
+			}
+			b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
+			c = b
+		}
+		s.ToolChoice = wire.JSON(c)
+	}
+	s.ParallelToolCalls = req.ParallelToolCalls
+	return nil
+}
+
+// responsesFormat maps text.format: json_schema and json_object are held
+// by the grammar, text is free.
+func responsesFormat(req *responsesRequest, s *wire.Submit) *httpError {
+	if req.Text == nil || len(req.Text.Format) == 0 || string(req.Text.Format) == "null" {
+		return nil
+	}
+	var f struct {
+		Type   string          `json:"type"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	}
+	if err := json.Unmarshal(req.Text.Format, &f); err != nil {
+		return errInvalid("text.format", "text.format: %v", err)
+	}
+	switch f.Type {
+	case "text":
+	case "json_object":
+		s.JSONObject = true
+	case "json_schema":
+		if len(f.Schema) == 0 || string(f.Schema) == "null" {
+			return errInvalid("text.format", "text.format: json_schema needs a schema")
+		}
+		s.JSONSchema, s.JSONSchemaStrict = wire.JSON(f.Schema), f.Strict
+	default:
+		return errInvalid("text.format", "text.format.type %q: want text, json_object or json_schema", f.Type)
+	}
+	return nil
+}
