@@ -11,14 +11,14 @@ import (
 
 // responsesRequest is a POST /v1/responses body (OpenAI's Responses API).
 type responsesRequest struct {
-	Model              string            `json:"model"`
-	Input              json.RawMessage   `json:"input"`
-	Instructions       *string           `json:"instructions"`
-	Tools              []json.RawMessage `json:"tools"`
-	ToolChoice         json.RawMessage   `json:"tool_choice"`
-	ParallelToolCalls  *bool             `json:"parallel_tool_calls"`
-	Text               *responsesText    `json:"text"`
-	Reasoning          *struct {
+	Model             string            `json:"model"`
+	Input             json.RawMessage   `json:"input"`
+	Instructions      *string           `json:"instructions"`
+	Tools             []json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls"`
+	Text              *responsesText    `json:"text"`
+	Reasoning         *struct {
 		Effort  *string `json:"effort"`
 		Summary *string `json:"summary"`
 	} `json:"reasoning"`
