@@ -75,18 +75,39 @@ type SeqInput struct {
 	// Seq names the sequence while it runs (never reused): a Recurrent
 	// backend keeps its state under it.
 	Seq uint64
+	// Recurrent backends: Snapshots ask for the state as it stands after
+	// At positions (Pos < At <= Pos+len(Tokens)) to be kept under Key, for
+	// a later sequence whose cached prefix ends there; a Rolling one
+	// replaces the sequence's previous rolling one. Restore, on the first
+	// share of a sequence that starts at Pos > 0 (its prefix cached),
+	// starts its state from the one kept under that key.
+	Snapshots []StateKey
+	Restore   *StateID
+}
+
+// StateID names a kept recurrent state: the prefix-cache hash of the block
+// that ends where the state stands.
+type StateID [16]byte
+
+// StateKey asks for the state after At positions to be kept as Key.
+type StateKey struct {
+	At      int
+	Key     StateID
+	Rolling bool
 }
 
 // Recurrent is a backend whose model keeps a state per sequence besides
 // its K/V (Gated DeltaNet layers): a share at position 0 starts the
 // sequence's state afresh, a later share continues it and must start
-// where the last one ended, so the engine neither reuses cached prefixes
-// nor verifies drafts on it, and recomputes a preempted sequence from
-// its start. DropState frees a sequence's state (it finished or was
-// preempted); at most MaxStates live at once.
+// where the last one ended (or from a kept snapshot, SeqInput.Restore),
+// so the engine reuses a cached prefix only up to a block whose state is
+// kept, verifies no drafts on it, and drops a sequence's state when it
+// stops running. At most MaxStates live at once, and MaxSnapshots kept.
 type Recurrent interface {
 	Recurrent() bool
 	DropState(seq uint64)
+	// HasSnapshot reports whether a state is kept under key.
+	HasSnapshot(key StateID) bool
 }
 
 // RoleAware is a backend whose numerics for a token depend on whether it
@@ -138,8 +159,10 @@ type Options struct {
 	// batching stays invisible.
 	QuantDot string
 	// MaxStates bounds the per-sequence states a Recurrent backend keeps
-	// (the engine's running sequences); 0: 256.
-	MaxStates int
+	// (the engine's running sequences); 0: 256. MaxSnapshots bounds the
+	// states kept for cached prefixes, least recently used out; 0:
+	// MaxStates.
+	MaxStates, MaxSnapshots int
 	// ShareThreads, when set, is a backend of the same kind whose worker
 	// threads this one runs on (a draft model's beside its target's), so
 	// that two idle pools do not spin against each other. The two must

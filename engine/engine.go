@@ -185,6 +185,7 @@ type reqState struct {
 	reason     FinishReason // of done
 	cancelled  bool         // a cancel was acknowledged; guarded by Engine.mu
 	spec       specState    // speculative drafting's record
+	chain      []kvcache.Hash // prefix-cache hashes of its full blocks (recurrent states' keys)
 	// For Requests, read outside the loop: set at Submit, or atomic.
 	arrival   time.Time
 	started   atomic.Bool
@@ -230,6 +231,9 @@ func New(o Options) (*Engine, error) {
 	if ra, ok := o.Backend.(backend.RoleAware); ok && ra.ByRole() {
 		so.PromptOnly = true
 	}
+	if rec != nil {
+		so.Resume = resumable(pool, rec)
+	}
 	e := &Engine{
 		m: o.Model, backend: o.Backend, pool: pool, sched: sched.New(o.Scheduler, pool, so), byRole: so.PromptOnly,
 		log: o.Logger.With("component", "engine"), now: o.Now, obs: o.Observer,
@@ -238,7 +242,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.ids = o.IDs
 	if rec != nil {
-		e.rstates = recurrentStates{b: rec, held: map[uint64]struct{}{}}
+		e.rstates = recurrentStates{b: rec, held: map[uint64]int{}}
 	}
 	if o.Gate != nil {
 		e.seat = o.Gate.Seat()

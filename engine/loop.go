@@ -114,12 +114,14 @@ func (e *Engine) fillBatch(batch *backend.Batch, step *sched.Step) {
 		if len(sc.Draft) > 0 { // a copy: Tokens' own array must not see the draft
 			toks = append(toks[:len(toks):len(toks)], sc.Draft...)
 		}
-		batch.Seqs = append(batch.Seqs, backend.SeqInput{
-			Tokens: toks, Pos: sc.Start, Rows: 1 + len(sc.Draft),
+		in := backend.SeqInput{Tokens: toks, Pos: sc.Start, Rows: 1 + len(sc.Draft),
 			Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen,
-			Seq: sc.Seq.ID})
+			Seq: sc.Seq.ID}
+		if rs := e.states[sc.Seq.ID]; rs != nil {
+			e.recurrentShare(&in, rs, sc.Start, sc.N)
+		}
+		batch.Seqs = append(batch.Seqs, in)
 	}
-	e.noteStates(batch)
 }
 
 // failAll ends every live request with err after a panic; one whose own

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/cpu"
 	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/model"
@@ -73,4 +75,65 @@ func TestRecurrentStatesFreed(t *testing.T) {
 		t.Error("no preemption in the tiny pool")
 	}
 	t.Logf("at most %d states live; %d preemptions", most, preempted)
+}
+
+// TestRecurrentPrefixResume: a second turn (the first's prompt and answer,
+// then more) resumes from the state kept where the cached prefix ends and
+// writes what a cold run writes; with the kept states evicted it runs cold
+// and writes the same.
+func TestRecurrentPrefixResume(t *testing.T) {
+	m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch2", "tiny-qwen35.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	run := func(e *Engine, prompt []int, n int) ([]int, int) {
+		t.Helper()
+		st, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: n, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, toks, done, err := st.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toks, done.Usage.CachedPromptTokens
+	}
+	engine := func(snapshots int, caching bool) *Engine {
+		b, err := cpu.New(m, backend.Options{NumBlocks: 64, BlockSize: 16, Threads: 2, MaxSnapshots: snapshots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		e, err := New(Options{Model: m, Backend: b, NumBlocks: 64, BlockSize: 16, DisablePrefixCaching: !caching})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _ = e.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-e.Done() })
+		return e
+	}
+	first := make([]int, 40)
+	for i := range first {
+		first[i] = 100 + 7*i
+	}
+	cold := engine(0, false)
+	answer, _ := run(cold, first, 20)
+	second := append(append(append([]int(nil), first...), answer...), 11, 12, 13, 14, 15)
+	want, _ := run(cold, second, 12)
+
+	warm := engine(0, true)
+	run(warm, first, 20)
+	got, cached := run(warm, second, 12)
+	if cached != 48 || !slices.Equal(got, want) {
+		t.Errorf("second turn: %d cached tokens (want 48: the first turn's three full blocks), tokens %v, cold %v", cached, got, want)
+	}
+	evicting := engine(1, true) // one kept state: another prompt's evicts the first's
+	run(evicting, first, 20)
+	run(evicting, []int{5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22}, 4)
+	got, cached = run(evicting, second, 12)
+	if cached != 0 || !slices.Equal(got, want) {
+		t.Errorf("evicted: %d cached tokens (want 0), tokens %v, cold %v", cached, got, want)
+	}
 }

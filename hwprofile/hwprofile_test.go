@@ -212,7 +212,8 @@ func TestMemoryBudgetIsThePlans(t *testing.T) {
 }
 
 // TestPlanRecurrent: a hybrid's recurrent layers take no KV; their states,
-// two per running sequence, come out of the budget first.
+// two per running sequence and as many kept for cached prefixes, come out
+// of the budget first.
 func TestPlanRecurrent(t *testing.T) {
 	det := Detection{CPU: CPU{Cores: 2, MemAvailable: 8 * gib}}
 	hy := l110
@@ -224,7 +225,7 @@ func TestPlanRecurrent(t *testing.T) {
 	if p.KVBytesPerToken != 73728/4 {
 		t.Fatalf("kv bytes per token %d, want a quarter of 73728", p.KVBytesPerToken)
 	}
-	if p.StateReserve != 2*int64(p.MaxNumSeqs)*4<<20 {
+	if p.StateReserve != 4*int64(p.MaxNumSeqs)*4<<20 {
 		t.Fatalf("state reserve %d for %d sequences", p.StateReserve, p.MaxNumSeqs)
 	}
 	if want := int64(float64(int64(4*gib)-p.WeightBytes-p.ActivationReserve-p.StateReserve) * 0.8); p.KVBudget != want {

@@ -172,8 +172,9 @@ func (p *Plan) reserve(m ModelShape, stepTokens, kvElemBytes int, headroom float
 		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
 	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
 	// Recurrent states: the backend holds up to two per running sequence
-	// (backend.Options.MaxStates).
-	p.StateReserve = 2 * int64(p.MaxNumSeqs) * m.StateBytes
+	// (backend.Options.MaxStates), and keeps as many for cached prefixes
+	// (MaxSnapshots).
+	p.StateReserve = 4 * int64(p.MaxNumSeqs) * m.StateBytes
 	free := int64(p.MemoryBytes) - p.WeightBytes - p.ActivationReserve - p.StateReserve
 	p.KVBudget = int64(float64(free) * (1 - headroom))
 }

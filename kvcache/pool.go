@@ -169,6 +169,14 @@ func (p *Pool) Lookup(salt Hash, tokens []int) (blocks []int, numTokens int) {
 	return blocks, len(blocks) * p.blockSize
 }
 
+// BlockHash is the prefix-cache hash block id was published under, if it was.
+func (p *Pool) BlockHash(id int) (Hash, bool) {
+	if id < 0 || id >= len(p.blocks) || !p.blocks[id].hashed {
+		return Hash{}, false
+	}
+	return p.blocks[id].hash, true
+}
+
 // Record counts one prefix-cache query of queried tokens of which hit were cached.
 func (p *Pool) Record(queried, hit int) {
 	if p.caching {

@@ -182,7 +182,7 @@ func (p *preparedEngine) start() (*LoadedModel, error) {
 		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), closeChat(tmpl), m.Close())
 	}
 	be, err := backends.Open(cfg.Backend, m, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
-		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, MaxStates: 2 * sc.MaxNumSeqs})
+		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, MaxStates: 2 * sc.MaxNumSeqs, MaxSnapshots: 2 * sc.MaxNumSeqs})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), m.Close())
 	}

@@ -22,9 +22,10 @@ const defaultMaxStates = 256
 // time-major ((ConvKernel-1) x ConvChannels), and its matrices, per V head
 // stored transposed as ggml stores them (row j holds S[.][j]).
 type seqState struct {
-	pos  int // the next position the state expects
-	conv [][]float32
-	ssm  [][]float32
+	pos     int // the next position the state expects
+	conv    [][]float32
+	ssm     [][]float32
+	rolling backend.StateID // the sequence's rolling snapshot, if any
 }
 
 // Recurrent reports whether the model has recurrent layers.
@@ -39,24 +40,24 @@ func (b *Backend) DropState(seq uint64) { delete(b.states, seq) }
 // prepareStates gives every share its state before the step: a fresh one
 // at position 0, else the one that ended where the share starts.
 func (b *Backend) prepareStates(batch *backend.Batch) error {
-	r := b.c.Recurrent
 	for i, s := range batch.Seqs {
 		if s.Rows > 1 {
 			return fmt.Errorf("%w: sequence %d: a recurrent model verifies no drafts", backend.ErrBadBatch, i)
 		}
 		st := b.states[s.Seq]
+		if st == nil && (s.Pos == 0 || s.Restore != nil) && len(b.states) >= b.maxStates {
+			return fmt.Errorf("%w: %d recurrent states live, at most %d", backend.ErrBadBatch, len(b.states), b.maxStates)
+		}
+		if st == nil && s.Pos > 0 && s.Restore != nil {
+			var err error
+			if st, err = b.restore(i, s); err != nil {
+				return err
+			}
+			st.pos, b.states[s.Seq] = s.Pos, st
+		}
 		if s.Pos == 0 {
 			if st == nil {
-				if len(b.states) >= b.maxStates {
-					return fmt.Errorf("%w: %d recurrent states live, at most %d", backend.ErrBadBatch, len(b.states), b.maxStates)
-				}
-				st = &seqState{conv: make([][]float32, b.c.Layers), ssm: make([][]float32, b.c.Layers)}
-				for l := range b.c.Layers {
-					if r.Layer(l) {
-						st.conv[l] = make([]float32, (r.ConvKernel-1)*r.ConvChannels())
-						st.ssm[l] = make([]float32, r.VHeads*r.VDim()*r.VDim())
-					}
-				}
+				st = b.newState(nil)
 				b.states[s.Seq] = st
 			} else {
 				for l := range st.conv {
@@ -77,17 +78,20 @@ func (b *Backend) prepareStates(batch *backend.Batch) error {
 	return nil
 }
 
-// advanceStates records where each share's state now stands.
+// advanceStates records where each share's state now stands, and keeps
+// the snapshots the step took.
 func (b *Backend) advanceStates(batch *backend.Batch) {
 	for _, s := range batch.Seqs {
 		b.states[s.Seq].pos = s.Pos + len(s.Tokens)
 	}
+	b.keepSnapshots(batch)
 }
 
 // deltaScratch is the recurrent layers' step scratch.
 type deltaScratch struct {
 	qkv, conv, z, beta, alpha, out []float32
-	starts                         []int // each share's first token
+	starts                         []int           // each share's first token
+	snaps                          [][]pendingSnap // each share's snapshots to take
 }
 
 func (d *deltaScratch) grow(r model.Recurrent, n int) {
@@ -166,6 +170,7 @@ func (j *deltaJob) convolve(si int) {
 		}
 		copy(state, state[C:])
 		copy(state[(K-2)*C:], x)
+		ds.snapConv(si, t, j.l, state)
 	}
 }
 
@@ -208,6 +213,7 @@ func (j *deltaJob) deltaRule(u int) {
 			dl[jj] = (v[jj] - g*dl[jj]) * beta
 		}
 		deltaUpdate(b.kern.simd, M, S, k, q, g, dl, o)
+		ds.snapHead(si, t, j.l, h, M)
 		for jj := range o {
 			o[jj] *= scale
 		}

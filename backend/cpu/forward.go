@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -53,6 +54,7 @@ type Backend struct {
 	// the step's scratch; a gated Q's projection and gates.
 	states    map[uint64]*seqState
 	maxStates int
+	snaps     snapshotStore
 	delta     deltaScratch
 	deltaJob  deltaJob
 	qg, qgate []float32
@@ -90,6 +92,7 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	if b.maxStates <= 0 {
 		b.maxStates = defaultMaxStates
 	}
+	b.snaps = newSnapshotStore(cmp.Or(o.MaxSnapshots, b.maxStates))
 	if c.RopeThetaSWA != 0 { // gemma3: the sliding layers' own base, unscaled
 		swa := c
 		swa.RopeTheta, swa.RopeScaling = c.RopeThetaSWA, model.RopeScaling{}
@@ -247,6 +250,9 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 	}
 	if b.c.Recurrent.On() {
 		if err := b.prepareStates(batch); err != nil {
+			return nil, err
+		}
+		if err := b.planSnapshots(batch); err != nil {
 			return nil, err
 		}
 		defer b.advanceStates(batch)

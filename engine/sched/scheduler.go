@@ -41,6 +41,10 @@ type Options struct {
 	// runs in one share from position 0, alone over the budget if it must,
 	// and its blocks are never shared (a K/V row depends on the whole text).
 	Whole bool
+	// Resume, when set, says how many of a cached prefix's blocks (from
+	// the front) a sequence may resume after: a recurrent model needs its
+	// state kept where the prefix ends.
+	Resume func(blocks []int) int
 }
 
 // Limits are what the engine measures before each step; zeros bound nothing.
@@ -325,6 +329,10 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 		blocks, cached := s.pool.Lookup(seq.Salt, seq.Tokens[:s.cacheable(seq, len(seq.Tokens)-1)])
 		if seq.Embed { // pooling needs every token's state
 			blocks, cached = nil, 0
+		}
+		if s.opt.Resume != nil && len(blocks) > 0 {
+			blocks = blocks[:s.opt.Resume(blocks)]
+			cached = len(blocks) * s.pool.BlockSize()
 		}
 		rest := len(seq.Tokens) - cached
 		n := min(rest, *budget)

@@ -1,0 +1,147 @@
+package cpu
+
+import (
+	"container/list"
+	"fmt"
+
+	"github.com/batchd/batchd/backend"
+)
+
+// Kept recurrent states (backend.SeqInput.Snapshots): a state as it stood
+// at a block boundary, so that a later sequence whose cached prefix ends
+// there resumes from it instead of recomputing the prefix.
+
+// snapshot is a kept state: per recurrent layer its convolution inputs and
+// matrices (as seqState holds them).
+type snapshot struct {
+	key       backend.StateID
+	conv, ssm [][]float32
+}
+
+// snapshotStore keeps snapshots, least recently used out first.
+type snapshotStore struct {
+	max   int
+	lru   *list.List // of *snapshot, most recent first
+	byKey map[backend.StateID]*list.Element
+}
+
+func newSnapshotStore(max int) snapshotStore {
+	return snapshotStore{max: max, lru: list.New(), byKey: map[backend.StateID]*list.Element{}}
+}
+
+// pendingSnap is a snapshot a share asked for, filled as its layers run.
+type pendingSnap struct {
+	at      int // positions of the share before it (At - Pos)
+	rolling bool
+	s       *snapshot
+}
+
+// HasSnapshot reports whether a state is kept under key.
+func (b *Backend) HasSnapshot(key backend.StateID) bool {
+	_, ok := b.snaps.byKey[key]
+	return ok
+}
+
+// Snapshots is how many states are kept.
+func (b *Backend) Snapshots() int { return b.snaps.lru.Len() }
+
+// newState is a zero state, or a kept one's copy.
+func (b *Backend) newState(from *snapshot) *seqState {
+	r := b.c.Recurrent
+	st := &seqState{conv: make([][]float32, b.c.Layers), ssm: make([][]float32, b.c.Layers)}
+	for l := range b.c.Layers {
+		if r.Layer(l) {
+			st.conv[l] = make([]float32, (r.ConvKernel-1)*r.ConvChannels())
+			st.ssm[l] = make([]float32, r.VHeads*r.VDim()*r.VDim())
+			if from != nil {
+				copy(st.conv[l], from.conv[l])
+				copy(st.ssm[l], from.ssm[l])
+			}
+		}
+	}
+	return st
+}
+
+// restore starts share i's state from the snapshot it names.
+func (b *Backend) restore(i int, s backend.SeqInput) (*seqState, error) {
+	e := b.snaps.byKey[*s.Restore]
+	if e == nil {
+		return nil, fmt.Errorf("%w: sequence %d resumes at position %d from a state no longer kept", backend.ErrBadBatch, i, s.Pos)
+	}
+	b.snaps.lru.MoveToFront(e)
+	return b.newState(e.Value.(*snapshot)), nil
+}
+
+// planSnapshots readies the snapshots each share asked for (buffers the
+// layers fill); a key already kept is not taken again.
+func (b *Backend) planSnapshots(batch *backend.Batch) error {
+	ds := &b.delta
+	ds.snaps = ds.snaps[:0]
+	for i, s := range batch.Seqs {
+		var ps []pendingSnap
+		for _, k := range s.Snapshots {
+			if k.At <= s.Pos || k.At > s.Pos+len(s.Tokens) {
+				return fmt.Errorf("%w: sequence %d asks for a state at %d outside its share %d..%d", backend.ErrBadBatch, i, k.At,
+					s.Pos, s.Pos+len(s.Tokens))
+			}
+			if b.snaps.max <= 0 {
+				continue
+			}
+			if e := b.snaps.byKey[k.Key]; e != nil {
+				b.snaps.lru.MoveToFront(e)
+				if k.Rolling {
+					b.states[s.Seq].rolling = k.Key
+				}
+				continue
+			}
+			snap := b.newState(nil)
+			ps = append(ps, pendingSnap{at: k.At - s.Pos, rolling: k.Rolling, s: &snapshot{key: k.Key, conv: snap.conv, ssm: snap.ssm}})
+		}
+		ds.snaps = append(ds.snaps, ps)
+	}
+	return nil
+}
+
+// keepSnapshots stores the step's filled snapshots; a rolling one replaces
+// its sequence's previous rolling one.
+func (b *Backend) keepSnapshots(batch *backend.Batch) {
+	for i, ps := range b.delta.snaps {
+		st := b.states[batch.Seqs[i].Seq]
+		for _, p := range ps {
+			if p.rolling {
+				if e := b.snaps.byKey[st.rolling]; e != nil && st.rolling != p.s.key {
+					b.snaps.drop(e)
+				}
+				st.rolling = p.s.key
+			}
+			b.snaps.byKey[p.s.key] = b.snaps.lru.PushFront(p.s)
+			for b.snaps.lru.Len() > b.snaps.max {
+				b.snaps.drop(b.snaps.lru.Back())
+			}
+		}
+	}
+}
+
+func (s *snapshotStore) drop(e *list.Element) {
+	delete(s.byKey, e.Value.(*snapshot).key)
+	s.lru.Remove(e)
+}
+
+// snapConv copies layer l's convolution state into share si's snapshots
+// that stand after t+1 of its tokens.
+func (ds *deltaScratch) snapConv(si, t, l int, state []float32) {
+	for _, p := range ds.snaps[si] {
+		if p.at == t+1 {
+			copy(p.s.conv[l], state)
+		}
+	}
+}
+
+// snapHead copies head h's matrix likewise.
+func (ds *deltaScratch) snapHead(si, t, l, h int, M []float32) {
+	for _, p := range ds.snaps[si] {
+		if p.at == t+1 {
+			copy(p.s.ssm[l][h*len(M):(h+1)*len(M)], M)
+		}
+	}
+}
