@@ -178,13 +178,13 @@ type reqState struct {
 	scheduled  bool
 	firstToken time.Time
 	lastToken  time.Time
-	ended      bool         // finish ran
-	pool       *pooler      // an embedding's hidden states; nil for generation
-	embedding  []float32    // its vector, once the prompt has run
-	done       *Event       // terminal event held until a request-level batch ends
-	reason     FinishReason // of done
-	cancelled  bool         // a cancel was acknowledged; guarded by Engine.mu
-	spec       specState    // speculative drafting's record
+	ended      bool           // finish ran
+	pool       *pooler        // an embedding's hidden states; nil for generation
+	embedding  []float32      // its vector, once the prompt has run
+	done       *Event         // terminal event held until a request-level batch ends
+	reason     FinishReason   // of done
+	cancelled  bool           // a cancel was acknowledged; guarded by Engine.mu
+	spec       specState      // speculative drafting's record
 	chain      []kvcache.Hash // prefix-cache hashes of its full blocks (recurrent states' keys)
 	// For Requests, read outside the loop: set at Submit, or atomic.
 	arrival   time.Time
