@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -208,10 +209,45 @@ func TestResponsesOpenAISDK(t *testing.T) {
 		t.Errorf("text.format: %q: %v", js.OutputText(), err)
 	}
 
+	// A custom (freeform) tool: its input is text, held to its regex.
+	ct := base
+	ct.MaxOutputTokens = openai.Int(60)
+	custom, err := c.Responses.New(ctx, ct, option.WithJSONSet("tools", []any{map[string]any{"type": "custom", "name": "shout",
+		"description": "say it loud", "format": map[string]any{"type": "grammar", "syntax": "regex", "definition": "[A-Z]{2,8}!"}}}),
+		option.WithJSONSet("tool_choice", map[string]any{"type": "custom", "name": "shout"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var customView struct {
+		Output []struct {
+			Type, Name, Input string
+			CallID            string `json:"call_id"`
+		} `json:"output"`
+	}
+	_ = json.Unmarshal([]byte(custom.RawJSON()), &customView)
+	if n := len(customView.Output); n == 0 || customView.Output[n-1].Type != "custom_tool_call" || customView.Output[n-1].Name != "shout" ||
+		!regexp.MustCompile(`^[A-Z]{2,8}!$`).MatchString(customView.Output[n-1].Input) || customView.Output[n-1].CallID == "" {
+		t.Errorf("custom tool: %s", custom.RawJSON())
+	}
+	cs := c.Responses.NewStreaming(ctx, ct, option.WithJSONSet("tools", []any{map[string]any{"type": "custom", "name": "shout",
+		"format": map[string]any{"type": "grammar", "syntax": "regex", "definition": "[A-Z]{2,8}!"}}}),
+		option.WithJSONSet("tool_choice", map[string]any{"type": "custom", "name": "shout"}))
+	streamedInput := ""
+	for cs.Next() {
+		if ev := cs.Current(); ev.Type == "response.custom_tool_call_input.done" {
+			streamedInput = ev.Input
+		}
+	}
+	if cs.Err() != nil || len(customView.Output) > 0 && streamedInput != customView.Output[len(customView.Output)-1].Input {
+		t.Errorf("streamed custom input %q (%v)", streamedInput, cs.Err())
+	}
+
 	for _, bad := range []struct {
 		param string
 		opt   option.RequestOption
 	}{
+		{"lark", option.WithJSONSet("tools", []any{map[string]any{"type": "custom", "name": "apply_patch",
+			"format": map[string]any{"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}})},
 		{"tools", option.WithJSONSet("tools", []any{map[string]any{"type": "web_search"}})},
 		{"background", option.WithJSONSet("background", true)},
 		{"reasoning.effort", option.WithJSONSet("reasoning", map[string]any{"effort": "extreme"})},

@@ -62,6 +62,8 @@ type inputItem struct {
 	Arguments string `json:"arguments"`
 	// function_call_output
 	Output json.RawMessage `json:"output"`
+	// custom_tool_call
+	Input string `json:"input"`
 	// reasoning
 	Summary []textPart `json:"summary"`
 }
@@ -72,8 +74,9 @@ type textPart struct {
 }
 
 // responsesSubmit maps a Responses request (after previous, the stored
-// conversation it continues) to a submit.
-func responsesSubmit(req *responsesRequest, previous []map[string]any) (*wire.Submit, []map[string]any, *httpError) {
+// conversation it continues) to a submit; custom gains the names of its
+// custom tools.
+func responsesSubmit(req *responsesRequest, previous []map[string]any, custom map[string]bool) (*wire.Submit, []map[string]any, *httpError) {
 	switch {
 	case req.Background != nil && *req.Background:
 		return nil, nil, errInvalid("background", "background: batchd answers in the request (stream for progress)")
@@ -121,7 +124,7 @@ func responsesSubmit(req *responsesRequest, previous []map[string]any) (*wire.Su
 	if req.TopP != nil {
 		s.TopP = float32(*req.TopP)
 	}
-	if herr := responsesTools(req, s); herr != nil {
+	if herr := responsesTools(req, s, custom); herr != nil {
 		return nil, nil, herr
 	}
 	if herr := responsesFormat(req, s); herr != nil {
@@ -193,7 +196,13 @@ func inputMessages(raw json.RawMessage) ([]map[string]any, *httpError) {
 			calls, _ := m["tool_calls"].([]map[string]any)
 			m["tool_calls"] = append(calls, map[string]any{"id": it.CallID, "type": "function",
 				"function": map[string]any{"name": it.Name, "arguments": it.Arguments}})
-		case "function_call_output":
+		case "custom_tool_call":
+			m := lastAssistant()
+			calls, _ := m["tool_calls"].([]map[string]any)
+			args, _ := json.Marshal(map[string]string{"input": it.Input})
+			m["tool_calls"] = append(calls, map[string]any{"id": it.CallID, "type": "function",
+				"function": map[string]any{"name": it.Name, "arguments": string(args)}})
+		case "function_call_output", "custom_tool_call_output":
 			text, herr := outputText(it.Output, where)
 			if herr != nil {
 				return nil, herr
@@ -250,9 +259,28 @@ func outputText(raw json.RawMessage, where string) (string, *httpError) {
 	return partsText(raw, where+".output")
 }
 
-// responsesTools maps function tools (flat in this API) and tool_choice to
-// the chat fields; the built-in tools are refused by name.
-func responsesTools(req *responsesRequest, s *wire.Submit) *httpError {
+// customParameters are a custom (freeform) tool's, as a function's: one
+// string, "input", held to the tool's regex where it has one. A Lark
+// grammar is refused by name: batchd's grammars are GBNF, schemas and regexes.
+func customParameters(i int, f *struct{ Type, Syntax, Definition string }) (json.RawMessage, *httpError) {
+	input := map[string]any{"type": "string"}
+	switch {
+	case f == nil || f.Type == "text":
+	case f.Type == "grammar" && f.Syntax == "regex": // the whole input matches
+		input["pattern"] = "^(" + strings.TrimSuffix(strings.TrimPrefix(f.Definition, "^"), "$") + ")$"
+	case f.Type == "grammar":
+		return nil, errInvalid("tools", "tools[%d].format: a %s grammar is not served; give a regex or text format", i, f.Syntax)
+	default:
+		return nil, errInvalid("tools", "tools[%d].format.type %q: want text or grammar", i, f.Type)
+	}
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{"input": input}, "required": []string{"input"}})
+	return b, nil
+}
+
+// responsesTools maps function and custom tools (flat in this API) and
+// tool_choice to the chat fields, noting in custom which are custom; the
+// built-in tools are refused by name.
+func responsesTools(req *responsesRequest, s *wire.Submit, custom map[string]bool) *httpError {
 	var tools []map[string]any
 	for i, raw := range req.Tools {
 		var t struct {
@@ -261,12 +289,21 @@ func responsesTools(req *responsesRequest, s *wire.Submit) *httpError {
 			Description string          `json:"description"`
 			Parameters  json.RawMessage `json:"parameters"`
 			Strict      *bool           `json:"strict"`
+			Format      *struct {
+				Type, Syntax, Definition string
+			} `json:"format"`
 		}
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return errInvalid("tools", "tools[%d]: %v", i, err)
 		}
-		if t.Type != "function" {
-			return errInvalid("tools", "tools[%d]: the %q tool is not served; batchd runs function tools", i, t.Type)
+		if t.Type == "custom" { // freeform: its input is text, as one string argument
+			params, herr := customParameters(i, t.Format)
+			if herr != nil {
+				return herr
+			}
+			t.Parameters, custom[t.Name] = params, true
+		} else if t.Type != "function" {
+			return errInvalid("tools", "tools[%d]: the %q tool is not served; batchd runs function and custom tools", i, t.Type)
 		}
 		fn := map[string]any{"name": t.Name}
 		if t.Description != "" {
@@ -289,7 +326,7 @@ func responsesTools(req *responsesRequest, s *wire.Submit) *httpError {
 			Type, Name string
 		}
 		if c[0] == '{' {
-			if err := json.Unmarshal(c, &named); err != nil || named.Type != "function" || named.Name == "" {
+			if err := json.Unmarshal(c, &named); err != nil || named.Type != "function" && named.Type != "custom" || named.Name == "" {
 				return errInvalid("tool_choice", "tool_choice: want auto, none, required or {\"type\": \"function\", \"name\": ...}")
 			}
 			b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})

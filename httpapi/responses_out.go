@@ -35,7 +35,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 		}
 		previous = prev.messages
 	}
-	sub, msgs, herr := responsesSubmit(&req, previous)
+	custom := map[string]bool{}
+	sub, msgs, herr := responsesSubmit(&req, previous, custom)
 	if herr != nil {
 		writeError(w, herr)
 		return
@@ -59,7 +60,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 		writeError(w, modelError(err))
 		return
 	}
-	o := &respOut{w: w, req: &req, stream: req.Stream, obj: responseObject(&req, cmp.Or(req.Model, s.o.Model))}
+	o := &respOut{w: w, req: &req, stream: req.Stream, obj: responseObject(&req, cmp.Or(req.Model, s.o.Model)), custom: custom}
 	stop := context.AfterFunc(r.Context(), func() { _ = s.o.Backend.Cancel(p, st.RequestID(), true) })
 	defer stop()
 	w.Header().Set("X-Request-Id", strconv.FormatUint(st.RequestID(), 10))
@@ -145,6 +146,8 @@ type respOut struct {
 	text      strings.Builder  // the open message's text
 	calls     map[int]int      // a call's index -> its item's
 	reasonTok int              // tokens of reasoning-only deltas
+	custom    map[string]bool  // the custom tools' names: their calls are custom_tool_call items
+	args      map[int]string   // a custom call's arguments so far, by item
 }
 
 // event writes one server-sent event (each with its sequence number).
@@ -211,6 +214,14 @@ func (o *respOut) close() {
 		o.event("response.function_call_arguments.done", map[string]any{"item_id": it["id"], "output_index": i,
 			"name": it["name"], "arguments": it["arguments"]})
 		it["status"] = "completed"
+	case "custom_tool_call": // its input is the one string argument, whole
+		var args struct {
+			Input string `json:"input"`
+		}
+		_ = json.Unmarshal([]byte(o.args[i]), &args)
+		it["input"], it["status"] = args.Input, "completed"
+		o.event("response.custom_tool_call_input.delta", map[string]any{"item_id": it["id"], "output_index": i, "delta": args.Input})
+		o.event("response.custom_tool_call_input.done", map[string]any{"item_id": it["id"], "output_index": i, "input": args.Input})
 	}
 	o.event("response.output_item.done", map[string]any{"output_index": i, "item": it})
 	o.open = ""
@@ -241,11 +252,20 @@ func (o *respOut) take(ev ipc.Event) {
 	for _, c := range ev.ToolCalls {
 		if _, ok := o.calls[c.Index]; !ok {
 			if o.calls == nil {
-				o.calls = map[int]int{}
+				o.calls, o.args = map[int]int{}, map[int]string{}
 			}
-			o.begin(map[string]any{"type": "function_call", "id": "fc_" + randomHex(24), "call_id": c.ID, "name": c.Name,
-				"arguments": "", "status": "in_progress"})
+			if o.custom[c.Name] {
+				o.begin(map[string]any{"type": "custom_tool_call", "id": "ctc_" + randomHex(24), "call_id": c.ID, "name": c.Name,
+					"input": "", "status": "in_progress"})
+			} else {
+				o.begin(map[string]any{"type": "function_call", "id": "fc_" + randomHex(24), "call_id": c.ID, "name": c.Name,
+					"arguments": "", "status": "in_progress"})
+			}
 			o.calls[c.Index] = o.index()
+		}
+		if it := o.items[o.calls[c.Index]]; it["type"] == "custom_tool_call" {
+			o.args[o.calls[c.Index]] += c.Arguments
+			continue
 		}
 		it := o.items[o.calls[c.Index]]
 		it["arguments"] = it["arguments"].(string) + c.Arguments
@@ -332,6 +352,10 @@ func (o *respOut) assistant() map[string]any {
 		case "function_call":
 			calls = append(calls, map[string]any{"id": it["call_id"], "type": "function",
 				"function": map[string]any{"name": it["name"], "arguments": it["arguments"]}})
+		case "custom_tool_call":
+			args, _ := json.Marshal(map[string]any{"input": it["input"]})
+			calls = append(calls, map[string]any{"id": it["call_id"], "type": "function",
+				"function": map[string]any{"name": it["name"], "arguments": string(args)}})
 		}
 	}
 	if len(calls) > 0 {
