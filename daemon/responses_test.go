@@ -64,9 +64,9 @@ func (v respView) text() string {
 
 // streamResponse streams params and returns the event types in order, the
 // text deltas together and the terminal event's response.
-func streamResponse(t *testing.T, c openai.Client, p responses.ResponseNewParams) ([]string, string, respView) {
+func streamResponse(t *testing.T, c openai.Client, p responses.ResponseNewParams, opts ...option.RequestOption) ([]string, string, respView) {
 	t.Helper()
-	s := c.Responses.NewStreaming(context.Background(), p)
+	s := c.Responses.NewStreaming(context.Background(), p, opts...)
 	var types []string
 	var text strings.Builder
 	var final respView
@@ -257,5 +257,44 @@ func TestResponsesOpenAISDK(t *testing.T) {
 		if !errors.As(err, &ae) || ae.StatusCode != 400 || !strings.Contains(ae.Message+ae.Param, bad.param) {
 			t.Errorf("%s: %v, want a 400 naming it", bad.param, err)
 		}
+	}
+}
+
+// TestResponsesReasoning: on a template whose prompt opens a <think> block
+// (DeepSeek R1's), the thought is a reasoning item before the message,
+// streamed as its content part's reasoning_text deltas, and counted as
+// reasoning tokens.
+func TestResponsesReasoning(t *testing.T) {
+	dir := testmodels.Dir(t)
+	cfg := fmt.Sprintf("[model]\nchat_template = %q\n", filepath.Join(dir, "chat", "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"))
+	td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", "tiny-qwen2.gguf"), HTTPSocket: "http"})
+	c := td.openai(t)
+	p := responses.ResponseNewParams{Model: "tiny-qwen2", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Why is the sky blue?")},
+		MaxOutputTokens: openai.Int(24), Temperature: openai.Float(1)} // greedy writes only newlines
+	seed := option.WithJSONSet("seed", 7)
+	whole, err := c.Responses.New(context.Background(), p, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Output []struct {
+			Type    string
+			Content []struct{ Type, Text string }
+		}
+		Usage struct {
+			Details struct {
+				Reasoning int `json:"reasoning_tokens"`
+			} `json:"output_tokens_details"`
+		}
+	}
+	_ = json.Unmarshal([]byte(whole.RawJSON()), &v)
+	if len(v.Output) == 0 || v.Output[0].Type != "reasoning" || len(v.Output[0].Content) != 1 || v.Output[0].Content[0].Type != "reasoning_text" ||
+		v.Output[0].Content[0].Text == "" || v.Usage.Details.Reasoning == 0 {
+		t.Fatalf("reasoning: %s", whole.RawJSON())
+	}
+	types, _, _ := streamResponse(t, c, p, seed)
+	want := "response.created,response.in_progress,response.output_item.added,response.content_part.added,response.reasoning_text.delta"
+	if len(types) < 5 || strings.Join(types[:5], ",") != want {
+		t.Errorf("events %v", types)
 	}
 }

@@ -29,6 +29,8 @@ type responsesRequest struct {
 	Store              *bool             `json:"store"`
 	PreviousResponseID string            `json:"previous_response_id"`
 	Stream             bool              `json:"stream"`
+	// Seed makes sampling reproducible (batchd's, as on chat completions).
+	Seed *int64 `json:"seed"`
 	// Accepted, changing no output: who asks, what to include besides
 	// (encrypted reasoning: batchd returns its reasoning as text), a
 	// cache key (batchd's prefix cache needs none), the tier.
@@ -123,6 +125,12 @@ func responsesSubmit(req *responsesRequest, previous []map[string]any, custom ma
 	}
 	if req.TopP != nil {
 		s.TopP = float32(*req.TopP)
+	}
+	if req.Seed != nil {
+		if *req.Seed < wire.SeedRandom {
+			return nil, nil, errInvalid("seed", "seed %d: want -1 (random) or 0 and up", *req.Seed)
+		}
+		s.Seed = *req.Seed
 	}
 	if herr := responsesTools(req, s, custom); herr != nil {
 		return nil, nil, herr

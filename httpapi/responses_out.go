@@ -184,9 +184,13 @@ func (o *respOut) begin(item map[string]any) {
 	o.items = append(o.items, item)
 	o.open = item["type"].(string)
 	o.event("response.output_item.added", map[string]any{"output_index": o.index(), "item": item})
-	if o.open == "message" {
+	switch o.open { // the part the deltas go to (clients' accumulators need it)
+	case "message":
 		o.event("response.content_part.added", map[string]any{"item_id": item["id"], "output_index": o.index(), "content_index": 0,
 			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+	case "reasoning":
+		o.event("response.content_part.added", map[string]any{"item_id": item["id"], "output_index": o.index(), "content_index": 0,
+			"part": map[string]any{"type": "reasoning_text", "text": ""}})
 	}
 }
 
@@ -199,8 +203,10 @@ func (o *respOut) close() {
 	switch o.open {
 	case "reasoning":
 		text := o.reasoning.String()
+		part := map[string]any{"type": "reasoning_text", "text": text}
 		o.event("response.reasoning_text.done", map[string]any{"item_id": it["id"], "output_index": i, "content_index": 0, "text": text})
-		it["content"] = []any{map[string]any{"type": "reasoning_text", "text": text}}
+		o.event("response.content_part.done", map[string]any{"item_id": it["id"], "output_index": i, "content_index": 0, "part": part})
+		it["content"] = []any{part}
 		o.reasoning.Reset()
 	case "message":
 		text := o.text.String()

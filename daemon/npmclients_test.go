@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/batchd/batchd/testing/jsonvalid"
+	"github.com/batchd/batchd/testing/testmodels"
+)
+
+// TestNpmClients: the official JavaScript SDKs (openai and
+// @anthropic-ai/sdk from npm, pinned in testing/npmclients; .ci/run
+// installs them) against the daemon over TCP with a key: Responses text,
+// stream, a forced call and the next turn through previous_response_id;
+// Messages text, stream, a forced tool_use and the tool_result turn.
+func TestNpmClients(t *testing.T) {
+	dir, err := filepath.Abs("../testing/npmclients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not found (the JavaScript SDKs' check needs Node.js 20)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
+		t.Skipf("the npm clients are not installed: npm ci --prefix %s", dir)
+	}
+	models := testmodels.Dir(t)
+	addr := freePort(t)
+	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
+		filepath.Join(models, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), addr, fmt.Sprint(os.Getuid()))
+	startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(models, "arch", "tiny-qwen2.gguf")})
+	cmd := exec.Command("node", filepath.Join(dir, "check.mjs"))
+	cmd.Env = append(os.Environ(), "BATCHD_URL=http://"+addr, "BATCHD_KEY=key-npm-clients-0123", "BATCHD_MODEL=tiny-qwen2")
+	b, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var got struct {
+		ResponsesText struct {
+			Status, Text string
+			OutputTokens int
+		}
+		ResponsesStream struct {
+			Types []string
+			Text  string
+		}
+		ResponsesCall struct{ Name, Arguments, CallID string }
+		ResponsesNext struct {
+			Status                        string
+			InputTokens, FirstInputTokens int
+		}
+		MessagesText, MessagesStream struct{ StopReason, Text string }
+		MessagesToolUse              struct {
+			StopReason, Name string
+			Input            json.RawMessage
+		}
+		MessagesNext struct{ InputTokens, FirstInputTokens int }
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if got.ResponsesText.Status != "incomplete" || got.ResponsesText.OutputTokens != 12 || got.ResponsesStream.Text != got.ResponsesText.Text ||
+		len(got.ResponsesStream.Types) < 6 || got.ResponsesStream.Types[0] != "response.created" ||
+		!strings.HasPrefix(got.ResponsesStream.Types[len(got.ResponsesStream.Types)-1], "response.incomplete") {
+		t.Errorf("responses text %+v, stream %+v", got.ResponsesText, got.ResponsesStream)
+	}
+	if got.ResponsesCall.Name != "add" || got.ResponsesCall.CallID == "" ||
+		jsonvalid.Validate([]byte(`{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}`),
+			[]byte(got.ResponsesCall.Arguments)) != nil {
+		t.Errorf("responses call %+v", got.ResponsesCall)
+	}
+	if got.ResponsesNext.InputTokens <= got.ResponsesNext.FirstInputTokens {
+		t.Errorf("previous_response_id: %+v", got.ResponsesNext)
+	}
+	if got.MessagesText.StopReason != "max_tokens" || got.MessagesStream != got.MessagesText {
+		t.Errorf("messages %+v, stream %+v", got.MessagesText, got.MessagesStream)
+	}
+	if got.MessagesToolUse.StopReason != "tool_use" || got.MessagesToolUse.Name != "add" || got.MessagesNext.InputTokens <= got.MessagesNext.FirstInputTokens {
+		t.Errorf("messages tool_use %+v, next %+v", got.MessagesToolUse, got.MessagesNext)
+	}
+}

@@ -1,0 +1,52 @@
+// Drives batchd's /v1/responses and /v1/messages with the official
+// JavaScript SDKs (pinned in package.json) and prints what they got, as
+// JSON, for daemon/npmclients_test.go to judge. BATCHD_URL (http://host:port),
+// BATCHD_KEY and BATCHD_MODEL say where and what.
+import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
+
+const base = process.env.BATCHD_URL, apiKey = process.env.BATCHD_KEY, model = process.env.BATCHD_MODEL;
+const out = {};
+
+const tool = {
+  type: "function", name: "add", description: "add two integers", strict: false,
+  parameters: { type: "object", properties: { a: { type: "integer" }, b: { type: "integer" } }, required: ["a", "b"] },
+};
+
+const openai = new OpenAI({ baseURL: base + "/v1", apiKey, maxRetries: 0 });
+const text = await openai.responses.create({ model, input: "Count to three.", max_output_tokens: 12, temperature: 0 });
+out.responsesText = { status: text.status, text: text.output_text, outputTokens: text.usage.output_tokens };
+const types = [];
+const stream = openai.responses.stream({ model, input: "Count to three.", max_output_tokens: 12, temperature: 0 });
+for await (const ev of stream) types.push(ev.type);
+const final = await stream.finalResponse();
+// The stream's final snapshot: its messages' text (output_text is set only
+// on response.completed, and this answer ends incomplete).
+const messageText = (r) => r.output.filter((o) => o.type === "message").flatMap((o) => o.content).map((c) => c.text).join("");
+out.responsesStream = { types, text: messageText(final) };
+const called = await openai.responses.create({ model, input: "What is 2 plus 3?", tools: [tool], tool_choice: "required",
+  max_output_tokens: 200, temperature: 0 });
+const call = called.output.find((o) => o.type === "function_call");
+out.responsesCall = { name: call?.name, arguments: call?.arguments, callId: call?.call_id };
+const next = await openai.responses.create({ model, previous_response_id: called.id, tools: [tool], max_output_tokens: 4,
+  temperature: 0, input: [{ type: "function_call_output", call_id: call?.call_id, output: "5" }] });
+out.responsesNext = { status: next.status, inputTokens: next.usage.input_tokens, firstInputTokens: called.usage.input_tokens };
+
+const anthropic = new Anthropic({ baseURL: base, apiKey, maxRetries: 0 });
+const msg = await anthropic.messages.create({ model, max_tokens: 12, temperature: 0,
+  messages: [{ role: "user", content: "Count to three." }] });
+out.messagesText = { stopReason: msg.stop_reason, text: msg.content.map((b) => b.text ?? "").join("") };
+const ms = anthropic.messages.stream({ model, max_tokens: 12, temperature: 0, messages: [{ role: "user", content: "Count to three." }] });
+const msFinal = await ms.finalMessage();
+out.messagesStream = { stopReason: msFinal.stop_reason, text: msFinal.content.map((b) => b.text ?? "").join("") };
+const aTool = { name: "add", description: "add two integers", input_schema: tool.parameters };
+const used = await anthropic.messages.create({ model, max_tokens: 200, temperature: 0, tools: [aTool], tool_choice: { type: "any" },
+  messages: [{ role: "user", content: "What is 2 plus 3?" }] });
+const use = used.content.find((b) => b.type === "tool_use");
+out.messagesToolUse = { stopReason: used.stop_reason, name: use?.name, input: use?.input };
+const after = await anthropic.messages.create({ model, max_tokens: 4, temperature: 0, tools: [aTool], messages: [
+  { role: "user", content: "What is 2 plus 3?" }, { role: "assistant", content: used.content },
+  { role: "user", content: [{ type: "tool_result", tool_use_id: use?.id, content: "5" }] }] });
+out.messagesNext = { inputTokens: after.usage.input_tokens, firstInputTokens: used.usage.input_tokens };
+
+console.log(JSON.stringify(out));
