@@ -13,11 +13,13 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-// TestNpmClients: the official JavaScript SDKs (openai and
-// @anthropic-ai/sdk from npm, pinned in testing/npmclients; .ci/run
+// TestNpmClients: the official JavaScript SDKs (openai,
+// @anthropic-ai/sdk and the AI SDK from npm, pinned in testing/npmclients; .ci/run
 // installs them) against the daemon over TCP with a key: Responses text,
 // stream, a forced call and the next turn through previous_response_id;
-// Messages text, stream, a forced tool_use and the tool_result turn.
+// Messages text, stream, a forced tool_use and the tool_result turn; the
+// AI SDK's default OpenAI provider (ai and @ai-sdk/openai, on /v1/responses):
+// text, stream, a required tool, and an object.
 func TestNpmClients(t *testing.T) {
 	dir, err := filepath.Abs("../testing/npmclients")
 	if err != nil {
@@ -64,6 +66,11 @@ func TestNpmClients(t *testing.T) {
 			Input            json.RawMessage
 		}
 		MessagesNext struct{ InputTokens, FirstInputTokens int }
+		AISDK        struct {
+			Text, Finish, Streamed, ToolName string
+			ToolInput                        map[string]any
+			Object                           map[string]any
+		} `json:"aiSDK"`
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("%v: %s", err, b)
@@ -83,6 +90,10 @@ func TestNpmClients(t *testing.T) {
 	}
 	if got.MessagesText.StopReason != "max_tokens" || got.MessagesStream != got.MessagesText {
 		t.Errorf("messages %+v, stream %+v", got.MessagesText, got.MessagesStream)
+	}
+	if a := got.AISDK; a.Finish != "length" || a.Streamed != a.Text || a.ToolName != "add" || a.ToolInput["a"] == nil ||
+		a.Object["n"] == nil {
+		t.Errorf("AI SDK: %+v", a)
 	}
 	if got.MessagesToolUse.StopReason != "tool_use" || got.MessagesToolUse.Name != "add" || got.MessagesNext.InputTokens <= got.MessagesNext.FirstInputTokens {
 		t.Errorf("messages tool_use %+v, next %+v", got.MessagesToolUse, got.MessagesNext)

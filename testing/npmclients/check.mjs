@@ -4,6 +4,8 @@
 // BATCHD_KEY and BATCHD_MODEL say where and what.
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
+import { generateText, streamText, generateObject, jsonSchema, tool as aiTool } from "ai";
+import { createOpenAI } from "@ai-sdk/openai";
 
 const base = process.env.BATCHD_URL, apiKey = process.env.BATCHD_KEY, model = process.env.BATCHD_MODEL;
 const out = {};
@@ -48,5 +50,20 @@ const after = await anthropic.messages.create({ model, max_tokens: 4, temperatur
   { role: "user", content: "What is 2 plus 3?" }, { role: "assistant", content: used.content },
   { role: "user", content: [{ type: "tool_result", tool_use_id: use?.id, content: "5" }] }] });
 out.messagesNext = { inputTokens: after.usage.input_tokens, firstInputTokens: used.usage.input_tokens };
+
+// The AI SDK's default OpenAI provider speaks /v1/responses.
+const provider = createOpenAI({ baseURL: base + "/v1", apiKey });
+const gen = await generateText({ model: provider(model), prompt: "Count to three.", maxOutputTokens: 12, temperature: 0, maxRetries: 0 });
+const st = streamText({ model: provider(model), prompt: "Count to three.", maxOutputTokens: 12, temperature: 0, maxRetries: 0 });
+let streamed = "";
+for await (const part of st.textStream) streamed += part;
+const withTool = await generateText({ model: provider(model), prompt: "What is 2 plus 3?", maxOutputTokens: 200, temperature: 0,
+  maxRetries: 0, toolChoice: "required",
+  tools: { add: aiTool({ description: "add two integers", inputSchema: jsonSchema(tool.parameters) }) } });
+const obj = await generateObject({ model: provider(model), prompt: "A number.", maxOutputTokens: 200, temperature: 0, maxRetries: 0,
+  schema: jsonSchema({ type: "object", properties: { n: { type: "integer", minimum: 0, maximum: 99 } }, required: ["n"],
+    additionalProperties: false }) });
+out.aiSDK = { text: gen.text, finish: gen.finishReason, streamed, toolName: withTool.toolCalls[0]?.toolName,
+  toolInput: withTool.toolCalls[0]?.input, object: obj.object };
 
 console.log(JSON.stringify(out));
