@@ -99,3 +99,75 @@ func TestNpmClients(t *testing.T) {
 		t.Errorf("messages tool_use %+v, next %+v", got.MessagesToolUse, got.MessagesNext)
 	}
 }
+
+// TestNpmClientsHarmony: a harmony model (models/arch2's gpt-oss with
+// OpenAI's template) gives the JavaScript SDKs a required call as a Qwen
+// model does: the OpenAI SDK's chat completions and the AI SDK's chat
+// provider.
+func TestNpmClientsHarmony(t *testing.T) {
+	dir, err := filepath.Abs("../testing/npmclients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node not found (the JavaScript SDKs' check needs Node.js 20)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
+		t.Skipf("the npm clients are not installed: npm ci --prefix %s", dir)
+	}
+	file := filepath.Join(testmodels.Dir(t), "arch2", "tiny-gpt-oss.gguf")
+	if _, err := os.Stat(file); err != nil {
+		t.Skipf("%s not found", file)
+	}
+	tmpl, _ := filepath.Abs("../chat/testdata/harmony/openai-gpt-oss-120b.jinja")
+	addr := freePort(t)
+	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
+		tmpl, addr, fmt.Sprint(os.Getuid()))
+	startDaemonFlags(t, cfg, ServeFlags{Model: file})
+	cmd := exec.Command("node", filepath.Join(dir, "check.mjs"))
+	cmd.Env = append(os.Environ(), "BATCHD_URL=http://"+addr, "BATCHD_KEY=key-npm-clients-0123", "BATCHD_MODEL=tiny-gpt-oss",
+		"BATCHD_CHECK=harmony")
+	b, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Harmony struct {
+			OpenAI []struct{ Finish, Name, Arguments string }
+			AI     []struct {
+				Finish, ToolName string
+				Input            map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	schema := `{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}`
+	called := 0
+	for _, r := range got.Harmony.OpenAI {
+		switch {
+		case r.Finish == "length": // still reasoning
+		case r.Finish != "tool_calls" || r.Name != "add" || jsonvalid.Validate([]byte(schema), []byte(r.Arguments)) != nil:
+			t.Errorf("OpenAI SDK: %+v", r)
+		default:
+			called++
+		}
+	}
+	for _, r := range got.Harmony.AI {
+		switch {
+		case r.Finish == "length":
+		case r.ToolName != "add" || r.Input["a"] == nil || r.Input["b"] == nil:
+			t.Errorf("AI SDK: %+v", r)
+		default:
+			called++
+		}
+	}
+	if called < 2 {
+		t.Errorf("a call in %d of the tries: %+v", called, got.Harmony)
+	}
+}

@@ -16,6 +16,31 @@ const tool = {
 };
 
 const openai = new OpenAI({ baseURL: base + "/v1", apiKey, maxRetries: 0 });
+const provider = createOpenAI({ baseURL: base + "/v1", apiKey });
+
+if (process.env.BATCHD_CHECK === "harmony") {
+  // A harmony model (gpt-oss) through Chat Completions, as from Qwen: a
+  // required call with the OpenAI SDK and with the AI SDK's chat provider.
+  // The grammar lets the model reason first for as long as it likes (a
+  // random model: on and on), so seeds are tried until a call comes.
+  const tools = [{ type: "function", function: { name: "add", description: tool.description, parameters: tool.parameters } }];
+  const res = { openai: [], ai: [] };
+  for (let seed = 1; seed <= 12 && !res.openai.some((r) => r.finish === "tool_calls"); seed++) {
+    const c = (await openai.chat.completions.create({ model, messages: [{ role: "user", content: "What is 2 plus 3?" }], tools,
+      tool_choice: "required", max_tokens: 160, temperature: 1, seed })).choices[0];
+    res.openai.push({ finish: c.finish_reason, name: c.message.tool_calls?.[0]?.function.name,
+      arguments: c.message.tool_calls?.[0]?.function.arguments });
+  }
+  for (let seed = 1; seed <= 12 && !res.ai.some((r) => r.toolName); seed++) {
+    const ai = await generateText({ model: provider.chat(model), prompt: "What is 2 plus 3?", maxOutputTokens: 160, temperature: 1,
+      seed, maxRetries: 0, toolChoice: "required",
+      tools: { add: aiTool({ description: "add two integers", inputSchema: jsonSchema(tool.parameters) }) } });
+    res.ai.push({ finish: ai.finishReason, toolName: ai.toolCalls[0]?.toolName, input: ai.toolCalls[0]?.input });
+  }
+  console.log(JSON.stringify({ harmony: res }));
+  process.exit(0);
+}
+
 const text = await openai.responses.create({ model, input: "Count to three.", max_output_tokens: 12, temperature: 0 });
 out.responsesText = { status: text.status, text: text.output_text, outputTokens: text.usage.output_tokens };
 const types = [];
@@ -52,7 +77,6 @@ const after = await anthropic.messages.create({ model, max_tokens: 4, temperatur
 out.messagesNext = { inputTokens: after.usage.input_tokens, firstInputTokens: used.usage.input_tokens };
 
 // The AI SDK's default OpenAI provider speaks /v1/responses.
-const provider = createOpenAI({ baseURL: base + "/v1", apiKey });
 const gen = await generateText({ model: provider(model), prompt: "Count to three.", maxOutputTokens: 12, temperature: 0, maxRetries: 0 });
 const st = streamText({ model: provider(model), prompt: "Count to three.", maxOutputTokens: 12, temperature: 0, maxRetries: 0 });
 let streamed = "";
