@@ -165,71 +165,88 @@ func inputMessages(raw json.RawMessage) ([]map[string]any, *httpError) {
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, errInvalid("input", "input: want a string or an array of items: %v", err)
 	}
-	var out []map[string]any
-	reasoning := ""
-	lastAssistant := func() map[string]any {
-		if n := len(out); n > 0 && out[n-1]["role"] == "assistant" {
-			return out[n-1]
-		}
-		m := map[string]any{"role": "assistant", "content": ""}
-		if reasoning != "" {
-			m["reasoning_content"], reasoning = reasoning, ""
-		}
-		out = append(out, m)
-		return m
-	}
+	var c conv
 	for i, it := range items {
-		where := fmt.Sprintf("input[%d]", i)
-		switch it.Type {
-		case "", "message":
-			text, herr := partsText(it.Content, where)
-			if herr != nil {
-				return nil, herr
-			}
-			role := it.Role
-			switch role {
-			case "developer":
-				role = "system"
-			case "user", "system":
-			case "assistant":
-				m := lastAssistant()
-				m["content"] = m["content"].(string) + text
-				continue
-			default:
-				return nil, errInvalid("input", "%s.role %q: want user, system, developer or assistant", where, it.Role)
-			}
-			out = append(out, map[string]any{"role": role, "content": text})
-		case "function_call":
-			m := lastAssistant()
-			calls, _ := m["tool_calls"].([]map[string]any)
-			m["tool_calls"] = append(calls, map[string]any{"id": it.CallID, "type": "function",
-				"function": map[string]any{"name": it.Name, "arguments": it.Arguments}})
-		case "custom_tool_call":
-			m := lastAssistant()
-			calls, _ := m["tool_calls"].([]map[string]any)
-			args, _ := json.Marshal(map[string]string{"input": it.Input})
-			m["tool_calls"] = append(calls, map[string]any{"id": it.CallID, "type": "function",
-				"function": map[string]any{"name": it.Name, "arguments": string(args)}})
-		case "function_call_output", "custom_tool_call_output":
-			text, herr := outputText(it.Output, where)
-			if herr != nil {
-				return nil, herr
-			}
-			out = append(out, map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": text})
-		case "reasoning":
-			var parts []string
-			for _, p := range it.Summary {
-				parts = append(parts, p.Text)
-			}
-			if c, herr := partsText(it.Content, where); herr == nil && c != "" {
-				parts = append(parts, c)
-			}
-			reasoning = strings.Join(parts, "\n")
-		default:
-			return nil, errInvalid("input", "%s: a %q item is not served (messages, function_call, function_call_output, reasoning)", where, it.Type)
+		if herr := c.add(it, fmt.Sprintf("input[%d]", i)); herr != nil {
+			return nil, herr
 		}
 	}
-	return out, nil
+	return c.out, nil
+}
+
+// conv is input items becoming chat messages: a reasoning item waits for
+// the assistant turn it belongs to; calls join the assistant turn before.
+type conv struct {
+	out       []map[string]any
+	reasoning string
+}
+
+// assistant is the assistant turn the next call or text joins.
+func (c *conv) assistant() map[string]any {
+	if n := len(c.out); n > 0 && c.out[n-1]["role"] == "assistant" {
+		return c.out[n-1]
+	}
+	m := map[string]any{"role": "assistant", "content": ""}
+	if c.reasoning != "" {
+		m["reasoning_content"], c.reasoning = c.reasoning, ""
+	}
+	c.out = append(c.out, m)
+	return m
+}
+
+// call adds a call to the assistant turn.
+func (c *conv) call(id, name, arguments string) {
+	m := c.assistant()
+	calls, _ := m["tool_calls"].([]map[string]any)
+	m["tool_calls"] = append(calls, map[string]any{"id": id, "type": "function",
+		"function": map[string]any{"name": name, "arguments": arguments}})
+}
+
+func (c *conv) add(it inputItem, where string) *httpError {
+	switch it.Type {
+	case "", "message":
+		text, herr := partsText(it.Content, where)
+		if herr != nil {
+			return herr
+		}
+		role := it.Role
+		switch role {
+		case "developer":
+			role = "system"
+		case "user", "system":
+		case "assistant":
+			m := c.assistant()
+			m["content"] = m["content"].(string) + text
+			return nil
+		default:
+			return errInvalid("input", "%s.role %q: want user, system, developer or assistant", where, it.Role)
+		}
+		c.out = append(c.out, map[string]any{"role": role, "content": text})
+	case "function_call":
+		c.call(it.CallID, it.Name, it.Arguments)
+	case "custom_tool_call": // its text is the custom tool's one argument
+		args, _ := json.Marshal(map[string]string{"input": it.Input})
+		c.call(it.CallID, it.Name, string(args))
+	case "function_call_output", "custom_tool_call_output":
+		text, herr := outputText(it.Output, where)
+		if herr != nil {
+			return herr
+		}
+		c.out = append(c.out, map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": text})
+	case "reasoning":
+		var parts []string
+		for _, p := range it.Summary {
+			parts = append(parts, p.Text)
+		}
+		if t, herr := partsText(it.Content, where); herr == nil && t != "" {
+			parts = append(parts, t)
+		}
+		c.reasoning = strings.Join(parts, "\n")
+	default:
+		return errInvalid("input", "%s: a %q item is not served (messages, function_call, function_call_output, custom_tool_call, reasoning)",
+			where, it.Type)
+	}
+	return nil
 }
 
 // partsText joins a message's text: a string, or input_text, output_text
