@@ -13,14 +13,9 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-// TestNpmClients: the official JavaScript SDKs (openai,
-// @anthropic-ai/sdk and the AI SDK from npm, pinned in testing/npmclients; .ci/run
-// installs them) against the daemon over TCP with a key: Responses text,
-// stream, a forced call and the next turn through previous_response_id;
-// Messages text, stream, a forced tool_use and the tool_result turn; the
-// AI SDK's default OpenAI provider (ai and @ai-sdk/openai, on /v1/responses):
-// text, stream, a required tool, and an object.
-func TestNpmClients(t *testing.T) {
+// npmClients is the npm clients' directory, or skips t with how to install them.
+func npmClients(t *testing.T) string {
+	t.Helper()
 	dir, err := filepath.Abs("../testing/npmclients")
 	if err != nil {
 		t.Fatal(err)
@@ -31,13 +26,16 @@ func TestNpmClients(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
 		t.Skipf("the npm clients are not installed: npm ci --prefix %s", dir)
 	}
-	models := testmodels.Dir(t)
-	addr := freePort(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
-		filepath.Join(models, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), addr, fmt.Sprint(os.Getuid()))
-	startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(models, "arch", "tiny-qwen2.gguf")})
+	return dir
+}
+
+// runNpmCheck runs check.mjs against the daemon at addr (check: which
+// checks; "" the default ones) and returns what it printed.
+func runNpmCheck(t *testing.T, dir, addr, model, check string) []byte {
+	t.Helper()
 	cmd := exec.Command("node", filepath.Join(dir, "check.mjs"))
-	cmd.Env = append(os.Environ(), "BATCHD_URL=http://"+addr, "BATCHD_KEY=key-npm-clients-0123", "BATCHD_MODEL=tiny-qwen2")
+	cmd.Env = append(os.Environ(), "BATCHD_URL=http://"+addr, "BATCHD_KEY=key-npm-clients-0123", "BATCHD_MODEL="+model,
+		"BATCHD_CHECK="+check)
 	b, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -46,6 +44,24 @@ func TestNpmClients(t *testing.T) {
 		}
 		t.Fatalf("node: %v\n%s", err, stderr)
 	}
+	return b
+}
+
+// TestNpmClients: the official JavaScript SDKs (openai,
+// @anthropic-ai/sdk and the AI SDK from npm, pinned in testing/npmclients; .ci/run
+// installs them) against the daemon over TCP with a key: Responses text,
+// stream, a forced call and the next turn through previous_response_id;
+// Messages text, stream, a forced tool_use and the tool_result turn; the
+// AI SDK's default OpenAI provider (ai and @ai-sdk/openai, on /v1/responses):
+// text, stream, a required tool, and an object.
+func TestNpmClients(t *testing.T) {
+	dir := npmClients(t)
+	models := testmodels.Dir(t)
+	addr := freePort(t)
+	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
+		filepath.Join(models, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), addr, fmt.Sprint(os.Getuid()))
+	startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(models, "arch", "tiny-qwen2.gguf")})
+	b := runNpmCheck(t, dir, addr, "tiny-qwen2", "")
 	var got struct {
 		ResponsesText struct {
 			Status, Text string
@@ -105,16 +121,7 @@ func TestNpmClients(t *testing.T) {
 // model does: the OpenAI SDK's chat completions and the AI SDK's chat
 // provider.
 func TestNpmClientsHarmony(t *testing.T) {
-	dir, err := filepath.Abs("../testing/npmclients")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not found (the JavaScript SDKs' check needs Node.js 20)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
-		t.Skipf("the npm clients are not installed: npm ci --prefix %s", dir)
-	}
+	dir := npmClients(t)
 	file := filepath.Join(testmodels.Dir(t), "arch2", "tiny-gpt-oss.gguf")
 	if _, err := os.Stat(file); err != nil {
 		t.Skipf("%s not found", file)
@@ -124,17 +131,7 @@ func TestNpmClientsHarmony(t *testing.T) {
 	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
 		tmpl, addr, fmt.Sprint(os.Getuid()))
 	startDaemonFlags(t, cfg, ServeFlags{Model: file})
-	cmd := exec.Command("node", filepath.Join(dir, "check.mjs"))
-	cmd.Env = append(os.Environ(), "BATCHD_URL=http://"+addr, "BATCHD_KEY=key-npm-clients-0123", "BATCHD_MODEL=tiny-gpt-oss",
-		"BATCHD_CHECK=harmony")
-	b, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	b := runNpmCheck(t, dir, addr, "tiny-gpt-oss", "harmony")
 	var got struct {
 		Harmony struct {
 			OpenAI []struct{ Finish, Name, Arguments string }

@@ -184,22 +184,32 @@ func (s *Server) submitOf(w http.ResponseWriter, r *http.Request, req apiRequest
 	return sub
 }
 
-// serve runs one request: it counts it against the user's cap, submits it,
-// and answers (streamed or whole), always reading the stream to its end.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *wire.Submit, f *samplingFields, chat bool) {
-	// While the model loads the msgpack socket holds a submit until it is
-	// ready; HTTP clients get llama.cpp's 503 and retry.
+// admit lets a request in: not while the model loads or the daemon drains
+// (the msgpack socket holds a submit until it is ready; HTTP clients get
+// llama.cpp's 503 and retry), and within the user's cap. It returns the
+// release of the user's slot (safe to call twice), or nil after writing
+// the refusal.
+func (s *Server) admit(w http.ResponseWriter, p ipc.Peer) func() {
 	if st := s.o.Backend.Health().State; st == "loading" || st == "draining" {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, &httpError{status: http.StatusServiceUnavailable, typ: "unavailable_error", code: wire.CodeUnavailable,
 			msg: "batchd is " + st + "; retry shortly"})
-		return
+		return nil
 	}
 	if err := s.o.Users.AcquireUser(p); err != nil {
 		writeError(w, fromWire(err))
+		return nil
+	}
+	return sync.OnceFunc(func() { s.o.Users.ReleaseUser(p) })
+}
+
+// serve runs one request: it counts it against the user's cap, submits it,
+// and answers (streamed or whole), always reading the stream to its end.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, p ipc.Peer, sub *wire.Submit, f *samplingFields, chat bool) {
+	release := s.admit(w, p)
+	if release == nil {
 		return
 	}
-	release := sync.OnceFunc(func() { s.o.Users.ReleaseUser(p) })
 	defer release()
 	st0, err := s.o.Backend.Submit(r.Context(), p, sub)
 	if err != nil {

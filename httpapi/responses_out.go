@@ -44,17 +44,11 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 	if _, many := s.o.Backend.(ipc.ModelLister); !many {
 		sub.Model = ""
 	}
-	if st := s.o.Backend.Health().State; st == "loading" || st == "draining" {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, &httpError{status: http.StatusServiceUnavailable, typ: "unavailable_error", code: wire.CodeUnavailable,
-			msg: "batchd is " + st + "; retry shortly"})
+	release := s.admit(w, p)
+	if release == nil {
 		return
 	}
-	if err := s.o.Users.AcquireUser(p); err != nil {
-		writeError(w, fromWire(err))
-		return
-	}
-	defer s.o.Users.ReleaseUser(p)
+	defer release()
 	st, err := s.o.Backend.Submit(r.Context(), p, sub)
 	if err != nil {
 		writeError(w, modelError(err))
