@@ -106,8 +106,10 @@ type StateKey struct {
 type Recurrent interface {
 	Recurrent() bool
 	DropState(seq uint64)
-	// HasSnapshot reports whether a state is kept under key.
+	// HasSnapshot reports whether a state is kept under key; Snapshots
+	// how many are kept.
 	HasSnapshot(key StateID) bool
+	Snapshots() int
 }
 
 // RoleAware is a backend whose numerics for a token depend on whether it

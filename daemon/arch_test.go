@@ -41,3 +41,29 @@ func TestServeQwenChatPrompt(t *testing.T) {
 		t.Fatalf("empty prompt: %v, want invalid_argument", err)
 	}
 }
+
+// TestStopSequenceReported: a stop string from the middle of the greedy
+// text ends it there, and the done frame (the Go client's Result) says
+// which stop string did; a stop token or the length leaves it empty.
+func TestStopSequenceReported(t *testing.T) {
+	g := testmodels.ArchGoldens(t, "llama3")[0]
+	td := startDaemonWith(t, "", filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf"), "")
+	c := td.dial(t)
+	ctx := context.Background()
+	whole, err := c.Generate(ctx, client.Request{Prompt: g.Prompt, MaxTokens: 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := []rune(whole.Text)
+	if len(r) < 8 || whole.StopSequence != "" {
+		t.Fatalf("greedy text %q, stop %q", whole.Text, whole.StopSequence)
+	}
+	stop := string(r[4:6])
+	cut, err := c.Generate(ctx, client.Request{Prompt: g.Prompt, MaxTokens: 16, Stop: []string{"never-written", stop}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut.FinishReason != "stop" || cut.StopSequence != stop || cut.Text+stop != whole.Text[:len(cut.Text)+len(stop)] {
+		t.Errorf("stop %q: %s %q, text %q of %q", stop, cut.FinishReason, cut.StopSequence, cut.Text, whole.Text)
+	}
+}

@@ -516,7 +516,9 @@ func (e *Engine) publish() {
 	}
 	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached = u.Total, u.Used, u.Cached
 	s.KVBlocksPinned = e.pinnedBlocks()
-	s.RecurrentStates = len(e.rstates.held)
+	if e.rstates.b != nil {
+		s.RecurrentStates, s.RecurrentSnapshots = len(e.rstates.held), e.rstates.b.Snapshots()
+	}
 	e.gauges.running.Store(int64(s.Running))
 	e.gauges.waiting.Store(int64(s.Waiting))
 	e.gauges.kvUsed.Store(int64(u.Used))

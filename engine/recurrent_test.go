@@ -126,6 +126,9 @@ func TestRecurrentPrefixResume(t *testing.T) {
 	warm := engine(0, true)
 	run(warm, first, 20)
 	got, cached := run(warm, second, 12)
+	if st := warm.Stats(); st.RecurrentSnapshots == 0 {
+		t.Error("stats count no kept states")
+	}
 	if cached != 48 || !slices.Equal(got, want) {
 		t.Errorf("second turn: %d cached tokens (want 48: the first turn's three full blocks), tokens %v, cold %v", cached, got, want)
 	}

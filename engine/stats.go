@@ -40,6 +40,9 @@ type Stats struct {
 	// holds (hybrids such as qwen35; their KV blocks serve the attention
 	// layers only, and no prefix is cached for them).
 	RecurrentStates int `json:"recurrent_states,omitempty"`
+	// RecurrentSnapshots: states kept at block boundaries for prefix-cache
+	// hits on such models (backend.Recurrent.Snapshots).
+	RecurrentSnapshots int `json:"recurrent_snapshots,omitempty"`
 
 	PrefixQueries uint64 `json:"prefix_cache_queries"` // prompt tokens looked up
 	PrefixHits    uint64 `json:"prefix_cache_hits"`    // of those, found cached

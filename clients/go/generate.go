@@ -109,6 +109,8 @@ type Result struct {
 	// the calls it made (FinishReason "tool_calls").
 	Reasoning string
 	ToolCalls []wire.ToolCall
+	// StopSequence is the stop string that ended the text, when one did.
+	StopSequence string
 }
 
 // Message is one turn of a conversation. Content is the text; Parts, when
@@ -313,6 +315,7 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 			}
 			res.ToolCalls = d.ToolCalls
 			res.FinishReason, res.Usage, res.Timings, res.Preemptions = d.FinishReason, d.Usage, d.Timings, d.Preemptions
+			res.StopSequence = d.StopSequence
 			if d.FinishReason == "error" {
 				return res, &wire.Error{Code: d.Code, Message: d.Message}
 			}
