@@ -5,7 +5,10 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
 
 	client "github.com/batchd/batchd/clients/go"
 	"github.com/batchd/batchd/ipc/wire"
@@ -46,8 +49,13 @@ func TestServeQwenChatPrompt(t *testing.T) {
 // text ends it there, and the done frame (the Go client's Result) says
 // which stop string did; a stop token or the length leaves it empty.
 func TestStopSequenceReported(t *testing.T) {
-	g := testmodels.ArchGoldens(t, "llama3")[0]
-	td := startDaemonWith(t, "", filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf"), "")
+	var g testmodels.ArchGolden
+	for _, x := range testmodels.ArchGoldens(t, "llama3") {
+		if x.Prompt != "" && g.Prompt == "" {
+			g = x
+		}
+	}
+	td := startDaemonFlags(t, "", ServeFlags{Model: filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf"), HTTPSocket: "http"})
 	c := td.dial(t)
 	ctx := context.Background()
 	whole, err := c.Generate(ctx, client.Request{Prompt: g.Prompt, MaxTokens: 16}, nil)
@@ -65,5 +73,27 @@ func TestStopSequenceReported(t *testing.T) {
 	}
 	if cut.FinishReason != "stop" || cut.StopSequence != stop || cut.Text+stop != whole.Text[:len(cut.Text)+len(stop)] {
 		t.Errorf("stop %q: %s %q, text %q of %q", stop, cut.FinishReason, cut.StopSequence, cut.Text, whole.Text)
+	}
+	// The OpenAI API says it as vLLM does: the choice's stop_reason.
+	oc := td.openai(t)
+	p := openai.CompletionNewParams{Model: openai.CompletionNewParamsModel("tiny-llama3"), Prompt: openai.CompletionNewParamsPromptUnion{
+		OfString: openai.String(g.Prompt)}, MaxTokens: openai.Int(16), Temperature: openai.Float(0),
+		Stop: openai.CompletionNewParamsStopUnion{OfStringArray: []string{stop}}}
+	resp, err := oc.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr := resp.Choices[0].JSON.ExtraFields["stop_reason"].Raw(); sr != strconv.Quote(stop) || resp.Choices[0].Text != cut.Text {
+		t.Errorf("completions: stop_reason %s, text %q; want %q, %q", sr, resp.Choices[0].Text, stop, cut.Text)
+	}
+	s := oc.Completions.NewStreaming(ctx, p)
+	streamed := ""
+	for s.Next() {
+		if ch := s.Current(); len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
+			streamed = ch.Choices[0].JSON.ExtraFields["stop_reason"].Raw()
+		}
+	}
+	if s.Err() != nil || streamed != strconv.Quote(stop) {
+		t.Errorf("streamed stop_reason %s (%v)", streamed, s.Err())
 	}
 }

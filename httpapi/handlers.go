@@ -288,6 +288,15 @@ func usageOf(d *wire.Done) *usage {
 	return u
 }
 
+// stopReasonOf is the stop string that ended the text, or nil.
+func stopReasonOf(d *wire.Done) *string {
+	if d.StopSequence == "" {
+		return nil
+	}
+	s := d.StopSequence
+	return &s
+}
+
 // terminalError is the error of a request the server ended (a drain, an
 // engine failure), or nil for one that finished.
 func terminalError(d *wire.Done) *httpError {
@@ -315,9 +324,11 @@ func (a *answer) whole(text, reasoning string, lps []wire.Logprob, d *wire.Done)
 				m.Content = nil // OpenAI's content of an answer that is only calls
 			}
 		}
-		resp = a.envelope("chat.completion", []chatChoice{{Message: m, Logprobs: a.logprobsOf(lps), FinishReason: &finish}})
+		resp = a.envelope("chat.completion", []chatChoice{{Message: m, Logprobs: a.logprobsOf(lps), FinishReason: &finish,
+			StopReason: stopReasonOf(d)}})
 	} else {
-		resp = a.envelope("text_completion", []completionChoice{{Text: text, Logprobs: a.logprobsOf(lps), FinishReason: &finish}})
+		resp = a.envelope("text_completion", []completionChoice{{Text: text, Logprobs: a.logprobsOf(lps), FinishReason: &finish,
+			StopReason: stopReasonOf(d)}})
 	}
 	resp.Usage = usageOf(d)
 	_ = a.rc.SetWriteDeadline(time.Now().Add(a.s.o.WriteTimeout))
@@ -415,7 +426,16 @@ func (a *answer) stream(st ipc.RequestStream, includeUsage bool, cancel func()) 
 			a.event(herr.body())
 		} else {
 			finish := ev.Done.FinishReason
-			a.event(a.chunk(nil, "", &finish, nil))
+			last := a.chunk(nil, "", &finish, nil)
+			if sr := stopReasonOf(ev.Done); sr != nil {
+				switch c := last.Choices.(type) {
+				case []chatChoice:
+					c[0].StopReason = sr
+				case []completionChoice:
+					c[0].StopReason = sr
+				}
+			}
+			a.event(last)
 			if includeUsage {
 				r := a.envelope(map[bool]string{true: "chat.completion.chunk", false: "text_completion"}[a.chat], []chatChoice{})
 				r.Usage = usageOf(ev.Done)

@@ -161,6 +161,9 @@ type chatChoice struct {
 	Delta        *chatDelta   `json:"delta,omitempty"`
 	Logprobs     any          `json:"logprobs"`
 	FinishReason *string      `json:"finish_reason"`
+	// StopReason is the stop string that ended the text (vLLM's field),
+	// present only when one did.
+	StopReason *string `json:"stop_reason,omitempty"`
 }
 
 type completionChoice struct {
@@ -168,6 +171,7 @@ type completionChoice struct {
 	Text         string  `json:"text"`
 	Logprobs     any     `json:"logprobs"`
 	FinishReason *string `json:"finish_reason"`
+	StopReason   *string `json:"stop_reason,omitempty"`
 }
 
 // response is a completion, or a chunk of a streamed one.
