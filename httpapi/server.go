@@ -313,6 +313,14 @@ type httpError struct {
 }
 
 // fromWire maps a wire error to its HTTP status and OpenAI type.
+// WireStatus is the HTTP status and message of a backend's error, for
+// the other APIs on these listeners (Ollama's, Anthropic's), which write
+// them in their own shapes.
+func WireStatus(err error) (int, string) {
+	h := fromWire(err)
+	return h.status, h.msg
+}
+
 func fromWire(err error) *httpError {
 	e := wire.AsError(err)
 	h := &httpError{msg: e.Message, code: e.Code}

@@ -8,12 +8,12 @@ package anthropic
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/batchd/batchd/httpapi"
 	"github.com/batchd/batchd/ipc"
-	"github.com/batchd/batchd/ipc/wire"
 )
 
 // maxBody bounds a request body, as the OpenAI API's.
@@ -67,26 +67,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// statusOf maps a wire error to a status.
-func statusOf(err error) (int, string) {
-	e := wire.AsError(err)
-	switch e.Code {
-	case wire.CodeInvalidArgument:
-		return http.StatusBadRequest, e.Message
-	case wire.CodeNotFound:
-		return http.StatusNotFound, e.Message
-	case wire.CodePermissionDenied:
-		return http.StatusForbidden, e.Message
-	case wire.CodeQueueFull, wire.CodeResourceExhausted:
-		return http.StatusTooManyRequests, e.Message
-	case wire.CodeUnavailable:
-		return http.StatusServiceUnavailable, e.Message
-	}
-	return http.StatusInternalServerError, e.Message
-}
-
 func writeWireError(w http.ResponseWriter, err error) {
-	status, msg := statusOf(err)
+	status, msg := httpapi.WireStatus(err)
 	writeError(w, status, msg)
 }
 
@@ -95,7 +77,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
-		if asMaxBytes(err, &tooBig) {
+		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", maxBody))
 			return false
 		}

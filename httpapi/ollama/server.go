@@ -79,20 +79,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // statusOf maps a wire error to Ollama's status and words.
 func statusOf(err error, model string) (int, string) {
-	e := wire.AsError(err)
-	switch e.Code {
-	case wire.CodeInvalidArgument:
-		return http.StatusBadRequest, e.Message
-	case wire.CodeNotFound:
-		return http.StatusNotFound, fmt.Sprintf("model %q not found: copy its GGUF file into models_dir (%s)", model, e.Message)
-	case wire.CodePermissionDenied:
-		return http.StatusForbidden, e.Message
-	case wire.CodeQueueFull, wire.CodeResourceExhausted:
-		return http.StatusTooManyRequests, e.Message
-	case wire.CodeUnavailable:
-		return http.StatusServiceUnavailable, e.Message
+	status, msg := httpapi.WireStatus(err)
+	if status == http.StatusNotFound {
+		msg = fmt.Sprintf("model %q not found: copy its GGUF file into models_dir (%s)", model, msg)
 	}
-	return http.StatusInternalServerError, e.Message
+	return status, msg
 }
 
 func writeWireError(w http.ResponseWriter, err error, model string) {
