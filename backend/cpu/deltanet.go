@@ -84,7 +84,7 @@ func (b *Backend) advanceStates(batch *backend.Batch) {
 	for _, s := range batch.Seqs {
 		b.states[s.Seq].pos = s.Pos + len(s.Tokens)
 	}
-	b.keepSnapshots(batch)
+	b.keepSnapshots()
 }
 
 // deltaScratch is the recurrent layers' step scratch.

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/batchd/batchd/backend"
@@ -8,6 +10,7 @@ import (
 	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/synth"
+	"github.com/batchd/batchd/testing/testmodels"
 )
 
 // TestHybridSynthMatchesLlamaCppLive: Gated DeltaNet hybrids that
@@ -58,5 +61,56 @@ func TestHybridSynthMatchesLlamaCppLive(t *testing.T) {
 				t.Errorf("%.3g from llama.cpp's", worst)
 			}
 		})
+	}
+}
+
+// TestRollingSnapshots: a sequence that passes block after block keeps one
+// rolling state (each replacing the last, its buffers reused) beside its
+// kept ones, and another sequence restored from the latest computes what
+// the first computes from there.
+func TestRollingSnapshots(t *testing.T) {
+	m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch2", "tiny-qwen35.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	toks := make([]int, 70)
+	for i := range toks {
+		toks[i] = 100 + 13*i
+	}
+	blocks := []int{0, 1, 2, 3, 4}
+	key := func(at int) backend.StateID { return backend.StateID{byte(at)} }
+	step := func(in backend.SeqInput) []float32 {
+		t.Helper()
+		out, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]float32(nil), out[0]...)
+	}
+	step(backend.SeqInput{Tokens: toks[:20], Blocks: blocks, Logits: true, Seq: 1, Snapshots: []backend.StateKey{{At: 16, Key: key(16)}}})
+	var last []float32
+	for p := 20; p < 70; p++ {
+		in := backend.SeqInput{Tokens: toks[p : p+1], Pos: p, Blocks: blocks, Logits: true, Seq: 1}
+		if (p+1)%16 == 0 {
+			in.Snapshots = []backend.StateKey{{At: p + 1, Key: key(p + 1), Rolling: true}}
+		}
+		last = step(in)
+	}
+	if b.Snapshots() != 2 || !b.HasSnapshot(key(16)) || b.HasSnapshot(key(32)) || b.HasSnapshot(key(48)) || !b.HasSnapshot(key(64)) {
+		t.Fatalf("%d kept; 16 %v 32 %v 48 %v 64 %v", b.Snapshots(), b.HasSnapshot(key(16)), b.HasSnapshot(key(32)), b.HasSnapshot(key(48)),
+			b.HasSnapshot(key(64)))
+	}
+	k := key(64)
+	resumed := step(backend.SeqInput{Tokens: toks[64:70], Pos: 64, Blocks: blocks, Logits: true, Seq: 2, Restore: &k})
+	for i := range last {
+		if d := math.Abs(float64(last[i] - resumed[i])); d > 1e-5 {
+			t.Fatalf("logit %d: %g continued, %g resumed", i, last[i], resumed[i])
+		}
 	}
 }

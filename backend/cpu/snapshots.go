@@ -16,6 +16,9 @@ import (
 type snapshot struct {
 	key       backend.StateID
 	conv, ssm [][]float32
+	// rolling: a sequence's rolling state (owner's), replaced by its next.
+	rolling bool
+	owner   uint64
 }
 
 // snapshotStore keeps snapshots, least recently used out first.
@@ -31,9 +34,8 @@ func newSnapshotStore(max int) snapshotStore {
 
 // pendingSnap is a snapshot a share asked for, filled as its layers run.
 type pendingSnap struct {
-	at      int // positions of the share before it (At - Pos)
-	rolling bool
-	s       *snapshot
+	at int // positions of the share before it (At - Pos)
+	s  *snapshot
 }
 
 // HasSnapshot reports whether a state is kept under key.
@@ -89,30 +91,42 @@ func (b *Backend) planSnapshots(batch *backend.Batch) error {
 			}
 			if e := b.snaps.byKey[k.Key]; e != nil {
 				b.snaps.lru.MoveToFront(e)
-				if k.Rolling {
-					b.states[s.Seq].rolling = k.Key
-				}
 				continue
 			}
-			snap := b.newState(nil)
-			ps = append(ps, pendingSnap{at: k.At - s.Pos, rolling: k.Rolling, s: &snapshot{key: k.Key, conv: snap.conv, ssm: snap.ssm}})
+			ps = append(ps, pendingSnap{at: k.At - s.Pos, s: b.takeSnapshot(k, s.Seq)})
 		}
 		ds.snaps = append(ds.snaps, ps)
 	}
 	return nil
 }
 
-// keepSnapshots stores the step's filled snapshots; a rolling one replaces
-// its sequence's previous rolling one.
-func (b *Backend) keepSnapshots(batch *backend.Batch) {
-	for i, ps := range b.delta.snaps {
-		st := b.states[batch.Seqs[i].Seq]
+// takeSnapshot is the snapshot k will fill: a rolling one takes over its
+// sequence's previous rolling one (out of the store, its buffers reused:
+// the layers overwrite all of them), others are new.
+func (b *Backend) takeSnapshot(k backend.StateKey, seq uint64) *snapshot {
+	if k.Rolling {
+		st := b.states[seq]
+		if e := b.snaps.byKey[st.rolling]; e != nil {
+			if old := e.Value.(*snapshot); old.rolling && old.owner == seq {
+				b.snaps.drop(e)
+				old.key = k.Key
+				st.rolling = k.Key
+				return old
+			}
+		}
+		st.rolling = k.Key
+	}
+	fresh := b.newState(nil)
+	return &snapshot{key: k.Key, conv: fresh.conv, ssm: fresh.ssm, rolling: k.Rolling, owner: seq}
+}
+
+// keepSnapshots stores the step's filled snapshots; of two sequences that
+// took the same state in one step (the same prompt), one is kept.
+func (b *Backend) keepSnapshots() {
+	for _, ps := range b.delta.snaps {
 		for _, p := range ps {
-			if p.rolling {
-				if e := b.snaps.byKey[st.rolling]; e != nil && st.rolling != p.s.key {
-					b.snaps.drop(e)
-				}
-				st.rolling = p.s.key
+			if _, dup := b.snaps.byKey[p.s.key]; dup {
+				continue
 			}
 			b.snaps.byKey[p.s.key] = b.snaps.lru.PushFront(p.s)
 			for b.snaps.lru.Len() > b.snaps.max {
