@@ -213,16 +213,31 @@ func TestGptOssSynthMatchesLlamaCppLive(t *testing.T) {
 	ref := liveRef(t)
 	o := synth.Options{Arch: "gpt-oss", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 256, Vocab: 512,
 		Context: 4096, DType: quant.F32, Seed: 13, Std: 0.08, Experts: 8, ExpertsUsed: 4, ExpertFFN: 256, RouterStd: 0.5}
+	worst := synthAgainstLlamaCpp(t, ref, o, "int8", func(m *model.Model) {
+		if m.Layers[0].ExpUp[0].Type != quant.MXFP4 || m.Layers[1].Sinks == nil || m.Layers[0].ExpDownB == nil {
+			t.Fatalf("synth's gpt-oss: experts %s", m.Layers[0].ExpUp[0].Type)
+		}
+	}, [][]int{{1, 40, 99, 301, 7, 260}, {1, 500, 12, 12, 88, 430, 5, 61}})
+	t.Logf("top-5 log-probabilities within %.2g of llama.cpp's", worst)
+	if worst > 0.01 {
+		t.Errorf("%.3g from llama.cpp's", worst)
+	}
+}
+
+// synthAgainstLlamaCpp writes o with testing/synth, checks the loaded
+// model, and returns the largest top-5 log-probability difference from the
+// npm llama.cpp over prompts, teacher-forced 12 steps each, under quantDot.
+func synthAgainstLlamaCpp(t *testing.T, ref *llamacpp.Ref, o synth.Options, quantDot string, check func(*model.Model),
+	prompts [][]int) float64 {
+	t.Helper()
 	file, _ := synth.WriteFile(t, o)
 	m, err := model.Load(file, model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if m.Layers[0].ExpUp[0].Type != quant.MXFP4 || m.Layers[1].Sinks == nil || m.Layers[0].ExpDownB == nil {
-		t.Fatalf("synth's gpt-oss: experts %s", m.Layers[0].ExpUp[0].Type)
-	}
-	b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: "int8"})
+	check(m)
+	b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: quantDot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +249,8 @@ func TestGptOssSynthMatchesLlamaCppLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	worst := 0.0
-	for _, p := range [][]int{{1, 40, 99, 301, 7, 260}, {1, 500, 12, 12, 88, 430, 5, 61}} {
+	for _, p := range prompts {
 		worst = max(worst, teacherForced(t, b, liveGolden(t, ref, p, 12)))
 	}
-	t.Logf("top-5 log-probabilities within %.2g of llama.cpp's", worst)
-	if worst > 0.01 {
-		t.Errorf("%.3g from llama.cpp's", worst)
-	}
+	return worst
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
-	"github.com/batchd/batchd/testing/llamacpp"
 	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
@@ -32,30 +31,11 @@ func TestHybridSynthMatchesLlamaCppLive(t *testing.T) {
 			Experts: 8, ExpertsUsed: 2, ExpertFFN: 256, SharedFFN: 256, RouterStd: 0.5},
 	} {
 		t.Run(o.Arch, func(t *testing.T) {
-			file, _ := synth.WriteFile(t, o)
-			m, err := model.Load(file, model.LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			if !m.Config.Recurrent.Layer(0) || m.Config.Recurrent.Layer(3) || m.Layers[0].SSM == nil {
-				t.Fatalf("synth's %s: recurrent %+v", o.Arch, m.Config.Recurrent)
-			}
-			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			if _, err := ref.LoadModel(file, false); err != nil {
-				t.Fatal(err)
-			}
-			if err := ref.Context(llamacpp.ContextOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			worst := 0.0
-			for _, p := range [][]int{{1, 40, 99, 301, 7, 260}, long} {
-				worst = max(worst, teacherForced(t, b, liveGolden(t, ref, p, 12)))
-			}
+			worst := synthAgainstLlamaCpp(t, ref, o, "", func(m *model.Model) {
+				if !m.Config.Recurrent.Layer(0) || m.Config.Recurrent.Layer(3) || m.Layers[0].SSM == nil {
+					t.Fatalf("synth's %s: recurrent %+v", o.Arch, m.Config.Recurrent)
+				}
+			}, [][]int{{1, 40, 99, 301, 7, 260}, long})
 			t.Logf("top-5 log-probabilities within %.2g of llama.cpp's", worst)
 			if worst > 2e-4 {
 				t.Errorf("%.3g from llama.cpp's", worst)
