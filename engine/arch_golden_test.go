@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
-	"github.com/batchd/batchd/engine/sched"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/batchd/batchd/engine/sched"
 
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/testing/testmodels"
@@ -83,17 +85,25 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 				// each verification ends with the target's own token.
 				{"draft-model-self", engineOpts{spec: SpecConfig{Method: "draft", MaxBatch: 16, Ungated: true}, draft: m}, true, 1},
 			} {
-				e := startEngine(t, m, mode.o)
+				// A batch arrives whole: the loop takes it in one turn, so that
+				// the tiny pools preempt however the machine schedules us.
+				var gate sync.Mutex
+				o := mode.o
+				o.gate = &gate
+				e := startEngine(t, m, o)
 				preempted, cached := 0, 0
 				run := func(batch []testmodels.ArchGolden) {
 					var streams []*Stream
+					gate.Lock()
 					for _, g := range batch {
 						st, err := e.Submit(context.Background(), Request{Tokens: g.PromptTokens, MaxTokens: len(g.OutputTokens)})
 						if err != nil {
+							gate.Unlock()
 							t.Fatal(err)
 						}
 						streams = append(streams, st)
 					}
+					gate.Unlock()
 					for i, st := range streams {
 						_, toks, done, err := st.Wait(context.Background())
 						if err != nil {

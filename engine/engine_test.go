@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/batchd/batchd/engine/sched"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batchd/batchd/engine/sched"
 
 	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/backend/cpu"
@@ -26,7 +27,8 @@ type engineOpts struct {
 	sched             sched.Config
 	maxQueue          int
 	noStart           bool
-	quantDot          string // backend.Options.QuantDot
+	gate              *sync.Mutex // held while a test submits: the loop waits at its next turn
+	quantDot          string      // backend.Options.QuantDot
 	kvType            quant.DType
 	spec              SpecConfig
 	draft             *model.Model // spec.Method "draft": its model, on the target's threads
@@ -90,6 +92,10 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	var mu sync.Mutex
 	var violation error
 	e.afterStep = func() {
+		if o.gate != nil { // the test submits a batch whole before the loop's next turn
+			o.gate.Lock()
+			o.gate.Unlock() //nolint:staticcheck // a barrier, not a critical section
+		}
 		err := e.pool.Check()
 		if err == nil && e.spec.drafter != nil {
 			err = e.spec.drafter.pool.Check()

@@ -38,16 +38,16 @@ func TestRecurrentStatesFreed(t *testing.T) {
 		most = max(most, b.States())
 		mu.Unlock()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = e.Run(ctx) }()
 	var streams []*Stream
-	for i := range 8 {
+	for i := range 8 { // all queued before the loop starts: they contend for the pool at once
 		st, err := e.Submit(context.Background(), Request{Tokens: []int{1 + i, 20, 30 + i, 40, 50}, MaxTokens: 12 + i})
 		if err != nil {
 			t.Fatal(err)
 		}
 		streams = append(streams, st)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = e.Run(ctx) }()
 	preempted := 0
 	for i, st := range streams {
 		if i%3 == 0 {
