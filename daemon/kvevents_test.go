@@ -148,6 +148,13 @@ func (s *kvSubscriber) chain(h uint64) []uint32 {
 
 func postJSON(t *testing.T, hc *http.Client, path string, body any) []byte {
 	t.Helper()
+	return postJSONStatus(t, hc, path, body, http.StatusOK)
+}
+
+// postJSONStatus posts body to the daemon's HTTP socket and returns the
+// answer, failing unless its status is want.
+func postJSONStatus(t *testing.T, hc *http.Client, path string, body any, want int) []byte {
+	t.Helper()
 	b, _ := json.Marshal(body)
 	resp, err := hc.Post("http://batchd"+path, "application/json", bytes.NewReader(b))
 	if err != nil {
@@ -155,8 +162,8 @@ func postJSON(t *testing.T, hc *http.Client, path string, body any) []byte {
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: %d %s", path, resp.StatusCode, out)
+	if resp.StatusCode != want {
+		t.Fatalf("POST %s %s: %d %s, want %d", path, b, resp.StatusCode, out, want)
 	}
 	return out
 }

@@ -168,3 +168,37 @@ func TestNpmClientsHarmony(t *testing.T) {
 		t.Errorf("a call in %d of the tries: %+v", called, got.Harmony)
 	}
 }
+
+// TestNpmClientsAgents: the OpenAI Agents SDK (@openai/agents) runs an
+// agent with a function tool and an output type on /v1/responses: its
+// first turn calls the tool (tool_choice required, the arguments held to
+// the tool's schema), the SDK runs it, and the next turn, which carries
+// the call and its output and still asks for the output type beside the
+// (now disabled) tool, answers in the schema.
+func TestNpmClientsAgents(t *testing.T) {
+	dir := npmClients(t)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@openai", "agents")); err != nil {
+		t.Skipf("@openai/agents is not installed: npm ci --prefix %s", dir)
+	}
+	models := testmodels.Dir(t)
+	addr := freePort(t)
+	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
+		filepath.Join(models, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), addr, fmt.Sprint(os.Getuid()))
+	startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(models, "arch", "tiny-qwen2.gguf")})
+	b := runNpmCheck(t, dir, addr, "tiny-qwen2", "agents")
+	var got struct {
+		Agents struct {
+			Calls [][]int64
+			Final map[string]any
+			Items []string
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	a := got.Agents
+	want := []string{"tool_call_item", "tool_call_output_item", "message_output_item"}
+	if _, ok := a.Final["sum"].(float64); len(a.Calls) != 1 || !ok || len(a.Final) != 1 || strings.Join(a.Items, " ") != strings.Join(want, " ") {
+		t.Errorf("agent run: %s", b)
+	}
+}

@@ -177,7 +177,7 @@ func TestToolCallsOpenAISDK(t *testing.T) {
 		{"tool_choice", option.WithJSONSet("tool_choice", "sometimes")},
 		{"tools", option.WithJSONSet("tools", []any{map[string]any{"type": "function", "function": map[string]any{"name": "a b"}}})},
 		{"functions", option.WithJSONSet("functions", []any{map[string]any{"name": "f"}})},
-		{"response_format", option.WithJSONSet("response_format", map[string]any{"type": "json_object"})},
+		{"grammar", option.WithJSONSet("grammar", `root ::= "a"`)}, // a JSON response_format may join calls; a grammar not
 	} {
 		p := base
 		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}

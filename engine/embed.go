@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"github.com/batchd/batchd/engine/sched"
+	"github.com/batchd/batchd/model"
 	"math"
 	"time"
 )
@@ -15,6 +16,7 @@ const (
 	PoolMean Pooling = iota + 1 // the mean over every token, BOS/[CLS] and EOS/[SEP] included
 	PoolCLS                     // the first token's ([CLS])
 	PoolLast                    // the last token's (an appended EOS, as Qwen3-Embedding)
+	PoolRank                    // a reranker's: its head's scores (model.RankHead)
 )
 
 func (p Pooling) String() string {
@@ -25,18 +27,20 @@ func (p Pooling) String() string {
 		return "cls"
 	case PoolLast:
 		return "last"
+	case PoolRank:
+		return "rank"
 	}
 	return fmt.Sprintf("pooling(%d)", int(p))
 }
 
-// ParsePooling reads a pooling name: mean, cls or last.
+// ParsePooling reads a pooling name: mean, cls, last or rank.
 func ParsePooling(s string) (Pooling, error) {
-	for _, p := range []Pooling{PoolMean, PoolCLS, PoolLast} {
+	for _, p := range []Pooling{PoolMean, PoolCLS, PoolLast, PoolRank} {
 		if p.String() == s {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: pooling %q: want mean, cls or last", ErrInvalidArgument, s)
+	return 0, fmt.Errorf("%w: pooling %q: want mean, cls, last or rank", ErrInvalidArgument, s)
 }
 
 // Embed makes a request an embedding: its prompt runs through the model,
@@ -54,6 +58,7 @@ type Embed struct {
 // pooler accumulates one embedding request's hidden states.
 type pooler struct {
 	embed Embed
+	head  *model.RankHead // PoolRank's
 	sum   []float64
 	row   []float32 // CLS: the first row; LAST: the latest
 	n     int
@@ -78,6 +83,12 @@ func (p *pooler) add(rows []float32, dim int, first bool) {
 		}
 	case PoolLast:
 		p.row = append(p.row[:0], rows[(n-1)*dim:]...)
+	case PoolRank:
+		if p.head.Last {
+			p.row = append(p.row[:0], rows[(n-1)*dim:]...)
+		} else if first {
+			p.row = append(p.row[:0], rows[:dim]...)
+		}
 	}
 	p.n += n
 }
@@ -85,6 +96,9 @@ func (p *pooler) add(rows []float32, dim int, first bool) {
 // vector is the pooled (and, when asked, normalised) embedding.
 func (p *pooler) vector() []float32 {
 	out := p.row
+	if p.embed.Pooling == PoolRank {
+		return rankScores(p.head, out)
+	}
 	if p.embed.Pooling == PoolMean {
 		out = make([]float32, len(p.sum))
 		for j, s := range p.sum {
@@ -117,9 +131,12 @@ func Normalize(v []float32) {
 func checkEmbed(r Request) []error {
 	var errs []error
 	switch r.Embed.Pooling {
-	case PoolMean, PoolCLS, PoolLast:
+	case PoolMean, PoolCLS, PoolLast, PoolRank:
 	default:
-		errs = append(errs, fmt.Errorf("embedding pooling %v: want mean, cls or last", r.Embed.Pooling))
+		errs = append(errs, fmt.Errorf("embedding pooling %v: want mean, cls, last or rank", r.Embed.Pooling))
+	}
+	if r.Embed.Pooling == PoolRank && r.Embed.Normalize {
+		errs = append(errs, fmt.Errorf("a reranker's scores are not normalised"))
 	}
 	if r.Grammar != nil || r.Logprobs || len(r.Stop) > 0 || len(r.StopTokenIDs) > 0 || r.MaxTokens > 1 {
 		errs = append(errs, fmt.Errorf("an embedding generates nothing: no grammar, logprobs, stops or max_tokens"))
@@ -132,7 +149,7 @@ func checkEmbed(r Request) []error {
 // starts over (a preempted request recomputes its prompt).
 func (e *Engine) pooled(rs *reqState, sc sched.Scheduled, rows []float32, now time.Time) {
 	if sc.Start == 0 {
-		rs.pool = &pooler{embed: rs.pool.embed}
+		rs.pool = &pooler{embed: rs.pool.embed, head: rs.pool.head}
 	}
 	rs.pool.add(rows, e.m.Config.Dim, sc.Start == 0)
 	if sc.Start+sc.N < sc.Seq.PromptLen {

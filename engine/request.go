@@ -265,8 +265,13 @@ func checkKind(r Request, m *model.Model) []error {
 	if r.Prefill && (r.Embed != nil || r.Grammar != nil || r.Logprobs) {
 		errs = append(errs, errors.New("a prefill generates nothing: no embedding, grammar or logprobs"))
 	}
-	if r.Embed == nil && !m.Generates() {
+	switch {
+	case r.Embed == nil && m.Rank != nil:
+		errs = append(errs, fmt.Errorf("%s is a reranker: it scores pairs and does not generate", m.Config.Arch))
+	case r.Embed == nil && !m.Generates():
 		errs = append(errs, fmt.Errorf("%s is an embedding model: it does not generate", m.Config.Arch))
+	case r.Embed != nil && (r.Embed.Pooling == PoolRank) != (m.Rank != nil):
+		errs = append(errs, fmt.Errorf("rank pooling is a reranker's, and a reranker pools only so (pooling %v)", r.Embed.Pooling))
 	}
 	if len(r.CacheSalt) > MaxCacheSaltBytes {
 		errs = append(errs, fmt.Errorf("cache_salt of %d bytes: at most %d", len(r.CacheSalt), MaxCacheSaltBytes))

@@ -58,9 +58,10 @@ type inputItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
-	// function_call
+	// function_call (Namespace: a namespace tool's)
 	CallID    string `json:"call_id"`
 	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
 	Arguments string `json:"arguments"`
 	// function_call_output
 	Output json.RawMessage `json:"output"`
@@ -75,10 +76,30 @@ type textPart struct {
 	Text string `json:"text"`
 }
 
+// toolRef is what a tool's name, as the model sees it, stands for: a
+// custom tool (its calls are custom_tool_call items) and the namespace a
+// namespace tool's function is in ("" at the top level).
+type toolRef struct {
+	custom          bool
+	namespace, name string
+}
+
+// toolSet holds a request's tools by the names the model sees: a function
+// in a namespace is "NAMESPACE.NAME" (OpenAI's function names have no
+// dot, so the name splits back unambiguously).
+type toolSet map[string]toolRef
+
+// modelName is the name the model sees for a tool of a namespace.
+func modelName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "." + name
+}
+
 // responsesSubmit maps a Responses request (after previous, the stored
-// conversation it continues) to a submit; custom gains the names of its
-// custom tools.
-func responsesSubmit(req *responsesRequest, previous []map[string]any, custom map[string]bool) (*wire.Submit, []map[string]any, *httpError) {
+// conversation it continues) to a submit; tools gains its tools.
+func responsesSubmit(req *responsesRequest, previous []map[string]any, tools toolSet) (*wire.Submit, []map[string]any, *httpError) {
 	switch {
 	case req.Background != nil && *req.Background:
 		return nil, nil, errInvalid("background", "background: batchd answers in the request (stream for progress)")
@@ -132,7 +153,7 @@ func responsesSubmit(req *responsesRequest, previous []map[string]any, custom ma
 		}
 		s.Seed = *req.Seed
 	}
-	if herr := responsesTools(req, s, custom); herr != nil {
+	if herr := responsesTools(req, s, tools); herr != nil {
 		return nil, nil, herr
 	}
 	if herr := responsesFormat(req, s); herr != nil {
@@ -223,10 +244,10 @@ func (c *conv) add(it inputItem, where string) *httpError {
 		}
 		c.out = append(c.out, map[string]any{"role": role, "content": text})
 	case "function_call":
-		c.call(it.CallID, it.Name, it.Arguments)
+		c.call(it.CallID, modelName(it.Namespace, it.Name), it.Arguments)
 	case "custom_tool_call": // its text is the custom tool's one argument
 		args, _ := json.Marshal(map[string]string{"input": it.Input})
-		c.call(it.CallID, it.Name, string(args))
+		c.call(it.CallID, modelName(it.Namespace, it.Name), string(args))
 	case "function_call_output", "custom_tool_call_output":
 		text, herr := outputText(it.Output, where)
 		if herr != nil {
@@ -287,80 +308,121 @@ func outputText(raw json.RawMessage, where string) (string, *httpError) {
 // customParameters are a custom (freeform) tool's, as a function's: one
 // string, "input", held to the tool's regex where it has one. A Lark
 // grammar is refused by name: batchd's grammars are GBNF, schemas and regexes.
-func customParameters(i int, f *struct{ Type, Syntax, Definition string }) (json.RawMessage, *httpError) {
+func customParameters(where string, f *struct{ Type, Syntax, Definition string }) (json.RawMessage, *httpError) {
 	input := map[string]any{"type": "string"}
 	switch {
 	case f == nil || f.Type == "text":
 	case f.Type == "grammar" && f.Syntax == "regex": // the whole input matches
 		input["pattern"] = "^(" + strings.TrimSuffix(strings.TrimPrefix(f.Definition, "^"), "$") + ")$"
 	case f.Type == "grammar":
-		return nil, errInvalid("tools", "tools[%d].format: a %s grammar is not served; give a regex or text format", i, f.Syntax)
+		return nil, errInvalid("tools", "%s.format: a %s grammar is not served; give a regex or text format", where, f.Syntax)
 	default:
-		return nil, errInvalid("tools", "tools[%d].format.type %q: want text or grammar", i, f.Type)
+		return nil, errInvalid("tools", "%s.format.type %q: want text or grammar", where, f.Type)
 	}
 	b, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{"input": input}, "required": []string{"input"}})
 	return b, nil
 }
 
-// responsesTools maps function and custom tools (flat in this API) and
-// tool_choice to the chat fields, noting in custom which are custom; the
-// built-in tools are refused by name.
-func responsesTools(req *responsesRequest, s *wire.Submit, custom map[string]bool) *httpError {
-	var tools []map[string]any
+// responsesTools maps function and custom tools (flat in this API, or
+// grouped in namespace tools) and tool_choice to the chat fields, noting
+// each in tools; the built-in tools are refused by name.
+func responsesTools(req *responsesRequest, s *wire.Submit, tools toolSet) *httpError {
+	var out []map[string]any
 	for i, raw := range req.Tools {
-		var t struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-			Format      *struct {
-				Type, Syntax, Definition string
-			} `json:"format"`
+		var ns struct {
+			Type, Name, Description string
+			Tools                   []json.RawMessage
 		}
-		if err := json.Unmarshal(raw, &t); err != nil {
+		if err := json.Unmarshal(raw, &ns); err != nil {
 			return errInvalid("tools", "tools[%d]: %v", i, err)
 		}
-		if t.Type == "custom" { // freeform: its input is text, as one string argument
-			params, herr := customParameters(i, t.Format)
+		if ns.Type != "namespace" {
+			fn, herr := responsesTool(raw, fmt.Sprintf("tools[%d]", i), "", tools)
 			if herr != nil {
 				return herr
 			}
-			t.Parameters, custom[t.Name] = params, true
-		} else if t.Type != "function" {
-			return errInvalid("tools", "tools[%d]: the %q tool is not served; batchd runs function and custom tools", i, t.Type)
+			out = append(out, fn)
+			continue
 		}
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
+		if ns.Name == "" || strings.Contains(ns.Name, ".") || len(ns.Tools) == 0 {
+			return errInvalid("tools", "tools[%d]: a namespace needs a name (no dots) and tools", i)
 		}
-		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-			fn["parameters"] = t.Parameters
+		for j, inner := range ns.Tools {
+			fn, herr := responsesTool(inner, fmt.Sprintf("tools[%d].tools[%d]", i, j), ns.Name, tools)
+			if herr != nil {
+				return herr
+			}
+			if ns.Description != "" { // the model sees no namespace: its description leads each function's
+				f := fn["function"].(map[string]any)
+				f["description"] = strings.TrimSpace(ns.Description + "\n" + fmt.Sprint(f["description"]))
+			}
+			out = append(out, fn)
 		}
-		if t.Strict != nil {
-			fn["strict"] = *t.Strict
-		}
-		tools = append(tools, map[string]any{"type": "function", "function": fn})
 	}
-	if len(tools) > 0 {
-		b, _ := json.Marshal(tools)
+	if len(out) > 0 {
+		b, _ := json.Marshal(out)
 		s.Tools = wire.JSON(b)
 	}
 	if c := bytes.TrimSpace(req.ToolChoice); len(c) > 0 && string(c) != "null" {
 		var named struct {
-			Type, Name string
+			Type, Name, Namespace string
 		}
 		if c[0] == '{' {
 			if err := json.Unmarshal(c, &named); err != nil || named.Type != "function" && named.Type != "custom" || named.Name == "" {
 				return errInvalid("tool_choice", "tool_choice: want auto, none, required or {\"type\": \"function\", \"name\": ...}")
 			}
-			b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
+			b, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": modelName(named.Namespace, named.Name)}})
 			c = b
 		}
 		s.ToolChoice = wire.JSON(c)
 	}
 	s.ParallelToolCalls = req.ParallelToolCalls
 	return nil
+}
+
+// responsesTool maps one function or custom tool (in namespace, or at
+// the top level) to a chat tool, noting it in tools.
+func responsesTool(raw json.RawMessage, where, namespace string, tools toolSet) (map[string]any, *httpError) {
+	var t struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
+		Format      *struct {
+			Type, Syntax, Definition string
+		} `json:"format"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, errInvalid("tools", "%s: %v", where, err)
+	}
+	switch t.Type {
+	case "custom": // freeform: its input is text, as one string argument
+		params, herr := customParameters(where, t.Format)
+		if herr != nil {
+			return nil, herr
+		}
+		t.Parameters = params
+	case "function":
+	default:
+		return nil, errInvalid("tools", "%s: the %q tool is not served; batchd runs function, custom and namespace tools", where, t.Type)
+	}
+	name := modelName(namespace, t.Name)
+	if _, dup := tools[name]; dup || t.Name == "" {
+		return nil, errInvalid("tools", "%s: the name %q is empty or given twice", where, name)
+	}
+	tools[name] = toolRef{custom: t.Type == "custom", namespace: namespace, name: t.Name}
+	fn := map[string]any{"name": name}
+	if t.Description != "" {
+		fn["description"] = t.Description
+	}
+	if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+		fn["parameters"] = t.Parameters
+	}
+	if t.Strict != nil {
+		fn["strict"] = *t.Strict
+	}
+	return map[string]any{"type": "function", "function": fn}, nil
 }
 
 // responsesFormat maps text.format: json_schema and json_object are held

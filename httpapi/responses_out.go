@@ -35,8 +35,8 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 		}
 		previous = prev.messages
 	}
-	custom := map[string]bool{}
-	sub, msgs, herr := responsesSubmit(&req, previous, custom)
+	tools := toolSet{}
+	sub, msgs, herr := responsesSubmit(&req, previous, tools)
 	if herr != nil {
 		writeError(w, herr)
 		return
@@ -54,7 +54,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 		writeError(w, modelError(err))
 		return
 	}
-	o := &respOut{w: w, req: &req, stream: req.Stream, obj: responseObject(&req, cmp.Or(req.Model, s.o.Model)), custom: custom}
+	o := &respOut{w: w, req: &req, stream: req.Stream, obj: responseObject(&req, cmp.Or(req.Model, s.o.Model)), tools: tools}
 	stop := context.AfterFunc(r.Context(), func() { _ = s.o.Backend.Cancel(p, st.RequestID(), true) })
 	defer stop()
 	w.Header().Set("X-Request-Id", strconv.FormatUint(st.RequestID(), 10))
@@ -140,7 +140,7 @@ type respOut struct {
 	text      strings.Builder  // the open message's text
 	calls     map[int]int      // a call's index -> its item's
 	reasonTok int              // tokens of reasoning-only deltas
-	custom    map[string]bool  // the custom tools' names: their calls are custom_tool_call items
+	tools     toolSet          // the request's tools, by the names the model sees
 	args      map[int]string   // a custom call's arguments so far, by item
 }
 
@@ -254,13 +254,22 @@ func (o *respOut) take(ev ipc.Event) {
 			if o.calls == nil {
 				o.calls, o.args = map[int]int{}, map[int]string{}
 			}
-			if o.custom[c.Name] {
-				o.begin(map[string]any{"type": "custom_tool_call", "id": "ctc_" + randomHex(24), "call_id": c.ID, "name": c.Name,
-					"input": "", "status": "in_progress"})
-			} else {
-				o.begin(map[string]any{"type": "function_call", "id": "fc_" + randomHex(24), "call_id": c.ID, "name": c.Name,
-					"arguments": "", "status": "in_progress"})
+			ref, ok := o.tools[c.Name]
+			if !ok {
+				ref.name = c.Name
 			}
+			var it map[string]any
+			if ref.custom {
+				it = map[string]any{"type": "custom_tool_call", "id": "ctc_" + randomHex(24), "call_id": c.ID, "name": ref.name,
+					"input": "", "status": "in_progress"}
+			} else {
+				it = map[string]any{"type": "function_call", "id": "fc_" + randomHex(24), "call_id": c.ID, "name": ref.name,
+					"arguments": "", "status": "in_progress"}
+			}
+			if ref.namespace != "" {
+				it["namespace"] = ref.namespace
+			}
+			o.begin(it)
 			o.calls[c.Index] = o.index()
 		}
 		if it := o.items[o.calls[c.Index]]; it["type"] == "custom_tool_call" {
@@ -351,15 +360,22 @@ func (o *respOut) assistant() map[string]any {
 			}
 		case "function_call":
 			calls = append(calls, map[string]any{"id": it["call_id"], "type": "function",
-				"function": map[string]any{"name": it["name"], "arguments": it["arguments"]}})
+				"function": map[string]any{"name": itemToolName(it), "arguments": it["arguments"]}})
 		case "custom_tool_call":
 			args, _ := json.Marshal(map[string]any{"input": it["input"]})
 			calls = append(calls, map[string]any{"id": it["call_id"], "type": "function",
-				"function": map[string]any{"name": it["name"], "arguments": string(args)}})
+				"function": map[string]any{"name": itemToolName(it), "arguments": string(args)}})
 		}
 	}
 	if len(calls) > 0 {
 		m["tool_calls"] = calls
 	}
 	return m
+}
+
+// itemToolName is the name the model saw for a call item's tool.
+func itemToolName(it map[string]any) string {
+	ns, _ := it["namespace"].(string)
+	name, _ := it["name"].(string)
+	return modelName(ns, name)
 }

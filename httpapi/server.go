@@ -111,6 +111,9 @@ func New(o Options) *Server {
 	mux.Handle("POST /v1/chat/completions", s.auth(s.chat))
 	mux.Handle("POST /v1/completions", s.auth(s.completions))
 	mux.Handle("POST /v1/embeddings", s.auth(s.embeddings))
+	for _, route := range []string{"/v1/rerank", "/v2/rerank", "/rerank", "/v1/reranking", "/reranking"} {
+		mux.Handle("POST "+route, s.auth(s.rerank))
+	}
 	mux.Handle("POST /v1/chat/completions/render", s.auth(s.renderChat))
 	mux.Handle("POST /v1/responses", s.auth(s.responses))
 	mux.Handle("GET /v1/responses/{id}", s.auth(s.getResponse))

@@ -209,6 +209,13 @@ func (c *conn) handle(h wire.Header, body []byte) {
 			return
 		}
 		c.embed(&m)
+	case wire.TypeRerank:
+		var m wire.Rerank
+		if err := wire.Decode(body, &m); err != nil {
+			c.sendErr(h.ID, decodeErr("rerank", err))
+			return
+		}
+		c.rerank(&m)
 	case wire.TypeWarm:
 		var m wire.Warm
 		if err := wire.Decode(body, &m); err != nil {
@@ -430,6 +437,26 @@ func (c *conn) embed(m *wire.Embed) {
 		res, err := eb.Embed(c.ctx, c.peer, m)
 		if err == nil {
 			res.Type, res.ID = wire.TypeEmbed, m.ID
+		}
+		return res, err
+	})
+}
+
+// rerank scores documents, as a request of the user (counted).
+func (c *conn) rerank(m *wire.Rerank) {
+	rr, ok := c.s.backend.(Reranker)
+	switch {
+	case !c.s.policy.Load().Allowed(c.peer):
+		c.sendErr(m.ID, wire.ErrPermissionDenied)
+		return
+	case !ok:
+		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "rerank: this server reranks nothing"))
+		return
+	}
+	c.counted(m.ID, func() (any, error) {
+		res, err := rr.Rerank(c.ctx, c.peer, m)
+		if err == nil {
+			res.Type, res.ID = wire.TypeRerank, m.ID
 		}
 		return res, err
 	})

@@ -52,6 +52,12 @@ type Embedder interface {
 	Embed(ctx context.Context, p Peer, e *wire.Embed) (*wire.Embed, error)
 }
 
+// Reranker is a Backend that scores documents against a query
+// (wire.Rerank).
+type Reranker interface {
+	Rerank(ctx context.Context, p Peer, r *wire.Rerank) (*wire.Rerank, error)
+}
+
 // Renderer is a Backend that tells the token ids a submit would run
 // without running it (the endpoint picker's tokenizer: vLLM's render
 // endpoints).

@@ -71,6 +71,11 @@ type Arch struct {
 	// ones (qwen35, qwen35moe; model.Recurrent), the attention layers'
 	// Q projection also giving each head's output gate.
 	DeltaNet bool
+	// Rank: with rank pooling (a reranker) the file may carry llama.cpp's
+	// classification head (cls, cls.output); RankLast reads the last
+	// token's state and ends in a softmax (Qwen3-Reranker's yes/no), the
+	// others the first token's ([CLS]).
+	Rank, RankLast bool
 }
 
 // TensorNames are an architecture's tensor names, as llama.cpp's converter
@@ -144,7 +149,7 @@ var archTable = map[string]Arch{
 	"llama":   {Name: "llama", Tensors: llamaTensors, Experts: moeFFN, ExpertNorm: true}, // with experts: Mixtral
 	"mistral": {Name: "mistral", Tensors: llamaTensors},
 	"qwen2":   {Name: "qwen2", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true},
-	"qwen3":   {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true},
+	"qwen3":   {Name: "qwen3", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, Rank: true, RankLast: true},
 	"qwen2moe": {Name: "qwen2moe", Tensors: llamaTensors, RopeNeoX: true, AttnBias: true, Experts: moeSplitFFN, MoEOnly: true,
 		SharedExpert: true},
 	"qwen3moe": {Name: "qwen3moe", Tensors: llamaTensors, RopeNeoX: true, QKNorm: true, Experts: moeSplitFFN, MoEOnly: true,
@@ -163,7 +168,7 @@ var archTable = map[string]Arch{
 	"gemma3": {Name: "gemma3", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma3: true, Window: true,
 		SlidePattern: 6, QKNorm: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,
-		PlainFFN: true},
+		PlainFFN: true, Rank: true},
 	"nomic-bert": {Name: "nomic-bert", Tensors: bertTensors, Encoder: true, RopeNeoX: true, FusedQKV: true},
 }
 

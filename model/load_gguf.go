@@ -66,6 +66,11 @@ func loadGGUF(data []byte) (*Model, error) {
 	for i := range c.Layers {
 		m.Layers = append(m.Layers, ld.layer(arch, c, i))
 	}
+	if c.Pooling == PoolingRank {
+		if m.Rank, err = ld.rankHead(arch, c); err != nil {
+			return nil, err
+		}
+	}
 	if err := ld.unsupportedError(); err != nil {
 		return nil, err
 	}

@@ -210,6 +210,8 @@ type Model struct {
 	PosEmbd               *Matrix
 	TypeEmbd              []float32
 	EmbedNorm, EmbedNormB []float32
+	// Rank is a reranker's head (Config.Pooling PoolingRank), or nil.
+	Rank *RankHead
 
 	mapped []byte
 }
@@ -287,7 +289,7 @@ func (m *Model) WeightBytes() int {
 // Generates reports whether the model has a classifier and causal
 // attention: an encoder (or a decoder its file makes bidirectional) only
 // embeds.
-func (m *Model) Generates() bool { return m.Output != nil && !m.Config.NonCausal }
+func (m *Model) Generates() bool { return m.Output != nil && !m.Config.NonCausal && m.Rank == nil }
 
 // Digest identifies the file's contents cheaply: SHA-256 over its size and
 // its first and last 8 MiB (the header, the tensor directory, the first

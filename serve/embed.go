@@ -27,7 +27,10 @@ func poolingOf(lm *LoadedModel) (engine.Pooling, error) {
 	case 3:
 		return engine.PoolLast, nil
 	}
-	return 0, wire.Errorf(wire.CodeInvalidArgument, "model %s pools with type %d (rank): not an embedding model batchd serves",
+	if lm.Model.Rank != nil {
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "model %s is a reranker: it scores documents (rerank), it does not embed", lm.Name)
+	}
+	return 0, wire.Errorf(wire.CodeInvalidArgument, "model %s pools with type %d: not an embedding model batchd serves",
 		lm.Name, lm.Model.Config.Pooling)
 }
 

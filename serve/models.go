@@ -396,6 +396,8 @@ func ModelInfo(lm *LoadedModel) *wire.ModelInfo {
 		Layers: c.Layers, Vocab: c.Vocab, Context: c.Context, EmbedOnly: !lm.Model.Generates()}
 	if p, err := poolingOf(lm); err == nil && c.Pooling != 0 {
 		mi.Pooling = p.String()
+	} else if lm.Model.Rank != nil {
+		mi.Pooling = engine.PoolRank.String()
 	}
 	if lm.Chat != nil {
 		mi.Chat, mi.ToolFormat, mi.Thinking = lm.Chat.Name(), string(lm.Tools.format), lm.Tools.reasoning != nil || lm.Tools.format == toolcall.Harmony

@@ -38,20 +38,25 @@ func newTestService(t *testing.T) (*Service, *LoadedModel) {
 var testTools = json.RawMessage(`[{"type":"function","function":{"name":"get_weather","parameters":` +
 	`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`)
 
-// TestToolsAndSchemaRefusedBeforeCompiling: a request that both calls
-// tools and asks for a schema is refused on the conflict, before its
-// schema compiles (it was compiled first, and a hostile one was paid for).
-func TestToolsAndSchemaRefusedBeforeCompiling(t *testing.T) {
+// TestToolsAndRegexRefusedBeforeCompiling: a request that both calls
+// tools and asks for a regex is refused on the conflict, before its regex
+// compiles (it was compiled first, and a hostile one was paid for); tools
+// beside a JSON schema compile one grammar, calls or the answer.
+func TestToolsAndRegexRefusedBeforeCompiling(t *testing.T) {
 	svc, lm := newTestService(t)
 	msgs := wire.JSON(`[{"role":"user","content":"Weather in Paris?"}]`)
-	s := &wire.Submit{Messages: msgs, Tools: wire.JSON(testTools), JSONSchema: wire.JSON(`{"type":"object"}`), MaxTokens: 4}
+	s := &wire.Submit{Messages: msgs, Tools: wire.JSON(testTools), Regex: "(a|b)+", MaxTokens: 4}
 	_, _, err := svc.prepare(context.Background(), ipc.Peer{UID: 1}, s, lm)
 	var we *wire.Error
-	if !errors.As(err, &we) || we.Code != wire.CodeInvalidArgument || !strings.Contains(we.Message, "cannot be combined") {
-		t.Fatalf("tools with a schema: %v, want invalid_argument naming the conflict", err)
+	if !errors.As(err, &we) || we.Code != wire.CodeInvalidArgument || !strings.Contains(we.Message, "combine only with a JSON response_format") {
+		t.Fatalf("tools with a regex: %v, want invalid_argument naming the conflict", err)
 	}
 	if n := svc.grammars.Len(); n != 0 {
 		t.Fatalf("%d grammars compiled for a refused request", n)
+	}
+	s = &wire.Submit{Messages: msgs, Tools: wire.JSON(testTools), JSONSchema: wire.JSON(`{"type":"object"}`), MaxTokens: 4}
+	if _, _, err := svc.prepare(context.Background(), ipc.Peer{UID: 1}, s, lm); err != nil || svc.grammars.Len() != 1 {
+		t.Fatalf("tools with a schema: %v, %d grammars", err, svc.grammars.Len())
 	}
 }
 

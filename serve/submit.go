@@ -94,7 +94,7 @@ func (svc *Service) prepare(ctx context.Context, p ipc.Peer, s *wire.Submit, lm 
 	var ct *chatTools
 	var err error
 	if s.Messages != nil {
-		if ct, err = toolsOf(ctx, lm, s, !spec.Empty()); err != nil {
+		if ct, err = toolsOf(ctx, lm, s, spec); err != nil {
 			return none, nil, err
 		}
 	}
@@ -106,7 +106,7 @@ func (svc *Service) prepare(ctx context.Context, p ipc.Peer, s *wire.Submit, lm 
 		return none, nil, err
 	}
 	what := ""
-	if spec.Empty() && ct.calls() {
+	if ct.calls() && (spec.Empty() || ct.Plan.Answer) { // the calls' grammar, with the answer's schema in it
 		spec, what = grammar.Spec{GBNF: ct.Plan.GBNF}, "tools: "
 	}
 	gr, err := svc.compile(ctx, spec, what)

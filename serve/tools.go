@@ -39,10 +39,12 @@ type chatTools struct {
 	closed bool // the prompt closed a reasoning block (thinking off)
 }
 
-// toolsOf reads a submit's tool fields in one trip to toolcall;
-// constrained says it also asked for structured output (which a call
-// would not follow): that conflict is refused before anything compiles.
-func toolsOf(ctx context.Context, lm *LoadedModel, s *wire.Submit, constrained bool) (*chatTools, error) {
+// toolsOf reads a submit's tool fields in one trip to toolcall; spec is
+// the structured output it also asks for: a JSON schema (or JSON mode)
+// joins the calls' grammar as the answer a response without calls
+// follows; a grammar, regex or choice, which a call would not follow, is
+// refused before anything compiles.
+func toolsOf(ctx context.Context, lm *LoadedModel, s *wire.Submit, spec grammar.Spec) (*chatTools, error) {
 	ct := &chatTools{support: lm.Tools}
 	switch s.ReasoningFormat {
 	case "", "auto", "deepseek":
@@ -54,8 +56,17 @@ func toolsOf(ctx context.Context, lm *LoadedModel, s *wire.Submit, constrained b
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "reasoning_format %q: want auto, deepseek, none or inline", s.ReasoningFormat)
 	}
 	var err error
-	ct.Prepared, err = toolcall.Prepare(ctx, ct.support.format, toolcall.Request{Tools: s.Tools, Choice: s.ToolChoice,
-		Parallel: s.ParallelToolCalls == nil || *s.ParallelToolCalls, Constrained: constrained})
+	r := toolcall.Request{Tools: s.Tools, Choice: s.ToolChoice, Parallel: s.ParallelToolCalls == nil || *s.ParallelToolCalls,
+		Constrained: !spec.Empty()}
+	if spec.GBNF == "" && spec.Regex == "" && len(spec.Choice) == 0 {
+		switch {
+		case len(spec.Schema) > 0:
+			r.Answer, r.AnswerStrict = spec.Schema, spec.Strict
+		case spec.JSONObject:
+			r.Answer = []byte(`{"type": "object"}`)
+		}
+	}
+	ct.Prepared, err = toolcall.Prepare(ctx, ct.support.format, r)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "%v", err)
 	}

@@ -58,6 +58,15 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	if v, ok := f.Meta["tokenizer.ggml.add_eos_token"].(bool); ok {
 		t.AddEOS = v
 	}
+	if t.kind != WPM { // WordPiece keeps 102 unless the file says
+		t.sep = id("tokenizer.ggml.seperator_token_id", -1)
+	}
+	if pre, _ := f.MetaString("tokenizer.ggml.pre"); t.kind == WPM || pre == "roberta-bpe" || pre == "jina-v1-en" || pre == "jina-v2-code" {
+		t.AddSep = true // llama.cpp's defaults for these vocabularies
+	}
+	if v, ok := f.Meta["tokenizer.ggml.add_sep_token"].(bool); ok {
+		t.AddSep = v
+	}
 	if v, ok := f.Meta["tokenizer.ggml.add_space_prefix"].(bool); ok {
 		t.AddSpacePrefix = v
 	}

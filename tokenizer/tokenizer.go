@@ -69,8 +69,11 @@ type Tokenizer struct {
 	eog []int
 	// fim: the fill-in-the-middle prefix, suffix and middle ids (-1: none).
 	fim [3]int
-	// sep is WordPiece's [SEP], added last with AddSpecial (-1: none).
-	sep int
+	// sep is the separator ([SEP]; -1: none). WordPiece adds it last
+	// with AddSpecial; AddSep says whether a reranker's pair puts it
+	// between query and document (llama.cpp's add_sep).
+	sep    int
+	AddSep bool
 	// wpm is WordPiece's normalisation (BERT's normalizer options).
 	wpm wpmNorm
 }
@@ -263,6 +266,9 @@ func (t *Tokenizer) Tokenize(ctx context.Context, text string, o Options) ([]int
 	}
 	return toks, nil
 }
+
+// Sep is the separator token ([SEP]), or -1.
+func (t *Tokenizer) Sep() int { return t.sep }
 
 // Suffix is how many tokens AddSpecial appends after the text (EOS, or
 // WordPiece's [SEP]): what a cut to a context keeps at the end.

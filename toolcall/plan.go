@@ -31,12 +31,22 @@ type Plan struct {
 	System string
 	// Parallel: more than one call may come in one response.
 	Parallel bool
+	// Answer: GBNF also holds the response that calls nothing to the
+	// request's schema (Options.Answer).
+	Answer bool
 }
 
 // Options shape Build.
 type Options struct {
 	// Parallel allows several calls in one response (parallel_tool_calls).
 	Parallel bool
+	// Answer is a JSON schema the response follows when it calls nothing
+	// (response_format beside tools, as OpenAI's Agents SDK sends an
+	// output type with its tools): the grammar is then calls or such an
+	// answer, from the first token (never lazy). AnswerStrict is the
+	// schema's strict.
+	Answer       []byte
+	AnswerStrict bool
 }
 
 // PromptOptions are what a format needs of the rendered conversation: an
@@ -86,7 +96,7 @@ const genericSystem = "Respond in JSON format, either with `tool_call` (a reques
 // one function for a named tool_choice, lazy for auto. Converting the
 // tools' schemas is bounded as a schema's is and stops when ctx ends.
 func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Plan, error) {
-	p := Plan{Format: f, Parallel: o.Parallel}
+	p := Plan{Format: f, Parallel: o.Parallel, Answer: o.Answer != nil}
 	switch f {
 	case Llama3:
 		p.Stops = []string{eomID}
@@ -119,9 +129,35 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 			}
 		}
 	}
-	p.Lazy = c.Mode == Auto && f != Generic
+	p.Lazy = c.Mode == Auto && f != Generic && o.Answer == nil
 	b := grammar.NewBuilder(ctx, false)
-	const root = "root"
+	root := "root"
+	if o.Answer != nil {
+		root = "tool-calls"
+	}
+	if err := formatGrammar(b, f, root, tools, c, &p); err != nil {
+		return Plan{}, err
+	}
+	if o.Answer != nil {
+		if c.Mode == Auto {
+			b.SetStrict(o.AnswerStrict)
+			root += " | " + b.AddSchema("answer", o.Answer)
+		}
+		b.AddRule("root", root)
+	}
+	var err error
+	if p.GBNF, err = b.GBNF(); err != nil {
+		return Plan{}, invalid("%v", err)
+	}
+	if !p.Lazy {
+		p.Triggers = nil
+	}
+	return p, nil
+}
+
+// formatGrammar adds f's grammar of calls to the tools as rule root, and
+// the texts that open a call to p.Triggers.
+func formatGrammar(b *grammar.Builder, f Format, root string, tools []Tool, c Choice, p *Plan) error {
 	var err error
 	switch f {
 	case Hermes:
@@ -149,16 +185,7 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 	default:
 		err = genericGrammar(b, root, tools, p.Parallel, c.Mode == Auto)
 	}
-	if err != nil {
-		return Plan{}, err
-	}
-	if p.GBNF, err = b.GBNF(); err != nil {
-		return Plan{}, invalid("%v", err)
-	}
-	if !p.Lazy {
-		p.Triggers = nil
-	}
-	return p, nil
+	return err
 }
 
 // parameters are a tool's schema with its $refs resolved in its own scope.
@@ -319,8 +346,12 @@ type Request struct {
 	// Parallel allows several calls in one response (parallel_tool_calls).
 	Parallel bool
 	// Constrained: the request also asks for structured output
-	// (response_format, a grammar, a schema), which a call would not follow.
-	Constrained bool
+	// (response_format, a grammar, a schema), which a call would not
+	// follow; Answer (a JSON schema) is such output that a response
+	// without calls can follow instead (Options.Answer).
+	Constrained  bool
+	Answer       []byte
+	AnswerStrict bool
 }
 
 // Prepared is all a request's tools need, from one call: the tools and
@@ -340,8 +371,9 @@ type Prepared struct {
 func (p *Prepared) Calls() bool { return len(p.Tools) > 0 && p.Choice.Mode != None }
 
 // ErrConflict is a request that both calls tools and asks for structured
-// output: a call would not follow the request's grammar.
-var ErrConflict = errors.New("tools with a tool_choice other than none cannot be combined with response_format, a grammar or a schema")
+// output other than a JSON schema (a grammar, a regex), or a harmony
+// model's schema: a call would not follow the request's grammar.
+var ErrConflict = errors.New("tools with a tool_choice other than none combine only with a JSON response_format (not a grammar, a regex or a choice; and not on a harmony model)")
 
 // Prepare reads a request's tools and tool_choice and plans its calls in
 // format f. The conflict with structured output is refused before any
@@ -355,10 +387,14 @@ func Prepare(ctx context.Context, f Format, r Request) (Prepared, error) {
 	if p.Choice, err = ParseChoice(r.Choice, p.Tools); err != nil {
 		return p, err
 	}
+	o := Options{Parallel: r.Parallel}
 	if p.Calls() && r.Constrained {
-		return p, ErrConflict
+		if r.Answer == nil || f == Harmony {
+			return p, ErrConflict
+		}
+		o.Answer, o.AnswerStrict = r.Answer, r.AnswerStrict
 	}
-	if p.Plan, err = Build(ctx, f, p.Tools, p.Choice, Options{Parallel: r.Parallel}); err != nil {
+	if p.Plan, err = Build(ctx, f, p.Tools, p.Choice, o); err != nil {
 		return p, err
 	}
 	p.System, p.ToolsInSystem, p.Vars = PromptOptions(f, p.Tools, p.Choice)

@@ -83,3 +83,41 @@ func TestPrepare(t *testing.T) {
 		t.Error("a tool_choice naming no tool was taken")
 	}
 }
+
+// TestCallsOrAnswer: tools beside a JSON schema (the Agents SDK's output
+// type) give one grammar, from the first token: a call, or an answer that
+// follows the schema, nothing else; tool_choice required leaves only the
+// call; a harmony model's schema and a regex still conflict.
+func TestCallsOrAnswer(t *testing.T) {
+	tools := []byte(`[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}]`)
+	answer := []byte(`{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"],"additionalProperties":false}`)
+	ctx := context.Background()
+	accepts := func(p Prepared, text string) bool {
+		g, err := grammar.Parse(p.Plan.GBNF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := g.NewMatcher()
+		return m.Accept([]byte(text)) == nil && m.AllowsEnd()
+	}
+	call := hermesOpen + `{"name": "f", "arguments": {"x": 3}}` + hermesClose
+	p, err := Prepare(ctx, Hermes, Request{Tools: tools, Constrained: true, Answer: answer, AnswerStrict: true})
+	if err != nil || !p.Plan.Answer || p.Plan.Lazy || len(p.Plan.Triggers) != 0 {
+		t.Fatalf("auto with an answer: %+v, %v", p.Plan, err)
+	}
+	for text, want := range map[string]bool{call: true, `{"sum": 5}`: true, `{"total": 5}`: false, "free text": false} {
+		if got := accepts(p, text); got != want {
+			t.Errorf("auto: %q taken %v, want %v", text, got, want)
+		}
+	}
+	p, err = Prepare(ctx, Hermes, Request{Tools: tools, Choice: []byte(`"required"`), Constrained: true, Answer: answer})
+	if err != nil || !accepts(p, call) || accepts(p, `{"sum": 5}`) {
+		t.Errorf("required with an answer: a call only (%v)", err)
+	}
+	if _, err := Prepare(ctx, Harmony, Request{Tools: tools, Constrained: true, Answer: answer}); !errors.Is(err, ErrConflict) {
+		t.Errorf("harmony with an answer: %v, want ErrConflict", err)
+	}
+	if _, err := Prepare(ctx, Hermes, Request{Tools: tools, Constrained: true}); !errors.Is(err, ErrConflict) {
+		t.Errorf("a grammar beside calls: %v, want ErrConflict", err)
+	}
+}

@@ -306,6 +306,26 @@ func (c *Client) Embed(ctx context.Context, r EmbedRequest) ([][]float32, int, e
 	return res.Embeddings, res.PromptTokens, err
 }
 
+// RerankRequest asks a reranker to score documents against a query.
+type RerankRequest struct {
+	Model     string
+	Query     string
+	Documents []string
+	TopN      int // the best this many (0: all)
+	KeepAlive string
+}
+
+// Rerank returns the documents' scores, best first (each with its index
+// in Documents), and the prompt tokens they took.
+func (c *Client) Rerank(ctx context.Context, r RerankRequest) ([]wire.RerankResult, int, error) {
+	var res wire.Rerank
+	err := c.call(ctx, func(id uint64) any {
+		return &wire.Rerank{Type: wire.TypeRerank, ID: id, Model: r.Model, Query: r.Query, Documents: r.Documents,
+			TopN: r.TopN, KeepAlive: r.KeepAlive}
+	}, &res)
+	return res.Results, res.PromptTokens, err
+}
+
 // Warm prefills prompts and chat prefixes (each an OpenAI-style messages
 // array) into model's prefix cache; it returns the prompt tokens computed
 // and, of those, how many were cached already.

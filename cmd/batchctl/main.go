@@ -38,6 +38,7 @@ commands:
   health            show the daemon's state (exit status 0 only when ready)
   reload            re-read the daemon's config file, as SIGHUP does (admins)
   embed TEXT...     print embeddings, one JSON array per text
+  rerank Q DOC...   score documents against a query with a reranker, best first
   models            list every model, loaded or not; ps: the loaded ones
   load MODEL        load a model (--keep-alive D); unload MODEL: unload it once idle
   version           print batchctl's version and the daemon's
@@ -83,6 +84,7 @@ var commands = []command{
 	{"tune", "[--config FILE] [--sizes ...] [--apply]", "Run the batch size x window x load matrix against the daemon (bulk channel), find the knee, recommend; --apply rolls it out or back.", tuneCmd},
 	{"warm", "[--model M] FILE", "Prefill FILE's prompts and chat prefixes (JSONL) into the prefix cache, e.g. before a known peak.", warmCmd},
 	{"embed", "[--model M] [--dimensions N] TEXT...", "Print each TEXT's embedding as a JSON array, one per line.", embedCmd},
+	{"rerank", "[--model M] [--top-n N] [--json] QUERY DOC...", "Score each DOC's relevance to QUERY with a reranker; print the best first.", rerankCmd},
 	{"models", "[--json]", "List every model the daemon knows, loaded or not.", modelsCmd(false)},
 	{"ps", "[--json]", "List the models loaded now.", modelsCmd(true)},
 	{"load", "[--keep-alive D] MODEL", "Load MODEL and keep it D once idle.", loadCmd(false)},

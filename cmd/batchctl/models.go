@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -136,4 +137,42 @@ func embedCmd(fs *flag.FlagSet) runFunc {
 		}
 		return nil
 	}
+}
+
+// rerankCmd scores documents against a query: a line per document, best
+// first (score, index, text), or the results as JSON.
+func rerankCmd(fs *flag.FlagSet) runFunc {
+	model := fs.String("model", "", "the reranker (batchctl models; default: the daemon's default)")
+	topN := fs.Int("top-n", 0, "print only the best N (0: all)")
+	asJSON := fs.Bool("json", false, "print the results as JSON: [{index, score}]")
+	return func(ctx context.Context, socket string, args []string, stdout, _ io.Writer) error {
+		if len(args) < 2 {
+			return usageErr{fmt.Errorf("want a QUERY and one or more DOC arguments")}
+		}
+		c, err := dial(ctx, socket)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		res, _, err := c.Rerank(ctx, client.RerankRequest{Model: *model, Query: args[0], Documents: args[1:], TopN: *topN})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(res)
+		}
+		for _, r := range res {
+			fmt.Fprintf(stdout, "%.6f\t%d\t%s\n", r.Score, r.Index, oneLine(args[1+r.Index]))
+		}
+		return nil
+	}
+}
+
+// oneLine keeps a document's first line, cut to 80 runes, for a table.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:79]) + "…"
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -54,6 +55,51 @@ func TestModelsCommands(t *testing.T) {
 	}
 	if out, code := ctl("load", "nope"); code == 0 || !strings.Contains(out, "nope") {
 		t.Errorf("load nope: %d %s", code, out)
+	}
+}
+
+// TestRerankCommand: batchctl rerank prints every document best first
+// (score, index, text), --top-n the best, --json the results; it wants a
+// query and a document.
+func TestRerankCommand(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "b.sock")
+	ctl := serveForCtl(t, sock, "--model", synth.TinyReranker(t, 256), "--socket", sock, "--log-level", "error")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if out, code := ctl("health"); code == 0 && strings.Contains(out, "ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon never became healthy")
+		}
+	}
+	docs := []string{"a cat sat", "dogs bark", "the cat sat on the mat"}
+	out, code := ctl(append([]string{"rerank", "where did the cat sit"}, docs...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 {
+		t.Fatalf("rerank: %d\n%s", code, out)
+	}
+	prev, seen := 2.0, map[int]bool{}
+	for _, l := range lines {
+		var score float64
+		var idx int
+		if n, err := fmt.Sscanf(l, "%f\t%d\t", &score, &idx); n != 2 || err != nil || idx < 0 || idx > 2 || !strings.HasSuffix(l, "\t"+docs[idx]) {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if score > prev || seen[idx] {
+			t.Errorf("line %q: not best first, or a document twice", l)
+		}
+		prev, seen[idx] = score, true
+	}
+	out, code = ctl(append([]string{"rerank", "--json", "--top-n", "1", "where did the cat sit"}, docs...)...)
+	var res []struct {
+		Index int     `json:"index"`
+		Score float64 `json:"score"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res) != 1 || !strings.Contains(lines[0], fmt.Sprintf("\t%d\t", res[0].Index)) {
+		t.Errorf("rerank --json --top-n 1: %d %s (%v)", code, out, err)
+	}
+	if _, code := ctl("rerank", "just a query"); code != 2 {
+		t.Errorf("rerank without a document: exit %d, want 2", code)
 	}
 }
 

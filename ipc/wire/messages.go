@@ -24,6 +24,7 @@ const (
 	TypeUnload    = "unload"
 	TypeEmbed     = "embed"
 	TypeWarm      = "warm"
+	TypeRerank    = "rerank"
 	TypeError     = "error"
 )
 
@@ -359,6 +360,36 @@ type Warm struct {
 
 // MaxWarmEntries bounds one warm request's prompts and chats together.
 const MaxWarmEntries = 1024
+
+// Rerank scores Documents by their relevance to Query with a reranker
+// (a model whose file pools with rank: a cross-encoder such as
+// bge-reranker, or Qwen3-Reranker); the reply has the same type, with
+// Results sorted by score, best first, the first TopN of them (0: all).
+// At most MaxEmbedInputs documents.
+type Rerank struct {
+	Type      string   `msgpack:"type"`
+	ID        uint64   `msgpack:"id"`
+	Model     string   `msgpack:"model,omitempty"`
+	Query     string   `msgpack:"query"`
+	Documents []string `msgpack:"documents"`
+	TopN      int      `msgpack:"top_n,omitempty"`
+	KeepAlive string   `msgpack:"keep_alive,omitempty"`
+	Channel   string   `msgpack:"channel,omitempty"`
+	Tags      []string `msgpack:"tags,omitempty"`
+	// Reply. Probabilities: the head ends in a softmax, so the scores are
+	// probabilities (Qwen3-Reranker's), not logits.
+	Results       []RerankResult `msgpack:"results,omitempty"`
+	PromptTokens  int            `msgpack:"prompt_tokens,omitempty"`
+	Probabilities bool           `msgpack:"probabilities,omitempty"`
+}
+
+// RerankResult is one document's score: the reranker's first output, as
+// llama-server reports it (a cross-encoder's logit; Qwen3-Reranker's
+// probability of "yes").
+type RerankResult struct {
+	Index int     `msgpack:"index" json:"index"`
+	Score float32 `msgpack:"score" json:"score"`
+}
 
 // MaxEmbedInputs bounds the inputs of one embed request (OpenAI's limit).
 const MaxEmbedInputs = 2048

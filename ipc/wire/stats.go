@@ -181,8 +181,8 @@ type ModelInfo struct {
 	ToolFormat string `msgpack:"tool_format,omitempty" json:"tool_format,omitempty"`
 	Thinking   bool   `msgpack:"thinking,omitempty" json:"thinking,omitempty"`
 	// Pooling is how the file says its embeddings pool ("mean", "cls",
-	// "last"; "" when it declares none); EmbedOnly: an encoder, which
-	// embeds and does not generate.
+	// "last"; "rank": a reranker; "" when it declares none); EmbedOnly: an
+	// encoder or a reranker, which does not generate.
 	Pooling   string `msgpack:"pooling,omitempty" json:"pooling,omitempty"`
 	EmbedOnly bool   `msgpack:"embed_only,omitempty" json:"embed_only,omitempty"`
 }

@@ -206,6 +206,18 @@ func (r *Ref) Tokenize(text string, addSpecial, parseSpecial bool) ([]int, error
 	return out.IDs, err
 }
 
+// RerankTokens pairs a query and a document as llama-server's rerank
+// route does (the file's rerank template, or [BOS] query [EOS] [SEP]
+// document [EOS] as its vocabulary's flags say). Neither may be empty:
+// the line protocol cannot carry an empty string.
+func (r *Ref) RerankTokens(query, doc string) ([]int, error) {
+	var out struct {
+		IDs []int `json:"ids"`
+	}
+	err := r.call(&out, "rerank_tokens", query, doc)
+	return out.IDs, err
+}
+
 // Top is a step's k best tokens as [id, log-probability] (softmax of the
 // raw logits over the whole vocabulary).
 type Top [][2]float64

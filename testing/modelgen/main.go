@@ -30,6 +30,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -78,6 +79,9 @@ func run(args []string) error {
 	vocabFrom := fs.String("vocab-from", "", "encoders: a WordPiece GGUF whose tokenizer keys the file takes "+
 		"(llama.cpp's ggml-vocab-bert-bge.gguf)")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")
+	rank := fs.String("rank", "", "make a reranker (rank pooling, a classification head): \"logit\" (a cross-encoder's dense "+
+		"layer and one logit) or comma-separated output labels (Qwen3-Reranker's \"yes,no\")")
+	rankTemplate := fs.String("rank-template", "", "with --rank: tokenizer.chat_template.rerank, with {query} and {document}")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,11 +111,30 @@ func run(args []string) error {
 	}
 	defer os.Remove(f.Name())
 	bw := bufio.NewWriterSize(f, 1<<20)
-	write := func() error { return synth.Write(bw, o) }
+	write := func(w io.Writer) error { return synth.Write(w, o) }
 	if o.Arch == "bert" || o.Arch == "nomic-bert" {
-		write = func() error { return writeEncoder(bw, o, *vocabFrom) }
+		write = func(w io.Writer) error { return writeEncoder(w, o, *vocabFrom) }
 	}
-	if err := write(); err != nil {
+	if *rank != "" {
+		model := write
+		write = func(w io.Writer) error {
+			var base bytes.Buffer
+			if err := model(&base); err != nil {
+				return err
+			}
+			ro := synth.RankOptions{Template: *rankTemplate, DType: quant.F32, Seed: o.Seed}
+			if *rank == "logit" {
+				ro.Dense = true
+			} else {
+				ro.Labels = strings.Split(*rank, ",")
+			}
+			if o.DType == quant.F16 { // as a converter's --outtype f16 writes the head
+				ro.DType = quant.F16
+			}
+			return synth.WriteReranker(w, base.Bytes(), ro)
+		}
+	}
+	if err := write(bw); err != nil {
 		f.Close()
 		return err
 	}

@@ -6,6 +6,7 @@ import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { generateText, streamText, generateObject, jsonSchema, tool as aiTool } from "ai";
 import { createOpenAI } from "@ai-sdk/openai";
+import { Agent, run, tool as agentTool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } from "@openai/agents";
 
 const base = process.env.BATCHD_URL, apiKey = process.env.BATCHD_KEY, model = process.env.BATCHD_MODEL;
 const out = {};
@@ -17,6 +18,27 @@ const tool = {
 
 const openai = new OpenAI({ baseURL: base + "/v1", apiKey, maxRetries: 0 });
 const provider = createOpenAI({ baseURL: base + "/v1", apiKey });
+
+if (process.env.BATCHD_CHECK === "agents") {
+  // The OpenAI Agents SDK on /v1/responses: an agent with a function tool
+  // (required on the first turn; once it has run, the tool is disabled,
+  // as an agent that needs one lookup would) and an output type, so the
+  // next turn carries the call's output and must answer in the schema.
+  setTracingDisabled(true);
+  setDefaultOpenAIClient(new OpenAI({ baseURL: base + "/v1", apiKey, maxRetries: 0 }));
+  setOpenAIAPI("responses");
+  const calls = [];
+  const add = agentTool({ name: "add", description: "add two integers", strict: true,
+    parameters: { ...tool.parameters, additionalProperties: false },
+    execute: async ({ a, b }) => { calls.push([a, b]); return String(a + b); }, isEnabled: () => calls.length === 0 });
+  const agent = new Agent({ name: "calculator", instructions: "Add the numbers with the add tool, then answer.", model, tools: [add],
+    modelSettings: { toolChoice: "required", maxTokens: 256, temperature: 0 },
+    outputType: { type: "json_schema", name: "answer", strict: true,
+      schema: { type: "object", properties: { sum: { type: "integer" } }, required: ["sum"], additionalProperties: false } } });
+  const result = await run(agent, "What is 2 plus 3?", { maxTurns: 4 });
+  console.log(JSON.stringify({ agents: { calls, final: result.finalOutput, items: result.newItems.map((i) => i.type) } }));
+  process.exit(0);
+}
 
 if (process.env.BATCHD_CHECK === "harmony") {
   // A harmony model (gpt-oss) through Chat Completions, as from Qwen: a

@@ -51,3 +51,23 @@ func TinyFile(tb testing.TB, ctx int) string {
 	path, _ := WriteFile(tb, Tiny(quant.F32, ctx, 1))
 	return path
 }
+
+// TinyReranker writes Tiny as a Qwen3-Reranker-shaped file (yes/no head,
+// softmax, a plain rerank template) and returns its path: for tests of
+// the rerank routes that need no real weights.
+func TinyReranker(tb testing.TB, ctx int) string {
+	tb.Helper()
+	o := Tiny(quant.F32, ctx, 2)
+	o.Arch = "qwen3"
+	_, base := WriteFile(tb, o)
+	var buf bytes.Buffer
+	ro := RankOptions{Labels: []string{"yes", "no"}, Template: "Query: {query}\nDocument: {document}\nRelevant:", DType: quant.F32, Seed: 3}
+	if err := WriteReranker(&buf, base, ro); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "rerank.gguf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}

@@ -50,6 +50,17 @@ def synth_model(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def synth_reranker(tmp_path_factory) -> str:
+    """A tiny random-weight Qwen3-style reranker from testing/modelgen."""
+    out = tmp_path_factory.mktemp("rerank") / "rerank.gguf"
+    subprocess.run(["go", "run", "./testing/modelgen", "--out", str(out), "--dim", "64", "--layers", "2", "--heads", "4",
+                    "--ffn", "96", "--vocab", "300", "--ctx", "256", "--dtype", "f32", "--seed", "2", "--arch", "qwen3",
+                    "--rank", "yes,no", "--rank-template", "Query: {query}\nDocument: {document}\nRelevant:"],
+                   cwd=ROOT, check=True, capture_output=True)
+    return str(out)
+
+
+@pytest.fixture(scope="session")
 def synth_daemon(batchd_bin, synth_model, tmp_path_factory):
     proc = start(batchd_bin, tmp_path_factory.mktemp("synth"), model=Path(synth_model))
     yield proc.socket

@@ -282,6 +282,28 @@ def test_models_load_and_unload(batchd_bin, synth_model, tmp_path):
         proc.wait(timeout=30)
 
 
+def test_rerank(batchd_bin, synth_reranker, tmp_path_factory):
+    """Scores best first, each with its document's index; top_n keeps the
+    best; the same pair scores the same alone; a probability (yes/no head)."""
+    proc = start(batchd_bin, tmp_path_factory.mktemp("rerank"), model=Path(synth_reranker))
+    try:
+        docs = ["a cat sat", "dogs bark at night", "the cat sat on the mat", "rain"]
+        with batchd.Client(proc.socket) as c:
+            res = c.rerank("where did the cat sit", docs)
+            assert sorted(r["index"] for r in res) == [0, 1, 2, 3]
+            scores = [r["score"] for r in res]
+            assert scores == sorted(scores, reverse=True)
+            assert all(0 < s < 1 for s in scores)
+            assert c.rerank("where did the cat sit", docs, top_n=2) == res[:2]
+            alone = c.rerank("where did the cat sit", [docs[res[0]["index"]]])
+            assert alone[0]["score"] == res[0]["score"]
+            with pytest.raises(batchd.InvalidRequest):
+                c.rerank("q", [])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_embed(synth_daemon):
     """One unit vector per input; dimensions keeps a normalised prefix."""
     with batchd.Client(synth_daemon) as c:

@@ -217,19 +217,23 @@ void cmd_context(std::istream & in) {
     reply("{\"n_ctx\":" + std::to_string(llama_n_ctx(ctx)) + "}");
 }
 
+std::vector<llama_token> tokenize(const std::string & text, bool add, bool parse) {
+    const llama_vocab * v = llama_model_get_vocab(model);
+    std::vector<llama_token> t(text.size() + 16);
+    int n = llama_tokenize(v, text.data(), (int32_t) text.size(), t.data(), (int32_t) t.size(), add, parse);
+    if (n < 0) {
+        t.resize(-n);
+        n = llama_tokenize(v, text.data(), (int32_t) text.size(), t.data(), (int32_t) t.size(), add, parse);
+    }
+    t.resize(std::max(n, 0));
+    return t;
+}
+
 void cmd_tokenize(std::istream & in) {
     int add, parse;
     std::string text;
     in >> add >> parse >> text;
-    text = unhex(text);
-    const llama_vocab * v = llama_model_get_vocab(model);
-    std::vector<llama_token> t(text.size() + 16);
-    int n = llama_tokenize(v, text.data(), (int32_t) text.size(), t.data(), (int32_t) t.size(), add != 0, parse != 0);
-    if (n < 0) {
-        t.resize(-n);
-        n = llama_tokenize(v, text.data(), (int32_t) text.size(), t.data(), (int32_t) t.size(), add != 0, parse != 0);
-    }
-    t.resize(std::max(n, 0));
+    auto t = tokenize(unhex(text), add != 0, parse != 0);
     std::string out = "{\"ids\":[";
     for (size_t i = 0; i < t.size(); i++) {
         out += (i ? "," : "") + std::to_string(t[i]);
@@ -313,12 +317,55 @@ void cmd_embed(std::istream & in) {
     if (!e) {
         return fail("no pooled embedding (pooling none?)");
     }
-    int n = llama_model_n_embd(model);
+    // Rank pooling gives the head's scores, one per classifier output.
+    int n = llama_pooling_type(ctx) == LLAMA_POOLING_TYPE_RANK ? (int) llama_model_n_cls_out(model) : llama_model_n_embd(model);
     std::string out = "{\"embedding\":[";
     for (int i = 0; i < n; i++) {
         out += (i ? "," : "") + num(e[i]);
     }
     reply(out + "]}");
+}
+
+// rerank_tokens: a query and a document paired as llama-server's rerank
+// route pairs them (its format_prompt_rerank, which lives in the server,
+// not the library): the file's rerank template with {query} and
+// {document} replaced, tokenized without added specials and with special
+// tokens parsed; else [BOS] query [EOS] [SEP] doc [EOS] as the
+// vocabulary's add flags say, SEP standing in for a missing EOS.
+void cmd_rerank_tokens(std::istream & in) {
+    std::string q, d;
+    in >> q >> d;
+    q = unhex(q);
+    d = unhex(d);
+    const llama_vocab * v = llama_model_get_vocab(model);
+    std::vector<llama_token> out;
+    const char * tmpl = llama_model_chat_template(model, "rerank");
+    if (tmpl) {
+        std::string p = tmpl;
+        for (auto [key, val] : {std::pair<std::string, std::string>{"{query}", q}, {"{document}", d}}) {
+            for (size_t at = 0; (at = p.find(key, at)) != std::string::npos; at += val.size()) {
+                p.replace(at, key.size(), val);
+            }
+        }
+        out = tokenize(p, false, true);
+    } else {
+        auto qt = tokenize(q, false, false), dt = tokenize(d, false, false);
+        llama_token eos = llama_vocab_eos(v);
+        if (eos == LLAMA_TOKEN_NULL) {
+            eos = llama_vocab_sep(v);
+        }
+        if (llama_vocab_get_add_bos(v)) out.push_back(llama_vocab_bos(v));
+        out.insert(out.end(), qt.begin(), qt.end());
+        if (llama_vocab_get_add_eos(v)) out.push_back(eos);
+        if (llama_vocab_get_add_sep(v)) out.push_back(llama_vocab_sep(v));
+        out.insert(out.end(), dt.begin(), dt.end());
+        if (llama_vocab_get_add_eos(v)) out.push_back(eos);
+    }
+    std::string r = "{\"ids\":[";
+    for (size_t i = 0; i < out.size(); i++) {
+        r += (i ? "," : "") + std::to_string(out[i]);
+    }
+    reply(r + "]}");
 }
 
 // embed_many: k sequences' tokens in one batch (as llama-server's slots
@@ -457,6 +504,7 @@ void dispatch(const std::string & op, std::istream & in) {
     else if (op == "schema") cmd_schema(in);
     else if (op == "embed") cmd_embed(in);
     else if (op == "embed_many") cmd_embed_many(in);
+    else if (op == "rerank_tokens") cmd_rerank_tokens(in);
     else if (op == "bench_pp") cmd_bench_pp(in);
     else if (op == "bench_gen") cmd_bench_gen(in);
     else if (op == "quantize") cmd_quantize(in);

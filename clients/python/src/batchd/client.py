@@ -236,6 +236,19 @@ class Client:
             msg["keep_alive"] = str(keep_alive)
         return [list(v) for v in ((self._call(msg)).get("embeddings") or [])]
 
+    def rerank(self, query: str, documents: List[str], *, model: str = "", top_n: int = 0,
+               keep_alive: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Scores of documents against query by a reranker, best first:
+        [{"index": i, "score": s}], the best top_n of them (0: all)."""
+        msg: Dict[str, Any] = {"type": "rerank", "query": query, "documents": list(documents)}
+        if model:
+            msg["model"] = model
+        if top_n:
+            msg["top_n"] = int(top_n)
+        if keep_alive is not None:
+            msg["keep_alive"] = str(keep_alive)
+        return [dict(r) for r in ((self._call(msg)).get("results") or [])]
+
     def models(self) -> List[Dict[str, Any]]:
         """Every model the daemon knows: {name, state, path, bytes, requests, ...}."""
         return list((self._call({"type": "models"})).get("models") or [])

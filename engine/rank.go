@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+)
+
+// rankScores runs a reranker's head on the pooled state x, as llama.cpp's
+// rank pooling does: tanh(cls x + b), then cls.output, then (Qwen3) a
+// softmax. The head is a matrix or two per request, so it runs here on
+// the engine's goroutine rather than in the backend's batch.
+func rankScores(h *model.RankHead, x []float32) []float32 {
+	cur := x
+	if h.Dense != nil {
+		cur = matVec(h.Dense, h.DenseB, cur)
+		for i, v := range cur {
+			cur[i] = float32(math.Tanh(float64(v)))
+		}
+	}
+	if h.Out != nil {
+		cur = matVec(h.Out, h.OutB, cur)
+	}
+	cur = cur[:min(len(cur), h.Outputs())]
+	if h.Softmax {
+		softmax(cur)
+	}
+	return cur
+}
+
+// matVec is M x + b (b may be nil). ggml's CPU matmul meets an F16 matrix
+// with x rounded to F16, so this does too; other types meet x as it is.
+func matVec(m *model.Matrix, b, x []float32) []float32 {
+	xr := x
+	if m.Type == quant.F16 {
+		xr = make([]float32, len(x))
+		for i, v := range x {
+			xr[i] = quant.F16ToF32(quant.F32ToF16(v))
+		}
+	}
+	row := make([]float32, m.Cols)
+	y := make([]float32, m.Rows)
+	for r := range m.Rows {
+		m.Row(r, row)
+		var s float64
+		for j, w := range row {
+			s += float64(w) * float64(xr[j])
+		}
+		y[r] = float32(s)
+		if b != nil {
+			y[r] += b[r]
+		}
+	}
+	return y
+}
+
+// softmax turns v into probabilities in place (ggml_soft_max: the max
+// subtracted, the sum in float64).
+func softmax(v []float32) {
+	if len(v) == 0 {
+		return
+	}
+	top := v[0]
+	for _, x := range v[1:] {
+		top = max(top, x)
+	}
+	var sum float64
+	for i, x := range v {
+		e := float32(math.Exp(float64(x - top)))
+		v[i] = e
+		sum += float64(e)
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / sum)
+	}
+}
