@@ -134,7 +134,8 @@ type ServerConfig struct {
 	// none (Ollama's); "" (default) answers them 401 (restart).
 	AnonymousUser string `toml:"anonymous_user"`
 	// ResponsesStoreMB bounds, in MiB over every user, the responses
-	// /v1/responses keeps for previous_response_id and GET (store: true);
+	// /v1/responses and the socket's submits keep for
+	// previous_response_id and GET (store: true), one store for both;
 	// the least recently used go first. 0 keeps none (restart).
 	ResponsesStoreMB int `toml:"responses_store_mb"`
 }

@@ -255,7 +255,8 @@ func (d *Daemon) Run(ctx context.Context, cfg config.Config, stderr io.Writer) e
 	d.svc = svc
 	d.srv = ipc.NewServer(ipc.Options{Backend: frontend{svc, d}, Logger: d.log, MaxFrame: cfg.Server.MaxFrameBytes,
 		Budget: d.conns, HelloTimeout: cfg.Server.HelloTimeout.Duration,
-		Version: Version, Model: cfg.Model.Path, Policy: rs.Policy})
+		Version: Version, Model: cfg.Model.Path, Policy: rs.Policy,
+		Responses: ipc.NewResponseStore(responsesStoreBytes(cfg.Server.ResponsesStoreMB))})
 	svc.SetAccess(d.srv)
 	cw := d.watchConfig() // before serving: an edit once it answers is seen
 	var sl net.Listener = ln

@@ -44,7 +44,7 @@ func (d *Daemon) serveHTTP(cfg config.Config, keys map[string]ipc.Peer) error {
 	}
 	d.httpSrv = httpapi.New(httpapi.Options{Backend: frontend{d.svc, d}, Users: d.srv, Logger: d.log, Anonymous: cfg.Resolved().Anonymous,
 		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration,
-		ResponsesStoreBytes: responsesStoreBytes(cfg.Server.ResponsesStoreMB)})
+		Responses: d.srv.Responses()}) // one store: a conversation goes on over either
 	d.httpSrv.SetAPIKeys(keys)
 	ollama.Register(d.httpSrv, frontend{d.svc, d})
 	anthropic.Register(d.httpSrv, frontend{d.svc, d})

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/ipc/wire"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -297,4 +300,54 @@ func TestResponsesReasoning(t *testing.T) {
 	if len(types) < 5 || strings.Join(types[:5], ",") != want {
 		t.Errorf("events %v", types)
 	}
+}
+
+// TestStoredConversationAcrossListeners: one store behind the socket and
+// the HTTP API. A chat stored over msgpack (Store) is continued over
+// /v1/responses by its id, whose prompt then holds the first turn and its
+// answer; a response stored over HTTP is continued over msgpack; GET shows
+// a socket-stored response's answer; an unknown id is not_found (another
+// user's is too: ipc's TestResponseStore).
+func TestStoredConversationAcrossListeners(t *testing.T) {
+	dir := testmodels.Dir(t)
+	cfg := fmt.Sprintf("[model]\nchat_template = %q\n", filepath.Join(dir, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"))
+	td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", "tiny-qwen2.gguf"), HTTPSocket: "http"})
+	ctx := context.Background()
+	mc, oc := td.dial(t), td.openai(t)
+	turn := []client.Message{{Role: "user", Content: "Count to three."}}
+	first, err := mc.Generate(ctx, client.Request{Messages: turn, MaxTokens: 6, Store: true}, nil)
+	if err != nil || !strings.HasPrefix(first.ResponseID, "resp_") {
+		t.Fatalf("stored over msgpack: %+v, %v", first, err)
+	}
+	params := responses.ResponseNewParams{Model: "tiny-qwen2", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Go on.")},
+		MaxOutputTokens: openai.Int(4), Temperature: openai.Float(0)}
+	alone, err := oc.Responses.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params.PreviousResponseID = openai.String(first.ResponseID)
+	cont, err := oc.Responses.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cont.Usage.InputTokens <= alone.Usage.InputTokens+int64(first.Usage.CompletionTokens) {
+		t.Errorf("continued over HTTP: %d input tokens, alone %d plus the first answer's %d", cont.Usage.InputTokens,
+			alone.Usage.InputTokens, first.Usage.CompletionTokens)
+	}
+	back, err := mc.Generate(ctx, client.Request{Messages: []client.Message{{Role: "user", Content: "Go on."}}, MaxTokens: 4,
+		PreviousResponseID: cont.ID}, nil)
+	if err != nil || back.Usage.PromptTokens <= int(cont.Usage.InputTokens) {
+		t.Errorf("continued over msgpack: %d prompt tokens (the HTTP turn had %d), %v", back.Usage.PromptTokens, cont.Usage.InputTokens, err)
+	}
+	got, err := oc.Responses.Get(ctx, first.ResponseID, responses.ResponseGetParams{})
+	if err != nil || got.OutputText() != first.Text {
+		t.Errorf("GET of a socket-stored response: %q, want %q (%v)", got.OutputText(), first.Text, err)
+	}
+	if _, err := mc.Generate(ctx, client.Request{Messages: turn, MaxTokens: 2, PreviousResponseID: "resp_nope"}, nil); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("an unknown id: %v", err)
+	}
+	if _, err := mc.Generate(ctx, client.Request{Prompt: "x", MaxTokens: 2, Store: true}, nil); !errors.Is(err, wire.ErrInvalidArgument) {
+		t.Errorf("a prompt with store: %v", err)
+	}
+	td.waitIdle(t)
 }

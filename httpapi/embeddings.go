@@ -60,12 +60,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request, p ipc.Peer) 
 		return
 	}
 	var req embeddingRequest
-	if herr := s.decode(w, r, &req); herr != nil {
-		writeError(w, herr)
-		return
-	}
-	if herr := s.checkModel(req.Model); herr != nil {
-		writeError(w, herr)
+	if !s.read(w, r, &req, func() string { return req.Model }) {
 		return
 	}
 	e := &wire.Embed{Type: wire.TypeEmbed, Channel: req.Channel, Tags: req.Tags}

@@ -106,6 +106,20 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *httpErro
 	return nil
 }
 
+// read decodes a body into req and checks the model it names (model
+// reads it from req), answering an error itself; false: it did.
+func (s *Server) read(w http.ResponseWriter, r *http.Request, req any, model func() string) bool {
+	herr := s.decode(w, r, req)
+	if herr == nil {
+		herr = s.checkModel(model())
+	}
+	if herr != nil {
+		writeError(w, herr)
+		return false
+	}
+	return true
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 	var req chatRequest
 	s.endpoint(w, r, p, &req, func() (*wire.Submit, *httpError) { return chatSubmit(&req, r) }, true)

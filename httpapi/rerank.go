@@ -70,12 +70,7 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 		return
 	}
 	var req rerankRequest
-	if herr := s.decode(w, r, &req); herr != nil {
-		writeError(w, herr)
-		return
-	}
-	if herr := s.checkModel(req.Model); herr != nil {
-		writeError(w, herr)
+	if !s.read(w, r, &req, func() string { return req.Model }) {
 		return
 	}
 	docs, herr := req.documents()
@@ -132,6 +127,6 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 		}
 	}
 	usage := map[string]int{"prompt_tokens": res.PromptTokens, "total_tokens": res.PromptTokens}
-	writeJSON(w, http.StatusOK, map[string]any{"id": "rerank-" + randomHex(16), "object": "list", "model": cmp.Or(req.Model, res.Model, s.o.Model),
+	writeJSON(w, http.StatusOK, map[string]any{"id": "rerank-" + ipc.RandomHex(16), "object": "list", "model": cmp.Or(req.Model, res.Model, s.o.Model),
 		"results": results, "usage": usage, "meta": map[string]any{"billed_units": map[string]int{"input_tokens": res.PromptTokens}}})
 }

@@ -16,24 +16,17 @@ import (
 // responses serves POST /v1/responses.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 	var req responsesRequest
-	if herr := s.decode(w, r, &req); herr != nil {
-		writeError(w, herr)
-		return
-	}
-	if herr := s.checkModel(req.Model); herr != nil {
-		writeError(w, herr)
+	if !s.read(w, r, &req, func() string { return req.Model }) {
 		return
 	}
 	var previous []map[string]any
 	if req.PreviousResponseID != "" {
-		prev := s.stored.get(p.UID, req.PreviousResponseID)
-		if prev == nil {
+		prev, ok := s.stored.Get(p.UID, req.PreviousResponseID)
+		if !ok || json.Unmarshal(prev.Messages, &previous) != nil {
 			writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error", param: "previous_response_id",
-				msg: "previous response " + req.PreviousResponseID + " not found: never stored (store: false), deleted, or evicted " +
-					"(server.responses_store bounds what is kept)"})
+				msg: ipc.ErrResponseNotFound(req.PreviousResponseID).Message})
 			return
 		}
-		previous = prev.messages
 	}
 	tools := toolSet{}
 	sub, msgs, herr := responsesSubmit(&req, previous, tools)
@@ -60,14 +53,23 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 	w.Header().Set("X-Request-Id", strconv.FormatUint(st.RequestID(), 10))
 	o.run(st)
 	if o.done && (req.Store == nil || *req.Store) {
-		s.stored.put(p.UID, &storedResponse{obj: o.obj, messages: append(msgs, o.assistant())})
+		conv, err1 := json.Marshal(append(msgs, o.assistant()))
+		obj, err2 := json.Marshal(o.obj)
+		if err1 == nil && err2 == nil {
+			s.stored.Put(p.UID, o.obj["id"].(string), ipc.StoredResponse{Messages: conv, Object: obj})
+		}
 	}
 }
 
 // getResponse serves GET /v1/responses/{id}: a stored response, its owner's only.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
-	if sr := s.stored.get(p.UID, r.PathValue("id")); sr != nil {
-		writeJSON(w, http.StatusOK, sr.obj)
+	if sr, ok := s.stored.Get(p.UID, r.PathValue("id")); ok {
+		if sr.Object == nil { // stored over the socket: the conversation's last answer as a response
+			writeJSON(w, http.StatusOK, socketResponse(r.PathValue("id"), sr.Messages))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(sr.Object)
 		return
 	}
 	writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error",
@@ -77,7 +79,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, p ipc.Peer)
 // deleteResponse serves DELETE /v1/responses/{id}.
 func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request, p ipc.Peer) {
 	id := r.PathValue("id")
-	if !s.stored.remove(p.UID, id) {
+	if !s.stored.Delete(p.UID, id) {
 		writeError(w, &httpError{status: http.StatusNotFound, typ: "invalid_request_error", msg: "response " + id + " not found"})
 		return
 	}
@@ -90,7 +92,7 @@ func responseObject(req *responsesRequest, model string) map[string]any {
 	if tools == nil {
 		tools = []json.RawMessage{}
 	}
-	obj := map[string]any{"id": "resp_" + randomHex(24), "object": "response", "created_at": time.Now().Unix(),
+	obj := map[string]any{"id": ipc.NewResponseID(), "object": "response", "created_at": time.Now().Unix(),
 		"status": "in_progress", "model": model, "output": []any{}, "error": nil, "incomplete_details": nil,
 		"instructions": req.Instructions, "metadata": metadataOf(req.Metadata),
 		"parallel_tool_calls": req.ParallelToolCalls == nil || *req.ParallelToolCalls, "temperature": req.Temperature,
@@ -234,7 +236,7 @@ func (o *respOut) take(ev ipc.Event) {
 			o.reasonTok += len(ev.Tokens)
 		}
 		if o.open != "reasoning" {
-			o.begin(map[string]any{"type": "reasoning", "id": "rs_" + randomHex(24), "summary": []any{}})
+			o.begin(map[string]any{"type": "reasoning", "id": "rs_" + ipc.RandomHex(24), "summary": []any{}})
 		}
 		o.reasoning.WriteString(ev.Reasoning)
 		o.event("response.reasoning_text.delta", map[string]any{"item_id": o.item()["id"], "output_index": o.index(),
@@ -242,7 +244,7 @@ func (o *respOut) take(ev ipc.Event) {
 	}
 	if ev.Text != "" {
 		if o.open != "message" {
-			o.begin(map[string]any{"type": "message", "id": "msg_" + randomHex(24), "status": "in_progress", "role": "assistant",
+			o.begin(map[string]any{"type": "message", "id": "msg_" + ipc.RandomHex(24), "status": "in_progress", "role": "assistant",
 				"content": []any{}})
 		}
 		o.text.WriteString(ev.Text)
@@ -260,10 +262,10 @@ func (o *respOut) take(ev ipc.Event) {
 			}
 			var it map[string]any
 			if ref.custom {
-				it = map[string]any{"type": "custom_tool_call", "id": "ctc_" + randomHex(24), "call_id": c.ID, "name": ref.name,
+				it = map[string]any{"type": "custom_tool_call", "id": "ctc_" + ipc.RandomHex(24), "call_id": c.ID, "name": ref.name,
 					"input": "", "status": "in_progress"}
 			} else {
-				it = map[string]any{"type": "function_call", "id": "fc_" + randomHex(24), "call_id": c.ID, "name": ref.name,
+				it = map[string]any{"type": "function_call", "id": "fc_" + ipc.RandomHex(24), "call_id": c.ID, "name": ref.name,
 					"arguments": "", "status": "in_progress"}
 			}
 			if ref.namespace != "" {
@@ -378,4 +380,34 @@ func itemToolName(it map[string]any) string {
 	ns, _ := it["namespace"].(string)
 	name, _ := it["name"].(string)
 	return modelName(ns, name)
+}
+
+// socketResponse is a response stored over the msgpack socket, as GET
+// shows it: its answer (the conversation's last message) as output.
+func socketResponse(id string, conv []byte) map[string]any {
+	var msgs []struct {
+		Content          string `json:"content"`
+		ReasoningContent string `json:"reasoning_content"`
+		ToolCalls        []struct {
+			ID       string `json:"id"`
+			Function struct{ Name, Arguments string }
+		} `json:"tool_calls"`
+	}
+	var output []any
+	if json.Unmarshal(conv, &msgs) == nil && len(msgs) > 0 {
+		last := msgs[len(msgs)-1]
+		if last.ReasoningContent != "" {
+			output = append(output, map[string]any{"type": "reasoning", "id": "rs_" + ipc.RandomHex(24), "summary": []any{},
+				"content": []any{map[string]string{"type": "reasoning_text", "text": last.ReasoningContent}}})
+		}
+		if last.Content != "" {
+			output = append(output, map[string]any{"type": "message", "id": "msg_" + ipc.RandomHex(24), "status": "completed",
+				"role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": last.Content, "annotations": []any{}}}})
+		}
+		for _, c := range last.ToolCalls {
+			output = append(output, map[string]any{"type": "function_call", "id": "fc_" + ipc.RandomHex(24), "call_id": c.ID,
+				"name": c.Function.Name, "arguments": c.Function.Arguments, "status": "completed"})
+		}
+	}
+	return map[string]any{"id": id, "object": "response", "status": "completed", "output": output, "store": true}
 }

@@ -52,9 +52,11 @@ type Options struct {
 	// WriteTimeout drops a client that takes longer to take one event or
 	// response; default 30s.
 	WriteTimeout time.Duration
-	// ResponsesStoreBytes bounds the responses /v1/responses keeps for
-	// previous_response_id and GET (store: true); 0: 256 MiB, negative:
-	// none are kept.
+	// Responses keeps the responses /v1/responses stores for
+	// previous_response_id and GET (store: true), shared with the msgpack
+	// socket's submits; nil makes one of ResponsesStoreBytes (0: 256 MiB,
+	// negative: none are kept) for this server alone.
+	Responses           *ipc.ResponseStore
 	ResponsesStoreBytes int64
 }
 
@@ -73,9 +75,9 @@ type Server struct {
 	keys    atomic.Pointer[[]apiKey]
 	mux     *http.ServeMux
 	created int64
-	wg      sync.WaitGroup // handlers reading streams to their end
-	renders atomic.Uint64  // render answers' ids
-	stored  *responseStore // /v1/responses' kept responses
+	wg      sync.WaitGroup     // handlers reading streams to their end
+	renders atomic.Uint64      // render answers' ids
+	stored  *ipc.ResponseStore // /v1/responses' kept responses
 }
 
 // apiKey maps a bearer token to the user it stands for.
@@ -101,7 +103,10 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, log: o.Logger.With("component", "http"), created: time.Now().Unix(), stored: newResponseStore(o.ResponsesStoreBytes)}
+	s := &Server{o: o, log: o.Logger.With("component", "http"), created: time.Now().Unix(), stored: o.Responses}
+	if s.stored == nil {
+		s.stored = ipc.NewResponseStore(o.ResponsesStoreBytes)
+	}
 	s.keys.Store(&[]apiKey{})
 	mux := http.NewServeMux()
 	s.mux = mux

@@ -253,12 +253,17 @@ func (c *conn) submit(m *wire.Submit) {
 		c.sendErr(m.ID, wire.Errorf(wire.CodeInvalidArgument, "id %d is already in flight on this connection", m.ID))
 		return
 	}
+	t, err := turnOf(s.stored, c.peer.UID, m)
+	if err != nil {
+		c.sendErr(m.ID, err)
+		return
+	}
 	if err := s.AcquireUser(c.peer); err != nil {
 		c.sendErr(m.ID, err)
 		return
 	}
 	var st RequestStream
-	err := s.guard("submit", func() (err error) {
+	err = s.guard("submit", func() (err error) {
 		st, err = s.backend.Submit(c.ctx, c.peer, m)
 		return err
 	})
@@ -272,7 +277,7 @@ func (c *conn) submit(m *wire.Submit) {
 	c.mu.Unlock()
 	c.send(&wire.Accepted{Type: wire.TypeAccepted, ID: m.ID, RequestID: st.RequestID()})
 	c.pumps.Add(1)
-	go c.pump(m.ID, m.Stream, st)
+	go c.pump(m.ID, m.Stream, st, t)
 }
 
 func (c *conn) release() { c.s.ReleaseUser(c.peer) }
@@ -308,7 +313,8 @@ func (s *Server) Policy() *Policy { return s.policy.Load() }
 
 // pump writes one request's events. It reads to the terminal event even if
 // the connection is gone: the engine ends the request, and nothing leaks.
-func (c *conn) pump(id uint64, stream bool, st RequestStream) {
+// t (or nil) stores the conversation once its answer is whole.
+func (c *conn) pump(id uint64, stream bool, st RequestStream, t *turn) {
 	defer c.pumps.Done()
 	released := false
 	defer func() {
@@ -334,6 +340,9 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 			c.sendErr(id, wire.Errorf(wire.CodeInternal, "stream: %v", wire.AsError(err).Message))
 			return
 		}
+		if t != nil {
+			t.add(ev)
+		}
 		if ev.Done == nil {
 			if stream {
 				c.send(&wire.Token{Type: wire.TypeToken, ID: id, Text: ev.Text, Tokens: ev.Tokens, Logprobs: ev.Logprobs,
@@ -354,6 +363,9 @@ func (c *conn) pump(id uint64, stream bool, st RequestStream) {
 		if !stream {
 			d.Text, d.Tokens, d.PromptTokens, d.Logprobs = text.String(), toks, st.PromptTokens(), lps
 			d.Reasoning = reasoning.String()
+		}
+		if t != nil {
+			t.done(d)
 		}
 		// The slot is free before the client hears: a client that submits
 		// again the moment it has its answer is not over its cap. Shutdown

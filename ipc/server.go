@@ -52,6 +52,9 @@ type Embedder interface {
 	Embed(ctx context.Context, p Peer, e *wire.Embed) (*wire.Embed, error)
 }
 
+// Responses is the store of responses (Options.Responses), or nil.
+func (s *Server) Responses() *ResponseStore { return s.stored }
+
 // Reranker is a Backend that scores documents against a query
 // (wire.Rerank).
 type Reranker interface {
@@ -112,6 +115,10 @@ type Options struct {
 	Version      string // server version for hello
 	Model        string // model name for hello
 	Policy       Policy
+	// Responses keeps the responses a submit stores (Submit.Store) for a
+	// later one's previous_response_id; nil keeps none (such a submit is
+	// refused). The HTTP API's /v1/responses shares it.
+	Responses *ResponseStore
 }
 
 // Defaults of Options.
@@ -132,6 +139,7 @@ type Server struct {
 	version  string
 	model    string
 	policy   atomic.Pointer[Policy]
+	stored   *ResponseStore
 	peerCred func(net.Conn) (Peer, error) // tests swap in fake peers
 	// base is every connection's parent context; Close cancels it, which
 	// also stops work a connection started (a long tokenization).
@@ -167,7 +175,7 @@ func NewServer(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{backend: o.Backend, log: o.Logger.With("component", "ipc"), maxFrame: o.MaxFrame,
+	s := &Server{backend: o.Backend, log: o.Logger.With("component", "ipc"), maxFrame: o.MaxFrame, stored: o.Responses,
 		wtimeout: o.WriteTimeout, budget: o.Budget, helloTO: o.HelloTimeout,
 		version: o.Version, model: o.Model, peerCred: peerCred,
 		listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}, inflight: map[uint32]int{},

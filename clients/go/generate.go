@@ -59,6 +59,12 @@ type Request struct {
 	Tools               json.RawMessage
 	ToolChoice          string
 	NoParallelToolCalls bool
+	// PreviousResponseID continues a stored conversation (one a request
+	// with Store kept, over this socket or /v1/responses): Messages are
+	// the new turn. Store keeps this conversation, its answer last, and
+	// Result.ResponseID names it for the next turn.
+	PreviousResponseID string
+	Store              bool
 	// KeepReasoning leaves a <think> block in Text (reasoning_format
 	// none); by default it comes apart, in Reasoning.
 	KeepReasoning bool
@@ -111,6 +117,8 @@ type Result struct {
 	ToolCalls []wire.ToolCall
 	// StopSequence is the stop string that ended the text, when one did.
 	StopSequence string
+	// ResponseID names the stored conversation (Request.Store).
+	ResponseID string
 }
 
 // Message is one turn of a conversation. Content is the text; Parts, when
@@ -203,7 +211,8 @@ func (r *Request) frame(id uint64, stream bool) (*wire.Submit, error) {
 		FrequencyPenalty: r.FrequencyPenalty, PresencePenalty: r.PresencePenalty,
 		Seed: r.Seed, Stop: r.Stop, StopTokenIDs: r.StopTokenIDs, IgnoreEOS: r.IgnoreEOS, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs, Priority: r.Priority, Channel: r.Channel, Tags: r.Tags, CacheSalt: r.CacheSalt,
 		Stream: stream, ParseSpecial: parseSpecial(r.LiteralSpecial),
-		Grammar: r.Grammar, JSONObject: r.JSONObject, Regex: r.Regex, Choice: r.Choice}
+		Grammar: r.Grammar, JSONObject: r.JSONObject, Regex: r.Regex, Choice: r.Choice,
+		PreviousResponseID: r.PreviousResponseID, Store: r.Store}
 	if len(r.JSONSchema) > 0 {
 		s.JSONSchema = wire.JSON(r.JSONSchema)
 		if r.SchemaNotStrict {
@@ -315,7 +324,7 @@ func (c *Client) Generate(ctx context.Context, req Request, fn func(Delta) error
 			}
 			res.ToolCalls = d.ToolCalls
 			res.FinishReason, res.Usage, res.Timings, res.Preemptions = d.FinishReason, d.Usage, d.Timings, d.Preemptions
-			res.StopSequence = d.StopSequence
+			res.StopSequence, res.ResponseID = d.StopSequence, d.ResponseID
 			if d.FinishReason == "error" {
 				return res, &wire.Error{Code: d.Code, Message: d.Message}
 			}

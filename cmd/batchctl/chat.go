@@ -35,19 +35,16 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&r.Model, "model", "", "the model (batchctl models; default: the daemon's default)")
 	tools := fs.String("tools", "", "JSON file: an OpenAI-style tools array the model may call (calls are shown, not run)")
 	fs.StringVar(&r.ToolChoice, "tool-choice", "", "auto (default), none, required, or a function's name")
+	store := fs.Bool("store", false, "keep the conversation in the daemon: each turn sends only the new message and prints the "+
+		"stored response's id (to stderr) for --continue or /v1/responses' previous_response_id")
+	cont := fs.String("continue", "", "continue a stored conversation by its response id (implies --store)")
 	return func(ctx context.Context, socket string, args []string, stdout, stderr io.Writer) error {
 		if len(args) != 0 {
 			return usageErr{fmt.Errorf("chat takes no arguments (use --message TEXT for one turn), got %q", args)}
 		}
-		if *tools != "" {
-			b, err := os.ReadFile(*tools)
-			if err != nil {
-				return err
-			}
-			if !json.Valid(b) {
-				return fmt.Errorf("%s: not JSON", *tools)
-			}
-			r.Tools = b
+		var err error
+		if r.Tools, err = readTools(*tools); err != nil {
+			return err
 		}
 		r.Temperature, r.TopP, r.Stop = float32(*temp), float32(*topP), stops
 		c, err := dial(ctx, socket)
@@ -60,8 +57,15 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 			opening = []client.Message{{Role: "system", Content: *system}}
 		}
 		history := opening
+		stored, prev := *store || *cont != "", *cont
 		turn := func(text string) error {
 			r.Messages = append(history, client.Message{Role: "user", Content: text})
+			if stored { // the daemon holds what came before
+				if prev != "" {
+					r.Messages = r.Messages[len(history):]
+				}
+				r.PreviousResponseID, r.Store = prev, true
+			}
 			r.Seed = *seed
 			var reply strings.Builder
 			res, err := c.Generate(ctx, r, func(d client.Delta) error {
@@ -79,24 +83,49 @@ func chatCmd(fs *flag.FlagSet) runFunc {
 			if res.FinishReason != "stop" && res.FinishReason != "length" && res.FinishReason != "tool_calls" {
 				return fmt.Errorf("request %d ended: %s", res.RequestID, res.FinishReason)
 			}
-			answer := client.Message{Role: "assistant", Content: reply.String()}
-			if len(res.ToolCalls) > 0 {
-				var calls []map[string]any
-				for _, tc := range res.ToolCalls {
-					fmt.Fprintf(stdout, "call %s %s(%s)\n", tc.ID, tc.Name, tc.Arguments)
-					calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
-						"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
-				}
-				answer.Extra = map[string]any{"tool_calls": calls}
+			history = append(r.Messages, answerOf(res, reply.String(), stdout))
+			if stored {
+				prev = res.ResponseID
+				fmt.Fprintf(stderr, "(response %s)\n", prev)
 			}
-			history = append(r.Messages, answer)
 			return nil
 		}
 		if *message != "" {
 			return turn(*message)
 		}
-		return chatLoop(ctx, os.Stdin, stdout, stderr, turn, func() { history = opening })
+		return chatLoop(ctx, os.Stdin, stdout, stderr, turn, func() { history, prev = opening, "" })
 	}
+}
+
+// readTools reads a tools file ("": none).
+func readTools(path string) (json.RawMessage, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("%s: not JSON", path)
+	}
+	return b, nil
+}
+
+// answerOf is a reply as the conversation's next message, its calls
+// printed (they are shown, not run).
+func answerOf(res *client.Result, text string, stdout io.Writer) client.Message {
+	answer := client.Message{Role: "assistant", Content: text}
+	if len(res.ToolCalls) > 0 {
+		var calls []map[string]any
+		for _, tc := range res.ToolCalls {
+			fmt.Fprintf(stdout, "call %s %s(%s)\n", tc.ID, tc.Name, tc.Arguments)
+			calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
+				"function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+		}
+		answer.Extra = map[string]any{"tool_calls": calls}
+	}
+	return answer
 }
 
 // chatLoop reads messages line by line until /bye or the end of input.

@@ -96,6 +96,12 @@ type Submit struct {
 	// Messages: a conversation (an OpenAI-style messages array) that the
 	// model's chat template renders into the prompt; instead of Prompt and Tokens.
 	Messages JSON `msgpack:"messages,omitempty"`
+	// PreviousResponseID continues a stored response's conversation:
+	// Messages follow it (OpenAI's Responses API's previous_response_id,
+	// over either listener). Store keeps this one's conversation, the
+	// answer last, for a later submit; Done.ResponseID names it.
+	PreviousResponseID string `msgpack:"previous_response_id,omitempty"`
+	Store              bool   `msgpack:"store,omitempty"`
 	// Tools: an OpenAI-style tools array, rendered by the template; the
 	// model's calls come back parsed (Done.ToolCalls). ToolChoice is
 	// "auto" (absent), "none", "required" or {"type": "function",
@@ -220,8 +226,10 @@ type Done struct {
 	Usage       Usage      `msgpack:"usage"`
 	Timings     Timings    `msgpack:"timings"`
 	Preemptions int        `msgpack:"preemptions"`
-	Code        string     `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)
-	Message     string     `msgpack:"message,omitempty"`
+	// ResponseID names the stored conversation of a submit with Store.
+	ResponseID string `msgpack:"response_id,omitempty"`
+	Code       string `msgpack:"code,omitempty"` // set when finish_reason is error (or cancelled by the server)
+	Message    string `msgpack:"message,omitempty"`
 }
 
 // Cancel ends a request: by the ID it was submitted with on this connection,

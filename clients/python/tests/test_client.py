@@ -231,6 +231,25 @@ def test_chat(qwen_daemon, batchd_bin, tmp_path):
     assert chat.text == plain.text == streamed
 
 
+def test_stored_conversation(qwen_daemon):
+    """store=True keeps a chat and names it; previous_response_id continues
+    it (the prompt holds the first turn and its answer, so it is longer
+    than the second turn alone); an unknown id is NotFound; a prompt
+    cannot continue a conversation."""
+    sock, _ = qwen_daemon
+    with batchd.Client(sock) as c:
+        first = c.chat([{"role": "user", "content": "Hi there"}], max_tokens=4, store=True)
+        assert first.response_id.startswith("resp_")
+        alone = c.chat([{"role": "user", "content": "And then?"}], max_tokens=2)
+        nxt = c.chat([{"role": "user", "content": "And then?"}], max_tokens=2, previous_response_id=first.response_id)
+        assert nxt.response_id == ""
+        assert nxt.usage["prompt_tokens"] > alone.usage["prompt_tokens"] + first.usage["completion_tokens"]
+        with pytest.raises(batchd.NotFound):
+            c.chat([{"role": "user", "content": "x"}], max_tokens=2, previous_response_id="resp_nope")
+        with pytest.raises(ValueError):
+            c.generate("x", store=True)
+
+
 def test_chat_async(qwen_daemon):
     sock, _ = qwen_daemon
 

@@ -70,6 +70,8 @@ def submit_message(
     reasoning_format: Optional[str] = None,
     chat_template_kwargs: Optional[Dict[str, Any]] = None,
     add_generation_prompt: Optional[bool] = None,
+    previous_response_id: str = "",
+    store: bool = False,
     frequency_penalty: float = 0.0,
     presence_penalty: float = 0.0,
     ignore_eos: bool = False,
@@ -109,6 +111,14 @@ def submit_message(
             msg["chat_template_kwargs"] = dict(chat_template_kwargs)
         if add_generation_prompt is not None:
             msg["add_generation_prompt"] = bool(add_generation_prompt)
+        # A stored conversation: messages are its next turn; store keeps this
+        # one (result.response_id names it).
+        if previous_response_id:
+            msg["previous_response_id"] = previous_response_id
+        if store:
+            msg["store"] = True
+    elif previous_response_id or store:
+        raise ValueError("previous_response_id and store need messages (a chat)")
     elif tokens is not None:
         msg["tokens"] = list(tokens)
     else:
@@ -157,6 +167,8 @@ class Result:
     # [{id, name, arguments (JSON text)}], finish_reason "tool_calls".
     reasoning: str = ""
     tool_calls: List[Dict[str, Any]] = field(default_factory=list)
+    # With store=True: the stored conversation's id, for previous_response_id.
+    response_id: str = ""
 
 
 def finish(result: Result, done: Dict[str, Any], streamed: bool) -> Result:
@@ -171,6 +183,7 @@ def finish(result: Result, done: Dict[str, Any], streamed: bool) -> Result:
     result.usage = dict(done.get("usage") or {})
     result.timings = dict(done.get("timings") or {})
     result.preemptions = done.get("preemptions", 0)
+    result.response_id = done.get("response_id", "")
     if result.finish_reason == "error":
         raise from_wire(done.get("code", "internal"), done.get("message", ""))
     return result

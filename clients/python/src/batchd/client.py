@@ -142,7 +142,9 @@ class Client:
         result.tool_calls), tool_choice ("auto", "none", "required" or a
         function's name), parallel_tool_calls, reasoning_format ("none"
         keeps a <think> block in text; by default it is result.reasoning),
-        chat_template_kwargs and add_generation_prompt (default True)."""
+        chat_template_kwargs and add_generation_prompt (default True);
+        store=True keeps the conversation (result.response_id) and
+        previous_response_id=ID continues one, messages being its next turn."""
         return self._run(None, None, dict(params, messages=messages))
 
     def stream_chat(self, messages: Sequence[Dict[str, Any]], **params: Any) -> "Stream":
