@@ -27,6 +27,7 @@ func Decode(payload []byte) (ts float64, evs []Received, err error) {
 		_      struct{} `msgpack:",array"`
 		TS     float64
 		Events []msgpack.RawMessage
+		Rank   *int // data_parallel_rank
 	}
 	if err := msgpack.Unmarshal(payload, &batch); err != nil {
 		return 0, nil, fmt.Errorf("kv events: batch: %w", err)

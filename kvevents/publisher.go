@@ -372,7 +372,9 @@ func (s *subscriber) read(r *bufio.Reader) error {
 // HashID is a block hash as the events carry it.
 func HashID(h kvcache.Hash) uint64 { return binary.BigEndian.Uint64(h[:8]) }
 
-// Encode writes vLLM's KVEventBatch: [ts, [event...]].
+// Encode writes vLLM's KVEventBatch: [ts, [event...], data_parallel_rank],
+// the rank nil (None: one engine, no data parallelism), as vLLM sends it;
+// llm-d decodes exactly three fields.
 func Encode(ts float64, evs []kvcache.Event, medium string) ([]byte, error) {
 	out := make([]any, 0, len(evs))
 	for _, e := range evs {
@@ -395,7 +397,7 @@ func Encode(ts float64, evs []kvcache.Event, medium string) ([]byte, error) {
 			out = append(out, []any{"AllBlocksCleared"})
 		}
 	}
-	return msgpack.Marshal([]any{ts, out})
+	return msgpack.Marshal([]any{ts, out, nil})
 }
 
 func hashIDs(hs []kvcache.Hash) []uint64 {

@@ -19,9 +19,10 @@ import (
 // The shapes llm-d's vLLM adapter decodes (array-encoded structs), so that
 // what we send is read the way the router reads it.
 type batchMsg struct {
-	_      struct{} `msgpack:",array"`
-	TS     float64
-	Events []msgpack.RawMessage
+	_                struct{} `msgpack:",array"`
+	TS               float64
+	Events           []msgpack.RawMessage
+	DataParallelRank *int
 }
 
 type storedMsg struct {
