@@ -65,7 +65,13 @@ type Config struct {
 
 // ModelConfig names the model; changes need a restart.
 type ModelConfig struct {
-	Path      string `toml:"path"`      // GGUF or llama2.c file
+	Path string `toml:"path"` // GGUF or llama2.c file
+	// Name is the name the model is served under, in every API, the
+	// metrics' model_name and the KV events' topic (vLLM's
+	// --served-model-name; a fleet's router and autoscaler ask for it);
+	// the file's name (without .gguf) stays an alias. Default: the
+	// file's name (restart).
+	Name      string `toml:"name"`
 	Tokenizer string `toml:"tokenizer"` // llama2.c tokenizer file
 	Format    string `toml:"format"`    // "", "gguf" or "llama2c"
 	// ChatTemplate renders chat requests: a built-in name (chatml, llama3,

@@ -122,6 +122,18 @@ func ModelName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
+// DefaultModelName is the name [model]'s file is served under: model.name,
+// else the file's name; "" without a [model] file.
+func (c *Config) DefaultModelName() string {
+	switch {
+	case c.Model.Path == "":
+		return ""
+	case c.Model.Name != "":
+		return c.Model.Name
+	}
+	return ModelName(c.Model.Path)
+}
+
 // MultiModel says whether the config names models beside [model]'s.
 func (c *Config) MultiModel() bool { return c.ModelsDir != "" || len(c.Models) > 0 }
 
@@ -163,9 +175,10 @@ func (c *Config) checkModelNames() error {
 	if c.Model.Path == "" {
 		return nil
 	}
-	def := ModelName(c.Model.Path)
-	if _, ok := c.Models[def]; ok {
-		return fmt.Errorf("models.%s: the name of [model]'s file (%s)", def, c.Model.Path)
+	for _, def := range []string{c.DefaultModelName(), ModelName(c.Model.Path)} {
+		if _, ok := c.Models[def]; ok {
+			return fmt.Errorf("models.%s: the name of [model]'s file (%s)", def, c.Model.Path)
+		}
 	}
 	return nil
 }

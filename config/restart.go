@@ -36,6 +36,7 @@ func channelField[T any](ch, name string, at func(v *ChannelConfig) *T) restartF
 func restartFields() []restartField {
 	fields := []restartField{
 		field("model.path", func(c *Config) *string { return &c.Model.Path }),
+		field("model.name", func(c *Config) *string { return &c.Model.Name }),
 		field("model.tokenizer", func(c *Config) *string { return &c.Model.Tokenizer }),
 		field("model.format", func(c *Config) *string { return &c.Model.Format }),
 		field("model.chat_template", func(c *Config) *string { return &c.Model.ChatTemplate }),

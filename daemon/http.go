@@ -6,9 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/batchd/batchd/config"
 	"github.com/batchd/batchd/metrics"
@@ -43,7 +41,7 @@ func (d *Daemon) serveHTTP(cfg config.Config, keys map[string]ipc.Peer) error {
 		return nil
 	}
 	d.httpSrv = httpapi.New(httpapi.Options{Backend: frontend{d.svc, d}, Users: d.srv, Logger: d.log, Anonymous: cfg.Resolved().Anonymous,
-		Model: modelID(cfg.Model.Path), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration,
+		Model: cfg.DefaultModelName(), Budget: d.conns, PreAuthTimeout: cfg.Server.HelloTimeout.Duration,
 		Responses: d.srv.Responses()}) // one store: a conversation goes on over either
 	d.httpSrv.SetAPIKeys(keys)
 	ollama.Register(d.httpSrv, frontend{d.svc, d})
@@ -79,16 +77,6 @@ func closeListeners(lns []net.Listener) {
 	for _, ln := range lns {
 		_ = ln.Close()
 	}
-}
-
-// modelID names the model in the API: the file name without .gguf or .bin,
-// as Ollama and llama.cpp's server show it.
-func modelID(path string) string {
-	base := filepath.Base(path)
-	for _, ext := range []string{".gguf", ".bin"} {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base
 }
 
 // vllmMetrics answers the endpoint picker's scrape with every loaded

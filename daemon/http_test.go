@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/config"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/serve"
@@ -183,7 +184,7 @@ func TestGreedyChatSameOnEveryPath(t *testing.T) {
 			}
 			oc := td.openai(t)
 			resp, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-				Model: openai.ChatModel(modelID(path)), Messages: oms, MaxTokens: openai.Int(n), Temperature: openai.Float(0)})
+				Model: openai.ChatModel(config.ModelName(path)), Messages: oms, MaxTokens: openai.Int(n), Temperature: openai.Float(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +206,7 @@ func TestCurlScript(t *testing.T) {
 		t.Skip("curl not found")
 	}
 	td := startDaemonFlags(t, "", ServeFlags{Model: synth.TinyFile(t, 512), HTTPSocket: "http", ChatTemplate: "chatml"})
-	out, err := exec.Command("bash", "testdata/curl_http_api.sh", td.d.cfg.Server.HTTPSocket, modelID(td.d.cfg.Model.Path)).CombinedOutput()
+	out, err := exec.Command("bash", "testdata/curl_http_api.sh", td.d.cfg.Server.HTTPSocket, config.ModelName(td.d.cfg.Model.Path)).CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/batchd/batchd/config"
 	"github.com/batchd/batchd/kvcache"
 	"github.com/batchd/batchd/kvevents"
 	"github.com/batchd/batchd/testing/synth"
@@ -175,11 +176,14 @@ func postJSONStatus(t *testing.T, hc *http.Client, path string, body any, want i
 // sequence; once the load ends, the blocks it holds are as many as the
 // prefix cache's.
 func TestKVEventsAndRender(t *testing.T) {
-	cfg := "[model]\nchat_template = \"chatml\"\n[engine]\nblock_size = 16\nkv_blocks = 24\n[kv_events]\nendpoint = \"tcp://127.0.0.1:0\"\nallow_from = [\"127.0.0.1\"]\npod = \"10.1.2.3:8000\"\n"
+	cfg := "[model]\nchat_template = \"chatml\"\nname = \"qwen2.5-7b\"\n[engine]\nblock_size = 16\nkv_blocks = 24\n[kv_events]\nendpoint = \"tcp://127.0.0.1:0\"\nallow_from = [\"127.0.0.1\"]\npod = \"10.1.2.3:8000\"\n"
 	td := startDaemonFlags(t, cfg, ServeFlags{Model: synth.TinyFile(t, 512), HTTPSocket: "http"})
 	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
 	name := td.d.defaultModel().Name
-	topic := "kv@10.1.2.3:8000@" + name
+	if name != "qwen2.5-7b" {
+		t.Fatalf("default model named %q, want model.name's", name)
+	}
+	topic := "kv@10.1.2.3:8000@" + name // the name the router asks for
 	sub := subscribeKV(t, td)
 
 	// Render, then run the same chat request.
@@ -234,4 +238,37 @@ func TestKVEventsAndRender(t *testing.T) {
 		t.Fatalf("subscriber holds %d blocks; the idle prefix cache %d (%d running)", len(sub.held), st.KVBlocksCached, st.Running)
 	}
 	t.Logf("%d BlockStored events, %d blocks removed, %d held, last sequence %d", len(sub.stored), len(sub.removed), len(sub.held), sub.lastSeq)
+}
+
+// TestServedModelName: model.name (vLLM's --served-model-name) is the
+// model's name in /v1/models, in the metrics the autoscaler and the
+// endpoint picker read, and in requests and renders (the file's name
+// still answers, as an alias); another name is model_not_found.
+func TestServedModelName(t *testing.T) {
+	file := synth.TinyFile(t, 512)
+	td := startDaemonFlags(t, "[model]\nchat_template = \"chatml\"\nname = \"qwen2.5-7b\"\n", ServeFlags{Model: file, HTTPSocket: "http"})
+	hc := unixHTTPClient(td.d.cfg.Server.HTTPSocket)
+	resp, err := hc.Get("http://batchd/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"id":"qwen2.5-7b"`) {
+		t.Errorf("/v1/models: %s", b)
+	}
+	for _, model := range []string{"qwen2.5-7b", config.ModelName(file)} {
+		postJSON(t, hc, "/v1/completions", map[string]any{"model": model, "prompt": "Once", "max_tokens": 2})
+		postJSON(t, hc, "/v1/completions/render", map[string]any{"model": model, "prompt": "Once"})
+	}
+	postJSONStatus(t, hc, "/v1/completions", map[string]any{"model": "llama-3-8b", "prompt": "Once", "max_tokens": 2}, http.StatusNotFound)
+	resp, err = hc.Get("http://batchd/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `vllm:num_requests_running{model_name="qwen2.5-7b"}`) {
+		t.Errorf("/metrics without the served name:\n%s", b)
+	}
 }

@@ -47,9 +47,13 @@ func modelSpecs(c *config.Config) ([]models.Spec, string, error) {
 		return nil, "", fmt.Errorf("default_model %q: [model]'s file is the default; set one of them", def)
 	}
 	if c.Model.Path != "" {
-		def = config.ModelName(c.Model.Path)
+		def = c.DefaultModelName()
 		forever := time.Duration(-1)
-		specs = append(specs, models.Spec{Name: def, Path: c.Model.Path, KeepAlive: &forever,
+		var aliases []string
+		if file := config.ModelName(c.Model.Path); file != def {
+			aliases = []string{file}
+		}
+		specs = append(specs, models.Spec{Name: def, Aliases: aliases, Path: c.Model.Path, KeepAlive: &forever,
 			Options: SpecOf(*c, "")})
 	}
 	for name, e := range c.Models {
@@ -202,7 +206,7 @@ func (svc *Service) startModels(cfg config.Config) (*LoadedModel, error) {
 	mgr := svc.models
 	def := ""
 	if cfg.Model.Path != "" {
-		def = config.ModelName(cfg.Model.Path)
+		def = cfg.DefaultModelName()
 	}
 	if cfg.Model.Path == "" { // no model of its own: the machine's memory, shared
 		det := hwprofile.Detect(context.Background(), hwprofile.DefaultGPUProbers(), hwprofile.HostCPU{}, 0)

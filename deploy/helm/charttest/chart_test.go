@@ -286,6 +286,9 @@ func TestChartVariants(t *testing.T) {
 		len(so.Spec.Triggers) != 2 || !strings.Contains(so.Spec.Triggers[0].Metadata["query"], "vllm:num_requests_waiting") {
 		t.Fatalf("scale-to-zero ScaledObject %+v", so)
 	}
+	if q := so.Spec.Triggers[0].Metadata["query"]; !strings.Contains(q, fmt.Sprintf("model_name=%q", z.config.DefaultModelName())) {
+		t.Errorf("KEDA's query %s filters on another name than the one batchd serves (%q)", q, z.config.DefaultModelName())
+	}
 	if z.deploy.Spec.Replicas != nil {
 		t.Error("the Deployment sets replicas under KEDA: every upgrade would fight the autoscaler")
 	}
@@ -294,8 +297,8 @@ func TestChartVariants(t *testing.T) {
 	vol := p.deploy.Spec.Template.Spec.Volumes
 	if !slices.ContainsFunc(vol, func(v corev1.Volume) bool {
 		return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "shared-models" && v.PersistentVolumeClaim.ReadOnly
-	}) || p.config.Model.Path != "/models/qwen2.5-7b-q4_k_m.gguf" {
-		t.Errorf("PVC variant: volumes %+v, model %q", vol, p.config.Model.Path)
+	}) || p.config.Model.Path != "/models/qwen2.5-7b-q4_k_m.gguf" || p.config.DefaultModelName() != "qwen2.5-7b" {
+		t.Errorf("PVC variant: volumes %+v, model %q served as %q", vol, p.config.Model.Path, p.config.DefaultModelName())
 	}
 	o := mustRender(t, variants[4].values)
 	if !slices.ContainsFunc(o.deploy.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
