@@ -439,8 +439,10 @@ func TestReloadAppliesLiveAndRejectsBadFiles(t *testing.T) {
 		}
 	}
 	save("[engine]\nmax_num_seqs = 3\npolicy = \"priority\"\nblock_size = 8\nkv_cache_type = \"f32\"\nquant_dot = \"int8\"\n")
-	s := waitFor("valid edit", func(s *wire.StatsReport) bool { return s.Config.MaxNumSeqs == 3 })
-	if s.Policy != "priority" || fmt.Sprint(s.RestartNeeded) != "[engine.block_size engine.kv_cache_type engine.quant_dot]" {
+	// The engine takes the new policy at its next turn, the limits at once:
+	// wait for both (a busy machine saw the one before the other).
+	s := waitFor("valid edit", func(s *wire.StatsReport) bool { return s.Config.MaxNumSeqs == 3 && s.Policy == "priority" })
+	if fmt.Sprint(s.RestartNeeded) != "[engine.block_size engine.kv_cache_type engine.quant_dot]" {
 		t.Fatalf("after reload: policy %v, restart_needed %v", s.Policy, s.RestartNeeded)
 	}
 	save("[engine]\nmax_num_seqs = -4\npolicy = \"random\"\nkv_cache_type = \"q4\"\nquant_dot = \"int4\"\n")

@@ -191,7 +191,7 @@ func TestChartLints(t *testing.T) {
 var variants = []struct{ name, values string }{
 	{"default", ""},
 	{"gpu", "gpu:\n  enabled: true\n  count: 2\n"},
-	{"scale-to-zero", "keda:\n  enabled: true\n  scaleToZero:\n    enabled: true\n"},
+	{"scale-to-zero", "keda:\n  enabled: true\n  scaleToZero:\n    enabled: true\nserviceMonitor:\n  labels:\n    release: kube-prometheus-stack\n"},
 	{"pvc", "models:\n  file: qwen2.5-7b-q4_k_m.gguf\n  pvc:\n    claimName: shared-models\n    subPath: llm\nmodelName: qwen2.5-7b\n"},
 	{"oci-image", "models:\n  pvc:\n    claimName: \"\"\n  image:\n    reference: registry.local/models/qwen:7b\n"},
 	{"no-kv-events", "kvEvents:\n  enabled: false\nserviceMonitor:\n  enabled: true\n"},
@@ -289,6 +289,11 @@ func TestChartVariants(t *testing.T) {
 	if q := so.Spec.Triggers[0].Metadata["query"]; !strings.Contains(q, fmt.Sprintf("model_name=%q", z.config.DefaultModelName())) {
 		t.Errorf("KEDA's query %s filters on another name than the one batchd serves (%q)", q, z.config.DefaultModelName())
 	}
+	// KEDA reads what Prometheus scraped: the ServiceMonitor comes with it,
+	// with the labels Prometheus' selector wants.
+	if sm, _ := z.objects["ServiceMonitor/demo-batchd"].(*ServiceMonitor); sm == nil || sm.Labels["release"] != "kube-prometheus-stack" {
+		t.Errorf("KEDA on: ServiceMonitor %+v, want one labelled for Prometheus' selector", sm)
+	}
 	if z.deploy.Spec.Replicas != nil {
 		t.Error("the Deployment sets replicas under KEDA: every upgrade would fight the autoscaler")
 	}
@@ -309,6 +314,62 @@ func TestChartVariants(t *testing.T) {
 	if n := mustRender(t, variants[5].values); n.objects["ServiceMonitor/demo-batchd"] == nil ||
 		n.objects["NetworkPolicy/demo-batchd-kv-events"] != nil || n.config.KVEvents.Endpoint != "" {
 		t.Error("without KV events: a ServiceMonitor, no kv NetworkPolicy, no endpoint")
+	}
+}
+
+// TestEndpointPickerConfig: the picker's plugins carry only parameters
+// llm-d reads (it decodes them strictly, and stops at start on an unknown
+// one): the token producer reaches batchd's render endpoints through its
+// vllm url; no in-picker tokenizer pool (indexerConfig.tokenizersPoolConfig,
+// which needs a sidecar) is asked for.
+func TestEndpointPickerConfig(t *testing.T) {
+	r := mustRender(t, "")
+	found := false
+	for _, p := range r.epp.Plugins {
+		switch p.Type {
+		case "token-producer":
+			found = true
+			vllm, _ := p.Parameters["vllm"].(map[string]any)
+			if len(p.Parameters) != 2 || p.Parameters["modelName"] != r.config.DefaultModelName() ||
+				vllm["url"] != "http://demo-batchd.ai.svc:8000" || len(vllm) != 1 {
+				t.Errorf("token-producer parameters %v", p.Parameters)
+			}
+		case "precise-prefix-cache-scorer":
+			if _, ok := p.Parameters["indexerConfig"]; ok {
+				t.Errorf("precise-prefix-cache-scorer asks for an in-picker tokenizer: %v", p.Parameters)
+			}
+		}
+	}
+	if !found {
+		t.Error("no token-producer with KV events on")
+	}
+}
+
+// TestNetworkPolicyAdmitsThePicker: the KV events' NetworkPolicy admits
+// the pods of the picker the InferencePool names, by the label the Gateway
+// API Inference Extension's inferencepool chart (which llm-d's router
+// installs) puts on them, inferencepool: <service name>; in another
+// namespace, through a namespaceSelector.
+func TestNetworkPolicyAdmitsThePicker(t *testing.T) {
+	for _, v := range []struct{ values, ns string }{{"", ""}, {"networkPolicy:\n  eppNamespace: llm-d\n", "llm-d"}} {
+		r := mustRender(t, v.values)
+		pool, _ := r.objects["InferencePool/demo-batchd"].(*InferencePool)
+		np, _ := r.objects["NetworkPolicy/demo-batchd-kv-events"].(*networkingv1.NetworkPolicy)
+		if pool == nil || np == nil || len(np.Spec.Ingress) != 2 || len(np.Spec.Ingress[1].From) != 1 {
+			t.Fatalf("pool %v, policy %+v", pool != nil, np)
+		}
+		from := np.Spec.Ingress[1].From[0]
+		picker := pool.Spec.EndpointPickerRef.Name
+		if from.PodSelector == nil || len(from.PodSelector.MatchLabels) != 1 || from.PodSelector.MatchLabels["inferencepool"] != picker {
+			t.Errorf("the policy admits %v; the picker %s's pods are labelled inferencepool=%s", from.PodSelector, picker, picker)
+		}
+		got := ""
+		if from.NamespaceSelector != nil {
+			got = from.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
+		}
+		if got != v.ns {
+			t.Errorf("namespace selector %v, want %q", from.NamespaceSelector, v.ns)
+		}
 	}
 }
 
