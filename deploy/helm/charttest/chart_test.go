@@ -286,6 +286,11 @@ func TestChartVariants(t *testing.T) {
 		len(so.Spec.Triggers) != 2 || !strings.Contains(so.Spec.Triggers[0].Metadata["query"], "vllm:num_requests_waiting") {
 		t.Fatalf("scale-to-zero ScaledObject %+v", so)
 	}
+	// At zero no pod takes a request, so the picker counts none routed; what
+	// it holds in its flow control queue must wake the pool.
+	if q := so.Spec.Triggers[1].Metadata["query"]; !strings.Contains(q, "inference_extension_flow_control_queue_size") {
+		t.Errorf("scale-to-zero activation %s: nothing that wakes a pool at zero", q)
+	}
 	if q := so.Spec.Triggers[0].Metadata["query"]; !strings.Contains(q, fmt.Sprintf("model_name=%q", z.config.DefaultModelName())) {
 		t.Errorf("KEDA's query %s filters on another name than the one batchd serves (%q)", q, z.config.DefaultModelName())
 	}
