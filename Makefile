@@ -28,8 +28,11 @@ build:
 # Debian's libc6, a non-root user, no shell. Writes $(IMAGE_DIR)/oci (an OCI
 # layout) and $(IMAGE_DIR)/batchd.tar (podman load, ctr images import).
 IMAGE_DIR ?= build/image
-image: build
-	bash deploy/image/stage.sh $(abspath $(IMAGE_DIR))/root $(abspath $(BIN))
+# The image's binaries: stripped, their paths trimmed, and saying their version.
+IMAGE_LDFLAGS := -s -w -X github.com/batchd/batchd/daemon.Version=$(VERSION) -X main.version=$(VERSION)
+image:
+	$(GO) build -trimpath -ldflags '$(IMAGE_LDFLAGS)' -o $(abspath $(IMAGE_DIR))/bin/ ./cmd/batchd ./cmd/batchctl
+	bash deploy/image/stage.sh $(abspath $(IMAGE_DIR))/root $(abspath $(IMAGE_DIR))/bin
 	cd deploy && $(GO) run ./cmd/mkimage -root $(abspath $(IMAGE_DIR))/root -oci $(abspath $(IMAGE_DIR))/oci \
 		-tar $(abspath $(IMAGE_DIR))/batchd.tar -tag batchd:$(VERSION) -version $(VERSION)
 

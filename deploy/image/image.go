@@ -16,8 +16,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // UID and GID of the user the image runs as (distroless' nonroot).
@@ -48,11 +50,14 @@ func Build(o Options) (v1.Image, error) {
 	data := buf.Bytes()
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
-	})
+	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	// An OCI image throughout (manifest, config, layer): an OCI layout
+	// holding Docker v2 media types is one umoci and skopeo refuse.
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +81,33 @@ func Build(o Options) (v1.Image, error) {
 		},
 	}
 	return mutate.ConfigFile(img, cf)
+}
+
+// WriteLayout writes img into a new OCI image layout at dir (replacing
+// what is there), its index entry annotated, every file readable by all
+// (0644; go-containerregistry writes blobs 0600, which a registry copy
+// run as another user cannot read) and every directory 0755.
+func WriteLayout(dir string, img v1.Image, annotations map[string]string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(annotations)); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(path, mode)
+	})
 }
 
 // tarRoot writes root as a tar stream in sorted order.

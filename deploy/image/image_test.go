@@ -3,10 +3,11 @@ package image
 import (
 	"archive/tar"
 	"bytes"
-	"context"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -18,9 +19,9 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/batchd/batchd/testing/synth"
 )
@@ -35,11 +36,12 @@ func repo(t *testing.T) string {
 	return d
 }
 
-// TestImageServes builds the image as make image does (stage.sh, then
-// Build into an OCI layout), reads it back from the layout, unpacks its
-// filesystem into a directory with the owners the layer records, and runs
-// batchd from it under chroot as the image's user against a tiny model: a
-// completion comes back over the HTTP socket.
+// TestImageServes builds the image as make image does (stripped binaries
+// that say their version, stage.sh, then Build into an OCI layout), checks
+// the layout is OCI throughout and readable by all, reads it back, unpacks
+// its filesystem into a directory with the owners the layer records, and
+// runs its entrypoint with its own config under chroot as the image's user
+// against a tiny model: a completion comes back on port 8000 without a key.
 func TestImageServes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (chroot, the layer's owners)")
@@ -51,7 +53,13 @@ func TestImageServes(t *testing.T) {
 	}
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin")
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/batchd", "./cmd/batchctl")
+	if ln, err := net.Listen("tcp", "127.0.0.1:8000"); err != nil {
+		t.Skipf("port 8000, the image's, is taken here: %v", err)
+	} else {
+		ln.Close()
+	}
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/batchd/batchd/daemon.Version=9.8.7",
+		"-o", bin+"/", "./cmd/batchd", "./cmd/batchctl")
 	build.Dir = repo(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -65,13 +73,10 @@ func TestImageServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lp, err := layout.Write(filepath.Join(work, "oci"), empty.Index)
-	if err != nil {
+	if err := WriteLayout(filepath.Join(work, "oci"), img, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := lp.AppendImage(img); err != nil {
-		t.Fatal(err)
-	}
+	checkLayout(t, filepath.Join(work, "oci"))
 
 	// Read it back as a runtime would.
 	idx, err := layout.ImageIndexFromPath(filepath.Join(work, "oci"))
@@ -93,6 +98,11 @@ func TestImageServes(t *testing.T) {
 	if cf.Config.User != "65532:65532" || cf.Config.Entrypoint[0] != "/usr/bin/batchd" || cf.OS != "linux" {
 		t.Fatalf("config %+v", cf.Config)
 	}
+	m, err := back.Manifest()
+	if err != nil || m.MediaType != types.OCIManifestSchema1 || m.Config.MediaType != types.OCIConfigJSON ||
+		len(m.Layers) != 1 || m.Layers[0].MediaType != types.OCILayer {
+		t.Fatalf("manifest %+v (%v): want OCI media types throughout", m, err)
+	}
 	root := filepath.Join(work, "rootfs")
 	names := unpack(t, back, root)
 	for _, n := range names {
@@ -103,7 +113,36 @@ func TestImageServes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "models", "model.gguf"), readFile(t, synth.TinyFile(t, 256)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	serveFromRoot(t, root)
+	if out, err := exec.Command(filepath.Join(root, "usr", "bin", "batchd"), "version").Output(); err != nil || strings.TrimSpace(string(out)) != "batchd 9.8.7" {
+		t.Errorf("batchd version: %q (%v)", out, err)
+	}
+	if f, err := elf.Open(filepath.Join(root, "usr", "bin", "batchd")); err != nil || f.Section(".symtab") != nil {
+		t.Errorf("the image's batchd keeps its symbol table (not stripped) or is not ELF: %v", err)
+	} else {
+		f.Close()
+	}
+	serveFromRoot(t, root, append(cf.Config.Entrypoint, cf.Config.Cmd...))
+}
+
+// checkLayout: every file of the layout readable by all, none executable.
+func checkLayout(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if want := fs.FileMode(0o644); !d.IsDir() && info.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func readFile(t *testing.T, p string) []byte {
@@ -173,12 +212,12 @@ func modeBits(m int64) os.FileMode {
 	return out
 }
 
-// serveFromRoot runs the image's batchd under chroot as its user and asks
-// it for a completion over its HTTP socket.
-func serveFromRoot(t *testing.T, root string) {
+// serveFromRoot runs args (the image's entrypoint and command) under
+// chroot as its user and asks it for a completion on port 8000, as a
+// client without a key.
+func serveFromRoot(t *testing.T, root string, args []string) {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/batchd", "serve", "--model", "/models/model.gguf",
-		"--socket", "/run/batchd/batchd.sock", "--http-socket", "/run/batchd/http.sock")
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: UID, Gid: GID}}
 	var logs bytes.Buffer
@@ -197,14 +236,10 @@ func serveFromRoot(t *testing.T, root string) {
 			<-done
 		}
 	})
-	sock := filepath.Join(root, "run", "batchd", "http.sock")
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}, Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := hc.Get("http://batchd/health")
+		resp, err := hc.Get("http://127.0.0.1:8000/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -216,7 +251,7 @@ func serveFromRoot(t *testing.T, root string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	resp, err := hc.Post("http://batchd/v1/completions", "application/json",
+	resp, err := hc.Post("http://127.0.0.1:8000/v1/completions", "application/json",
 		strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 8}`))
 	if err != nil {
 		t.Fatal(err)

@@ -44,4 +44,8 @@ path = "/models/model.gguf"
 [server]
 socket = "/run/batchd/batchd.sock"
 http_listen = "0.0.0.0:8000"
+# Requests without a key run as nobody (65534), as the chart's do: the
+# container's network is the boundary. Mount a config with
+# [server.api_keys] (and no anonymous_user) to require keys instead.
+anonymous_user = "65534"
 TOML

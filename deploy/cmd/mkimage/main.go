@@ -10,8 +10,6 @@ import (
 	"runtime"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/batchd/batchd/deploy/image"
@@ -44,20 +42,16 @@ func run(root, ociDir, tarPath, tag, version, arch string) error {
 		return err
 	}
 	if ociDir != "" {
-		if err := os.RemoveAll(ociDir); err != nil {
-			return err
-		}
-		p, err := layout.Write(ociDir, empty.Index)
-		if err != nil {
-			return err
-		}
-		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-			"org.opencontainers.image.ref.name": ref.TagStr(), "io.containerd.image.name": ref.Name()})); err != nil {
+		if err := image.WriteLayout(ociDir, img, map[string]string{
+			"org.opencontainers.image.ref.name": ref.TagStr(), "io.containerd.image.name": ref.Name()}); err != nil {
 			return err
 		}
 	}
 	if tarPath != "" {
 		if err := tarball.WriteToFile(tarPath, ref, img); err != nil {
+			return err
+		}
+		if err := os.Chmod(tarPath, 0o644); err != nil {
 			return err
 		}
 	}
