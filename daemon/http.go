@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/batchd/batchd/config"
+	"github.com/batchd/batchd/engine"
+	"github.com/batchd/batchd/kvcache"
 	"github.com/batchd/batchd/metrics"
 
 	"github.com/batchd/batchd/httpapi"
@@ -46,7 +48,7 @@ func (d *Daemon) serveHTTP(cfg config.Config, keys map[string]ipc.Peer) error {
 	d.httpSrv.SetAPIKeys(keys)
 	ollama.Register(d.httpSrv, frontend{d.svc, d})
 	anthropic.Register(d.httpSrv, frontend{d.svc, d})
-	d.httpSrv.Route("GET /metrics", d.vllmMetrics, nil) // the endpoint picker scrapes without a key
+	d.httpSrv.Route("GET /metrics", d.vllmMetrics(cfg), nil) // the endpoint picker scrapes without a key
 	for _, ln := range lns {
 		go func() {
 			if err := d.httpSrv.Serve(ln); err != nil && !errors.Is(err, ipc.ErrServerClosed) {
@@ -80,13 +82,28 @@ func closeListeners(lns []net.Listener) {
 }
 
 // vllmMetrics answers the endpoint picker's scrape with every loaded
-// model's gauges.
-func (d *Daemon) vllmMetrics(w http.ResponseWriter, _ *http.Request, _ ipc.Peer) {
-	var ms []metrics.ModelGauges
-	for _, lm := range d.loaded() {
-		ms = append(ms, metrics.ModelGauges{Name: lm.Name, Gauges: lm.Engine.Gauges()})
+// model's gauges; while none is loaded (the default model loading), with
+// the name and block size it will serve under (restart-only fields), so
+// that a scrape never reads model_name="" or block_size="0".
+func (d *Daemon) vllmMetrics(cfg config.Config) func(http.ResponseWriter, *http.Request, ipc.Peer) {
+	name := cfg.DefaultModelName()
+	if name == "" {
+		name = cfg.DefaultModel
 	}
-	metrics.WriteVLLM(w, ms)
+	block := cfg.Engine.BlockSize
+	if block == 0 {
+		block = kvcache.DefaultBlockSize
+	}
+	return func(w http.ResponseWriter, _ *http.Request, _ ipc.Peer) {
+		var ms []metrics.ModelGauges
+		for _, lm := range d.loaded() {
+			ms = append(ms, metrics.ModelGauges{Name: lm.Name, Gauges: lm.Engine.Gauges()})
+		}
+		if len(ms) == 0 {
+			ms = []metrics.ModelGauges{{Name: name, Gauges: engine.Gauges{BlockSize: block}}}
+		}
+		metrics.WriteVLLM(w, ms)
+	}
 }
 
 // responsesStoreBytes is server.responses_store_mb as httpapi takes it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -264,6 +265,17 @@ func TestModelsWithoutADefaultFile(t *testing.T) {
 	ctx := context.Background()
 	if ps, err := c.Running(ctx); err != nil || len(ps) != 0 {
 		t.Fatalf("at start: %v %v, want nothing loaded", ps, err)
+	}
+	// Nothing loaded yet: the picker's scrape still names the model it will
+	// serve and the block size (not model_name="" and block_size="0").
+	resp, err := unixHTTPClient(td.d.cfg.Server.HTTPSocket).Get("http://batchd/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `vllm:cache_config_info{model_name="qwen2",block_size="16",num_gpu_blocks="0"} 1`) {
+		t.Errorf("/metrics with nothing loaded:\n%s", b)
 	}
 	g := goldenWithPrompt(t, "qwen2")
 	if err := checkGolden(ctx, c, "", "qwen2", g); err != nil {
