@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	giev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -117,9 +121,9 @@ func (r *rendered) decode(t *testing.T, file string, doc []byte) error {
 	case "networking.k8s.io/v1 NetworkPolicy":
 		obj = &networkingv1.NetworkPolicy{}
 	case "inference.networking.k8s.io/v1 InferencePool":
-		obj = &InferencePool{}
+		obj = &giev1.InferencePool{}
 	case "keda.sh/v1alpha1 ScaledObject":
-		obj = &ScaledObject{}
+		obj = &kedav1alpha1.ScaledObject{}
 	case "monitoring.coreos.com/v1 ServiceMonitor":
 		obj = &ServiceMonitor{}
 	default:
@@ -127,6 +131,11 @@ func (r *rendered) decode(t *testing.T, file string, doc []byte) error {
 	}
 	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
 		return fmt.Errorf("%s: %s %s does not decode strictly: %w", file, head.Kind, head.Metadata.Name, err)
+	}
+	if so, ok := obj.(*kedav1alpha1.ScaledObject); ok {
+		if err := validateScaledObject(so); err != nil {
+			return fmt.Errorf("%s: KEDA refuses ScaledObject %s: %w", file, head.Metadata.Name, err)
+		}
 	}
 	key := head.Kind + "/" + head.Metadata.Name
 	if _, dup := r.objects[key]; dup {
@@ -253,16 +262,16 @@ func checkCommon(t *testing.T, r *rendered) {
 			t.Errorf("no %s", k)
 		}
 	}
-	pool, _ := r.objects["InferencePool/demo-batchd"].(*InferencePool)
+	pool, _ := r.objects["InferencePool/demo-batchd"].(*giev1.InferencePool)
 	if pool != nil {
 		labels := d.Spec.Template.Labels
 		for k, v := range pool.Spec.Selector.MatchLabels {
-			if labels[k] != v {
-				t.Errorf("the pool selects %s=%s, the pods have %q", k, v, labels[k])
+			if labels[string(k)] != string(v) {
+				t.Errorf("the pool selects %s=%s, the pods have %q", k, v, labels[string(k)])
 			}
 		}
 		if pool.Labels["inference.networking.k8s.io/engine-type"] == "" || len(pool.Spec.TargetPorts) != 1 ||
-			pool.Spec.TargetPorts[0].Number != c.Ports[0].ContainerPort {
+			int32(pool.Spec.TargetPorts[0].Number) != c.Ports[0].ContainerPort {
 			t.Errorf("InferencePool %+v", pool)
 		}
 	}
@@ -281,8 +290,8 @@ func TestChartVariants(t *testing.T) {
 	}
 
 	z := mustRender(t, variants[2].values)
-	so, _ := z.objects["ScaledObject/demo-batchd"].(*ScaledObject)
-	if so == nil || so.Spec.IdleReplicaCount == nil || *so.Spec.IdleReplicaCount != 0 || so.Spec.MinReplicaCount != 1 ||
+	so, _ := z.objects["ScaledObject/demo-batchd"].(*kedav1alpha1.ScaledObject)
+	if so == nil || so.Spec.IdleReplicaCount == nil || *so.Spec.IdleReplicaCount != 0 || so.Spec.MinReplicaCount == nil || *so.Spec.MinReplicaCount != 1 ||
 		len(so.Spec.Triggers) != 2 || !strings.Contains(so.Spec.Triggers[0].Metadata["query"], "vllm:num_requests_waiting") {
 		t.Fatalf("scale-to-zero ScaledObject %+v", so)
 	}
@@ -358,13 +367,13 @@ func TestEndpointPickerConfig(t *testing.T) {
 func TestNetworkPolicyAdmitsThePicker(t *testing.T) {
 	for _, v := range []struct{ values, ns string }{{"", ""}, {"networkPolicy:\n  eppNamespace: llm-d\n", "llm-d"}} {
 		r := mustRender(t, v.values)
-		pool, _ := r.objects["InferencePool/demo-batchd"].(*InferencePool)
+		pool, _ := r.objects["InferencePool/demo-batchd"].(*giev1.InferencePool)
 		np, _ := r.objects["NetworkPolicy/demo-batchd-kv-events"].(*networkingv1.NetworkPolicy)
 		if pool == nil || np == nil || len(np.Spec.Ingress) != 2 || len(np.Spec.Ingress[1].From) != 1 {
 			t.Fatalf("pool %v, policy %+v", pool != nil, np)
 		}
 		from := np.Spec.Ingress[1].From[0]
-		picker := pool.Spec.EndpointPickerRef.Name
+		picker := string(pool.Spec.EndpointPickerRef.Name)
 		if from.PodSelector == nil || len(from.PodSelector.MatchLabels) != 1 || from.PodSelector.MatchLabels["inferencepool"] != picker {
 			t.Errorf("the policy admits %v; the picker %s's pods are labelled inferencepool=%s", from.PodSelector, picker, picker)
 		}
@@ -378,6 +387,18 @@ func TestNetworkPolicyAdmitsThePicker(t *testing.T) {
 	}
 }
 
+// validateScaledObject runs KEDA's own checks that need no cluster (its
+// admission webhook's, v2.21.0): replica bounds, fallback, triggers.
+func validateScaledObject(so *kedav1alpha1.ScaledObject) error {
+	if err := kedav1alpha1.CheckReplicaCountBoundsAreValid(so); err != nil {
+		return err
+	}
+	if err := kedav1alpha1.CheckFallbackValid(so); err != nil {
+		return err
+	}
+	return kedav1alpha1.ValidateTriggers(so.Spec.Triggers)
+}
+
 // TestChartRefuses: values the schema or the templates must reject.
 func TestChartRefuses(t *testing.T) {
 	for _, bad := range []string{
@@ -386,6 +407,7 @@ func TestChartRefuses(t *testing.T) {
 		"port: 70000\n",                          // not a port
 		"models:\n  pvc:\n    claimName: \"\"\n", // no model source
 		"modelName: a@b\n",                       // would break the topic
+		"keda:\n  enabled: true\n  minReplicas: 5\n  maxReplicas: 2\n", // KEDA's own check refuses it
 	} {
 		if _, err := render(t, bad); err == nil {
 			t.Errorf("rendered with %q", bad)
