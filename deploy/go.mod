@@ -4,6 +4,7 @@ go 1.27.0
 
 require (
 	github.com/batchd/batchd v0.0.0-00010101000000-000000000000
+	github.com/go-zeromq/zmq4 v0.17.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/kedacore/keda/v2 v2.21.0
 	github.com/llm-d/llm-d-kv-cache v0.9.0
@@ -57,7 +58,6 @@ require (
 	github.com/go-openapi/swag/typeutils v0.29.1 // indirect
 	github.com/go-openapi/swag/yamlutils v0.29.1 // indirect
 	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
-	github.com/go-zeromq/zmq4 v0.17.0 // indirect
 	github.com/gobwas/glob v1.0.0 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect

@@ -1,5 +1,3 @@
-// Package fleet checks batchd's fleet-facing wire forms with the fleet's
-// own code: llm-d's KV-event decoder, imported from the module proxy.
 package fleet
 
 import (

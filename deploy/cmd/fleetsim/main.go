@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchd/batchd/testing/fleet"
+	"github.com/batchd/batchd/deploy/fleet"
 )
 
 func main() {
@@ -53,7 +53,9 @@ func run() error {
 		}
 		defer os.RemoveAll(dir)
 		*bin = filepath.Join(dir, "batchd")
-		if out, err := exec.Command("go", "build", "-o", *bin, "./cmd/batchd").CombinedOutput(); err != nil {
+		build := exec.Command("go", "build", "-o", *bin, "./cmd/batchd")
+		build.Dir = ".." // run from deploy/: the daemon's module is the repository's
+		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}

@@ -24,9 +24,10 @@ func buildBatchd(t *testing.T) string {
 // TestFleetReplay is the loopback fleet simulation in CI's reduced form:
 // the same RAG-like trace against two fresh replicas behind round robin and
 // behind the scoring picker. Every request is served by both; the picker,
-// which learns each replica's prefixes from its KV events and the prompt's
-// ids from its render endpoint, serves more of the prompts from a prefix
-// cache than round robin, which computes each document once per replica.
+// which learns each replica's prefixes from its KV events (every message
+// decoded by llm-d's adapter) and the prompt's ids from its render
+// endpoint, serves more of the prompts from a prefix cache than round
+// robin, which computes each document once per replica.
 func TestFleetReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts batchd processes")
@@ -50,6 +51,9 @@ func TestFleetReplay(t *testing.T) {
 			name, r.PerReplica, r.Failed, r.TTFTp50, r.TTFTp95, r.Throughput, 100*r.CachedShare)
 		if r.Failed != 0 {
 			t.Errorf("%s: %d of %d requests failed", name, r.Failed, r.Requests)
+		}
+		if sc, ok := p.(*Scorer); ok && sc.Undecoded() != 0 {
+			t.Errorf("llm-d's adapter refused %d KV-event messages", sc.Undecoded())
 		}
 		return r
 	}

@@ -1,22 +1,24 @@
 package fleet
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	llmdkv "github.com/llm-d/llm-d-kv-cache/pkg/kvevents"
+	"github.com/llm-d/llm-d-kv-cache/pkg/kvevents/engineadapter"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/backend"
+	"sigs.k8s.io/gateway-api-inference-extension/pkg/epp/backend/metrics"
 
 	"github.com/batchd/batchd/kvcache"
-	"github.com/batchd/batchd/kvevents"
 )
 
 // Picker chooses the replica for a prompt.
@@ -54,13 +56,15 @@ type replica struct {
 
 // Scorer picks as llm-d's endpoint picker does with its default profile.
 type Scorer struct {
-	ins    []*Instance
-	mu     sync.Mutex
-	reps   []*replica
-	rng    *rand.Rand
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	Render bool // ask replica 0's render endpoint for the prompt's ids (as the picker's tokenizer does)
+	ins  []*Instance
+	mu   sync.Mutex
+	reps []*replica
+	rng  *rand.Rand
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	// undecoded counts KV-event messages llm-d's adapter refused.
+	undecoded atomic.Int64
+	Render    bool // ask replica 0's render endpoint for the prompt's ids (as the picker's tokenizer does)
 }
 
 // NewScorer starts scraping each replica's /metrics every 50 ms and
@@ -112,76 +116,79 @@ func (s *Scorer) scrape(ctx context.Context, i int) {
 	}
 }
 
+// scrapeOnce reads a replica's /metrics with the endpoint picker's own
+// scraper (the Gateway API Inference Extension's, with the vLLM names its
+// EPP defaults to), so the simulation fails where the picker would.
 func scrapeOnce(ctx context.Context, hc *http.Client) (waiting, kv float64, err error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://batchd/metrics", nil)
-	resp, err := hc.Do(req)
+	mapping, err := metrics.NewMetricMapping("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "", "vllm:cache_config_info")
 	if err != nil {
 		return 0, 0, err
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		l := sc.Text()
-		var v float64
-		switch {
-		case strings.HasPrefix(l, "vllm:num_requests_waiting{"):
-			_, err = fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v)
-			waiting = v
-		case strings.HasPrefix(l, "vllm:kv_cache_usage_perc{"):
-			_, err = fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v)
-			kv = v
-		}
+	scraper := &metrics.PodMetricsClientImpl{MetricMapping: mapping, ModelServerMetricsPath: "/metrics",
+		ModelServerMetricsScheme: "http", Client: hc}
+	st, err := scraper.FetchMetrics(ctx, &backend.Pod{Address: "batchd", MetricsHost: "batchd"}, metrics.NewMetricsState())
+	if err != nil {
+		return 0, 0, err
 	}
-	return waiting, kv, err
+	return float64(st.WaitingQueueSize), st.KVCacheUsagePercent, nil
 }
 
-// subscribe keeps replica i's blocks from its events, keyed by our own
-// chain of token ids (as llm-d's indexer keys them, from the tokens).
+// subscribe keeps replica i's blocks from its events, decoded by llm-d's
+// own vLLM adapter (what llm-d refuses, the simulation loses too), keyed
+// by our own chain of token ids (as llm-d's indexer keys them, from the
+// tokens).
 func (s *Scorer) subscribe(sub zmq4.Socket, i int) {
 	defer s.wg.Done()
 	defer sub.Close()
+	adapter := engineadapter.NewVLLMAdapter()
 	for {
 		m, err := sub.Recv()
 		if err != nil {
 			return
 		}
-		if len(m.Frames) != 3 {
+		if len(m.Frames) != 3 || len(m.Frames[1]) != 8 {
 			continue
 		}
-		_, evs, err := kvevents.Decode(m.Frames[2])
+		_, _, batch, err := adapter.ParseMessage(&llmdkv.RawMessage{Topic: string(m.Frames[0]),
+			Sequence: binary.BigEndian.Uint64(m.Frames[1]), Payload: m.Frames[2]})
 		if err != nil {
+			s.undecoded.Add(1)
 			continue
 		}
 		s.mu.Lock()
-		for _, ev := range evs {
+		for _, ev := range batch.Events {
 			s.reps[i].apply(ev)
 		}
 		s.mu.Unlock()
 	}
 }
 
-func (r *replica) apply(ev kvevents.Received) {
-	switch ev.Kind {
-	case kvcache.Stored:
-		if ev.BlockSize <= 0 {
+func (r *replica) apply(ev llmdkv.GenericEvent) {
+	switch ev := ev.(type) {
+	case *llmdkv.BlockStoredEvent:
+		if ev.BlockSize <= 0 || len(ev.Tokens) < len(ev.BlockHashes)*ev.BlockSize {
 			return
 		}
 		var parent kvcache.Hash
-		if ev.Parent != nil {
-			p, ok := r.engine[*ev.Parent]
+		if ev.ParentHash != 0 { // llm-d's "no parent"
+			p, ok := r.engine[ev.ParentHash]
 			if !ok {
 				return // a chain we never saw the start of
 			}
 			parent = p
 		}
-		for j, h := range ev.Hashes {
-			key := kvcache.ChainHash(parent, ev.Tokens[j*ev.BlockSize:(j+1)*ev.BlockSize])
+		for j, h := range ev.BlockHashes {
+			toks := make([]int, ev.BlockSize)
+			for k, t := range ev.Tokens[j*ev.BlockSize : (j+1)*ev.BlockSize] {
+				toks[k] = int(t)
+			}
+			key := kvcache.ChainHash(parent, toks)
 			r.engine[h] = key
 			r.keys[key]++
 			parent = key
 		}
-	case kvcache.Removed:
-		for _, h := range ev.Hashes {
+	case *llmdkv.BlockRemovedEvent:
+		for _, h := range ev.BlockHashes {
 			if key, ok := r.engine[h]; ok {
 				delete(r.engine, h)
 				if r.keys[key]--; r.keys[key] <= 0 {
@@ -189,11 +196,14 @@ func (r *replica) apply(ev kvevents.Received) {
 				}
 			}
 		}
-	case kvcache.Cleared:
+	case *llmdkv.AllBlocksClearedEvent:
 		clear(r.keys)
 		clear(r.engine)
 	}
 }
+
+// Undecoded counts event messages llm-d's adapter refused.
+func (s *Scorer) Undecoded() int64 { return s.undecoded.Load() }
 
 // Pick scores every replica and returns the best.
 func (s *Scorer) Pick(ctx context.Context, prompt []int) int {
