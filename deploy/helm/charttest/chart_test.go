@@ -204,6 +204,7 @@ var variants = []struct{ name, values string }{
 	{"pvc", "models:\n  file: qwen2.5-7b-q4_k_m.gguf\n  pvc:\n    claimName: shared-models\n    subPath: llm\nmodelName: qwen2.5-7b\n"},
 	{"oci-image", "models:\n  pvc:\n    claimName: \"\"\n  image:\n    reference: registry.local/models/qwen:7b\n"},
 	{"no-kv-events", "kvEvents:\n  enabled: false\nserviceMonitor:\n  enabled: true\n"},
+	{"keda", "keda:\n  enabled: true\nnetworkPolicy:\n  eppNamespace: llm-d\n"},
 }
 
 func TestChartRendersEveryVariant(t *testing.T) {
@@ -324,6 +325,9 @@ func TestChartVariants(t *testing.T) {
 		return v.Image != nil && v.Image.Reference == "registry.local/models/qwen:7b"
 	}) {
 		t.Error("OCI image variant: no image volume")
+	}
+	if k := mustRender(t, variants[6].values); k.objects["ServiceMonitor/demo-batchd"] == nil || k.objects["ScaledObject/demo-batchd"] == nil {
+		t.Error("KEDA without scale to zero: a ScaledObject and the ServiceMonitor its query reads")
 	}
 	if n := mustRender(t, variants[5].values); n.objects["ServiceMonitor/demo-batchd"] == nil ||
 		n.objects["NetworkPolicy/demo-batchd-kv-events"] != nil || n.config.KVEvents.Endpoint != "" {
