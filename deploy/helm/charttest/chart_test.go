@@ -1,12 +1,15 @@
 package charttest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	eppconfig "sigs.k8s.io/gateway-api-inference-extension/apix/config/v1alpha1"
 
 	giev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
 
@@ -34,7 +37,7 @@ type rendered struct {
 	deploy  *appsv1.Deployment
 	objects map[string]any // "Kind/name"
 	config  config.Config  // the ConfigMap's batchd.toml, read by batchd's own loader
-	epp     *EndpointPickerConfig
+	epp     *eppconfig.EndpointPickerConfig
 }
 
 func load(t *testing.T) *chart.Chart {
@@ -163,7 +166,7 @@ func (r *rendered) configMap(t *testing.T, cm *corev1.ConfigMap) error {
 		r.config = c
 	}
 	if epp, ok := cm.Data["epp-config.yaml"]; ok {
-		r.epp = &EndpointPickerConfig{}
+		r.epp = &eppconfig.EndpointPickerConfig{}
 		if err := yaml.UnmarshalStrict([]byte(epp), r.epp); err != nil {
 			return fmt.Errorf("ConfigMap %s: the EPP config: %w", cm.Name, err)
 		}
@@ -344,17 +347,21 @@ func TestEndpointPickerConfig(t *testing.T) {
 	r := mustRender(t, "")
 	found := false
 	for _, p := range r.epp.Plugins {
+		var params map[string]any
+		if err := json.Unmarshal(p.Parameters, &params); len(p.Parameters) > 0 && err != nil {
+			t.Fatalf("%s parameters: %v", p.Type, err)
+		}
 		switch p.Type {
 		case "token-producer":
 			found = true
-			vllm, _ := p.Parameters["vllm"].(map[string]any)
-			if len(p.Parameters) != 2 || p.Parameters["modelName"] != r.config.DefaultModelName() ||
+			vllm, _ := params["vllm"].(map[string]any)
+			if len(params) != 2 || params["modelName"] != r.config.DefaultModelName() ||
 				vllm["url"] != "http://demo-batchd.ai.svc:8000" || len(vllm) != 1 {
-				t.Errorf("token-producer parameters %v", p.Parameters)
+				t.Errorf("token-producer parameters %v", params)
 			}
 		case "precise-prefix-cache-scorer":
-			if _, ok := p.Parameters["indexerConfig"]; ok {
-				t.Errorf("precise-prefix-cache-scorer asks for an in-picker tokenizer: %v", p.Parameters)
+			if _, ok := params["indexerConfig"]; ok {
+				t.Errorf("precise-prefix-cache-scorer asks for an in-picker tokenizer: %v", params)
 			}
 		}
 	}
