@@ -514,7 +514,7 @@ func (e *Engine) publish() {
 	for _, rs := range e.inbox {
 		s.WaitingByChannel[rs.req.Channel]++
 	}
-	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached = u.Total, u.Used, u.Cached
+	s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached, s.KVBlocksTouched = u.Total, u.Used, u.Cached, u.Touched
 	s.KVBlocksPinned = e.pinnedBlocks()
 	if e.rstates.b != nil {
 		s.RecurrentStates, s.RecurrentSnapshots = len(e.rstates.held), e.rstates.b.Snapshots()

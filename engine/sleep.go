@@ -39,6 +39,7 @@ func (e *Engine) maybeSleep() {
 		e.log.Error("release memory for sleep", "err", err)
 		return
 	}
+	e.pool.Untouch()
 	if e.spec.drafter != nil {
 		if err := e.spec.drafter.sleep(weights); err != nil {
 			e.log.Error("release the draft model's memory for sleep", "err", err)

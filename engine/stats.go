@@ -30,12 +30,16 @@ type Stats struct {
 	RunningByChannel map[string]int `json:"running_by_channel"`
 	WaitingByChannel map[string]int `json:"waiting_by_channel"`
 
-	KVBlocksTotal  int     `json:"kv_blocks_total"`
-	KVBlocksUsed   int     `json:"kv_blocks_used"`
-	KVBlocksCached int     `json:"kv_blocks_cached"`
-	KVUsage        float64 `json:"kv_usage"`         // used / total
-	KVBlocksPinned int     `json:"kv_blocks_pinned"` // held by pinned prefixes (of the used)
-	BlockSize      int     `json:"block_size"`
+	KVBlocksTotal  int `json:"kv_blocks_total"`
+	KVBlocksUsed   int `json:"kv_blocks_used"`
+	KVBlocksCached int `json:"kv_blocks_cached"`
+	// KVBlocksTouched: blocks whose memory the store has committed (ever
+	// used since start or the last sleep); the rest is reserved address
+	// space only.
+	KVBlocksTouched int     `json:"kv_blocks_touched"`
+	KVUsage         float64 `json:"kv_usage"`         // used / total
+	KVBlocksPinned  int     `json:"kv_blocks_pinned"` // held by pinned prefixes (of the used)
+	BlockSize       int     `json:"block_size"`
 	// RecurrentStates: sequences whose recurrent-layer state the backend
 	// holds (hybrids such as qwen35; their KV blocks serve the attention
 	// layers only, and no prefix is cached for them).

@@ -45,9 +45,15 @@ func (p *Pool) Check() error {
 	if cached != p.cached {
 		errs = append(errs, fmt.Errorf("cached on list %d, counter %d", cached, p.cached))
 	}
-	used := 0
+	used, touched := 0, 0
 	for id := range p.NumBlocks() {
 		b := &p.blocks[id]
+		if b.touched {
+			touched++
+		}
+		if b.ref > 0 && !b.touched {
+			errs = append(errs, fmt.Errorf("block %d in use but never counted touched", id))
+		}
 		if b.ref != refs[id] {
 			errs = append(errs, fmt.Errorf("block %d ref %d but %d tables hold it", id, b.ref, refs[id]))
 		}
@@ -70,6 +76,9 @@ func (p *Pool) Check() error {
 		if !p.blocks[id].hashed || p.blocks[id].hash != h {
 			errs = append(errs, fmt.Errorf("index entry for block %d does not match the block", id))
 		}
+	}
+	if touched != p.touched {
+		errs = append(errs, fmt.Errorf("touched blocks %d, counter %d", touched, p.touched))
 	}
 	u := p.Usage()
 	if u.Free+u.Used+u.Cached != u.Total || used != u.Used {

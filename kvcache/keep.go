@@ -60,6 +60,10 @@ func (p *Pool) Adopt(h Hash) (int, bool) {
 	p.unlink(id)
 	b := &p.blocks[id]
 	b.hashed, b.hash = true, h
+	if !b.touched { // the caller writes it
+		b.touched = true
+		p.touched++
+	}
 	p.index[h] = id
 	p.pushTail(id)
 	return id, true

@@ -43,6 +43,12 @@ type Usage struct {
 	Free   int // unreferenced, holding nothing reusable
 	Used   int // referenced by at least one sequence
 	Cached int // unreferenced but indexed: reusable until evicted
+	// Touched: blocks ever taken since the pool began (or since its
+	// memory was last released): the backend commits a block's memory on
+	// first use, so these are what the KV store holds resident. The free
+	// list takes blocks that hold nothing before it evicts cached ones,
+	// so it grows only with what is used or cached.
+	Touched int
 
 	Queries   uint64 // prompt tokens looked up in the prefix cache
 	Hits      uint64 // of those, tokens found cached
@@ -54,6 +60,7 @@ type block struct {
 	hashed     bool
 	onList     bool
 	told       bool // announced by a Stored event (events.go)
+	touched    bool // taken at least once (Usage.Touched)
 	hash       Hash
 	prev, next int32 // free list links; the sentinel is index len(blocks)
 }
@@ -72,6 +79,7 @@ type Pool struct {
 	sentinel  int32
 	onList    int // blocks on the free list, cached or not
 	cached    int // of those, the hashed ones
+	touched   int // blocks ever taken (Usage.Touched)
 	index     map[Hash]int
 	seqs      map[SeqID]*table
 
@@ -127,6 +135,7 @@ func (p *Pool) Usage() Usage {
 		Free:      p.onList - p.cached,
 		Used:      p.NumBlocks() - p.onList,
 		Cached:    p.cached,
+		Touched:   p.touched,
 		Queries:   p.queries,
 		Hits:      p.hits,
 		Evictions: p.evictions,
@@ -295,6 +304,18 @@ func (p *Pool) ResetCache() {
 	}
 }
 
+// Untouch counts the free blocks as never taken, once the backend has
+// released the KV store's memory (idle sleep): what it commits again
+// follows use again.
+func (p *Pool) Untouch() {
+	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
+		if b := &p.blocks[i]; b.touched {
+			b.touched = false
+			p.touched--
+		}
+	}
+}
+
 // FreeList returns the block ids on the free list from head (taken next) to tail.
 func (p *Pool) FreeList() []int {
 	out := make([]int, 0, p.onList)
@@ -341,6 +362,10 @@ func (p *Pool) take() int {
 		delete(p.index, b.hash)
 		b.hashed = false
 		p.evictions++
+	}
+	if !b.touched {
+		b.touched = true
+		p.touched++
 	}
 	b.ref = 1
 	return id

@@ -382,3 +382,42 @@ func TestShrinkGivesBackTheTail(t *testing.T) {
 	}
 	mustCheck(t, p)
 }
+
+// TestTouchedFollowsUse: the blocks the pool has ever handed out (whose
+// memory the backend has committed) grow only with use: freed blocks that
+// hold nothing are taken again first, and blocks never used are taken
+// before a cached one is evicted; after the store's memory is released
+// (Untouch), the free blocks count as untouched again.
+func TestTouchedFollowsUse(t *testing.T) {
+	p := newPool(t, 11, true)
+	toks := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i + 1
+		}
+		return out
+	}
+	if err := p.Allocate(1, nil, 48); err != nil { // 3 blocks
+		t.Fatal(err)
+	}
+	p.Free(1) // nothing committed: they hold nothing
+	if err := p.Allocate(2, nil, 32); err != nil {
+		t.Fatal(err)
+	}
+	if u := p.Usage(); u.Touched != 3 {
+		t.Fatalf("after reuse: %d touched, want 3 (%v)", u.Touched, p.Blocks(2))
+	}
+	p.Commit(2, Hash{}, toks(32))
+	p.Free(2) // 2 cached blocks, at the tail
+	if err := p.Allocate(3, nil, 9*16); err != nil {
+		t.Fatal(err)
+	}
+	if u := p.Usage(); u.Touched != 11 || u.Cached != 2 || u.Evictions != 0 {
+		t.Fatalf("9 more blocks: %+v, want every block touched before a cached one is evicted", u)
+	}
+	p.Free(3)
+	p.Untouch()
+	if u := p.Usage(); u.Touched != 0 {
+		t.Errorf("after Untouch: %d touched", u.Touched)
+	}
+}

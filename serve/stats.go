@@ -57,6 +57,7 @@ func engineFigures(r *wire.StatsReport, s engine.Stats) {
 	r.Mode, r.Policy, r.MaxNumSeqs, r.MaxNumBatchedTokens = s.Mode, s.Policy, s.MaxNumSeqs, s.MaxNumBatchedTokens
 	r.Running, r.Waiting, r.RunningByChannel, r.WaitingByChannel = s.Running, s.Waiting, s.RunningByChannel, s.WaitingByChannel
 	r.KVBlocksTotal, r.KVBlocksUsed, r.KVBlocksCached, r.KVUsage = s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached, s.KVUsage
+	r.KVBlocksTouched = s.KVBlocksTouched
 	r.BlockSize, r.PrefixQueries, r.PrefixHits, r.Preemptions = s.BlockSize, s.PrefixQueries, s.PrefixHits, s.Preemptions
 	r.Steps, r.PromptTokens, r.GeneratedTokens = s.Steps, s.PromptTokens, s.GeneratedTokens
 	r.SpecDrafted, r.SpecAccepted, r.SpecShares = s.SpecDrafted, s.SpecAccepted, s.SpecShares

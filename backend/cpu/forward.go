@@ -45,7 +45,6 @@ type Backend struct {
 	norm               normJob
 	attn               attnJob
 	store              storeJob
-	touch              touchJob
 	x16                []float32 // a matmul's input rounded to half (half.go)
 	h16                []uint16
 	experts            moeScratch // the mixture of experts' (moe.go)
@@ -106,14 +105,10 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	if err := b.Restore(); err != nil {
 		return nil, err
 	}
-	// Touch every KV page now, as llama.cpp clears its KV buffer: the memory
-	// is committed before serving, and steps do not stall on first-touch
-	// faults (the LRU free list spreads use over every block). A wake from
-	// idle sleep (Restore) skips this, so the request that woke it waits
-	// only for the pages it uses.
-	b.touch = touchJob{layers: append(b.k[:len(b.k):len(b.k)], b.v...)}
-	b.pool.run(len(b.touch.layers), 1, &b.touch)
-	b.touch.layers = nil
+	// The KV store is reserved, not committed: a block's pages fault in when
+	// a step first writes it (a few pages a block and layer; the free list
+	// takes blocks that hold nothing before new ones), so start time and
+	// resident memory follow what the pool holds (kvcache Usage.Touched).
 	return b, nil
 }
 

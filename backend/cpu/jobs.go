@@ -216,18 +216,3 @@ func (j *storeJob) do(_, lo, hi int) {
 		}
 	}
 }
-
-// touchJob writes one element per page of each KV layer, faulting it in.
-type touchJob struct{ layers []kvLayer }
-
-func (j *touchJob) do(_, lo, hi int) {
-	const page = 4096
-	for _, s := range j.layers[lo:hi] {
-		for i := 0; i < len(s.f32); i += page / 4 {
-			s.f32[i] = 0
-		}
-		for i := 0; i < len(s.f16); i += page / 2 {
-			s.f16[i] = 0
-		}
-	}
-}

@@ -33,6 +33,7 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 		dist("total", s.E2E))
 	row("KV cache", fmt.Sprintf("%s of %s blocks used (%.1f%%), %s cached", count(s.KVBlocksUsed), count(s.KVBlocksTotal),
 		pct(float64(s.KVBlocksUsed), float64(s.KVBlocksTotal)), count(s.KVBlocksCached)),
+		fmt.Sprintf("%s resident (the rest reserved)", count(s.KVBlocksTouched)),
 		fmt.Sprintf("%s tokens a block", count(s.BlockSize)),
 		fmt.Sprintf("prefix cache hit %.1f%% of %s prompt tokens", pct(float64(s.PrefixHits), float64(s.PrefixQueries)),
 			count(s.PrefixQueries)))

@@ -106,8 +106,9 @@ func printProfile(w io.Writer, det hwprofile.Detection, nvmlReason string, conns
 			fmt.Fprintf(w, "experts   %s a token: it reads %d MiB of the weights' %d MiB (every expert is counted in the weights, mapped once)\n",
 				p.Experts, p.ActiveBytes>>20, p.WeightBytes>>20)
 		}
-		fmt.Fprintf(w, "kv        %d blocks x %d tokens x %d bytes/token: %d tokens\n",
-			p.KVBlocks, p.BlockSize, p.KVBytesPerToken, p.KVTokens)
+		fmt.Fprintf(w, "kv        %d blocks x %d tokens x %d bytes/token: %d tokens, %d MiB reserved; memory is committed "+
+			"as blocks are first used (batchctl stats: resident)\n",
+			p.KVBlocks, p.BlockSize, p.KVBytesPerToken, p.KVTokens, int64(p.KVBlocks)*int64(p.BlockSize)*int64(p.KVBytesPerToken)>>20)
 		fmt.Fprintf(w, "limits    context %d, %d sequences at full context, max_num_seqs %d, max_num_batched_tokens %d, threads %d\n",
 			p.MaxContext, p.FullContextSeqs, p.MaxNumSeqs, p.MaxNumBatchedTokens, p.Threads)
 		for _, warning := range p.Warnings {

@@ -15,14 +15,17 @@ type StatsReport struct {
 	RunningByChannel map[string]int `msgpack:"running_by_channel" json:"running_by_channel"`
 	WaitingByChannel map[string]int `msgpack:"waiting_by_channel" json:"waiting_by_channel"`
 
-	KVBlocksTotal  int     `msgpack:"kv_blocks_total" json:"kv_blocks_total"`
-	KVBlocksUsed   int     `msgpack:"kv_blocks_used" json:"kv_blocks_used"`
-	KVBlocksCached int     `msgpack:"kv_blocks_cached" json:"kv_blocks_cached"`
-	KVUsage        float64 `msgpack:"kv_usage" json:"kv_usage"`
-	BlockSize      int     `msgpack:"block_size" json:"block_size"`
-	PrefixQueries  uint64  `msgpack:"prefix_cache_queries" json:"prefix_cache_queries"`
-	PrefixHits     uint64  `msgpack:"prefix_cache_hits" json:"prefix_cache_hits"`
-	Preemptions    uint64  `msgpack:"preemptions" json:"preemptions"`
+	KVBlocksTotal  int `msgpack:"kv_blocks_total" json:"kv_blocks_total"`
+	KVBlocksUsed   int `msgpack:"kv_blocks_used" json:"kv_blocks_used"`
+	KVBlocksCached int `msgpack:"kv_blocks_cached" json:"kv_blocks_cached"`
+	// KVBlocksTouched: blocks whose memory is committed (the rest of the
+	// pool is reserved address space, committed as blocks are first used).
+	KVBlocksTouched int     `msgpack:"kv_blocks_touched" json:"kv_blocks_touched"`
+	KVUsage         float64 `msgpack:"kv_usage" json:"kv_usage"`
+	BlockSize       int     `msgpack:"block_size" json:"block_size"`
+	PrefixQueries   uint64  `msgpack:"prefix_cache_queries" json:"prefix_cache_queries"`
+	PrefixHits      uint64  `msgpack:"prefix_cache_hits" json:"prefix_cache_hits"`
+	Preemptions     uint64  `msgpack:"preemptions" json:"preemptions"`
 	// Speculative decoding: tokens drafted, those kept, and the decode
 	// shares that verified a draft.
 	SpecDrafted  uint64 `msgpack:"spec_drafted_tokens" json:"spec_drafted_tokens"`
