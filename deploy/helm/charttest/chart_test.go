@@ -274,6 +274,9 @@ func checkCommon(t *testing.T, r *rendered) {
 				t.Errorf("the pool selects %s=%s, the pods have %q", k, v, labels[string(k)])
 			}
 		}
+		if l := d.Spec.Template.Labels; l["llm-d.ai/engine-type"] != "vllm" || l["inference.networking.k8s.io/engine-type"] != "vllm" {
+			t.Errorf("pod labels %v: want llm-d's engine-type label (and the older one)", l)
+		}
 		if pool.Labels["inference.networking.k8s.io/engine-type"] == "" || len(pool.Spec.TargetPorts) != 1 ||
 			int32(pool.Spec.TargetPorts[0].Number) != c.Ports[0].ContainerPort {
 			t.Errorf("InferencePool %+v", pool)
