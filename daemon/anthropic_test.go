@@ -65,9 +65,7 @@ func streamMessage(t *testing.T, c anthropic.Client, p anthropic.MessageNewParam
 // tool_result, structured output through output_config, count_tokens
 // agreeing with usage, and refusals by name in Anthropic's error shape.
 func TestAnthropicMessagesSDK(t *testing.T) {
-	dir := testmodels.Dir(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n", filepath.Join(dir, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"))
-	td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", "tiny-qwen2.gguf"), HTTPSocket: "http"})
+	td := startQwenChat(t, "")
 	c := td.anthropic(t)
 	ctx := context.Background()
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What is 2 plus 3? Use the add tool."))}

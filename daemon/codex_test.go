@@ -17,8 +17,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/batchd/batchd/testing/testmodels"
 )
 
 // codexMarker is what the pinned command prints.
@@ -85,11 +83,8 @@ func TestCodexExec(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node not found (Codex's launcher is a Node.js script)")
 	}
-	models := testmodels.Dir(t)
 	addr := freePort(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-codex-0123456789\"\n",
-		filepath.Join(models, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), addr, fmt.Sprint(os.Getuid()))
-	td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(models, "arch", "tiny-qwen2.gguf")})
+	td := startQwenChat(t, tcpWithKey(addr, "key-codex-0123456789"))
 
 	steer := &codexSteer{}
 	target, _ := url.Parse("http://" + addr)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -309,4 +310,21 @@ func compareTop5(t *testing.T, step int, lp wire.Logprob, ref [][2]float64) {
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// startQwenChat serves arch/tiny-qwen2 under Qwen 2.5's chat template (its
+// tools in Hermes' format), the model the API tests talk to, with the
+// HTTP API on a socket; extra is more TOML after [model].
+func startQwenChat(t *testing.T, extra string) *testDaemon {
+	t.Helper()
+	dir := testmodels.Dir(t)
+	cfg := fmt.Sprintf("[model]\nchat_template = %q\n", filepath.Join(dir, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja")) + extra
+	return startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", "tiny-qwen2.gguf"), HTTPSocket: "http"})
+}
+
+// tcpWithKey is the config that also serves the HTTP API on addr, where
+// key admits this process's user (the JavaScript clients and Codex speak
+// TCP only).
+func tcpWithKey(addr, key string) string {
+	return fmt.Sprintf("[server]\nhttp_listen = %q\n[server.api_keys]\n%q = %q\n", addr, fmt.Sprint(os.Getuid()), key)
 }

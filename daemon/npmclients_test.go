@@ -56,11 +56,8 @@ func runNpmCheck(t *testing.T, dir, addr, model, check string) []byte {
 // text, stream, a required tool, and an object.
 func TestNpmClients(t *testing.T) {
 	dir := npmClients(t)
-	models := testmodels.Dir(t)
 	addr := freePort(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
-		filepath.Join(models, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), addr, fmt.Sprint(os.Getuid()))
-	startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(models, "arch", "tiny-qwen2.gguf")})
+	startQwenChat(t, tcpWithKey(addr, "key-npm-clients-0123"))
 	b := runNpmCheck(t, dir, addr, "tiny-qwen2", "")
 	var got struct {
 		ResponsesText struct {
@@ -180,11 +177,8 @@ func TestNpmClientsAgents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@openai", "agents")); err != nil {
 		t.Skipf("@openai/agents is not installed: npm ci --prefix %s", dir)
 	}
-	models := testmodels.Dir(t)
 	addr := freePort(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n[server]\nhttp_listen = %q\n[server.api_keys]\n%q = \"key-npm-clients-0123\"\n",
-		filepath.Join(models, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"), addr, fmt.Sprint(os.Getuid()))
-	startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(models, "arch", "tiny-qwen2.gguf")})
+	startQwenChat(t, tcpWithKey(addr, "key-npm-clients-0123"))
 	b := runNpmCheck(t, dir, addr, "tiny-qwen2", "agents")
 	var got struct {
 		Agents struct {

@@ -99,9 +99,7 @@ func streamResponse(t *testing.T, c openai.Client, p responses.ResponseNewParams
 // and DELETE of a stored response, store false keeping nothing, text.format
 // held by the grammar, and refusals by name.
 func TestResponsesOpenAISDK(t *testing.T) {
-	dir := testmodels.Dir(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n", filepath.Join(dir, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"))
-	td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", "tiny-qwen2.gguf"), HTTPSocket: "http"})
+	td := startQwenChat(t, "")
 	c := td.openai(t)
 	ctx := context.Background()
 	base := responses.ResponseNewParams{Model: "tiny-qwen2", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Count to ten.")},
@@ -309,9 +307,7 @@ func TestResponsesReasoning(t *testing.T) {
 // a socket-stored response's answer; an unknown id is not_found (another
 // user's is too: ipc's TestResponseStore).
 func TestStoredConversationAcrossListeners(t *testing.T) {
-	dir := testmodels.Dir(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n", filepath.Join(dir, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"))
-	td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", "tiny-qwen2.gguf"), HTTPSocket: "http"})
+	td := startQwenChat(t, "")
 	ctx := context.Background()
 	mc, oc := td.dial(t), td.openai(t)
 	turn := []client.Message{{Role: "user", Content: "Count to three."}}

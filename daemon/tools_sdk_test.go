@@ -142,9 +142,7 @@ func reasoningOf(m openai.ChatCompletionMessage) string {
 // accumulator puts the deltas together) and not, then a second turn with
 // the call and its result; bad tool fields are 400s naming them.
 func TestToolCallsOpenAISDK(t *testing.T) {
-	dir := testmodels.Dir(t)
-	cfg := fmt.Sprintf("[model]\nchat_template = %q\n", filepath.Join(dir, "chat", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"))
-	td := startDaemonFlags(t, cfg, ServeFlags{Model: filepath.Join(dir, "arch", "tiny-qwen2.gguf"), HTTPSocket: "http"})
+	td := startQwenChat(t, "")
 	c := td.openai(t)
 	ctx := context.Background()
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 2 plus 3? Use the add tool.")}

@@ -55,8 +55,9 @@ func matVec(m *model.Matrix, b, x []float32) []float32 {
 	return y
 }
 
-// softmax turns v into probabilities in place (ggml_soft_max: the max
-// subtracted, the sum in float64).
+// softmax turns v into probabilities in place as ggml_soft_max does (and
+// backend/cpu's softmaxInto, which this package cannot import): the max
+// subtracted, the sum in float64, each value times float32(1/sum).
 func softmax(v []float32) {
 	if len(v) == 0 {
 		return
@@ -71,7 +72,8 @@ func softmax(v []float32) {
 		v[i] = e
 		sum += float64(e)
 	}
+	inv := float32(1 / sum)
 	for i := range v {
-		v[i] = float32(float64(v[i]) / sum)
+		v[i] *= inv
 	}
 }

@@ -437,15 +437,7 @@ func (p Peer) String() string { return fmt.Sprintf("uid=%d gid=%d pid=%d", p.UID
 // embed computes embeddings, as a request of the user (counted).
 func (c *conn) embed(m *wire.Embed) {
 	eb, ok := c.s.backend.(Embedder)
-	switch {
-	case !c.s.policy.Load().Allowed(c.peer):
-		c.sendErr(m.ID, wire.ErrPermissionDenied)
-		return
-	case !ok:
-		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "embed: this server computes no embeddings"))
-		return
-	}
-	c.counted(m.ID, func() (any, error) {
+	c.userCall(m.ID, ok, "embed: this server computes no embeddings", func() (any, error) {
 		res, err := eb.Embed(c.ctx, c.peer, m)
 		if err == nil {
 			res.Type, res.ID = wire.TypeEmbed, m.ID
@@ -457,15 +449,7 @@ func (c *conn) embed(m *wire.Embed) {
 // rerank scores documents, as a request of the user (counted).
 func (c *conn) rerank(m *wire.Rerank) {
 	rr, ok := c.s.backend.(Reranker)
-	switch {
-	case !c.s.policy.Load().Allowed(c.peer):
-		c.sendErr(m.ID, wire.ErrPermissionDenied)
-		return
-	case !ok:
-		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "rerank: this server reranks nothing"))
-		return
-	}
-	c.counted(m.ID, func() (any, error) {
+	c.userCall(m.ID, ok, "rerank: this server reranks nothing", func() (any, error) {
 		res, err := rr.Rerank(c.ctx, c.peer, m)
 		if err == nil {
 			res.Type, res.ID = wire.TypeRerank, m.ID
@@ -477,21 +461,27 @@ func (c *conn) rerank(m *wire.Rerank) {
 // warm prefills into the prefix cache, as a request of the user (counted).
 func (c *conn) warm(m *wire.Warm) {
 	wm, ok := c.s.backend.(Warmer)
-	switch {
-	case !c.s.policy.Load().Allowed(c.peer):
-		c.sendErr(m.ID, wire.ErrPermissionDenied)
-		return
-	case !ok:
-		c.sendErr(m.ID, wire.Errorf(wire.CodeUnavailable, "warm: this server has no prefix cache to warm"))
-		return
-	}
-	c.counted(m.ID, func() (any, error) {
+	c.userCall(m.ID, ok, "warm: this server has no prefix cache to warm", func() (any, error) {
 		res, err := wm.Warm(c.ctx, c.peer, m)
 		if err == nil {
 			res.Type, res.ID = wire.TypeWarm, m.ID
 		}
 		return res, err
 	})
+}
+
+// userCall runs do as a request of the user (counted), once the policy
+// admits the peer and the backend serves the operation (served; else
+// unavailable, saying unserved).
+func (c *conn) userCall(id uint64, served bool, unserved string, do func() (any, error)) {
+	switch {
+	case !c.s.policy.Load().Allowed(c.peer):
+		c.sendErr(id, wire.ErrPermissionDenied)
+	case !served:
+		c.sendErr(id, wire.Errorf(wire.CodeUnavailable, "%s", unserved))
+	default:
+		c.counted(id, do)
+	}
 }
 
 // counted runs do in its own goroutine, counted against the user's cap

@@ -22,12 +22,10 @@ func TestPickerReadsMetrics(t *testing.T) {
 	model := synth.TinyFile(t, 512)
 	td := daemontest.Start(t, daemontest.Options{Config: "[model]\nname = \"qwen2.5-7b\"\n[engine]\nblock_size = 32\n",
 		Flags: daemon.ServeFlags{Model: model, HTTPSocket: "http"}})
-	mapping, err := metrics.NewMetricMapping("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "", "vllm:cache_config_info")
+	scraper, err := pickerScraper(td.HTTP())
 	if err != nil {
 		t.Fatal(err)
 	}
-	scraper := &metrics.PodMetricsClientImpl{MetricMapping: mapping, ModelServerMetricsPath: "/metrics",
-		ModelServerMetricsScheme: "http", Client: td.HTTP()}
 	pod := &backend.Pod{NamespacedName: types.NamespacedName{Namespace: "ai", Name: "batchd-0"}, Address: "batchd", Port: "8000",
 		MetricsHost: "batchd"}
 	// A request holds KV blocks while it runs; the scrape must read it as a fraction.

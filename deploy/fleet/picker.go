@@ -100,12 +100,17 @@ func (s *Scorer) Close() {
 
 func (s *Scorer) scrape(ctx context.Context, i int) {
 	defer s.wg.Done()
+	scraper, err := pickerScraper(s.ins[i].HTTP)
+	if err != nil {
+		return
+	}
+	pod := &backend.Pod{Address: "batchd", MetricsHost: "batchd"}
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if w, kv, err := scrapeOnce(ctx, s.ins[i].HTTP); err == nil {
+		if st, err := scraper.FetchMetrics(ctx, pod, metrics.NewMetricsState()); err == nil {
 			s.mu.Lock()
-			s.reps[i].waiting, s.reps[i].kvUsage = w, kv
+			s.reps[i].waiting, s.reps[i].kvUsage = float64(st.WaitingQueueSize), st.KVCacheUsagePercent
 			s.mu.Unlock()
 		}
 		select {
@@ -116,21 +121,16 @@ func (s *Scorer) scrape(ctx context.Context, i int) {
 	}
 }
 
-// scrapeOnce reads a replica's /metrics with the endpoint picker's own
-// scraper (the Gateway API Inference Extension's, with the vLLM names its
-// EPP defaults to), so the simulation fails where the picker would.
-func scrapeOnce(ctx context.Context, hc *http.Client) (waiting, kv float64, err error) {
+// pickerScraper is the endpoint picker's own /metrics scraper (the Gateway
+// API Inference Extension's, with the vLLM names its EPP defaults to),
+// reading through hc, so that the simulation fails where the picker would.
+func pickerScraper(hc *http.Client) (*metrics.PodMetricsClientImpl, error) {
 	mapping, err := metrics.NewMetricMapping("vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "", "vllm:cache_config_info")
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	scraper := &metrics.PodMetricsClientImpl{MetricMapping: mapping, ModelServerMetricsPath: "/metrics",
-		ModelServerMetricsScheme: "http", Client: hc}
-	st, err := scraper.FetchMetrics(ctx, &backend.Pod{Address: "batchd", MetricsHost: "batchd"}, metrics.NewMetricsState())
-	if err != nil {
-		return 0, 0, err
-	}
-	return float64(st.WaitingQueueSize), st.KVCacheUsagePercent, nil
+	return &metrics.PodMetricsClientImpl{MetricMapping: mapping, ModelServerMetricsPath: "/metrics",
+		ModelServerMetricsScheme: "http", Client: hc}, nil
 }
 
 // subscribe keeps replica i's blocks from its events, decoded by llm-d's

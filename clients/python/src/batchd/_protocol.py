@@ -44,6 +44,19 @@ def error_of(msg: Dict[str, Any]) -> Optional[BatchdError]:
     return None
 
 
+def rerank_message(query: str, documents: Sequence[str], model: str = "", top_n: int = 0,
+                   keep_alive: Optional[str] = None) -> Dict[str, Any]:
+    """The rerank frame (without its id) for both clients."""
+    msg: Dict[str, Any] = {"type": "rerank", "query": query, "documents": list(documents)}
+    if model:
+        msg["model"] = model
+    if top_n:
+        msg["top_n"] = int(top_n)
+    if keep_alive is not None:
+        msg["keep_alive"] = str(keep_alive)
+    return msg
+
+
 def submit_message(
     req_id: int,
     prompt: Optional[str],

@@ -242,13 +242,7 @@ class Client:
                keep_alive: Optional[str] = None) -> List[Dict[str, Any]]:
         """Scores of documents against query by a reranker, best first:
         [{"index": i, "score": s}], the best top_n of them (0: all)."""
-        msg: Dict[str, Any] = {"type": "rerank", "query": query, "documents": list(documents)}
-        if model:
-            msg["model"] = model
-        if top_n:
-            msg["top_n"] = int(top_n)
-        if keep_alive is not None:
-            msg["keep_alive"] = str(keep_alive)
+        msg = p.rerank_message(query, documents, model, top_n, keep_alive)
         return [dict(r) for r in ((self._call(msg)).get("results") or [])]
 
     def models(self) -> List[Dict[str, Any]]:
