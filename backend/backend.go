@@ -13,6 +13,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/batchd/batchd/quant"
 )
@@ -146,9 +147,8 @@ type Options struct {
 	NumBlocks int // KV blocks; required
 	BlockSize int // token slots per block; default 16
 	Threads   int // worker threads; default GOMAXPROCS
-	// KVType is how K and V are stored: F16 (llama.cpp's default, half the
-	// memory and bandwidth) or F32. The zero value is F32.
-	KVType quant.DType
+	// KV is how K and V are stored (KVTypes). The zero value is F32.
+	KV KVTypes
 	// Kernels picks a SIMD kernel family by name ("avx2", "avx512"; "" is
 	// the best the machine has). Backends without families ignore it.
 	Kernels string
@@ -188,13 +188,69 @@ func ParseQuantDot(s string) (string, error) {
 	return "", fmt.Errorf("quant dot %q: want float, int8 or auto", s)
 }
 
-// ParseKVType parses a KV cache type name: "f16" (also "") or "f32".
-func ParseKVType(s string) (quant.DType, error) {
-	switch s {
-	case "", "f16", "F16":
-		return quant.F16, nil
-	case "f32", "F32":
-		return quant.F32, nil
+// KVTypes is how a backend stores K and V, each on its own as llama.cpp's
+// -ctk and -ctv allow: F32, F16 (llama.cpp's default, half the memory and
+// bandwidth) or one of ggml's 32-value block formats (KVFormats), whose
+// blocks hold the bytes llama.cpp would store for the same values.
+type KVTypes struct{ K, V quant.DType }
+
+// SameKV stores K and V alike.
+func SameKV(t quant.DType) KVTypes { return KVTypes{t, t} }
+
+// String names the types as the config does: "q8_0", or "q8_0/q4_0" (K/V)
+// where they differ.
+func (kv KVTypes) String() string {
+	k := strings.ToLower(kv.K.String())
+	if kv.V == kv.K {
+		return k
 	}
-	return 0, fmt.Errorf("KV cache type %q: want f16 or f32", s)
+	return k + "/" + strings.ToLower(kv.V.String())
+}
+
+// Bytes32 is the bytes 32 values of K and 32 of V take.
+func (kv KVTypes) Bytes32() int { return kv.K.RowBytes(32) + kv.V.RowBytes(32) }
+
+// Quantized reports whether either is a block format.
+func (kv KVTypes) Quantized() bool {
+	return quant.Lookup(kv.K).BlockElems > 1 || quant.Lookup(kv.V).BlockElems > 1
+}
+
+// KVFormats are the K/V types, as llama.cpp's -ctk/-ctv name them: its
+// own but bf16, q4_1 and q5_1 (a K in those meets the query as ggml's
+// q8_1, whose fp16 sums batchd's int8 kernels do not reproduce).
+var KVFormats = []quant.DType{quant.F32, quant.F16, quant.Q8_0, quant.Q4_0, quant.Q5_0, quant.IQ4_NL}
+
+// ParseKVType parses a KV cache type name: "f16" (also ""), "f32", "q8_0",
+// "q4_0", "q5_0" or "iq4_nl".
+func ParseKVType(s string) (quant.DType, error) {
+	if s == "" {
+		return quant.F16, nil
+	}
+	for _, t := range KVFormats {
+		if strings.EqualFold(t.String(), s) {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("KV cache type %q: want one of f16, f32, q8_0, q4_0, q5_0, iq4_nl", s)
+}
+
+// ParseKV parses the K and V types: each of k and v as ParseKVType; an
+// empty one takes kv's (the type for both), and that defaults to f16.
+func ParseKV(kv, k, v string) (KVTypes, error) {
+	both, err := ParseKVType(kv)
+	if err != nil {
+		return KVTypes{}, err
+	}
+	out := SameKV(both)
+	if k != "" {
+		if out.K, err = ParseKVType(k); err != nil {
+			return KVTypes{}, fmt.Errorf("K: %w", err)
+		}
+	}
+	if v != "" {
+		if out.V, err = ParseKVType(v); err != nil {
+			return KVTypes{}, fmt.Errorf("V: %w", err)
+		}
+	}
+	return out, nil
 }

@@ -173,11 +173,15 @@ type RoutingConfig struct {
 // EngineKnobs shape the engine. Scheduler knobs and MaxQueue apply live.
 type EngineKnobs struct {
 	// Zero means "from the hardware profile and memory plan" (batchd profile shows it).
-	BlockSize           int    `toml:"block_size"`             // tokens per KV block (restart)
-	KVBlocks            int    `toml:"kv_blocks"`              // KV blocks (restart)
-	Threads             int    `toml:"threads"`                // CPU threads (restart)
-	PrefixCaching       *bool  `toml:"prefix_caching"`         // default true (restart)
-	KVCacheType         string `toml:"kv_cache_type"`          // f16 (default) or f32 (restart)
+	BlockSize     int   `toml:"block_size"`     // tokens per KV block (restart)
+	KVBlocks      int   `toml:"kv_blocks"`      // KV blocks (restart)
+	Threads       int   `toml:"threads"`        // CPU threads (restart)
+	PrefixCaching *bool `toml:"prefix_caching"` // default true (restart)
+	// KVCacheType is how K and V are stored: f16 (default), f32, or a
+	// block format as llama.cpp's -ctk/-ctv (q8_0, q4_0, q5_0, iq4_nl); KVCacheTypeK and KVCacheTypeV set K's or V's alone (restart).
+	KVCacheType         string `toml:"kv_cache_type"`
+	KVCacheTypeK        string `toml:"kv_cache_type_k"`
+	KVCacheTypeV        string `toml:"kv_cache_type_v"`
 	QuantDot            string `toml:"quant_dot"`              // auto (default: prompts float, generated tokens int8), float (exact) or int8 (restart)
 	Speculative         string `toml:"speculative"`            // speculative decoding: ngram, draft, or "" (default: off) (restart)
 	DraftModel          string `toml:"draft_model"`            // the draft model's file (the model's vocabulary) for speculative = "draft", which it implies (restart)

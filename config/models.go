@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/toolcall"
 )
@@ -27,6 +28,11 @@ type ModelEntry struct {
 	ChatTemplate string     `toml:"chat_template"` // as model.chat_template
 	ToolFormat   string     `toml:"tool_format"`   // as model.tool_format
 	QuantDot     string     `toml:"quant_dot"`     // as engine.quant_dot
+	// The K/V types, as engine.kv_cache_type(_k, _v); unset keys take
+	// [engine]'s.
+	KVCacheType  string `toml:"kv_cache_type"`
+	KVCacheTypeK string `toml:"kv_cache_type_k"`
+	KVCacheTypeV string `toml:"kv_cache_type_v"`
 	// KVTokens caps the model's KV pool in tokens; 0 is the default share
 	// (multiModelKVSeqs sequences of up to multiModelKVContext tokens).
 	KVTokens int `toml:"kv_tokens"`
@@ -155,6 +161,9 @@ func (c *Config) validateModels() []error {
 		}
 		if err := checkDraft(e.Speculative, e.DraftModel); err != nil {
 			errs = append(errs, fmt.Errorf("models.%s: %w", name, err))
+		}
+		if _, err := backend.ParseKV(e.KVCacheType, e.KVCacheTypeK, e.KVCacheTypeV); err != nil {
+			errs = append(errs, fmt.Errorf("models.%s.kv_cache_type: %w", name, err))
 		}
 		if e.DraftTokens < 0 || e.DraftTokens > 32 || e.NumSpeculativeTokens < 0 || e.NumSpeculativeTokens > 32 {
 			errs = append(errs, fmt.Errorf("models.%s: draft_tokens %d, num_speculative_tokens %d: want 0 to 32", name, e.DraftTokens, e.NumSpeculativeTokens))

@@ -59,6 +59,8 @@ func restartFields() []restartField {
 		field("engine.kv_blocks", func(c *Config) *int { return &c.Engine.KVBlocks }),
 		field("engine.threads", func(c *Config) *int { return &c.Engine.Threads }),
 		field("engine.kv_cache_type", func(c *Config) *string { return &c.Engine.KVCacheType }),
+		field("engine.kv_cache_type_k", func(c *Config) *string { return &c.Engine.KVCacheTypeK }),
+		field("engine.kv_cache_type_v", func(c *Config) *string { return &c.Engine.KVCacheTypeV }),
 		field("engine.quant_dot", func(c *Config) *string { return &c.Engine.QuantDot }),
 		field("engine.speculative", func(c *Config) *string { return &c.Engine.Speculative }),
 		field("engine.draft_model", func(c *Config) *string { return &c.Engine.DraftModel }),

@@ -145,7 +145,7 @@ func (e EngineKnobs) validateNames() []error {
 	if e.DraftTokens < 0 || e.DraftTokens > 32 || e.DraftMaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("engine.draft_tokens = %d, draft_max_batch = %d: want 0 to 32 and >= 0", e.DraftTokens, e.DraftMaxBatch))
 	}
-	if _, err := backend.ParseKVType(e.KVCacheType); err != nil {
+	if _, err := backend.ParseKV(e.KVCacheType, e.KVCacheTypeK, e.KVCacheTypeV); err != nil {
 		errs = append(errs, fmt.Errorf("engine.kv_cache_type: %w", err))
 	}
 	if _, err := sched.ParsePolicy(e.Policy); err != nil {

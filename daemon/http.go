@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/config"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/kvcache"
@@ -97,10 +98,10 @@ func (d *Daemon) vllmMetrics(cfg config.Config) func(http.ResponseWriter, *http.
 	return func(w http.ResponseWriter, _ *http.Request, _ ipc.Peer) {
 		var ms []metrics.ModelGauges
 		for _, lm := range d.loaded() {
-			ms = append(ms, metrics.ModelGauges{Name: lm.Name, Gauges: lm.Engine.Gauges()})
+			ms = append(ms, metrics.ModelGauges{Name: lm.Name, Gauges: lm.Engine.Gauges(), CacheDtype: lm.Plan.KVCacheType})
 		}
 		if len(ms) == 0 {
-			ms = []metrics.ModelGauges{{Name: name, Gauges: engine.Gauges{BlockSize: block}}}
+			ms = []metrics.ModelGauges{{Name: name, Gauges: engine.Gauges{BlockSize: block}, CacheDtype: kvName(cfg)}}
 		}
 		metrics.WriteVLLM(w, ms)
 	}
@@ -113,4 +114,14 @@ func responsesStoreBytes(mb int) int64 {
 		return -1
 	}
 	return int64(mb) << 20
+}
+
+// kvName is the K/V type the config gives [engine] ("" if it names none
+// this build stores: the config was validated).
+func kvName(cfg config.Config) string {
+	kv, err := backend.ParseKV(cfg.Engine.KVCacheType, cfg.Engine.KVCacheTypeK, cfg.Engine.KVCacheTypeV)
+	if err != nil {
+		return ""
+	}
+	return kv.String()
 }

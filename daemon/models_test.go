@@ -274,7 +274,7 @@ func TestModelsWithoutADefaultFile(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(b), `vllm:cache_config_info{model_name="qwen2",block_size="16",num_gpu_blocks="0"} 1`) {
+	if !strings.Contains(string(b), `vllm:cache_config_info{model_name="qwen2",block_size="16",cache_dtype="f16",num_gpu_blocks="0"} 1`) {
 		t.Errorf("/metrics with nothing loaded:\n%s", b)
 	}
 	g := goldenWithPrompt(t, "qwen2")

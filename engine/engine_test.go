@@ -68,7 +68,7 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 		o.blockSize = 16
 	}
 	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2, QuantDot: o.quantDot,
-		KVType: o.kvType})
+		KV: backend.SameKV(o.kvType)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 			o.draftBlocks = o.blocks
 		}
 		draftBe, err = cpuNew(o.draft, backend.Options{NumBlocks: o.draftBlocks, BlockSize: o.blockSize, Threads: 2,
-			QuantDot: o.quantDot, KVType: o.kvType, ShareThreads: cpu})
+			QuantDot: o.quantDot, KV: backend.SameKV(o.kvType), ShareThreads: cpu})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,7 +79,7 @@ func TestDetectAndChoose(t *testing.T) {
 			if len(det.Fallbacks) != tc.fallbacks {
 				t.Fatalf("fallbacks %v, want %d", det.Fallbacks, tc.fallbacks)
 			}
-			plan, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, tc.backend, 4)
+			plan, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, tc.backend, KVFloat32)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestDetectAndChoose(t *testing.T) {
 
 func TestPlanArithmetic(t *testing.T) {
 	det := Detection{CPU: CPU{Cores: 2, MemAvailable: 8 * gib}}
-	p, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, "cpu", 4)
+	p, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, "cpu", KVFloat32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestPlanArithmetic(t *testing.T) {
 	// activations are reserved for a context's worth of tokens.
 	enc := l110
 	enc.WholeText, enc.Context = true, 4*p.MaxNumBatchedTokens
-	pe, err := MakePlan(det, BuiltinProfiles(), enc, Requested{}, "cpu", 4)
+	pe, err := MakePlan(det, BuiltinProfiles(), enc, Requested{}, "cpu", KVFloat32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestPlanArithmetic(t *testing.T) {
 
 	// A small machine: the pool is the budget, and a user's wish is clamped with a warning.
 	det.CPU.MemAvailable = 1 * gib
-	p, err = MakePlan(det, BuiltinProfiles(), l110, Requested{KVBlocks: 100000, MaxNumSeqs: 500}, "cpu", 4)
+	p, err = MakePlan(det, BuiltinProfiles(), l110, Requested{KVBlocks: 100000, MaxNumSeqs: 500}, "cpu", KVFloat32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestPlanArithmetic(t *testing.T) {
 
 	// Too small for the weights: a typed error.
 	det.CPU.MemAvailable = 64 << 20
-	if _, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, "cpu", 4); !errors.Is(err, ErrDoesNotFit) {
+	if _, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, "cpu", KVFloat32); !errors.Is(err, ErrDoesNotFit) {
 		t.Fatalf("got %v, want ErrDoesNotFit", err)
 	}
 }
@@ -202,7 +202,7 @@ func TestHostCPUReadsProcAndCgroup(t *testing.T) {
 // shares is the memory a plan would use (half of 8 GiB on the CPU).
 func TestMemoryBudgetIsThePlans(t *testing.T) {
 	det := Detection{CPU: CPU{Cores: 2, MemAvailable: 8 * gib}}
-	p, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, "cpu", 4)
+	p, err := MakePlan(det, BuiltinProfiles(), l110, Requested{}, "cpu", KVFloat32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPlanRecurrent(t *testing.T) {
 	det := Detection{CPU: CPU{Cores: 2, MemAvailable: 8 * gib}}
 	hy := l110
 	hy.KVLayers, hy.StateBytes = 3, 4<<20 // a quarter of 12 layers attend
-	p, err := MakePlan(det, BuiltinProfiles(), hy, Requested{}, "cpu", 4)
+	p, err := MakePlan(det, BuiltinProfiles(), hy, Requested{}, "cpu", KVFloat32)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,14 +40,25 @@ func (m ModelShape) ffnActivations() int {
 	return m.Used*(2*m.Dim+2*m.ExpertFFN) + 2*m.Experts + 2*m.SharedFFN + m.Dim
 }
 
-// KVBytesPerToken is 2 (K and V) x layers with K and V x KV heads x head
-// dim x element size.
-func (m ModelShape) KVBytesPerToken(elemBytes int) int {
+// KVStore is how the backend stores K and V: the type's name ("f16",
+// "q8_0", "q8_0/q4_0" for K/V) and the bytes that 32 values of K and 32 of
+// V take together (a block format's head dim is a multiple of 32).
+type KVStore struct {
+	Type    string
+	Bytes32 int
+}
+
+// KVFloat32 is float32 K and V.
+var KVFloat32 = KVStore{Type: "f32", Bytes32: 256}
+
+// KVBytesPerToken is layers with K and V x KV heads x head dim x the
+// bytes of one K and one V value.
+func (m ModelShape) KVBytesPerToken(kv KVStore) int {
 	layers := m.Layers
 	if m.KVLayers > 0 {
 		layers = m.KVLayers
 	}
-	return 2 * layers * m.KVHeads * m.HeadDim * elemBytes
+	return layers * m.KVHeads * m.HeadDim * kv.Bytes32 / 32
 }
 
 // Requested holds what the user set; zero fields take the profile's value.
@@ -69,6 +80,7 @@ type Plan struct {
 	ActivationReserve   int64    `json:"activation_reserve_bytes"`
 	StateReserve        int64    `json:"recurrent_state_bytes,omitempty"` // recurrent layers' states (qwen35)
 	KVBudget            int64    `json:"kv_budget_bytes"`
+	KVCacheType         string   `json:"kv_cache_type"` // K and V's type ("q8_0/q4_0": K's, V's)
 	KVBytesPerToken     int      `json:"kv_bytes_per_token"`
 	BlockSize           int      `json:"block_size"`
 	KVBlocks            int      `json:"kv_blocks"`
@@ -86,10 +98,10 @@ var ErrDoesNotFit = errors.New("model does not fit in memory")
 
 // MakePlan chooses the device and profile for backend ("cpu" is the only
 // one this build runs; GPUs are planned for only with "cuda"), then sizes
-// the KV pool and limits for the model. kvElemBytes is the KV element size
-// the backend stores (4 for the CPU backend's float32).
-func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, backend string, kvElemBytes int) (Plan, error) {
-	p := Plan{Backend: backend}
+// the KV pool and limits for the model, whose K and V the backend stores
+// as kv says.
+func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, backend string, kv KVStore) (Plan, error) {
+	p := Plan{Backend: backend, KVCacheType: kv.Type}
 	var gpu *GPU
 	if backend == "cuda" {
 		for i := range det.GPUs {
@@ -134,7 +146,7 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	if m.Experts > 0 {
 		p.ActiveBytes, p.Experts = m.ActiveBytes, fmt.Sprintf("%d of %d", m.Used, m.Experts)
 	}
-	p.reserve(m, stepTokens, kvElemBytes, prof.Headroom)
+	p.reserve(m, stepTokens, kv, prof.Headroom)
 	blockBytes := int64(p.BlockSize) * int64(p.KVBytesPerToken)
 	if p.KVBudget < blockBytes {
 		return p, fmt.Errorf("%w: %d MiB usable, weights %d MiB, activations %d MiB leave no KV memory",
@@ -167,10 +179,10 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 
 // reserve sets aside the step's activations and the recurrent states, and
 // leaves the rest, less the headroom, to the KV blocks.
-func (p *Plan) reserve(m ModelShape, stepTokens, kvElemBytes int, headroom float64) {
+func (p *Plan) reserve(m ModelShape, stepTokens int, kv KVStore, headroom float64) {
 	p.ActivationReserve = int64(stepTokens)*int64(4*m.Dim+m.QDim+m.ffnActivations())*4 +
 		int64(p.MaxNumSeqs)*int64(m.Vocab)*4 + 64<<20
-	p.KVBytesPerToken = m.KVBytesPerToken(kvElemBytes)
+	p.KVBytesPerToken = m.KVBytesPerToken(kv)
 	// Recurrent states: the backend holds up to two per running sequence
 	// (backend.Options.MaxStates), and keeps as many for cached prefixes
 	// (MaxSnapshots).

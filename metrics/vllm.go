@@ -23,12 +23,12 @@ import (
 // on server.metrics_listen.
 func WriteVLLM(w http.ResponseWriter, models []ModelGauges) {
 	var running, waiting, used, total, block int
-	name := ""
+	name, dtype := "", ""
 	for _, m := range models {
 		g := m.Gauges
 		running, waiting, used, total = running+g.Running, waiting+g.Waiting, used+g.KVUsed, total+g.KVTotal
 		if name == "" {
-			name, block = m.Name, g.BlockSize
+			name, block, dtype = m.Name, g.BlockSize, m.CacheDtype
 		}
 	}
 	usage := 0.0
@@ -45,7 +45,7 @@ func WriteVLLM(w http.ResponseWriter, models []ModelGauges) {
 	gauge("vllm:kv_cache_usage_perc", "KV cache blocks in use, a fraction from 0 to 1.", label,
 		strconv.FormatFloat(usage, 'g', -1, 64))
 	gauge("vllm:cache_config_info", "The KV cache's layout (value 1).",
-		fmt.Sprintf(`%s,block_size="%d",num_gpu_blocks="%d"`, label, block, total), "1")
+		fmt.Sprintf(`%s,block_size="%d",cache_dtype="%s",num_gpu_blocks="%d"`, label, block, dtype, total), "1")
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write([]byte(b.String()))
 }
@@ -54,4 +54,7 @@ func WriteVLLM(w http.ResponseWriter, models []ModelGauges) {
 type ModelGauges struct {
 	Name   string
 	Gauges engine.Gauges
+	// CacheDtype is how the model's K and V are stored ("f16", "q8_0",
+	// "q8_0/q4_0" for K/V), vLLM's cache_dtype.
+	CacheDtype string
 }

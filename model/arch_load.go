@@ -152,7 +152,7 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	if !a.Gemma {
 		return nil
 	}
-	c.FFNGELU = true
+	c.FFNGELU, c.ScaleQ = true, true
 	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
 	if v, ok := f.MetaFloat(key("attn_logit_softcapping")); ok && !a.Gemma3 { // gemma3's graph has none
 		c.AttnSoftcap = float32(v)

@@ -36,6 +36,7 @@ type Config struct {
 	RopeScaling   RopeScaling
 	AttnScale     float32 // multiplies q.k before the softmax; 0 means 1/sqrt(HeadDim)
 	AttnSoftcap   float32 // scores become cap*tanh(score/cap) (gemma2); 0 is off
+	ScaleQ        bool    // the query takes the scale before attention, the scores none (llama.cpp's gemma graphs)
 	FinalSoftcap  float32 // logits likewise (gemma2)
 	SlidingWindow int     // a query sees keys less than this many positions back; 0 is all
 	SlidePattern  int     // layer l slides iff l%n < n-1, llama.cpp's pattern (2: gemma2's and gpt-oss's even layers, 6: gemma3's); 0: every layer

@@ -143,3 +143,34 @@ func quantizeIQ4XS(src []float32, dst []byte) {
 		packIQ4(L[:], out[8:])
 	}
 }
+
+// QuantizeIQ4NLRowRef writes src as IQ4_NL blocks as ggml's
+// quantize_row_iq4_nl_ref does (what its CPU backend stores in an IQ4_NL
+// tensor, a KV cache's): no trial scales, the indices of the first fit
+// (the largest magnitude at the grid's first value) kept, and the block's
+// least-squares scale for them (weights x²).
+func QuantizeIQ4NLRowRef(src []float32, dst []byte) {
+	var L [32]uint8
+	for b := range len(src) / 32 {
+		x, out := src[b*32:(b+1)*32], dst[b*18:(b+1)*18]
+		clear(out)
+		m, amax := signedAbsMax(x)
+		if amax < groupMaxEps {
+			continue
+		}
+		id := 1 / (m / float32(IQ4Grid[0]))
+		var sumqx, sumq2 float32
+		for j, v := range x {
+			L[j] = bestIndexIQ4(id * v)
+			q, w := float32(IQ4Grid[L[j]]), v*v
+			sumqx += float32(float32(w*q) * v)
+			sumq2 += float32(float32(w*q) * q)
+		}
+		var d float32
+		if sumq2 > 0 {
+			d = sumqx / sumq2
+		}
+		putHalf(out, d)
+		packIQ4(L[:], out[2:])
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/batchd/batchd/backend/backends"
 	"github.com/batchd/batchd/engine"
 	"github.com/batchd/batchd/model"
-	"github.com/batchd/batchd/quant"
 )
 
 // loadedDraft is a target's draft model: its file and backend, on the
@@ -33,7 +32,7 @@ func (d *loadedDraft) close() error {
 // cfg.Speculative.Draft. Its weights and KV are beside the plan's: a draft
 // is a small or low-bit model, and its pool holds as many tokens as the
 // target's.
-func openDraft(cfg *LoadSpec, target *model.Model, be backend.Backend, kvType quant.DType, log *slog.Logger) (*loadedDraft, error) {
+func openDraft(cfg *LoadSpec, target *model.Model, be backend.Backend, kv backend.KVTypes, log *slog.Logger) (*loadedDraft, error) {
 	spec := &cfg.Speculative
 	if spec.Method == "none" || spec.Method == "off" { // named off: a draft model of [engine]'s stays unloaded
 		spec.Method = ""
@@ -60,7 +59,7 @@ func openDraft(cfg *LoadSpec, target *model.Model, be backend.Backend, kvType qu
 		return nil, errors.Join(err, dm.Close())
 	}
 	dbe, err := backends.Open(cfg.Backend, dm, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
-		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, ShareThreads: be})
+		Threads: cfg.Threads, KV: kv, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, ShareThreads: be})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("draft model: %w", err), dm.Close())
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/hwprofile"
 	"github.com/batchd/batchd/model"
-	"github.com/batchd/batchd/quant"
 )
 
 // LoadSpec says which model to load and how to size the engine around it.
@@ -51,11 +50,12 @@ type LoadSpec struct {
 	KVBlocks      int // KV blocks
 	Threads       int // CPU threads
 	NoPrefixCache bool
-	KVCacheType   string // "f16" (default) or "f32"
-	QuantDot      string // "float" (default) or "int8" (backend.Options.QuantDot)
-	ProfilesDir   string // extra hardware profiles (*.toml); "" for the built-in table only
-	Backend       string // backend name (backends.Names); "" is cpu
-	Kernels       string // the backend's kernel family ("" is the best the machine has)
+	// The K/V types (backend.ParseKV): both, then K's or V's alone.
+	KVCacheType, KVCacheTypeK, KVCacheTypeV string
+	QuantDot                                string // "float" (default) or "int8" (backend.Options.QuantDot)
+	ProfilesDir                             string // extra hardware profiles (*.toml); "" for the built-in table only
+	Backend                                 string // backend name (backends.Names); "" is cpu
+	Kernels                                 string // the backend's kernel family ("" is the best the machine has)
 
 	Scheduler sched.Config
 	MaxQueue  int
@@ -168,6 +168,11 @@ func (p *preparedEngine) bytes() int64 {
 
 func (p *preparedEngine) abort() { _ = errors.Join(closeChat(p.tmpl), p.m.Close()) }
 
+// KV is the K and V types the spec asks for.
+func (s LoadSpec) KV() (backend.KVTypes, error) {
+	return backend.ParseKV(s.KVCacheType, s.KVCacheTypeK, s.KVCacheTypeV)
+}
+
 // start allocates the backend and its KV pool and starts the engine loop.
 func (p *preparedEngine) start() (*LoadedModel, error) {
 	cfg, log, m, tmpl, plan, det := p.cfg, p.log, p.m, p.tmpl, p.plan, p.det
@@ -177,12 +182,12 @@ func (p *preparedEngine) start() (*LoadedModel, error) {
 	cfg.BlockSize, cfg.KVBlocks, cfg.Threads = plan.BlockSize, plan.KVBlocks, plan.Threads
 	sc := cfg.Scheduler
 	sc.MaxNumSeqs, sc.MaxNumBatchedTokens = plan.MaxNumSeqs, plan.MaxNumBatchedTokens
-	kvType, err := backend.ParseKVType(cfg.KVCacheType)
+	kv, err := cfg.KV()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), closeChat(tmpl), m.Close())
 	}
 	be, err := backends.Open(cfg.Backend, m, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
-		Threads: cfg.Threads, KVType: kvType, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, MaxStates: 2 * sc.MaxNumSeqs, MaxSnapshots: 2 * sc.MaxNumSeqs})
+		Threads: cfg.Threads, KV: kv, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, MaxStates: 2 * sc.MaxNumSeqs, MaxSnapshots: 2 * sc.MaxNumSeqs})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), m.Close())
 	}
@@ -191,11 +196,11 @@ func (p *preparedEngine) start() (*LoadedModel, error) {
 		adaptive = &sched.ControllerConfig{MinSeqs: 1, MaxSeqs: sc.MaxNumSeqs, MinTokens: min(64, sc.MaxNumBatchedTokens),
 			MaxTokens: sc.MaxNumBatchedTokens, TTFTTarget: cfg.TTFTTarget, ITLTarget: cfg.ITLTarget}
 	}
-	draft, err := openDraft(&cfg, m, be, kvType, log)
+	draft, err := openDraft(&cfg, m, be, kv, log)
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}
-	cacheFile, cacheID := cacheFileOf(cfg, m, be, kvType)
+	cacheFile, cacheID := cacheFileOf(cfg, m, be, kv)
 	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
 		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID, CacheMaxBytes: cfg.CacheMaxBytes,
@@ -238,17 +243,13 @@ func PlanFor(m *model.Model, cfg LoadSpec) (hwprofile.Detection, hwprofile.Plan,
 			return det, hwprofile.Plan{}, err
 		}
 	}
-	kvType, err := backend.ParseKVType(cfg.KVCacheType)
+	kv, err := cfg.KV()
 	if err != nil {
 		return det, hwprofile.Plan{}, err
 	}
-	elem := 4
-	if kvType == quant.F16 {
-		elem = 2
-	}
 	plan, err := hwprofile.MakePlan(det, profiles, ShapeOf(m), hwprofile.Requested{BlockSize: cfg.BlockSize,
 		KVBlocks: cfg.KVBlocks, MaxNumSeqs: cfg.Scheduler.MaxNumSeqs,
-		MaxNumBatchedTokens: cfg.Scheduler.MaxNumBatchedTokens, Threads: cfg.Threads}, "cpu", elem)
+		MaxNumBatchedTokens: cfg.Scheduler.MaxNumBatchedTokens, Threads: cfg.Threads}, "cpu", hwprofile.KVStore{Type: kv.String(), Bytes32: kv.Bytes32()})
 	return det, plan, err
 }
 

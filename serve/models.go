@@ -66,6 +66,9 @@ func modelSpecs(c *config.Config) ([]models.Spec, string, error) {
 		if e.QuantDot != "" {
 			ec.QuantDot = e.QuantDot
 		}
+		if e.KVCacheType != "" || e.KVCacheTypeK != "" || e.KVCacheTypeV != "" {
+			ec.KVCacheType, ec.KVCacheTypeK, ec.KVCacheTypeV = e.KVCacheType, e.KVCacheTypeK, e.KVCacheTypeV
+		}
 		speculation(e, &ec)
 		s := models.Spec{Name: name, Aliases: e.Aliases, Path: e.Path, Preload: e.Preload, Options: ec}
 		if e.KeepAlive != nil {

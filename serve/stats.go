@@ -23,6 +23,7 @@ func (svc *Service) Stats() (*wire.StatsReport, *engine.Stats) {
 		def = &s
 		p := lm.Plan
 		r.Plan = wire.Plan{Device: p.Device, Profile: p.Profile, KVBlocks: p.KVBlocks, BlockSize: p.BlockSize,
+			KVCacheType: p.KVCacheType, KVBytesPerToken: p.KVBytesPerToken,
 			MaxContext: p.MaxContext, MaxNumSeqs: p.MaxNumSeqs, MaxNumBatchedTokens: p.MaxNumBatchedTokens,
 			Threads: p.Threads, Warnings: append([]string{}, p.Warnings...)}
 	}
@@ -33,7 +34,7 @@ func (svc *Service) Stats() (*wire.StatsReport, *engine.Stats) {
 			finished += n
 		}
 		r.Models = append(r.Models, wire.ModelStats{Name: lm.Name, Running: s.Running, Waiting: s.Waiting, KVUsage: s.KVUsage,
-			KVBlocksTotal: s.KVBlocksTotal, PromptTokens: s.PromptTokens, GeneratedTokens: s.GeneratedTokens,
+			KVBlocksTotal: s.KVBlocksTotal, KVCacheType: lm.Plan.KVCacheType, PromptTokens: s.PromptTokens, GeneratedTokens: s.GeneratedTokens,
 			TokensPerSec: s.TokensPerSec, Finished: finished})
 		if room := maxListedRequests - len(r.Requests); room > 0 {
 			for _, ri := range requestList(lm.Engine.Requests(room)) {

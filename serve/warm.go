@@ -14,13 +14,12 @@ import (
 	"github.com/batchd/batchd/ipc"
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/model"
-	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/tokenizer"
 )
 
 // cacheFileOf names the model's saved prefix cache and what it must match:
 // the file's digest, the backend's numerics, the KV type and block size.
-func cacheFileOf(cfg LoadSpec, m *model.Model, be backend.Backend, kv quant.DType) (string, string) {
+func cacheFileOf(cfg LoadSpec, m *model.Model, be backend.Backend, kv backend.KVTypes) (string, string) {
 	if cfg.CacheDir == "" || cfg.NoPrefixCache {
 		return "", ""
 	}

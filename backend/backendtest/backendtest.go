@@ -48,6 +48,10 @@ func Run(t *testing.T, open Open) {
 			t.Run("verify-rows/"+dt.String()+"/"+qd, func(t *testing.T) { verifyRows(t, open, dt, qd) })
 		}
 	}
+	// K and V in block formats (a head of 64, so rotated as llama.cpp does).
+	for _, kv := range []backend.KVTypes{backend.SameKV(quant.Q8_0), {K: quant.Q4_0, V: quant.Q8_0}, {K: quant.Q5_0, V: quant.IQ4_NL}} {
+		t.Run("batch-invariance/kv/"+kv.String(), func(t *testing.T) { kvInvariance(t, open, kv) })
+	}
 	t.Run("block-isolation", func(t *testing.T) { blockIsolation(t, open) })
 	t.Run("bad-batches", func(t *testing.T) { badBatches(t, open) })
 }
@@ -93,7 +97,7 @@ func goldens(t *testing.T, open Open) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	b := start(t, open, m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F16})
+	b := start(t, open, m, backend.Options{NumBlocks: 32, BlockSize: 16, KV: backend.SameKV(quant.F16)})
 	blocks := make([]int, 32)
 	for i := range blocks {
 		blocks[i] = i
@@ -121,10 +125,10 @@ func batchInvariance(t *testing.T, open Open, dt quant.DType) {
 // backend's tests on real quantized files).
 func BatchInvariance(t *testing.T, open Open, m *model.Model) {
 	prompt := []int{1, 17, 42, 280, 5, 99, 33, 7, 250, 3}
-	alone := start(t, open, m, backend.Options{NumBlocks: 64, BlockSize: 4, KVType: quant.F16})
+	alone := start(t, open, m, backend.Options{NumBlocks: 64, BlockSize: 4, KV: backend.SameKV(quant.F16)})
 	want := forward(t, alone, backend.SeqInput{Tokens: prompt, Blocks: []int{0, 1, 2}, Logits: true})[0]
 
-	mixed := start(t, open, m, backend.Options{NumBlocks: 64, BlockSize: 4, KVType: quant.F16})
+	mixed := start(t, open, m, backend.Options{NumBlocks: 64, BlockSize: 4, KV: backend.SameKV(quant.F16)})
 	var got []float32
 	// The prompt in chunks of 3, beside 9 other sequences each step; blocks
 	// placed elsewhere in the pool.
@@ -148,6 +152,58 @@ func BatchInvariance(t *testing.T, open Open, m *model.Model) {
 	}
 }
 
+// kvInvariance: with K and V stored as kv, a sequence's logits over a
+// 40-token prompt and four decode steps are bit-identical alone and
+// chunked beside nine others, its blocks elsewhere in the pool.
+func kvInvariance(t *testing.T, open Open, kv backend.KVTypes) {
+	path, _ := synth.WriteFile(t, synth.Options{Dim: 128, Layers: 2, Heads: 2, KVHeads: 1, FFN: 96, Vocab: 300,
+		Context: 256, DType: quant.F32, Seed: 13})
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	toks := make([]int, 44)
+	for i := range toks {
+		toks[i] = 1 + (i*37)%299
+	}
+	const prompt = 40
+	o := backend.Options{NumBlocks: 48, BlockSize: 16, KV: kv}
+	alone := start(t, open, m, o)
+	var want [][]float32
+	for pos := prompt; pos <= len(toks); pos++ {
+		from := pos - 1
+		if pos == prompt {
+			from = 0
+		}
+		want = append(want, forward(t, alone, backend.SeqInput{Tokens: toks[from:pos], Pos: from, Blocks: []int{0, 1, 2}, Logits: true})[0])
+	}
+	mixed := start(t, open, m, o)
+	table := []int{30, 4, 17}
+	var got [][]float32
+	for pos := 0; pos < len(toks); {
+		end := min(pos+7, prompt)
+		if pos >= prompt {
+			end = pos + 1
+		}
+		seqs := []backend.SeqInput{{Tokens: toks[pos:end], Pos: pos, Blocks: table, Logits: end >= prompt}}
+		for j := range 9 {
+			seqs = append(seqs, backend.SeqInput{Tokens: []int{2 + j + pos}, Pos: pos, Blocks: []int{5 + j, 14 - j%3, 20 + j}, Logits: true})
+		}
+		if l := forward(t, mixed, seqs...); end >= prompt {
+			got = append(got, l[0])
+		}
+		pos = end
+	}
+	for s := range want {
+		for i := range want[s] {
+			if math.Float32bits(want[s][i]) != math.Float32bits(got[s][i]) {
+				t.Fatalf("step %d logit %d: alone %v, batched %v", s, i, want[s][i], got[s][i])
+			}
+		}
+	}
+}
+
 // verifyRows: one share of drafted tokens with Rows logits gives, row for
 // row, the bits a plain decode of each token gives (what makes speculative
 // verification exact), under either role of QuantDot.
@@ -155,7 +211,7 @@ func verifyRows(t *testing.T, open Open, dt quant.DType, quantDot string) {
 	m := synthModel(t, dt)
 	toks := []int{1, 17, 42, 280, 5, 99, 33, 7, 250, 3}
 	const promptLen = 6
-	o := backend.Options{NumBlocks: 16, BlockSize: 4, KVType: quant.F16, QuantDot: quantDot}
+	o := backend.Options{NumBlocks: 16, BlockSize: 4, KV: backend.SameKV(quant.F16), QuantDot: quantDot}
 	blocks := []int{3, 9, 1}
 	plain := start(t, open, m, o)
 	var want [][]float32

@@ -64,7 +64,7 @@ func testArchGoldens(t *testing.T, dir string, archs []string) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32})
+			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KV: backend.SameKV(quant.F32)})
 			if err != nil {
 				t.Fatal(err)
 			}

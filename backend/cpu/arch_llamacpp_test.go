@@ -65,7 +65,7 @@ func TestFeaturesMatchLlamaCpp(t *testing.T) {
 			if len(want) != n || len(top5) != n {
 				t.Fatalf("llama.cpp gave %d tokens, %d steps", len(want), len(top5))
 			}
-			b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32})
+			b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32)})
 			if err != nil {
 				t.Fatal(err)
 			}

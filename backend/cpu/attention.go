@@ -2,10 +2,8 @@ package cpu
 
 import (
 	"math"
-	"unsafe"
 
 	"github.com/batchd/batchd/backend"
-	"github.com/batchd/batchd/quant"
 )
 
 // ahead is how many KV blocks attention prefetches ahead of the one it reads.
@@ -19,6 +17,8 @@ type attnJob struct {
 	batch   *backend.Batch
 	scores  [][]float32 // per share, grown to the longest sequence
 	scores4 [][]float32 // per share, four queries' scores
+	qa      []q8Acts    // per share, the query quantized for a block-format K
+	vbuf    [][]float32 // per share, a KV block's V rows dequantized
 	// groups[g] is the first token of query group g (groups[g+1] ends it):
 	// four consecutive positions of one sequence, or a single token.
 	groups []int32
@@ -33,8 +33,9 @@ func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	j.b, j.l, j.batch = b, l, batch
 	for len(j.scores) < b.pool.n {
 		j.scores, j.scores4 = append(j.scores, nil), append(j.scores4, nil)
+		j.qa, j.vbuf = append(j.qa, q8Acts{}), append(j.vbuf, make([]float32, b.blockSize*b.c.HeadDim))
 	}
-	quad := b.kern.attn4 && b.k[l].f16 != nil && b.c.HeadDim%64 == 0 && !b.c.Sliding(l) && !b.c.NonCausal
+	quad := b.kern.attn4 && b.k[l].f16 != nil && b.v[l].f16 != nil && b.c.HeadDim%64 == 0 && !b.c.Sliding(l) && !b.c.NonCausal
 	j.groups = j.groups[:0]
 	for t := 0; t < n; {
 		j.groups = append(j.groups, int32(t))
@@ -71,8 +72,17 @@ func (j *attnJob) do(share, lo, hi int) {
 	}
 }
 
-// attnScale is the scores' scale: 1/sqrt(head size) unless the model sets one.
+// attnScale is the scores' scale: 1/sqrt(head size) unless the model sets
+// one; 1 where the query took it (ScaleQ).
 func (b *Backend) attnScale() float32 {
+	if b.c.ScaleQ {
+		return 1
+	}
+	return b.queryScale()
+}
+
+// queryScale is the model's attention scale.
+func (b *Backend) queryScale() float32 {
 	if b.c.AttnScale != 0 {
 		return b.c.AttnScale
 	}
@@ -97,6 +107,11 @@ func (j *attnJob) one(share, t, h int) {
 	}
 	blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
 	q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
+	var qa *q8Acts
+	if kc.q != nil {
+		qa = &j.qa[share]
+		qa.quantize(q, 1, hd)
+	}
 	if cap(j.scores[share]) < pos+1 {
 		j.scores[share] = make([]float32, pos+1, c.Context)
 	}
@@ -116,7 +131,7 @@ func (j *attnJob) one(share, t, h int) {
 		if bi+ahead < len(blocks) {
 			kc.prefetch(at(bi+ahead), span)
 		}
-		kc.dots(q, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
+		kc.dots(q, qa, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
 	}
 	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
 		vc.prefetch(at(bi), span)
@@ -129,11 +144,14 @@ func (j *attnJob) one(share, t, h int) {
 		if bi+ahead < len(blocks) {
 			vc.prefetch(at(bi+ahead), span)
 		}
-		vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out)
+		vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out, j.vbuf[share])
 	}
 	inv := 1 / sum
 	for k := range out {
 		out[k] *= inv
+	}
+	if b.rotV > 0 {
+		rotate(out, b.rotV) // back: the rotation is its own inverse
 	}
 }
 
@@ -166,7 +184,7 @@ func (j *attnJob) softmax(live []float32, scale float32, h int) float32 {
 }
 
 // four is attention for query head h of tokens t0..t0+3, at positions
-// p0..p0+3 of one sequence (F16 KV, no sliding window). The positions all
+// p0..p0+3 of one sequence (F16 K and V, no sliding window). The positions all
 // four see go through the four-query kernels; each query's last 0-3 go
 // through the one-query kernels. Either way a pair's score and an output's
 // terms are computed, in order, as one() computes them.
@@ -196,7 +214,7 @@ func (j *attnJob) four(share, t0, h int) {
 	}
 	for i := 1; i < 4; i++ {
 		for p := p0 + 1; p <= p0+i; p++ {
-			kc.dots(q[i*qd:i*qd+hd], row(p), hd, 1, buf[i*stride+p:])
+			kc.dots(q[i*qd:i*qd+hd], nil, row(p), hd, 1, buf[i*stride+p:])
 		}
 	}
 	for bi := 0; bi < min(ahead, len(blocks)); bi++ {
@@ -220,7 +238,7 @@ func (j *attnJob) four(share, t0, h int) {
 	for i := range 4 {
 		out := att[i*qd : i*qd+hd]
 		for p := p0 + 1; p <= p0+i; p++ {
-			vc.accum(buf[i*stride+p:i*stride+p+1], row(p), hd, out)
+			vc.accum(buf[i*stride+p:i*stride+p+1], row(p), hd, out, nil)
 		}
 		inv := 1 / sums[i]
 		for k := range out {
@@ -265,109 +283,4 @@ func expSum(x []float32, sub, scale float32, simd bool) float32 {
 // head in block block: the layout kvLayer describes.
 func (b *Backend) kvAt(block, head, pos int) int {
 	return ((block*b.c.KVHeads+head)*b.blockSize + pos) * b.c.HeadDim
-}
-
-// kvLayer is one layer's K or V store, in float32 or half floats. A block
-// holds its KV heads one after another, each head's positions contiguous
-// ((block*KVHeads + head)*blockSize + position)*HeadDim, so that attention,
-// which runs per head, reads memory in sequence and not at a stride.
-type kvLayer struct {
-	f32  []float32
-	f16  []uint16
-	simd bool // run the backend's SIMD kernels
-}
-
-func newKVLayer(t quant.DType, n int, simd bool) kvLayer {
-	if t == quant.F16 {
-		return kvLayer{f16: make([]uint16, n), simd: simd}
-	}
-	return kvLayer{f32: make([]float32, n), simd: simd}
-}
-
-// put stores src at element offset off.
-func (s kvLayer) put(off int, src []float32) {
-	if s.f16 == nil {
-		copy(s.f32[off:off+len(src)], src)
-		return
-	}
-	dst := s.f16[off : off+len(src)]
-	n := 0
-	if s.simd {
-		if n = len(src) &^ 7; n > 0 {
-			toF16AVX2(&src[0], &dst[0], n)
-		}
-	}
-	for i := n; i < len(src); i++ {
-		dst[i] = quant.F32ToF16(src[i])
-	}
-}
-
-// prefetch hints the n elements at off into cache.
-func (s kvLayer) prefetch(off, n int) {
-	if !s.simd {
-		return
-	}
-	if s.f16 == nil {
-		prefetchT0((*byte)(unsafe.Pointer(&s.f32[off : off+n][0])), 4*n)
-		return
-	}
-	prefetchT0((*byte)(unsafe.Pointer(&s.f16[off : off+n][0])), 2*n)
-}
-
-// dots sets out[j] = q . row j for j < n, row j starting at off + j*stride:
-// the attention scores of the positions of one KV block.
-func (s kvLayer) dots(q []float32, off, stride, n int, out []float32) {
-	hd := len(q)
-	end := off + (n-1)*stride + hd
-	out = out[:n]
-	if s.f16 == nil {
-		k := s.f32[off:end]
-		if s.simd && hd%8 == 0 {
-			attnDotsAVX2(&q[0], &k[0], stride, hd, n, &out[0])
-			return
-		}
-		for j := range out {
-			out[j] = dotF32(q, k[j*stride:j*stride+hd])
-		}
-		return
-	}
-	k := s.f16[off:end]
-	if s.simd && hd%8 == 0 {
-		attnDotsF16AVX2(&q[0], &k[0], stride, hd, n, &out[0])
-		return
-	}
-	for j := range out {
-		out[j] = dotF16(k[j*stride:j*stride+hd], q)
-	}
-}
-
-// accum adds sum_j p[j] * row j to out, rows laid out as for dots.
-func (s kvLayer) accum(p []float32, off, stride int, out []float32) {
-	hd, n := len(out), len(p)
-	end := off + (n-1)*stride + hd
-	if s.f16 == nil {
-		v := s.f32[off:end]
-		if s.simd && hd%8 == 0 {
-			attnAccumAVX2(&p[0], &v[0], stride, hd, n, &out[0])
-			return
-		}
-		for j, pj := range p {
-			row := v[j*stride : j*stride+hd]
-			for i := range out {
-				out[i] += pj * row[i]
-			}
-		}
-		return
-	}
-	v := s.f16[off:end]
-	if s.simd && hd%8 == 0 {
-		attnAccumF16AVX2(&p[0], &v[0], stride, hd, n, &out[0])
-		return
-	}
-	for j, pj := range p {
-		row := v[j*stride : j*stride+hd]
-		for i := range out {
-			out[i] += pj * f16Table[row[i]]
-		}
-	}
 }

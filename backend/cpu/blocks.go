@@ -1,10 +1,7 @@
 package cpu
 
 import (
-	"unsafe"
-
 	"github.com/batchd/batchd/backend"
-	"github.com/batchd/batchd/quant"
 )
 
 var _ backend.BlockStore = (*Backend)(nil)
@@ -14,11 +11,8 @@ func (b *Backend) blockElems() int { return b.c.KVHeads * b.blockSize * b.c.Head
 
 // BlockBytes is one block's K and V over every layer, as stored.
 func (b *Backend) BlockBytes() int {
-	per := 4
-	if b.kvType == quant.F16 {
-		per = 2
-	}
-	return 2 * b.c.AttnLayers() * b.blockElems() * per
+	n := b.blockElems()
+	return b.c.AttnLayers() * (layerBytes(b.kv.K, n) + layerBytes(b.kv.V, n))
 }
 
 // ReadBlock copies block id's K and V (layer by layer, K then V) to dst.
@@ -35,12 +29,7 @@ func (b *Backend) blockIO(id int, buf []byte, write bool) {
 			continue
 		}
 		for _, s := range []kvLayer{b.k[l], b.v[l]} {
-			var mem []byte
-			if s.f16 != nil {
-				mem = unsafe.Slice((*byte)(unsafe.Pointer(&s.f16[off])), 2*n)
-			} else {
-				mem = unsafe.Slice((*byte)(unsafe.Pointer(&s.f32[off])), 4*n)
-			}
+			mem := s.bytes(off, n)
 			if write {
 				copy(mem, buf[pos:pos+len(mem)])
 			} else {

@@ -46,7 +46,7 @@ func TestEncoderHiddenStatesMatchLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KVType: quant.F32})
+			b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KV: backend.SameKV(quant.F32)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,12 +18,15 @@ type Backend struct {
 	c         model.Config
 	blockSize int
 	numBlocks int
-	kvType    quant.DType
-	k, v      []kvLayer // per layer: numBlocks*blockSize*KVDim
-	kvMem     kvArena   // backs k and v
-	rope      *ropeTable
-	ropeSWA   *ropeTable // the sliding layers' (rope unless Config.RopeThetaSWA)
-	pool      *workers
+	kv        backend.KVTypes
+	// rotK, rotV: the Walsh-Hadamard sizes that rotate Q and K, and V and
+	// the attention output, before a block format stores them (0: none).
+	rotK, rotV int
+	k, v       []kvLayer // per layer: numBlocks*blockSize*KVDim
+	kvMem      kvArena   // backs k and v
+	rope       *ropeTable
+	ropeSWA    *ropeTable // the sliding layers' (rope unless Config.RopeThetaSWA)
+	pool       *workers
 	// sharedPool: pool is another backend's (Options.ShareThreads).
 	sharedPool bool
 	kern       *kernels // chosen at New (Options.Kernels)
@@ -67,10 +70,10 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	if o.NumBlocks <= 0 || o.BlockSize <= 0 {
 		return nil, fmt.Errorf("cpu backend: %d blocks of %d tokens", o.NumBlocks, o.BlockSize)
 	}
-	if o.KVType != quant.F32 && o.KVType != quant.F16 {
-		return nil, fmt.Errorf("cpu backend: KV cache type %v (want F16 or F32)", o.KVType)
-	}
 	c := m.Config
+	if err := checkKV(o.KV, c.HeadDim); err != nil {
+		return nil, err
+	}
 	k, err := chooseKernels(o.Kernels)
 	if err != nil {
 		return nil, err
@@ -84,9 +87,10 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}
-	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kvType: o.KVType, kern: k,
+	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kv: o.KV, kern: k,
 		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}
 	b.ropeSWA = b.rope
+	b.rotK, b.rotV = kvRotations(o.KV, c.HeadDim)
 	b.states, b.maxStates = map[uint64]*seqState{}, o.MaxStates
 	if b.maxStates <= 0 {
 		b.maxStates = defaultMaxStates
@@ -137,12 +141,9 @@ func (b *Backend) Restore() error {
 		return nil
 	}
 	slots := b.numBlocks * b.blockSize * b.c.KVDim()
-	size := slots * 2 // bytes per layer's K or V
-	if b.kvType == quant.F32 {
-		size = slots * 4
-	}
+	kSize, vSize := layerBytes(b.kv.K, slots), layerBytes(b.kv.V, slots) // one layer's
 	// Recurrent layers keep no K and V (their state is per sequence).
-	a, err := newKVArena(2 * b.c.AttnLayers() * size)
+	a, err := newKVArena(b.c.AttnLayers() * (kSize + vSize))
 	if err != nil {
 		return err
 	}
@@ -153,8 +154,8 @@ func (b *Backend) Restore() error {
 			b.k, b.v = append(b.k, kvLayer{}), append(b.v, kvLayer{})
 			continue
 		}
-		b.k = append(b.k, a.layer(b.kvType, 2*i*size, slots, b.kern.simd))
-		b.v = append(b.v, a.layer(b.kvType, (2*i+1)*size, slots, b.kern.simd))
+		b.k = append(b.k, a.layer(b.kv.K, i*(kSize+vSize), slots, b.blockSize, b.kern))
+		b.v = append(b.v, a.layer(b.kv.V, i*(kSize+vSize)+kSize, slots, b.blockSize, b.kern))
 		i++
 	}
 	return nil

@@ -41,7 +41,7 @@ func goldenGenerations(t *testing.T, kernels string) {
 	}{{"llama2c", quant.F16}, {"gguf", quant.F16}, {"llama2c", quant.F32}, {"gguf", quant.F32}} {
 		t.Run(tc.format+"/kv-"+tc.kv.String(), func(t *testing.T) {
 			m := loadStories(t, tc.format)
-			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: tc.kv, Kernels: kernels})
+			b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KV: backend.SameKV(tc.kv), Kernels: kernels})
 			if err != nil {
 				t.Fatal(err)
 			}

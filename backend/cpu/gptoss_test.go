@@ -41,7 +41,7 @@ func TestGptOssMatchesLlamaCpp(t *testing.T) {
 	if m.Layers[0].ExpUp[0].Type != quant.MXFP4 || m.Layers[0].Sinks == nil || !m.Config.Sliding(0) || m.Config.Sliding(1) {
 		t.Fatalf("loaded %+v, experts %s", m.Config, m.Layers[0].ExpUp[0].Type)
 	}
-	b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KVType: quant.F32, QuantDot: "int8"})
+	b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "int8"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestGemma3MatchesLlamaCpp(t *testing.T) {
 	if c := m.Config; !c.Sliding(0) || !c.Sliding(4) || c.Sliding(5) || c.RopeThetaSWA != 10000 {
 		t.Fatalf("loaded %+v", c)
 	}
-	b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KVType: quant.F32})
+	b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KV: backend.SameKV(quant.F32)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestGptOssFloatMatchesLlamaCppLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KVType: quant.F32, QuantDot: "float"})
+	b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "float"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func synthAgainstLlamaCpp(t *testing.T, ref *llamacpp.Ref, o synth.Options, quan
 	}
 	defer m.Close()
 	check(m)
-	b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: quantDot})
+	b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: quantDot})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestRollingSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32})
+	b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,3 +100,6 @@ func iq4xsRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride
 
 //go:noescape
 func q4kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
+
+//go:noescape
+func dotQ80AVX2(w *byte, qs *int8, d *float32, nb int) float32

@@ -103,3 +103,5 @@ func q2kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 func q3kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
+
+func dotQ80AVX2(w *byte, qs *int8, d *float32, nb int) float32 { panic("no simd") }

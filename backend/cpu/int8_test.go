@@ -201,7 +201,7 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32, QuantDot: "int8"})
+		be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "int8"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +276,7 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 			continue
 		}
 		for _, qd := range []string{"auto", "int8"} {
-			b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 16, KVType: quant.F16, QuantDot: qd, Kernels: k})
+			b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 16, KV: backend.SameKV(quant.F16), QuantDot: qd, Kernels: k})
 			if err != nil {
 				t.Fatal(err)
 			}

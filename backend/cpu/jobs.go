@@ -210,6 +210,19 @@ func (j *storeJob) do(_, lo, hi int) {
 			rt.rope(c, q, c.Heads, pos)
 			rt.rope(c, k, c.KVHeads, pos)
 		}
+		if c.ScaleQ { // as llama.cpp's gemma graphs: so a block-format K meets the same q8_0 query
+			s := b.queryScale()
+			for i := range q {
+				q[i] *= s
+			}
+		}
+		if b.rotK > 0 {
+			rotate(q, b.rotK)
+			rotate(k, b.rotK)
+		}
+		if b.rotV > 0 {
+			rotate(b.vv[t*KV:(t+1)*KV], b.rotV)
+		}
 		for h := range c.KVHeads {
 			kc.put(b.kvAt(blk, h, r), b.kk[t*KV+h*hd:t*KV+(h+1)*hd])
 			vc.put(b.kvAt(blk, h, r), b.vv[t*KV+h*hd:t*KV+(h+1)*hd])

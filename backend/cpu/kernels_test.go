@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
@@ -32,10 +33,19 @@ var pureGo = &kernels{simd: false}
 
 // withSIMD runs f on kv with the assembly kernels on or off.
 func withSIMD(kv *kvLayer, on bool, f func()) {
-	saved := kv.simd
-	kv.simd = on
-	defer func() { kv.simd = saved }()
+	saved := kv.kern
+	kv.kern = pureGo
+	if on {
+		kv.kern, _ = chooseKernels("")
+	}
+	defer func() { kv.kern = saved }()
 	f()
+}
+
+// heapKV is a store of n elements of t on the Go heap, blocks of rows.
+func heapKV(t quant.DType, n, rows int, kern *kernels) kvLayer {
+	mem := make([]byte, layerBytes(t, n)+64)
+	return newKVLayer(t, unsafe.Pointer(&mem[0]), n, rows, kern)
 }
 
 func relErr(got, want float32) float64 {
@@ -140,12 +150,12 @@ func TestAttentionBlockKernels(t *testing.T) {
 			for n := 1; n <= 17; n++ {
 				stride := hd + 8*rng.IntN(3)
 				off := rng.IntN(3)
-				kv := newKVLayer(typ, off+n*stride, true)
+				kv := heapKV(typ, off+n*stride, 1, pureGo)
 				withSIMD(&kv, rng.IntN(2) == 0, func() { kv.put(0, randVec(rng, off+n*stride)) })
 				q := randVec(rng, hd)
 				want, got := make([]float32, n), make([]float32, n)
-				withSIMD(&kv, false, func() { kv.dots(q, off, stride, n, want) })
-				withSIMD(&kv, true, func() { kv.dots(q, off, stride, n, got) })
+				withSIMD(&kv, false, func() { kv.dots(q, nil, off, stride, n, want) })
+				withSIMD(&kv, true, func() { kv.dots(q, nil, off, stride, n, got) })
 				for j := range want {
 					if relErr(got[j], want[j]) > 1e-5 {
 						t.Fatalf("%v dots hd=%d n=%d [%d]: %v, want %v", typ, hd, n, j, got[j], want[j])
@@ -154,8 +164,8 @@ func TestAttentionBlockKernels(t *testing.T) {
 				p := randVec(rng, n)
 				acc1 := randVec(rng, hd)
 				acc2 := append([]float32(nil), acc1...)
-				withSIMD(&kv, false, func() { kv.accum(p, off, stride, acc1) })
-				withSIMD(&kv, true, func() { kv.accum(p, off, stride, acc2) })
+				withSIMD(&kv, false, func() { kv.accum(p, off, stride, acc1, nil) })
+				withSIMD(&kv, true, func() { kv.accum(p, off, stride, acc2, nil) })
 				for i := range acc1 {
 					if relErr(acc2[i], acc1[i]) > 1e-5 {
 						t.Fatalf("%v accum hd=%d n=%d [%d]: %v, want %v", typ, hd, n, i, acc2[i], acc1[i])
@@ -227,7 +237,8 @@ func TestF16Store(t *testing.T) {
 		src[i] *= float32(math.Pow(2, float64(rng.IntN(40)-20)))
 	}
 	src[0], src[1], src[2] = 65520, 1e-8, -6.1e-5 // overflow, underflow, subnormal
-	a, b := newKVLayer(quant.F16, len(src), false), newKVLayer(quant.F16, len(src), true)
+	simd, _ := chooseKernels("")
+	a, b := heapKV(quant.F16, len(src), 1, pureGo), heapKV(quant.F16, len(src), 1, simd)
 	a.put(0, src)
 	b.put(0, src)
 	for i := range src {

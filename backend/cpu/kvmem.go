@@ -23,13 +23,10 @@ func newKVArena(bytes int) (kvArena, error) {
 	return kvArena{mem: mem}, nil
 }
 
-// layer returns n elements of type t at byte offset off.
-func (a kvArena) layer(t quant.DType, off, n int, simd bool) kvLayer {
-	p := unsafe.Pointer(&a.mem[off])
-	if t == quant.F16 {
-		return kvLayer{f16: unsafe.Slice((*uint16)(p), n), simd: simd}
-	}
-	return kvLayer{f32: unsafe.Slice((*float32)(p), n), simd: simd}
+// layer returns n elements of type t at byte offset off, in blocks of
+// rows positions.
+func (a kvArena) layer(t quant.DType, off, n, rows int, kern *kernels) kvLayer {
+	return newKVLayer(t, unsafe.Pointer(&a.mem[off]), n, rows, kern)
 }
 
 // free unmaps the arena; no kvLayer carved from it may be used afterwards.

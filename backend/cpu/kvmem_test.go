@@ -40,7 +40,7 @@ func TestKVStoreCommitsOnUse(t *testing.T) {
 	defer m.Close()
 	blocks := (1 << 30) / (16 * m.Config.KVDim() * 4 * 2 * m.Config.Layers) // 1 GiB of F32 K and V
 	before := residentBytes(t)
-	b, err := New(m, backend.Options{NumBlocks: blocks, BlockSize: 16, KVType: quant.F32, Threads: 1})
+	b, err := New(m, backend.Options{NumBlocks: blocks, BlockSize: 16, KV: backend.SameKV(quant.F32), Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

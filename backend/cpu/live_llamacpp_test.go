@@ -56,7 +56,7 @@ func TestArchMatchesLlamaCppLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32})
+			b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestQuantMatchesLlamaCppLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KVType: quant.F32, QuantDot: "float"})
+			be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "float"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -70,12 +70,12 @@ func TestMoEQuantsMatchLlamaCppLive(t *testing.T) {
 			if m.Layers[0].ExpUp[0].Type == quant.F32 {
 				t.Fatalf("%s: the experts stayed F32", q.name)
 			}
-			float, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: "float"})
+			float, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "float"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer float.Close()
-			int8, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: "int8"})
+			int8, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "int8"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func TestMoEFamiliesMatchLlamaCppLive(t *testing.T) {
 				if m.Config.MoE.Experts != o.Experts || m.Config.MoE.SharedFFN != o.SharedFFN {
 					t.Fatalf("%s: loaded %+v", arch, m.Config.MoE)
 				}
-				b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KVType: quant.F32, QuantDot: c.mode})
+				b, err := New(m, backend.Options{NumBlocks: 32, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: c.mode})
 				if err != nil {
 					t.Fatal(err)
 				}

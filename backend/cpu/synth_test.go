@@ -66,7 +66,7 @@ func TestForwardDoesNotAllocate(t *testing.T) {
 		if quant.Lookup(dt).BlockElems > 32 {
 			kv = quant.F16
 		}
-		b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2, KVType: kv, QuantDot: c.quantDot})
+		b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2, KV: backend.SameKV(kv), QuantDot: c.quantDot})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,6 +35,7 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 		pct(float64(s.KVBlocksUsed), float64(s.KVBlocksTotal)), count(s.KVBlocksCached)),
 		fmt.Sprintf("%s resident (the rest reserved)", count(s.KVBlocksTouched)),
 		fmt.Sprintf("%s tokens a block", count(s.BlockSize)),
+		kvType(s.Plan),
 		fmt.Sprintf("prefix cache hit %.1f%% of %s prompt tokens", pct(float64(s.PrefixHits), float64(s.PrefixQueries)),
 			count(s.PrefixQueries)))
 	row("Batching", fmt.Sprintf("up to %s sequences and %s tokens a step", count(s.MaxNumSeqs), count(s.MaxNumBatchedTokens)),
@@ -190,4 +191,12 @@ func byChannel(m map[string]float64) string {
 		return "no requests in the last minute"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// kvType says how K and V are stored, and what a token of them costs.
+func kvType(p wire.Plan) string {
+	if p.KVCacheType == "" {
+		return ""
+	}
+	return fmt.Sprintf("K/V in %s (%s bytes a token)", p.KVCacheType, count(p.KVBytesPerToken))
 }

@@ -24,6 +24,14 @@ type stringsFlag []string
 func (s *stringsFlag) String() string     { return fmt.Sprint(*s) }
 func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
+// kvFlags registers the K/V type flags (llama.cpp's -ctk/-ctv are the
+// last two).
+func kvFlags(fs *flag.FlagSet, cfg *serve.LoadSpec) {
+	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16, f32, q8_0, q4_0, q5_0 or iq4_nl")
+	fs.StringVar(&cfg.KVCacheTypeK, "kv-cache-type-k", "", "K's type alone (default: --kv-cache-type)")
+	fs.StringVar(&cfg.KVCacheTypeV, "kv-cache-type-v", "", "V's type alone (default: --kv-cache-type)")
+}
+
 // engineFlags registers the flags that shape the model and engine.
 func engineFlags(fs *flag.FlagSet, cfg *serve.LoadSpec, policy, mode *string) {
 	fs.StringVar(&cfg.Model, "model", "", "model file: GGUF or llama2.c checkpoint")
@@ -33,7 +41,7 @@ func engineFlags(fs *flag.FlagSet, cfg *serve.LoadSpec, policy, mode *string) {
 	fs.IntVar(&cfg.KVBlocks, "kv-blocks", 0, "KV blocks in the pool (default: planned from memory)")
 	fs.IntVar(&cfg.Threads, "threads", 0, "CPU threads (default: all)")
 	fs.BoolVar(&cfg.NoPrefixCache, "no-prefix-cache", false, "disable prefix caching")
-	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16 or f32")
+	kvFlags(fs, cfg)
 	fs.StringVar(&cfg.QuantDot, "quant-dot", backend.DefaultQuantDot, "quantized weights: float (exact dequantization), int8 (quantized activations, as llama.cpp) or auto (prompts float, generated tokens int8)")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 0, "sequences running at once (default: from the profile)")
 	fs.IntVar(&cfg.Scheduler.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per step (default: from the profile)")

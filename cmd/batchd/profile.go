@@ -27,7 +27,7 @@ func runProfile(_ context.Context, args []string, env *runEnv) error {
 	fs.StringVar(&cfg.ProfilesDir, "profiles", "", "directory of extra hardware profiles (*.toml)")
 	fs.IntVar(&cfg.KVBlocks, "kv-blocks", 0, "requested KV blocks (clamped if they do not fit)")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 0, "requested max_num_seqs")
-	fs.StringVar(&cfg.KVCacheType, "kv-cache-type", "f16", "how K and V are stored: f16 or f32")
+	kvFlags(fs, &cfg)
 	configPath := fs.String("config", "", "config file, for server.max_connections (the connection budget)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
@@ -106,9 +106,9 @@ func printProfile(w io.Writer, det hwprofile.Detection, nvmlReason string, conns
 			fmt.Fprintf(w, "experts   %s a token: it reads %d MiB of the weights' %d MiB (every expert is counted in the weights, mapped once)\n",
 				p.Experts, p.ActiveBytes>>20, p.WeightBytes>>20)
 		}
-		fmt.Fprintf(w, "kv        %d blocks x %d tokens x %d bytes/token: %d tokens, %d MiB reserved; memory is committed "+
+		fmt.Fprintf(w, "kv        %s: %d blocks x %d tokens x %d bytes/token: %d tokens, %d MiB reserved; memory is committed "+
 			"as blocks are first used (batchctl stats: resident)\n",
-			p.KVBlocks, p.BlockSize, p.KVBytesPerToken, p.KVTokens, int64(p.KVBlocks)*int64(p.BlockSize)*int64(p.KVBytesPerToken)>>20)
+			p.KVCacheType, p.KVBlocks, p.BlockSize, p.KVBytesPerToken, p.KVTokens, int64(p.KVBlocks)*int64(p.BlockSize)*int64(p.KVBytesPerToken)>>20)
 		fmt.Fprintf(w, "limits    context %d, %d sequences at full context, max_num_seqs %d, max_num_batched_tokens %d, threads %d\n",
 			p.MaxContext, p.FullContextSeqs, p.MaxNumSeqs, p.MaxNumBatchedTokens, p.Threads)
 		for _, warning := range p.Warnings {

@@ -93,6 +93,7 @@ type ModelStats struct {
 	Waiting         int     `msgpack:"waiting" json:"waiting"`
 	KVUsage         float64 `msgpack:"kv_usage" json:"kv_usage"`
 	KVBlocksTotal   int     `msgpack:"kv_blocks_total" json:"kv_blocks_total"`
+	KVCacheType     string  `msgpack:"kv_cache_type" json:"kv_cache_type"`
 	PromptTokens    uint64  `msgpack:"prompt_tokens" json:"prompt_tokens"`
 	GeneratedTokens uint64  `msgpack:"generated_tokens" json:"generated_tokens"`
 	TokensPerSec    float64 `msgpack:"tokens_per_sec" json:"tokens_per_sec"`
@@ -123,6 +124,8 @@ type Plan struct {
 	Profile             string   `msgpack:"profile" json:"profile"`
 	KVBlocks            int      `msgpack:"kv_blocks" json:"kv_blocks"`
 	BlockSize           int      `msgpack:"block_size" json:"block_size"`
+	KVCacheType         string   `msgpack:"kv_cache_type" json:"kv_cache_type"` // "q8_0", or "q8_0/q4_0" (K/V)
+	KVBytesPerToken     int      `msgpack:"kv_bytes_per_token" json:"kv_bytes_per_token"`
 	MaxContext          int      `msgpack:"max_context" json:"max_context"`
 	MaxNumSeqs          int      `msgpack:"max_num_seqs" json:"max_num_seqs"`
 	MaxNumBatchedTokens int      `msgpack:"max_num_batched_tokens" json:"max_num_batched_tokens"`

@@ -59,7 +59,7 @@ func run() error {
 	steps := flag.Int("steps", 16, "decode steps timed per batch size")
 	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
 	family := flag.String("kernels", "", "kernels: avx512, avx2 or go (default: the best this CPU has)")
-	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16 or f32")
+	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16, f32, q8_0, q4_0, q5_0, iq4_nl, or K/V (q8_0/q4_0)")
 	quantDot := flag.String("quant-dot", backend.DefaultQuantDot, "quantized weights: auto (the daemon's default: prompts float, generated tokens int8), float (exact dequantization) or int8 (quantized activations)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -95,11 +95,12 @@ func run() error {
 	}
 	const blockSize = 16
 	perSeq := (max(*prefill, *ctxLen+*steps+1) + blockSize) / blockSize
-	kvType, err := backend.ParseKVType(*kvName)
+	kn, vn, _ := strings.Cut(*kvName, "/")
+	kvType, err := backend.ParseKV(kn, "", vn)
 	if err != nil {
 		return err
 	}
-	cpu, err := cpu.New(m, backend.Options{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads, KVType: kvType,
+	cpu, err := cpu.New(m, backend.Options{NumBlocks: perSeq * maxB, BlockSize: blockSize, Threads: *threads, KV: kvType,
 		Kernels: *family, QuantDot: *quantDot})
 	if err != nil {
 		return err

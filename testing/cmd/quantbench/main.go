@@ -72,6 +72,8 @@ func run() error {
 	isa := flag.String("isa", "", `"" the best this CPU has; avx2: AVX-512 off on both sides`)
 	out := flag.String("dir", "build/quantbench", "where the quantized files go")
 	files := flag.String("files", "", "measure these GGUF files as they are (comma-separated) instead of quantizing --f32")
+	kvTypes := flag.String("kv", "f16", "K/V types to measure, comma-separated (f16, q8_0, q4_0, q8_0/q4_0, ...): llama.cpp runs each with -ctk/-ctv")
+	kvCtx := flag.Int("kv-context", 128, "tokens of KV each sequence holds when its decode is timed")
 	quantDots := flag.String("quant-dot", backend.DefaultQuantDot, "batchd's quantized matmul modes to measure, comma-separated: auto (the daemon's default), float, int8")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -132,50 +134,60 @@ func run() error {
 				}
 			}
 		}
-		roof := make([]roofline, len(modes))
-		byMode := make([][]*measure, len(modes))
-		for i := range modes {
-			byMode[i] = []*measure{{name: "pp512 tok/s"}}
-			for _, b := range bs {
-				byMode[i] = append(byMode[i], &measure{name: fmt.Sprintf("decode at %d tok/s", b)})
-			}
-		}
-		for range *rounds {
-			llcp, err := llamaCpp(ref, file, *threads, bs)
+		for _, kvName := range strings.Split(*kvTypes, ",") {
+			kv, err := parseKV(kvName)
 			if err != nil {
 				return err
 			}
-			for mi, mode := range modes {
-				for i, m := range byMode[mi] {
-					m.llcp = append(m.llcp, llcp[i])
+			label := f
+			if kvName != "f16" {
+				label += " kv " + kvName
+			}
+			roof := make([]roofline, len(modes))
+			byMode := make([][]*measure, len(modes))
+			for i := range modes {
+				byMode[i] = []*measure{{name: "pp512 tok/s"}}
+				for _, b := range bs {
+					byMode[i] = append(byMode[i], &measure{name: fmt.Sprintf("decode at %d tok/s", b)})
 				}
-				if err := batchd(kb, file, mode, kernels, *threads, bs, byMode[mi], &roof[mi]); err != nil {
+			}
+			for range *rounds {
+				llcp, err := llamaCpp(ref, file, *threads, bs, kv, *kvCtx)
+				if err != nil {
 					return err
 				}
+				for mi, mode := range modes {
+					for i, m := range byMode[mi] {
+						m.llcp = append(m.llcp, llcp[i])
+					}
+					if err := batchd(kb, file, mode, kernels, *threads, bs, byMode[mi], &roof[mi], kvName, *kvCtx); err != nil {
+						return err
+					}
+				}
 			}
-		}
-		for i := range byMode[0] {
+			for i := range byMode[0] {
+				for mi, mode := range modes {
+					m := byMode[mi][i]
+					var ratios []string
+					var rs []float64
+					for j := range m.batchd {
+						r := m.batchd[j] / m.llcp[j]
+						rs = append(rs, r)
+						ratios = append(ratios, fmt.Sprintf("x%.2f", r))
+					}
+					touched := ""
+					if len(m.touched) > 0 {
+						touched = fmt.Sprintf("%.1f of %d", median(m.touched), roof[mi].experts)
+					}
+					fmt.Printf("| %s | %s | %s | %.0f | %.0f | %s | x%.2f | %s |\n", label, m.name, mode, median(m.llcp), median(m.batchd),
+						strings.Join(ratios, " "), median(rs), touched)
+				}
+			}
 			for mi, mode := range modes {
-				m := byMode[mi][i]
-				var ratios []string
-				var rs []float64
-				for j := range m.batchd {
-					r := m.batchd[j] / m.llcp[j]
-					rs = append(rs, r)
-					ratios = append(ratios, fmt.Sprintf("x%.2f", r))
-				}
-				touched := ""
-				if len(m.touched) > 0 {
-					touched = fmt.Sprintf("%.1f of %d", median(m.touched), roof[mi].experts)
-				}
-				fmt.Printf("| %s | %s | %s | %.0f | %.0f | %s | x%.2f | %s |\n", f, m.name, mode, median(m.llcp), median(m.batchd),
-					strings.Join(ratios, " "), median(rs), touched)
+				r := roof[mi]
+				roofs = append(roofs, fmt.Sprintf("%s, %s: batch-1 decode reads %.1f MiB a token; at %.0f GB/s read bandwidth (median) that is %.0f%% of the roofline (rounds %s)",
+					label, mode, float64(r.active)/(1<<20), median(r.bwGBs), 100*median(r.frac), percents(r.frac)))
 			}
-		}
-		for mi, mode := range modes {
-			r := roof[mi]
-			roofs = append(roofs, fmt.Sprintf("%s, %s: batch-1 decode reads %.1f MiB a token; at %.0f GB/s read bandwidth (median) that is %.0f%% of the roofline (rounds %s)",
-				f, mode, float64(r.active)/(1<<20), median(r.bwGBs), 100*median(r.frac), percents(r.frac)))
 		}
 	}
 	fmt.Println()
@@ -195,11 +207,14 @@ func percents(v []float64) string {
 
 // llamaCpp measures the file in llama.cpp: pp512, then decode at each
 // batch size after 128 tokens of KV per sequence, inside llama_decode.
-func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int) ([]float64, error) {
+func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int, kv backend.KVTypes, kvCtx int) ([]float64, error) {
 	if _, err := ref.LoadModel(file, false); err != nil {
 		return nil, err
 	}
-	defaults := llamacpp.ContextOptions{TypeK: llamacpp.F16, TypeV: llamacpp.F16, Flash: llamacpp.FlashAuto, Threads: threads}
+	defaults := llamacpp.ContextOptions{TypeK: int(kv.K), TypeV: int(kv.V), Flash: llamacpp.FlashAuto, Threads: threads}
+	if kv.Quantized() {
+		defaults.Flash = llamacpp.FlashOn
+	}
 	c := defaults
 	c.Ctx, c.Batch = 1024, 512
 	if err := ref.Context(c); err != nil {
@@ -212,11 +227,11 @@ func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int) ([]float64,
 	out := []float64{512 / slices.Min(pp)}
 	for _, b := range bs {
 		c := defaults
-		c.Ctx, c.Batch, c.Seqs = b*(128+64), 512, b
+		c.Ctx, c.Batch, c.Seqs = b*(kvCtx+64), 512, b
 		if err := ref.Context(c); err != nil {
 			return nil, err
 		}
-		g, err := ref.BenchGenerate(b, 128, 64)
+		g, err := ref.BenchGenerate(b, kvCtx, 64)
 		if err != nil {
 			return nil, err
 		}
@@ -227,13 +242,13 @@ func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int) ([]float64,
 
 // batchd runs kernelbench: prefill of 512 and decode at each batch size
 // (KV of 128 tokens).
-func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure, roof *roofline) error {
+func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure, roof *roofline, kv string, kvCtx int) error {
 	var names []string
 	for _, b := range bs {
 		names = append(names, strconv.Itoa(b))
 	}
 	args := []string{"--model", file, "--threads", strconv.Itoa(threads), "--batches", strings.Join(names, ","),
-		"--quant-dot", mode, "--json"}
+		"--quant-dot", mode, "--kv-cache-type", kv, "--context", strconv.Itoa(kvCtx), "--json"}
 	if kernels != "" {
 		args = append(args, "--kernels", kernels)
 	}
@@ -296,4 +311,10 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// parseKV reads "q8_0" (K and V) or "q8_0/q4_0" (K/V).
+func parseKV(s string) (backend.KVTypes, error) {
+	k, v, _ := strings.Cut(s, "/")
+	return backend.ParseKV(k, "", v)
 }
