@@ -19,6 +19,7 @@ type attnJob struct {
 	scores4 [][]float32 // per share, four queries' scores
 	qa      []q8Acts    // per share, the query quantized for a block-format K
 	vbuf    [][]float32 // per share, a KV block's V rows dequantized
+	q4      [][]float32 // per share, four queries' head rows (fourQ)
 	// groups[g] is the first token of query group g (groups[g+1] ends it):
 	// four consecutive positions of one sequence, or a single token.
 	groups []int32
@@ -26,16 +27,22 @@ type attnJob struct {
 
 // attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
 // over positions 0..pos of the token's own sequence (0..its last with
-// NonCausal: bidirectional, an encoder's), read through its block table. Runs of four consecutive prompt tokens go through the four-query
-// kernels, which give each query the bits the one-query path gives it.
+// NonCausal: bidirectional, an encoder's), read through its block table.
+// Runs of four consecutive prompt tokens go through the four-query kernels
+// (F16 K and V, or a block-format K with VNNI: fourQ), which give each
+// query the bits the one-query path gives it.
 func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	j := &b.attn
 	j.b, j.l, j.batch = b, l, batch
 	for len(j.scores) < b.pool.n {
 		j.scores, j.scores4 = append(j.scores, nil), append(j.scores4, nil)
 		j.qa, j.vbuf = append(j.qa, q8Acts{}), append(j.vbuf, make([]float32, b.blockSize*b.c.HeadDim))
+		j.q4 = append(j.q4, make([]float32, 4*b.c.HeadDim))
 	}
-	quad := b.kern.attn4 && b.k[l].f16 != nil && b.v[l].f16 != nil && b.c.HeadDim%64 == 0 && !b.c.Sliding(l) && !b.c.NonCausal
+	kc, vc := b.k[l], b.v[l]
+	quadF16 := b.kern.attn4 && kc.f16 != nil && vc.f16 != nil && b.c.HeadDim%64 == 0
+	quadQ := b.kern.vnni && kc.q != nil && b.blockSize%16 == 0
+	quad := (quadF16 || quadQ) && !b.c.Sliding(l) && !b.c.NonCausal
 	j.groups = j.groups[:0]
 	for t := 0; t < n; {
 		j.groups = append(j.groups, int32(t))
@@ -63,7 +70,11 @@ func (j *attnJob) do(share, lo, hi int) {
 		g, h := i/heads, i%heads
 		t0, t1 := int(j.groups[g]), int(j.groups[g+1])
 		if t1-t0 == 4 {
-			j.four(share, t0, h)
+			if j.b.k[j.l].q != nil {
+				j.fourQ(share, t0, h)
+			} else {
+				j.four(share, t0, h)
+			}
 			continue
 		}
 		for t := t0; t < t1; t++ {

@@ -102,10 +102,7 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
 	for b := range n * cols / q8Block {
 		v := x[b*q8Block : (b+1)*q8Block]
-		var amax float32
-		for _, f := range v {
-			amax = max(amax, float32(math.Abs(float64(f))))
-		}
+		amax := absMax(v)
 		a.d[b] = quant.F16ToF32(quant.F32ToF16(amax / 127))
 		var id float32
 		if amax != 0 {
@@ -113,7 +110,7 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		}
 		q := a.qs[b*q8Block : (b+1)*q8Block]
 		for i, f := range v {
-			q[i] = int8(math.RoundToEven(float64(f * id)))
+			q[i] = int8(roundEven(f * id))
 		}
 		var sum int32
 		for l := range 8 {
@@ -122,6 +119,23 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		}
 		a.nsum[b] = -sum
 	}
+}
+
+// absMax is the largest magnitude in x.
+func absMax(x []float32) float32 {
+	var m float32
+	for _, v := range x {
+		m = max(m, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
+	}
+	return m
+}
+
+// roundEven rounds y (|y| < 2^22) to the nearest integer, ties to even, in
+// float32 as the SIMD quantizers' round does: adding and taking away 1.5
+// x 2^23 leaves no fraction bits, so the add rounds.
+func roundEven(y float32) int32 {
+	const magic = 12582912
+	return int32((y + magic) - magic)
 }
 
 // hsum8 adds eight lanes in the order the kernels fold them.

@@ -103,3 +103,6 @@ func q4kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 
 //go:noescape
 func dotQ80AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32)

@@ -49,3 +49,105 @@ q80d_done:
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// QV8 widens the eight int8 values at off(R12) and adds p (Y8) times
+// them times the block's scale (d, a Y register) into acc: as the V row's
+// dequantized values (d*q, rounded) then ggml's vec_mad (a fused add).
+#define QV8(off, d, t, acc) \
+	VPMOVSXBD   off(R12), t \
+	VCVTDQ2PS   t, t        \
+	VMULPS      d, t, t     \
+	VFMADD231PS t, Y8, acc
+
+// func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32)
+// out += sum_j p[j] * row j for n Q8_0 rows of hd values rb bytes apart,
+// the attention's V of one KV block without a dequantized copy: each row's
+// values are d*q (as quant's dequantization rounds them), fused-added as
+// the float32 kernel adds them. 64 columns (two blocks) at a time, then 32.
+TEXT ·attnAccumQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ rb+16(FP), BX
+	MOVQ hd+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	XORQ AX, AX
+	XORQ R14, R14
+
+accq_chunk64:
+	LEAQ 64(AX), R10
+	CMPQ R10, R9
+	JGT  accq_chunk32
+	VMOVUPS (DX)(AX*4), Y0
+	VMOVUPS 32(DX)(AX*4), Y1
+	VMOVUPS 64(DX)(AX*4), Y2
+	VMOVUPS 96(DX)(AX*4), Y3
+	VMOVUPS 128(DX)(AX*4), Y4
+	VMOVUPS 160(DX)(AX*4), Y5
+	VMOVUPS 192(DX)(AX*4), Y6
+	VMOVUPS 224(DX)(AX*4), Y7
+	MOVQ DI, R11
+	LEAQ (SI)(R14*1), R12
+	MOVQ CX, R13
+
+accq64_loop:
+	VBROADCASTSS (R11), Y8
+	VPBROADCASTW (R12), X13
+	VCVTPH2PS    X13, Y13
+	VPBROADCASTW 34(R12), X14
+	VCVTPH2PS    X14, Y14
+	QV8(2, Y13, Y9, Y0)
+	QV8(10, Y13, Y10, Y1)
+	QV8(18, Y13, Y11, Y2)
+	QV8(26, Y13, Y12, Y3)
+	QV8(36, Y14, Y9, Y4)
+	QV8(44, Y14, Y10, Y5)
+	QV8(52, Y14, Y11, Y6)
+	QV8(60, Y14, Y12, Y7)
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  accq64_loop
+	VMOVUPS Y0, (DX)(AX*4)
+	VMOVUPS Y1, 32(DX)(AX*4)
+	VMOVUPS Y2, 64(DX)(AX*4)
+	VMOVUPS Y3, 96(DX)(AX*4)
+	VMOVUPS Y4, 128(DX)(AX*4)
+	VMOVUPS Y5, 160(DX)(AX*4)
+	VMOVUPS Y6, 192(DX)(AX*4)
+	VMOVUPS Y7, 224(DX)(AX*4)
+	MOVQ R10, AX
+	ADDQ $68, R14
+	JMP  accq_chunk64
+
+accq_chunk32:
+	CMPQ AX, R9
+	JGE  accq_done
+	VMOVUPS (DX)(AX*4), Y0
+	VMOVUPS 32(DX)(AX*4), Y1
+	VMOVUPS 64(DX)(AX*4), Y2
+	VMOVUPS 96(DX)(AX*4), Y3
+	MOVQ DI, R11
+	LEAQ (SI)(R14*1), R12
+	MOVQ CX, R13
+
+accq32_loop:
+	VBROADCASTSS (R11), Y8
+	VPBROADCASTW (R12), X13
+	VCVTPH2PS    X13, Y13
+	QV8(2, Y13, Y9, Y0)
+	QV8(10, Y13, Y10, Y1)
+	QV8(18, Y13, Y11, Y2)
+	QV8(26, Y13, Y12, Y3)
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  accq32_loop
+	VMOVUPS Y0, (DX)(AX*4)
+	VMOVUPS Y1, 32(DX)(AX*4)
+	VMOVUPS Y2, 64(DX)(AX*4)
+	VMOVUPS Y3, 96(DX)(AX*4)
+
+accq_done:
+	VZEROUPPER
+	RET

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"unsafe"
@@ -91,10 +90,7 @@ func (s kvLayer) put(off int, src []float32) {
 func quantizeQ8KV(src []float32, dst []byte) {
 	for b := range len(src) / 32 {
 		x, out := src[b*32:(b+1)*32], dst[b*34:(b+1)*34]
-		var amax float32
-		for _, v := range x {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
+		amax := absMax(x)
 		h := quant.F32ToF16(amax / 127)
 		out[0], out[1] = byte(h), byte(h>>8)
 		var id float32
@@ -102,7 +98,7 @@ func quantizeQ8KV(src []float32, dst []byte) {
 			id = 127 / amax
 		}
 		for i, v := range x {
-			out[2+i] = byte(int8(math.RoundToEven(float64(v * id))))
+			out[2+i] = byte(int8(roundEven(v * id)))
 		}
 	}
 }
@@ -148,12 +144,15 @@ func (s kvLayer) dots(q []float32, qa *q8Acts, off, stride, n int, out []float32
 }
 
 // accum adds sum_j p[j] * row j to out, rows laid out as for dots. A block
-// format's rows are dequantized into buf (as ggml's flash attention
-// dequantizes V's rows) a KV block at a time, then accumulated as float32.
+// format's rows are dequantized (as ggml's flash attention dequantizes V's
+// rows) and accumulated as float32: Q8_0's in one kernel, the others
+// through buf a KV block at a time.
 func (s kvLayer) accum(p []float32, off, stride int, out, buf []float32) {
 	hd, n := len(out), len(p)
 	end := off + (n-1)*stride + hd
 	switch {
+	case s.q != nil && s.t == quant.Q8_0 && s.kern.simd:
+		attnAccumQ8AVX2(&p[0], &s.q[off/32*s.bb], stride/32*s.bb, hd, n, &out[0])
 	case s.q != nil:
 		v := buf[:end-off]
 		s.dequant(off, v)
