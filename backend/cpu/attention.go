@@ -162,7 +162,7 @@ func (j *attnJob) one(share, t, h int) {
 		out[k] *= inv
 	}
 	if b.rotV > 0 {
-		rotate(out, b.rotV) // back: the rotation is its own inverse
+		rotate(out, b.rotV, b.kern.simd) // back: the rotation is its own inverse
 	}
 }
 

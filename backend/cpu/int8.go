@@ -121,13 +121,16 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 	}
 }
 
-// absMax is the largest magnitude in x.
+// absMax is the largest magnitude in x, compared as bits: with the sign
+// cleared a float's bits order as it does (a NaN's above every number).
 func absMax(x []float32) float32 {
-	var m float32
+	var m uint32
 	for _, v := range x {
-		m = max(m, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
+		if a := math.Float32bits(v) &^ (1 << 31); a > m {
+			m = a
+		}
 	}
-	return m
+	return math.Float32frombits(m)
 }
 
 // roundEven rounds y (|y| < 2^22) to the nearest integer, ties to even, in

@@ -106,3 +106,6 @@ func dotQ80AVX2(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
 func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32)
+
+//go:noescape
+func fwht64AVX2(x *float32, scale float32)

@@ -107,3 +107,5 @@ func q3kRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, 
 func dotQ80AVX2(w *byte, qs *int8, d *float32, nb int) float32 { panic("no simd") }
 
 func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32) { panic("no simd") }
+
+func fwht64AVX2(x *float32, scale float32) { panic("no simd") }

@@ -217,11 +217,11 @@ func (j *storeJob) do(_, lo, hi int) {
 			}
 		}
 		if b.rotK > 0 {
-			rotate(q, b.rotK)
-			rotate(k, b.rotK)
+			rotate(q, b.rotK, b.kern.simd)
+			rotate(k, b.rotK, b.kern.simd)
 		}
 		if b.rotV > 0 {
-			rotate(b.vv[t*KV:(t+1)*KV], b.rotV)
+			rotate(b.vv[t*KV:(t+1)*KV], b.rotV, b.kern.simd)
 		}
 		for h := range c.KVHeads {
 			kc.put(b.kvAt(blk, h, r), b.kk[t*KV+h*hd:t*KV+(h+1)*hd])

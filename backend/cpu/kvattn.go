@@ -57,7 +57,7 @@ func (j *attnJob) fourQ(share, t0, h int) {
 			out[k] *= inv
 		}
 		if b.rotV > 0 {
-			rotate(out, b.rotV)
+			rotate(out, b.rotV, b.kern.simd)
 		}
 	}
 }

@@ -34,23 +34,40 @@ func kvRotations(kv backend.KVTypes, hd int) (rotK, rotV int) {
 
 func quantizedKV(t quant.DType) bool { return t != quant.F32 && t != quant.F16 }
 
-// rotate multiplies each n values of x (n a power of two) by the n x n
-// Walsh-Hadamard matrix scaled by 1/sqrt(n), as ggml's fast transform
-// computes it: the values scaled first, then the butterflies (u+v, u-v)
-// from pairs one apart to pairs n/2 apart, each rounded to float32.
-func rotate(x []float32, n int) {
+// rotate multiplies each n values of x (n a power of two, 64 or more) by
+// the n x n Walsh-Hadamard matrix scaled by 1/sqrt(n), as ggml's fast
+// transform computes it: the values scaled first, then the butterflies
+// (u+v, u-v) from pairs one apart to pairs n/2 apart, each rounded to
+// float32. With SIMD, each 64 values' scaling and first six passes run in
+// one kernel (fwht64AVX2), the same operations on the same values.
+func rotate(x []float32, n int, simd bool) {
 	scale := 1 / float32(math.Sqrt(float64(n)))
+	if simd {
+		for c := 0; c < len(x); c += n {
+			r := x[c : c+n]
+			for s := 0; s < n; s += 64 {
+				fwht64AVX2(&r[s], scale)
+			}
+			butterflies(r, 64)
+		}
+		return
+	}
 	for i := range x {
 		x[i] *= scale
 	}
 	for c := 0; c < len(x); c += n {
-		r := x[c : c+n]
-		for l := 1; l < n; l <<= 1 {
-			for i := 0; i < n; i += 2 * l {
-				for j := i; j < i+l; j++ {
-					u, v := r[j], r[j+l]
-					r[j], r[j+l] = u+v, u-v
-				}
+		butterflies(x[c:c+n], 1)
+	}
+}
+
+// butterflies runs the passes of pairs from apart to len(r)/2 apart.
+func butterflies(r []float32, from int) {
+	n := len(r)
+	for l := from; l < n; l <<= 1 {
+		for i := 0; i < n; i += 2 * l {
+			for j := i; j < i+l; j++ {
+				u, v := r[j], r[j+l]
+				r[j], r[j+l] = u+v, u-v
 			}
 		}
 	}

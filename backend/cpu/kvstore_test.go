@@ -70,3 +70,29 @@ func TestRoundEven(t *testing.T) {
 		}
 	}
 }
+
+// TestRotateMatchesGo: the SIMD transform gives the Go loops' bits, and
+// is its own inverse to rounding.
+func TestRotateMatchesGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no SIMD kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{64, 128, 256} {
+		x := randVec(rng, 3*n)
+		a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+		rotate(a, n, false)
+		rotate(b, n, true)
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("n %d [%d]: simd %v, go %v", n, i, b[i], a[i])
+			}
+		}
+		rotate(b, n, true)
+		for i := range x {
+			if math.Abs(float64(b[i]-x[i])) > 1e-5 {
+				t.Fatalf("n %d [%d]: twice %v, was %v", n, i, b[i], x[i])
+			}
+		}
+	}
+}
