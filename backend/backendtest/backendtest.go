@@ -51,6 +51,9 @@ func Run(t *testing.T, open Open) {
 	// K and V in block formats (a head of 64, so rotated as llama.cpp does).
 	for _, kv := range []backend.KVTypes{backend.SameKV(quant.Q8_0), {K: quant.Q4_0, V: quant.Q8_0}, {K: quant.Q5_0, V: quant.IQ4_NL}} {
 		t.Run("batch-invariance/kv/"+kv.String(), func(t *testing.T) { kvInvariance(t, open, kv) })
+		t.Run("verify-rows/kv/"+kv.String(), func(t *testing.T) {
+			verifyRowsOn(t, open, kvModel(t), backend.Options{NumBlocks: 16, BlockSize: 16, KV: kv, QuantDot: "auto"})
+		})
 	}
 	t.Run("block-isolation", func(t *testing.T) { blockIsolation(t, open) })
 	t.Run("bad-batches", func(t *testing.T) { badBatches(t, open) })
@@ -152,17 +155,24 @@ func BatchInvariance(t *testing.T, open Open, m *model.Model) {
 	}
 }
 
-// kvInvariance: with K and V stored as kv, a sequence's logits over a
-// 40-token prompt and four decode steps are bit-identical alone and
-// chunked beside nine others, its blocks elsewhere in the pool.
-func kvInvariance(t *testing.T, open Open, kv backend.KVTypes) {
+// kvModel is a model with heads of 64, which block formats fit (and which
+// llama.cpp's rotation turns).
+func kvModel(t *testing.T) *model.Model {
 	path, _ := synth.WriteFile(t, synth.Options{Dim: 128, Layers: 2, Heads: 2, KVHeads: 1, FFN: 96, Vocab: 300,
 		Context: 256, DType: quant.F32, Seed: 13})
 	m, err := model.Load(path, model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// kvInvariance: with K and V stored as kv, a sequence's logits over a
+// 40-token prompt and four decode steps are bit-identical alone and
+// chunked beside nine others, its blocks elsewhere in the pool.
+func kvInvariance(t *testing.T, open Open, kv backend.KVTypes) {
+	m := kvModel(t)
 	toks := make([]int, 44)
 	for i := range toks {
 		toks[i] = 1 + (i*37)%299
@@ -208,10 +218,13 @@ func kvInvariance(t *testing.T, open Open, kv backend.KVTypes) {
 // row, the bits a plain decode of each token gives (what makes speculative
 // verification exact), under either role of QuantDot.
 func verifyRows(t *testing.T, open Open, dt quant.DType, quantDot string) {
-	m := synthModel(t, dt)
+	verifyRowsOn(t, open, synthModel(t, dt), backend.Options{NumBlocks: 16, BlockSize: 4, KV: backend.SameKV(quant.F16), QuantDot: quantDot})
+}
+
+// verifyRowsOn is verifyRows on model m with the backend options o.
+func verifyRowsOn(t *testing.T, open Open, m *model.Model, o backend.Options) {
 	toks := []int{1, 17, 42, 280, 5, 99, 33, 7, 250, 3}
 	const promptLen = 6
-	o := backend.Options{NumBlocks: 16, BlockSize: 4, KV: backend.SameKV(quant.F16), QuantDot: quantDot}
 	blocks := []int{3, 9, 1}
 	plain := start(t, open, m, o)
 	var want [][]float32

@@ -109,3 +109,6 @@ func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32)
 
 //go:noescape
 func fwht64AVX2(x *float32, scale float32)
+
+//go:noescape
+func attnAccumQ4AVX2(p *float32, v *byte, rb, hd, n int, out *float32)

@@ -109,3 +109,5 @@ func dotQ80AVX2(w *byte, qs *int8, d *float32, nb int) float32 { panic("no simd"
 func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32) { panic("no simd") }
 
 func fwht64AVX2(x *float32, scale float32) { panic("no simd") }
+
+func attnAccumQ4AVX2(p *float32, v *byte, rb, hd, n int, out *float32) { panic("no simd") }

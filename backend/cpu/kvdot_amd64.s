@@ -151,3 +151,111 @@ accq32_loop:
 accq_done:
 	VZEROUPPER
 	RET
+
+// Q4V8 adds p (Y8) times eight Q4_0 values (the low eight nibbles of
+// src, less 8, times the block's scale d) into acc. Y11: eight 8s.
+#define Q4V8(src, d, acc) \
+	VPMOVZXBD   src, Y14    \
+	VPSUBD      Y11, Y14, Y14 \
+	VCVTDQ2PS   Y14, Y14    \
+	VMULPS      d, Y14, Y14 \
+	VFMADD231PS Y14, Y8, acc
+
+// Q4BLK adds p times a Q4_0 block's 32 values (at off(R12)) into a0-a3:
+// values 0-15 are its bytes' low nibbles, 16-31 their high ones. X12: the
+// nibble mask.
+#define Q4BLK(off, a0, a1, a2, a3) \
+	VPBROADCASTW off(R12), X13     \
+	VCVTPH2PS    X13, Y13          \
+	VMOVDQU      off+2(R12), X9    \
+	VPAND        X12, X9, X10      \
+	VPSRLW       $4, X9, X9        \
+	VPAND        X12, X9, X9       \
+	Q4V8(X10, Y13, a0)             \
+	VPSRLDQ      $8, X10, X10      \
+	Q4V8(X10, Y13, a1)             \
+	Q4V8(X9, Y13, a2)              \
+	VPSRLDQ      $8, X9, X9        \
+	Q4V8(X9, Y13, a3)
+
+// func attnAccumQ4AVX2(p *float32, v *byte, rb, hd, n int, out *float32)
+// attnAccumQ8AVX2 for Q4_0 rows: each value (q-8)*d as quant's
+// dequantization rounds it, fused-added as the float32 kernel adds it.
+TEXT ·attnAccumQ4AVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ rb+16(FP), BX
+	MOVQ hd+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, X12
+	MOVL $8, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+	XORQ AX, AX
+	XORQ R14, R14
+
+acc4_chunk64:
+	LEAQ 64(AX), R10
+	CMPQ R10, R9
+	JGT  acc4_chunk32
+	VMOVUPS (DX)(AX*4), Y0
+	VMOVUPS 32(DX)(AX*4), Y1
+	VMOVUPS 64(DX)(AX*4), Y2
+	VMOVUPS 96(DX)(AX*4), Y3
+	VMOVUPS 128(DX)(AX*4), Y4
+	VMOVUPS 160(DX)(AX*4), Y5
+	VMOVUPS 192(DX)(AX*4), Y6
+	VMOVUPS 224(DX)(AX*4), Y7
+	MOVQ DI, R11
+	LEAQ (SI)(R14*1), R12
+	MOVQ CX, R13
+
+acc464_loop:
+	VBROADCASTSS (R11), Y8
+	Q4BLK(0, Y0, Y1, Y2, Y3)
+	Q4BLK(18, Y4, Y5, Y6, Y7)
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  acc464_loop
+	VMOVUPS Y0, (DX)(AX*4)
+	VMOVUPS Y1, 32(DX)(AX*4)
+	VMOVUPS Y2, 64(DX)(AX*4)
+	VMOVUPS Y3, 96(DX)(AX*4)
+	VMOVUPS Y4, 128(DX)(AX*4)
+	VMOVUPS Y5, 160(DX)(AX*4)
+	VMOVUPS Y6, 192(DX)(AX*4)
+	VMOVUPS Y7, 224(DX)(AX*4)
+	MOVQ R10, AX
+	ADDQ $36, R14
+	JMP  acc4_chunk64
+
+acc4_chunk32:
+	CMPQ AX, R9
+	JGE  acc4_done
+	VMOVUPS (DX)(AX*4), Y0
+	VMOVUPS 32(DX)(AX*4), Y1
+	VMOVUPS 64(DX)(AX*4), Y2
+	VMOVUPS 96(DX)(AX*4), Y3
+	MOVQ DI, R11
+	LEAQ (SI)(R14*1), R12
+	MOVQ CX, R13
+
+acc432_loop:
+	VBROADCASTSS (R11), Y8
+	Q4BLK(0, Y0, Y1, Y2, Y3)
+	ADDQ $4, R11
+	ADDQ BX, R12
+	DECQ R13
+	JNZ  acc432_loop
+	VMOVUPS Y0, (DX)(AX*4)
+	VMOVUPS Y1, 32(DX)(AX*4)
+	VMOVUPS Y2, 64(DX)(AX*4)
+	VMOVUPS Y3, 96(DX)(AX*4)
+
+acc4_done:
+	VZEROUPPER
+	RET

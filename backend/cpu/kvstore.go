@@ -145,14 +145,16 @@ func (s kvLayer) dots(q []float32, qa *q8Acts, off, stride, n int, out []float32
 
 // accum adds sum_j p[j] * row j to out, rows laid out as for dots. A block
 // format's rows are dequantized (as ggml's flash attention dequantizes V's
-// rows) and accumulated as float32: Q8_0's in one kernel, the others
-// through buf a KV block at a time.
+// rows) and accumulated as float32: Q8_0's and Q4_0's in one kernel, the
+// others through buf a KV block at a time.
 func (s kvLayer) accum(p []float32, off, stride int, out, buf []float32) {
 	hd, n := len(out), len(p)
 	end := off + (n-1)*stride + hd
 	switch {
 	case s.q != nil && s.t == quant.Q8_0 && s.kern.simd:
 		attnAccumQ8AVX2(&p[0], &s.q[off/32*s.bb], stride/32*s.bb, hd, n, &out[0])
+	case s.q != nil && s.t == quant.Q4_0 && s.kern.simd:
+		attnAccumQ4AVX2(&p[0], &s.q[off/32*s.bb], stride/32*s.bb, hd, n, &out[0])
 	case s.q != nil:
 		v := buf[:end-off]
 		s.dequant(off, v)

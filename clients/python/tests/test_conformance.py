@@ -136,6 +136,7 @@ def test_stats_and_health_are_typed(synth_daemon):
         s = c.stats()
         assert isinstance(s, batchd.Stats) and isinstance(s.ttft, batchd.Dist) and isinstance(s.plan, batchd.Plan)
         assert s.kv_blocks_total > 0 and s.submitted >= 1 and s["running"] == s.running
+        assert s.plan.kv_cache_type in ("f16", "f32") and s.plan.kv_bytes_per_token > 0
         h = c.health()
         assert isinstance(h, batchd.Health) and h.state == "ready" and h.model.context == 256
         # The tests run as root, an admin: an explicit reload runs, and this

@@ -57,6 +57,8 @@ class Plan(_Mapping):
     profile: str = ""
     kv_blocks: int = 0
     block_size: int = 0
+    kv_cache_type: str = ""
+    kv_bytes_per_token: int = 0
     max_context: int = 0
     max_num_seqs: int = 0
     max_num_batched_tokens: int = 0
