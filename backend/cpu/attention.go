@@ -203,13 +203,7 @@ func (j *attnJob) four(share, t0, h int) {
 	b, c := j.b, j.b.c
 	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
 	span := bs * hd
-	p0 := b.tokPos[t0]
-	blocks := j.batch.Seqs[b.tokSeq[t0]].Blocks[:(p0+3)/bs+1]
-	stride := p0 + 4
-	if cap(j.scores4[share]) < 4*stride {
-		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, c.Context+4))
-	}
-	buf := j.scores4[share][:4*stride]
+	p0, blocks, stride, buf := j.quad(share, t0)
 	kc, vc := b.k[j.l], b.v[j.l]
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
 	row := func(p int) int { return at(p/bs) + p%bs*hd } // position p's K or V row
@@ -256,6 +250,19 @@ func (j *attnJob) four(share, t0, h int) {
 			out[k] *= inv
 		}
 	}
+}
+
+// quad is a run of four queries' setting: the first one's position, the
+// blocks the last one sees, and the share's score rows (stride apart).
+func (j *attnJob) quad(share, t0 int) (p0 int, blocks []int, stride int, buf []float32) {
+	b := j.b
+	p0 = b.tokPos[t0]
+	blocks = j.batch.Seqs[b.tokSeq[t0]].Blocks[:(p0+3)/b.blockSize+1]
+	stride = p0 + 4
+	if cap(j.scores4[share]) < 4*stride {
+		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, b.c.Context+4))
+	}
+	return p0, blocks, stride, j.scores4[share][:4*stride]
 }
 
 // expConsts are the constants of EXP_Y0 (exp_amd64.h), each repeated across a vector:

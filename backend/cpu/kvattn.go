@@ -9,13 +9,7 @@ package cpu
 func (j *attnJob) fourQ(share, t0, h int) {
 	b, c := j.b, j.b.c
 	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
-	p0 := b.tokPos[t0]
-	blocks := j.batch.Seqs[b.tokSeq[t0]].Blocks[:(p0+3)/bs+1]
-	stride := p0 + 4
-	if cap(j.scores4[share]) < 4*stride {
-		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, c.Context+4))
-	}
-	buf := j.scores4[share][:4*stride]
+	p0, blocks, stride, buf := j.quad(share, t0)
 	kc, vc := b.k[j.l], b.v[j.l]
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
 	x := j.q4[share][:4*hd]

@@ -50,6 +50,34 @@ q80d_done:
 	VZEROUPPER
 	RET
 
+// LOAD8/STORE8 (LOAD4/STORE4) move the V sums' 64 (32) columns at AX
+// between out (DX) and Y0-Y7 (Y0-Y3).
+#define LOAD8 \
+	LOAD4 \
+	VMOVUPS 128(DX)(AX*4), Y4 \
+	VMOVUPS 160(DX)(AX*4), Y5 \
+	VMOVUPS 192(DX)(AX*4), Y6 \
+	VMOVUPS 224(DX)(AX*4), Y7
+
+#define LOAD4 \
+	VMOVUPS (DX)(AX*4), Y0   \
+	VMOVUPS 32(DX)(AX*4), Y1 \
+	VMOVUPS 64(DX)(AX*4), Y2 \
+	VMOVUPS 96(DX)(AX*4), Y3
+
+#define STORE8 \
+	STORE4 \
+	VMOVUPS Y4, 128(DX)(AX*4) \
+	VMOVUPS Y5, 160(DX)(AX*4) \
+	VMOVUPS Y6, 192(DX)(AX*4) \
+	VMOVUPS Y7, 224(DX)(AX*4)
+
+#define STORE4 \
+	VMOVUPS Y0, (DX)(AX*4)   \
+	VMOVUPS Y1, 32(DX)(AX*4) \
+	VMOVUPS Y2, 64(DX)(AX*4) \
+	VMOVUPS Y3, 96(DX)(AX*4)
+
 // QV8 widens the eight int8 values at off(R12) and adds p (Y8) times
 // them times the block's scale (d, a Y register) into acc: as the V row's
 // dequantized values (d*q, rounded) then ggml's vec_mad (a fused add).
@@ -78,14 +106,7 @@ accq_chunk64:
 	LEAQ 64(AX), R10
 	CMPQ R10, R9
 	JGT  accq_chunk32
-	VMOVUPS (DX)(AX*4), Y0
-	VMOVUPS 32(DX)(AX*4), Y1
-	VMOVUPS 64(DX)(AX*4), Y2
-	VMOVUPS 96(DX)(AX*4), Y3
-	VMOVUPS 128(DX)(AX*4), Y4
-	VMOVUPS 160(DX)(AX*4), Y5
-	VMOVUPS 192(DX)(AX*4), Y6
-	VMOVUPS 224(DX)(AX*4), Y7
+	LOAD8
 	MOVQ DI, R11
 	LEAQ (SI)(R14*1), R12
 	MOVQ CX, R13
@@ -108,14 +129,7 @@ accq64_loop:
 	ADDQ BX, R12
 	DECQ R13
 	JNZ  accq64_loop
-	VMOVUPS Y0, (DX)(AX*4)
-	VMOVUPS Y1, 32(DX)(AX*4)
-	VMOVUPS Y2, 64(DX)(AX*4)
-	VMOVUPS Y3, 96(DX)(AX*4)
-	VMOVUPS Y4, 128(DX)(AX*4)
-	VMOVUPS Y5, 160(DX)(AX*4)
-	VMOVUPS Y6, 192(DX)(AX*4)
-	VMOVUPS Y7, 224(DX)(AX*4)
+	STORE8
 	MOVQ R10, AX
 	ADDQ $68, R14
 	JMP  accq_chunk64
@@ -123,10 +137,7 @@ accq64_loop:
 accq_chunk32:
 	CMPQ AX, R9
 	JGE  accq_done
-	VMOVUPS (DX)(AX*4), Y0
-	VMOVUPS 32(DX)(AX*4), Y1
-	VMOVUPS 64(DX)(AX*4), Y2
-	VMOVUPS 96(DX)(AX*4), Y3
+	LOAD4
 	MOVQ DI, R11
 	LEAQ (SI)(R14*1), R12
 	MOVQ CX, R13
@@ -143,10 +154,7 @@ accq32_loop:
 	ADDQ BX, R12
 	DECQ R13
 	JNZ  accq32_loop
-	VMOVUPS Y0, (DX)(AX*4)
-	VMOVUPS Y1, 32(DX)(AX*4)
-	VMOVUPS Y2, 64(DX)(AX*4)
-	VMOVUPS Y3, 96(DX)(AX*4)
+	STORE4
 
 accq_done:
 	VZEROUPPER
@@ -201,14 +209,7 @@ acc4_chunk64:
 	LEAQ 64(AX), R10
 	CMPQ R10, R9
 	JGT  acc4_chunk32
-	VMOVUPS (DX)(AX*4), Y0
-	VMOVUPS 32(DX)(AX*4), Y1
-	VMOVUPS 64(DX)(AX*4), Y2
-	VMOVUPS 96(DX)(AX*4), Y3
-	VMOVUPS 128(DX)(AX*4), Y4
-	VMOVUPS 160(DX)(AX*4), Y5
-	VMOVUPS 192(DX)(AX*4), Y6
-	VMOVUPS 224(DX)(AX*4), Y7
+	LOAD8
 	MOVQ DI, R11
 	LEAQ (SI)(R14*1), R12
 	MOVQ CX, R13
@@ -221,14 +222,7 @@ acc464_loop:
 	ADDQ BX, R12
 	DECQ R13
 	JNZ  acc464_loop
-	VMOVUPS Y0, (DX)(AX*4)
-	VMOVUPS Y1, 32(DX)(AX*4)
-	VMOVUPS Y2, 64(DX)(AX*4)
-	VMOVUPS Y3, 96(DX)(AX*4)
-	VMOVUPS Y4, 128(DX)(AX*4)
-	VMOVUPS Y5, 160(DX)(AX*4)
-	VMOVUPS Y6, 192(DX)(AX*4)
-	VMOVUPS Y7, 224(DX)(AX*4)
+	STORE8
 	MOVQ R10, AX
 	ADDQ $36, R14
 	JMP  acc4_chunk64
@@ -236,10 +230,7 @@ acc464_loop:
 acc4_chunk32:
 	CMPQ AX, R9
 	JGE  acc4_done
-	VMOVUPS (DX)(AX*4), Y0
-	VMOVUPS 32(DX)(AX*4), Y1
-	VMOVUPS 64(DX)(AX*4), Y2
-	VMOVUPS 96(DX)(AX*4), Y3
+	LOAD4
 	MOVQ DI, R11
 	LEAQ (SI)(R14*1), R12
 	MOVQ CX, R13
@@ -251,10 +242,7 @@ acc432_loop:
 	ADDQ BX, R12
 	DECQ R13
 	JNZ  acc432_loop
-	VMOVUPS Y0, (DX)(AX*4)
-	VMOVUPS Y1, 32(DX)(AX*4)
-	VMOVUPS Y2, 64(DX)(AX*4)
-	VMOVUPS Y3, 96(DX)(AX*4)
+	STORE4
 
 acc4_done:
 	VZEROUPPER
