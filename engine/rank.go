@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
 )
@@ -24,7 +25,7 @@ func rankScores(h *model.RankHead, x []float32) []float32 {
 	}
 	cur = cur[:min(len(cur), h.Outputs())]
 	if h.Softmax {
-		softmax(cur)
+		backend.Softmax(cur, cur)
 	}
 	return cur
 }
@@ -53,27 +54,4 @@ func matVec(m *model.Matrix, b, x []float32) []float32 {
 		}
 	}
 	return y
-}
-
-// softmax turns v into probabilities in place as ggml_soft_max does (and
-// backend/cpu's softmaxInto, which this package cannot import): the max
-// subtracted, the sum in float64, each value times float32(1/sum).
-func softmax(v []float32) {
-	if len(v) == 0 {
-		return
-	}
-	top := v[0]
-	for _, x := range v[1:] {
-		top = max(top, x)
-	}
-	var sum float64
-	for i, x := range v {
-		e := float32(math.Exp(float64(x - top)))
-		v[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range v {
-		v[i] *= inv
-	}
 }

@@ -12,7 +12,7 @@ func (b *Backend) blockElems() int { return b.c.KVHeads * b.blockSize * b.c.Head
 // BlockBytes is one block's K and V over every layer, as stored.
 func (b *Backend) BlockBytes() int {
 	n := b.blockElems()
-	return b.c.AttnLayers() * (layerBytes(b.kv.K, n) + layerBytes(b.kv.V, n))
+	return b.c.AttnLayers() * (b.kv.K.RowBytes(n) + b.kv.V.RowBytes(n))
 }
 
 // ReadBlock copies block id's K and V (layer by layer, K then V) to dst.

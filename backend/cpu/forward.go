@@ -141,7 +141,7 @@ func (b *Backend) Restore() error {
 		return nil
 	}
 	slots := b.numBlocks * b.blockSize * b.c.KVDim()
-	kSize, vSize := layerBytes(b.kv.K, slots), layerBytes(b.kv.V, slots) // one layer's
+	kSize, vSize := b.kv.K.RowBytes(slots), b.kv.V.RowBytes(slots) // one layer's
 	// Recurrent layers keep no K and V (their state is per sequence).
 	a, err := newKVArena(b.c.AttnLayers() * (kSize + vSize))
 	if err != nil {

@@ -44,7 +44,7 @@ func withSIMD(kv *kvLayer, on bool, f func()) {
 
 // heapKV is a store of n elements of t on the Go heap, blocks of rows.
 func heapKV(t quant.DType, n, rows int, kern *kernels) kvLayer {
-	mem := make([]byte, layerBytes(t, n)+64)
+	mem := make([]byte, t.RowBytes(n)+64)
 	return newKVLayer(t, unsafe.Pointer(&mem[0]), n, rows, kern)
 }
 

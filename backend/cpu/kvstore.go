@@ -27,9 +27,6 @@ type kvLayer struct {
 	kern *kernels
 }
 
-// layerBytes is n elements of t.
-func layerBytes(t quant.DType, n int) int { return t.RowBytes(n) }
-
 // newKVLayer makes a store of n elements of t over mem, in blocks of rows
 // positions.
 func newKVLayer(t quant.DType, mem unsafe.Pointer, n, rows int, kern *kernels) kvLayer {
@@ -39,7 +36,7 @@ func newKVLayer(t quant.DType, mem unsafe.Pointer, n, rows int, kern *kernels) k
 	case quant.F16:
 		return kvLayer{f16: unsafe.Slice((*uint16)(mem), n), t: t, rows: rows, kern: kern}
 	}
-	return kvLayer{q: unsafe.Slice((*byte)(mem), layerBytes(t, n)), t: t, bb: t.RowBytes(32), rows: rows, kern: kern}
+	return kvLayer{q: unsafe.Slice((*byte)(mem), t.RowBytes(n)), t: t, bb: t.RowBytes(32), rows: rows, kern: kern}
 }
 
 // bytes is the memory of the n elements at element offset off.

@@ -148,7 +148,7 @@ func (b *Backend) route(n int) {
 		case model.GatingSoftmaxTopK:
 			copy(probs, logits)
 		default:
-			softmaxInto(probs, logits)
+			backend.Softmax(probs, logits)
 		}
 		order := s.order[:E]
 		for i := range order {
@@ -191,7 +191,7 @@ func (b *Backend) route(n int) {
 // half precision's smallest normal, as llama.cpp clamps it) and the scale.
 func gateWeights(w []float32, m model.MoE) {
 	if m.Gating == model.GatingSoftmaxTopK {
-		softmaxInto(w, w)
+		backend.Softmax(w, w)
 	}
 	if m.Norm {
 		var sum float64
@@ -207,25 +207,6 @@ func gateWeights(w []float32, m model.MoE) {
 		for i := range w {
 			w[i] *= m.Scale
 		}
-	}
-}
-
-// softmaxInto writes softmax(x) to dst as ggml's soft_max does: exp of
-// x less its max, summed in double precision, scaled by the sum's inverse.
-func softmaxInto(dst, x []float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		dst[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range dst {
-		dst[i] *= inv
 	}
 }
 
