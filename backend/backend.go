@@ -76,6 +76,11 @@ type SeqInput struct {
 	// Seq names the sequence while it runs (never reused): a Recurrent
 	// backend keeps its state under it.
 	Seq uint64
+	// Window, with window groups (Options.Windowed), is the sequence's
+	// table for each sliding group (model.KVLayout): entry i holds block
+	// i's positions for that group's layers, -1 where no query of the share
+	// sees it (kvcache.Pool.Window). Blocks then hold the main group's.
+	Window [][]int
 	// Recurrent backends: Snapshots ask for the state as it stands after
 	// At positions (Pos < At <= Pos+len(Tokens)) to be kept under Key, for
 	// a later sequence whose cached prefix ends there; a Rolling one
@@ -131,8 +136,9 @@ type Bidirectional interface {
 // BlockStore is a backend whose KV blocks can be read and written whole,
 // so that the prefix cache outlives the process (saved at drain or sleep,
 // read back at start or wake).
+// A block holds its layer group's K and V, whichever group uses it.
 type BlockStore interface {
-	BlockBytes() int               // one block's K and V over every layer
+	BlockBytes() int               // one block's K and V over its layers
 	ReadBlock(id int, dst []byte)  // len(dst) == BlockBytes()
 	WriteBlock(id int, src []byte) // the inverse
 }
@@ -147,6 +153,11 @@ type Options struct {
 	NumBlocks int // KV blocks; required
 	BlockSize int // token slots per block; default 16
 	Threads   int // worker threads; default GOMAXPROCS
+	// Windowed lays K and V out in window groups (model.Config.Layout): a
+	// block holds one group's layers, and a sequence holds the sliding
+	// groups' blocks (SeqInput.Window) only for its window. Without it (or
+	// for a model without sliding-window layers) a block holds every layer.
+	Windowed bool
 	// KV is how K and V are stored (KVTypes). The zero value is F32.
 	KV KVTypes
 	// Kernels picks a SIMD kernel family by name ("avx2", "avx512"; "" is

@@ -24,7 +24,11 @@ type Options struct {
 	Model   *model.Model
 	Backend backend.Backend // sized with the same NumBlocks and BlockSize
 
-	NumBlocks            int  // KV blocks in the pool; required
+	NumBlocks int // KV blocks in the pool; required
+	// Windowed: the backend lays K and V out in window groups
+	// (backend.Options.Windowed), so the pool holds a sequence's sliding
+	// groups' blocks only for its window.
+	Windowed             bool
 	BlockSize            int  // tokens per block; default 16
 	DisablePrefixCaching bool // prefix caching is on unless this is set
 
@@ -79,13 +83,16 @@ type Engine struct {
 	m       *model.Model
 	backend backend.Backend
 	pool    *kvcache.Pool
-	sched   *sched.Scheduler
-	byRole  bool // the backend is backend.RoleAware: prompt chunks go first
-	log     *slog.Logger
-	now     func() time.Time
-	obs     Observer
-	wake    chan struct{}
-	done    chan struct{}
+	// seqBlocks: the most main blocks one sequence can hold (all of the
+	// pool's but what its window blocks take).
+	seqBlocks int
+	sched     *sched.Scheduler
+	byRole    bool // the backend is backend.RoleAware: prompt chunks go first
+	log       *slog.Logger
+	now       func() time.Time
+	obs       Observer
+	wake      chan struct{}
+	done      chan struct{}
 
 	heartbeat atomic.Int64 // unix nanos of the loop's last turn
 	asleep    atomic.Bool  // KV memory released (Sleep)
@@ -192,6 +199,40 @@ type reqState struct {
 	generated atomic.Int32
 }
 
+// newPool is the KV pool o asks for (with window blocks where the backend
+// lays K and V out in window groups).
+func newPool(o Options) (*kvcache.Pool, error) {
+	po := kvcache.Options{NumBlocks: o.NumBlocks, BlockSize: o.BlockSize, PrefixCaching: !o.DisablePrefixCaching}
+	if lay := o.Model.Config.Layout(o.Windowed); lay.Tables > 0 {
+		po.Window, po.WindowTables = o.Model.Config.SlidingWindow, lay.Tables
+	}
+	pool, err := kvcache.New(po)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return pool, nil
+}
+
+// seqBlocks is the most main blocks one sequence can hold: the pool's,
+// less the window blocks it holds beside them (its window and one step's
+// chunk).
+func seqBlocks(o Options, pool *kvcache.Pool) int {
+	if !pool.Windowed() {
+		return pool.NumBlocks()
+	}
+	step := o.Scheduler.WithDefaults().MaxNumBatchedTokens
+	if o.Adaptive != nil {
+		step = max(step, o.Adaptive.MaxTokens)
+	}
+	// Up to a window and a step's blocks in each sliding group, never more
+	// than the sequence's main blocks (hwprofile's LongestSeq).
+	k, win := pool.WindowTables(), pool.BlocksFor(o.Model.Config.SlidingWindow+step)+1
+	if n := pool.NumBlocks(); n <= (1+k)*win {
+		return n / (1 + k)
+	}
+	return pool.NumBlocks() - k*win
+}
+
 // New builds an engine; call Run to start its loop.
 func New(o Options) (*Engine, error) {
 	if o.Model == nil || o.Backend == nil {
@@ -204,9 +245,9 @@ func New(o Options) (*Engine, error) {
 	if rec != nil {
 		o = recurrentOptions(o)
 	}
-	pool, err := kvcache.New(kvcache.Options{NumBlocks: o.NumBlocks, BlockSize: o.BlockSize, PrefixCaching: !o.DisablePrefixCaching})
+	pool, err := newPool(o)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		return nil, err
 	}
 	if o.MaxQueue <= 0 {
 		o.MaxQueue = 1024
@@ -235,7 +276,7 @@ func New(o Options) (*Engine, error) {
 		so.Resume = resumable(pool, rec)
 	}
 	e := &Engine{
-		m: o.Model, backend: o.Backend, pool: pool, sched: sched.New(o.Scheduler, pool, so), byRole: so.PromptOnly,
+		m: o.Model, backend: o.Backend, pool: pool, seqBlocks: seqBlocks(o, pool), sched: sched.New(o.Scheduler, pool, so), byRole: so.PromptOnly,
 		log: o.Logger.With("component", "engine"), now: o.Now, obs: o.Observer,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		live: map[uint64]*reqState{}, states: map[uint64]*reqState{}, maxQueue: o.MaxQueue, pendingC: map[string]int{}, channels: o.Channels,
@@ -300,7 +341,7 @@ func (e *Engine) Heartbeat() time.Time { return time.Unix(0, e.heartbeat.Load())
 // Submit validates r and queues it without blocking. The stream ends with
 // exactly one terminal event. Cancelling ctx cancels the request.
 func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
-	r, err := prepare(r, e.m, e.pool.NumBlocks(), e.pool.BlockSize())
+	r, err := prepare(r, e.m, e.seqBlocks, e.pool.BlockSize())
 	if err != nil {
 		e.mu.Lock()
 		e.rec.rejected++

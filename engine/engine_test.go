@@ -33,6 +33,24 @@ type engineOpts struct {
 	spec              SpecConfig
 	draft             *model.Model // spec.Method "draft": its model, on the target's threads
 	draftBlocks       int          // its KV pool; 0 is blocks
+	// allLayers keeps every layer in a block for a windowed model, which
+	// otherwise runs in window groups (as serve lays it out), its pool
+	// blocks times as many blocks as the layout's groups fit in the same
+	// memory.
+	allLayers bool
+	// watch, when set, runs on the loop after each step's checks.
+	watch func(*Engine)
+}
+
+// layout is the window groups a test engine runs o's model in (Tables 0:
+// none), and o's pool scaled to the same memory.
+func layout(m *model.Model, o engineOpts) (model.KVLayout, int) {
+	c := m.Config
+	lay := c.Layout(!o.allLayers && c.SlidingWindow > 0 && c.SlidingWindow < c.Context)
+	if lay.Tables == 0 {
+		return lay, o.blocks
+	}
+	return lay, o.blocks * c.AttnLayers() / lay.Slots
 }
 
 // cpuNew is cpu.New where a local named cpu hides the package.
@@ -67,8 +85,11 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	if o.blockSize == 0 {
 		o.blockSize = 16
 	}
+	lay, blocks := layout(m, o)
+	windowed := lay.Tables > 0
+	o.blocks = blocks
 	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2, QuantDot: o.quantDot,
-		KV: backend.SameKV(o.kvType)})
+		KV: backend.SameKV(o.kvType), Windowed: windowed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +105,7 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 		}
 		o.spec.Draft = &DraftModel{Model: o.draft, Backend: draftBe, NumBlocks: o.draftBlocks}
 	}
-	e, err := New(Options{Model: m, Backend: cpu, NumBlocks: o.blocks, BlockSize: o.blockSize,
+	e, err := New(Options{Model: m, Backend: cpu, NumBlocks: o.blocks, BlockSize: o.blockSize, Windowed: windowed,
 		Scheduler: o.sched, MaxQueue: o.maxQueue, Speculative: o.spec})
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +125,9 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 			mu.Lock()
 			violation = err
 			mu.Unlock()
+		}
+		if o.watch != nil {
+			o.watch(e)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -116,7 +116,7 @@ func (e *Engine) fillBatch(batch *backend.Batch, step *sched.Step) {
 		}
 		in := backend.SeqInput{Tokens: toks, Pos: sc.Start, Rows: 1 + len(sc.Draft),
 			Blocks: e.pool.Blocks(kvcache.SeqID(sc.Seq.ID)), Logits: sc.Logits, Hidden: sc.Hidden, PromptLen: sc.Seq.PromptLen,
-			Seq: sc.Seq.ID}
+			Seq: sc.Seq.ID, Window: e.pool.Window(kvcache.SeqID(sc.Seq.ID))}
 		if rs := e.states[sc.Seq.ID]; rs != nil {
 			e.recurrentShare(&in, rs, sc.Start, sc.N)
 		}
@@ -523,6 +523,7 @@ func (e *Engine) publish() {
 	e.gauges.waiting.Store(int64(s.Waiting))
 	e.gauges.kvUsed.Store(int64(u.Used))
 	s.KVUsage = float64(u.Used) / float64(u.Total)
+	s.KVWindowBlocksUsed, s.KVWindowBlocksCached = u.WindowUsed, u.WindowCached
 	s.BlockSize = e.pool.BlockSize()
 	s.PrefixQueries, s.PrefixHits = u.Queries, u.Hits
 	s.Preemptions = e.sched.Preemptions()

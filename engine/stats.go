@@ -37,9 +37,13 @@ type Stats struct {
 	// used since start or the last sleep); the rest is reserved address
 	// space only.
 	KVBlocksTouched int     `json:"kv_blocks_touched"`
-	KVUsage         float64 `json:"kv_usage"`         // used / total
-	KVBlocksPinned  int     `json:"kv_blocks_pinned"` // held by pinned prefixes (of the used)
-	BlockSize       int     `json:"block_size"`
+	KVUsage         float64 `json:"kv_usage"` // used / total
+	// Of the used and cached blocks, those of window blocks (a windowed
+	// model's sliding groups, held only while a query sees them).
+	KVWindowBlocksUsed   int `json:"kv_window_blocks_used,omitempty"`
+	KVWindowBlocksCached int `json:"kv_window_blocks_cached,omitempty"`
+	KVBlocksPinned       int `json:"kv_blocks_pinned"` // held by pinned prefixes (of the used)
+	BlockSize            int `json:"block_size"`
 	// RecurrentStates: sequences whose recurrent-layer state the backend
 	// holds (hybrids such as qwen35; their KV blocks serve the attention
 	// layers only, and no prefix is cached for them).

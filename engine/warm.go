@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -107,9 +106,10 @@ func (e *Engine) prefilled(rs *reqState, now time.Time) {
 }
 
 // cacheMagic starts a saved prefix cache; the format is: magic, the
-// identity, block size and block bytes, a count, then count blocks of
-// (hash, K and V), then the SHA-256 of everything before it.
-const cacheMagic = "batchd prefix cache 1\n"
+// identity, then a section per block group (the main blocks, then a
+// windowed pool's window blocks): block size, block bytes, a count and
+// count blocks of (hash, K and V); then the SHA-256 of everything before.
+const cacheMagic = "batchd prefix cache 2\n"
 
 // saveCache writes every indexed block to the cache file (atomically: a
 // temporary file renamed over it), so a later start or wake reads it back.
@@ -127,33 +127,58 @@ func (e *Engine) saveCache(why string) {
 	e.log.Info("prefix cache saved", "file", e.warm.file, "why", why, "blocks", n, "seconds", time.Since(start).Seconds())
 }
 
+// cached is one saved entry: a main block (one id) or a window block (an
+// id per sliding group), and the hash it is indexed under.
+type cached struct {
+	ids  []int
+	hash kvcache.Hash
+}
+
+// cachedSections is what the pool indexes: its main blocks, then (in a
+// windowed pool) its window blocks.
+func (e *Engine) cachedSections() [][]cached {
+	var main []cached
+	for _, b := range e.pool.Cached() {
+		main = append(main, cached{[]int{b.ID}, b.Hash})
+	}
+	out := [][]cached{main}
+	if e.pool.Windowed() {
+		var win []cached
+		for _, w := range e.pool.WindowCached() {
+			win = append(win, cached{w.Blocks, w.Hash})
+		}
+		out = append(out, win)
+	}
+	return out
+}
+
 func (e *Engine) writeCache(bs backend.BlockStore) (int, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(e.warm.file), ".prefix-cache-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, a no-op
-	blocks := e.pool.Cached()
-	if n := bs.BlockBytes(); e.warm.maxBytes > 0 && int64(len(blocks))*int64(n) > e.warm.maxBytes {
-		blocks = blocks[len(blocks)-int(e.warm.maxBytes/int64(n)):] // the most recently used
+	sections := e.cachedSections()
+	var total int64
+	for _, sec := range sections {
+		for _, c := range sec {
+			total += int64(len(c.ids)) * int64(bs.BlockBytes())
+		}
+	}
+	for i, sec := range sections { // over the bound: the same most recent share of each
+		if e.warm.maxBytes > 0 && total > e.warm.maxBytes {
+			sections[i] = sec[len(sec)-int(int64(len(sec))*e.warm.maxBytes/total):]
+		}
 	}
 	h := sha256.New()
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<20)
 	head := []byte(cacheMagic)
 	head = binary.LittleEndian.AppendUint32(head, uint32(len(e.warm.identity)))
 	head = append(head, e.warm.identity...)
-	for _, v := range []int{e.pool.BlockSize(), bs.BlockBytes(), len(blocks)} {
-		head = binary.LittleEndian.AppendUint32(head, uint32(v))
-	}
 	_, err = w.Write(head)
-	buf := make([]byte, bs.BlockBytes())
-	for _, b := range blocks {
-		if err != nil {
-			break
-		}
-		bs.ReadBlock(b.ID, buf)
-		if _, err = w.Write(b.Hash[:]); err == nil {
-			_, err = w.Write(buf)
+	for i, sec := range sections {
+		if err == nil {
+			err = writeBlocks(w, bs, e.pool.BlockSize(), max(1, i*e.pool.WindowTables()), sec)
 		}
 	}
 	if err == nil {
@@ -165,7 +190,31 @@ func (e *Engine) writeCache(bs backend.BlockStore) (int, error) {
 	if err = errors.Join(err, tmp.Chmod(0o600), tmp.Close()); err != nil {
 		return 0, err
 	}
-	return len(blocks), os.Rename(tmp.Name(), e.warm.file)
+	return len(sections[0]), os.Rename(tmp.Name(), e.warm.file)
+}
+
+// writeBlocks writes one section: its geometry (tokens a block, bytes a
+// block, blocks an entry, entries), then each entry's hash and blocks.
+func writeBlocks(w io.Writer, bs backend.BlockStore, blockSize, per int, sec []cached) error {
+	var head []byte
+	for _, v := range []int{blockSize, bs.BlockBytes(), per, len(sec)} {
+		head = binary.LittleEndian.AppendUint32(head, uint32(v))
+	}
+	_, err := w.Write(head)
+	buf := make([]byte, bs.BlockBytes())
+	for _, c := range sec {
+		if err == nil {
+			_, err = w.Write(c.hash[:])
+		}
+		for _, id := range c.ids {
+			if err != nil {
+				break
+			}
+			bs.ReadBlock(id, buf)
+			_, err = w.Write(buf)
+		}
+	}
+	return err
 }
 
 // loadCache reads the cache file into the empty pool. A file made for
@@ -256,33 +305,14 @@ func (e *Engine) readCache(r io.Reader, bs backend.BlockStore) (int, error) {
 	if _, err := io.ReadFull(tr, id); err != nil || string(id) != e.warm.identity {
 		return 0, fmt.Errorf("made for %q, this engine is %q", id, e.warm.identity)
 	}
-	var geo [3]uint32
-	for i := range geo {
-		if geo[i], err = readU32(tr); err != nil {
-			return 0, err
-		}
-	}
-	if int(geo[0]) != e.pool.BlockSize() || int(geo[1]) != bs.BlockBytes() || int(geo[2]) > e.pool.NumBlocks() {
-		return 0, fmt.Errorf("blocks of %d tokens and %d bytes, %d of them: this pool has %d of %d tokens, %d bytes",
-			geo[0], geo[1], geo[2], e.pool.NumBlocks(), e.pool.BlockSize(), bs.BlockBytes())
-	}
-	return e.readBlocks(tr, h, int(geo[2]), bs)
-}
-
-func (e *Engine) readBlocks(tr io.Reader, h hash.Hash, count int, bs backend.BlockStore) (int, error) {
-	buf := make([]byte, bs.BlockBytes())
-	var key kvcache.Hash
 	n := 0
-	for range count {
-		if _, err := io.ReadFull(tr, key[:]); err != nil {
+	for g := range 1 + btoi(e.pool.Windowed()) {
+		k, err := e.readBlocks(tr, bs, g == 1)
+		if err != nil {
 			return 0, err
 		}
-		if _, err := io.ReadFull(tr, buf); err != nil {
-			return 0, err
-		}
-		if id, ok := e.pool.Adopt(key); ok {
-			bs.WriteBlock(id, buf)
-			n++
+		if g == 0 {
+			n = k
 		}
 	}
 	sum := h.Sum(nil)
@@ -291,6 +321,53 @@ func (e *Engine) readBlocks(tr io.Reader, h hash.Hash, count int, bs backend.Blo
 		return 0, fmt.Errorf("checksum mismatch: the file is damaged (%v)", err)
 	}
 	return n, nil
+}
+
+// readBlocks reads one section (window: the window blocks') into the pool.
+func (e *Engine) readBlocks(tr io.Reader, bs backend.BlockStore, window bool) (int, error) {
+	var geo [4]uint32
+	var err error
+	for i := range geo {
+		if geo[i], err = readU32(tr); err != nil {
+			return 0, err
+		}
+	}
+	per, adopt := 1, func(h kvcache.Hash) ([]int, bool) {
+		id, ok := e.pool.Adopt(h)
+		return []int{id}, ok
+	}
+	if window {
+		per, adopt = e.pool.WindowTables(), e.pool.AdoptWindow
+	}
+	if int(geo[0]) != e.pool.BlockSize() || int(geo[1]) != bs.BlockBytes() || int(geo[2]) != per || int(geo[3])*per > e.pool.NumBlocks() {
+		return 0, fmt.Errorf("%d entries of %d blocks of %d tokens and %d bytes: this pool has %d blocks of %d tokens, %d bytes, %d to an entry",
+			geo[3], geo[2], geo[0], geo[1], e.pool.NumBlocks(), e.pool.BlockSize(), bs.BlockBytes(), per)
+	}
+	buf := make([]byte, per*bs.BlockBytes())
+	var key kvcache.Hash
+	n := 0
+	for range geo[3] {
+		if _, err := io.ReadFull(tr, key[:]); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(tr, buf); err != nil {
+			return 0, err
+		}
+		if ids, ok := adopt(key); ok {
+			for i, id := range ids {
+				bs.WriteBlock(id, buf[i*bs.BlockBytes():(i+1)*bs.BlockBytes()])
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func readU32(r io.Reader) (uint32, error) {

@@ -19,14 +19,22 @@ import (
 // file under identity; stop ends its loop (which saves the cache).
 func warmEngine(t *testing.T, m *model.Model, file, identity string, maxBytes ...int64) (*Engine, func()) {
 	t.Helper()
-	be, err := cpu.New(m, backend.Options{NumBlocks: 64, BlockSize: 4, Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Options{Model: m, Backend: be, NumBlocks: 64, BlockSize: 4, CacheFile: file, CacheIdentity: identity}
+	o := Options{NumBlocks: 64, BlockSize: 4, CacheFile: file, CacheIdentity: identity}
 	if len(maxBytes) > 0 {
 		o.CacheMaxBytes = maxBytes[0]
 	}
+	return warmEngineWith(t, m, o)
+}
+
+// warmEngineWith is warmEngine with o's pool and cache (its model and
+// backend filled in).
+func warmEngineWith(t *testing.T, m *model.Model, o Options) (*Engine, func()) {
+	t.Helper()
+	be, err := cpu.New(m, backend.Options{NumBlocks: o.NumBlocks, BlockSize: o.BlockSize, Windowed: o.Windowed, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Model, o.Backend = m, be
 	e, err := New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -232,3 +232,34 @@ func TestPlanRecurrent(t *testing.T) {
 		t.Fatalf("budget %d, want %d", p.KVBudget, want)
 	}
 }
+
+// TestPlanWindowGroups: with window groups a block holds one group (2 of
+// 12 layers here, 5 sliding groups), a sequence at full context takes its
+// main blocks and its window's in each sliding group, and the longest one
+// leaves room for a step's chunk of window blocks.
+func TestPlanWindowGroups(t *testing.T) {
+	det := Detection{CPU: CPU{Cores: 2, MemAvailable: 8 * gib}}
+	w := l110
+	w.Context, w.BlockLayers, w.WindowTables, w.Window = 8192, 2, 5, 256
+	p, err := MakePlan(det, BuiltinProfiles(), w, Requested{MaxNumSeqs: 4}, "cpu", KVFloat32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.KVBytesPerToken != 73728/6 || p.KVWindowTables != 5 || p.KVBlockLayers != 2 || p.SlidingWindow != 256 {
+		t.Fatalf("plan %+v", p)
+	}
+	// 4 sequences of 8192 tokens: 512 main blocks and 5 x 17 window blocks each.
+	if perSeq := 512 + 5*17; p.KVBlocks != 4*perSeq || p.FullContextSeqs != 4 || p.MaxContext != 8192 {
+		t.Fatalf("%d blocks, %d sequences of %d: want %d blocks for 4 of 8192", p.KVBlocks, p.FullContextSeqs, p.MaxContext, 4*perSeq)
+	}
+	// A pool of 100 blocks, less than a sequence's window and a step's
+	// chunk of 512 take (5 x 49): a sequence of 16 blocks holds as many
+	// in each sliding group.
+	p, err = MakePlan(det, BuiltinProfiles(), w, Requested{MaxNumSeqs: 4, KVBlocks: 100}, "cpu", KVFloat32)
+	if err != nil || p.MaxContext != 16*16 || p.FullContextSeqs != 1 {
+		t.Fatalf("100 blocks: %v, a longest sequence of %d tokens, %d of them", err, p.MaxContext, p.FullContextSeqs)
+	}
+	if _, err := MakePlan(det, BuiltinProfiles(), w, Requested{MaxNumSeqs: 4, KVBlocks: 5}, "cpu", KVFloat32); !errors.Is(err, ErrDoesNotFit) {
+		t.Fatalf("5 blocks: %v, want ErrDoesNotFit", err)
+	}
+}

@@ -27,6 +27,10 @@ type ModelShape struct {
 	// StateBytes is one sequence's recurrent state, held while it runs.
 	KVLayers   int
 	StateBytes int64
+	// Window groups (model.KVLayout): a block holds BlockLayers layers (0:
+	// every KV layer), and a sequence holds WindowTables more blocks a
+	// block for its last Window positions only (the sliding layers').
+	BlockLayers, WindowTables, Window int
 }
 
 // ffnActivations is the floats one token's FFN holds in a step: the
@@ -58,6 +62,9 @@ func (m ModelShape) KVBytesPerToken(kv KVStore) int {
 	if m.KVLayers > 0 {
 		layers = m.KVLayers
 	}
+	if m.BlockLayers > 0 {
+		layers = m.BlockLayers
+	}
 	return layers * m.KVHeads * m.HeadDim * kv.Bytes32 / 32
 }
 
@@ -68,20 +75,26 @@ type Requested struct {
 
 // Plan is how batchd sizes itself on this machine, and why.
 type Plan struct {
-	Backend             string   `json:"backend"` // the backend that runs: "cpu"
-	Device              string   `json:"device"`
-	Profile             string   `json:"profile"`
-	MemoryBytes         uint64   `json:"memory_bytes"` // memory available to plan with
-	MemoryUtilization   float64  `json:"memory_utilization"`
-	Headroom            float64  `json:"headroom"`
-	WeightBytes         int64    `json:"weight_bytes"`
-	ActiveBytes         int64    `json:"active_weight_bytes,omitempty"` // read per token: a mixture's chosen experts
-	Experts             string   `json:"experts,omitempty"`             // "8 of 128": a mixture's chosen and all
-	ActivationReserve   int64    `json:"activation_reserve_bytes"`
-	StateReserve        int64    `json:"recurrent_state_bytes,omitempty"` // recurrent layers' states (qwen35)
-	KVBudget            int64    `json:"kv_budget_bytes"`
-	KVCacheType         string   `json:"kv_cache_type"` // K and V's type ("q8_0/q4_0": K's, V's)
-	KVBytesPerToken     int      `json:"kv_bytes_per_token"`
+	Backend           string  `json:"backend"` // the backend that runs: "cpu"
+	Device            string  `json:"device"`
+	Profile           string  `json:"profile"`
+	MemoryBytes       uint64  `json:"memory_bytes"` // memory available to plan with
+	MemoryUtilization float64 `json:"memory_utilization"`
+	Headroom          float64 `json:"headroom"`
+	WeightBytes       int64   `json:"weight_bytes"`
+	ActiveBytes       int64   `json:"active_weight_bytes,omitempty"` // read per token: a mixture's chosen experts
+	Experts           string  `json:"experts,omitempty"`             // "8 of 128": a mixture's chosen and all
+	ActivationReserve int64   `json:"activation_reserve_bytes"`
+	StateReserve      int64   `json:"recurrent_state_bytes,omitempty"` // recurrent layers' states (qwen35)
+	KVBudget          int64   `json:"kv_budget_bytes"`
+	KVCacheType       string  `json:"kv_cache_type"`      // K and V's type ("q8_0/q4_0": K's, V's)
+	KVBytesPerToken   int     `json:"kv_bytes_per_token"` // a block's (its layer group's) bytes a token
+	// Window groups: a block holds KVBlockLayers layers, and a sequence
+	// holds KVWindowTables more blocks a block for its last SlidingWindow
+	// positions (windowed.go).
+	SlidingWindow       int      `json:"sliding_window,omitempty"`
+	KVWindowTables      int      `json:"kv_window_tables,omitempty"`
+	KVBlockLayers       int      `json:"kv_block_layers,omitempty"`
 	BlockSize           int      `json:"block_size"`
 	KVBlocks            int      `json:"kv_blocks"`
 	KVTokens            int      `json:"kv_tokens"`
@@ -147,6 +160,7 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 		p.ActiveBytes, p.Experts = m.ActiveBytes, fmt.Sprintf("%d of %d", m.Used, m.Experts)
 	}
 	p.reserve(m, stepTokens, kv, prof.Headroom)
+	p.SlidingWindow, p.KVWindowTables, p.KVBlockLayers = m.Window, m.WindowTables, m.BlockLayers
 	blockBytes := int64(p.BlockSize) * int64(p.KVBytesPerToken)
 	if p.KVBudget < blockBytes {
 		return p, fmt.Errorf("%w: %d MiB usable, weights %d MiB, activations %d MiB leave no KV memory",
@@ -154,8 +168,7 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 	}
 	maxBlocks := int(p.KVBudget / blockBytes)
 	// No point holding more than every sequence at full context.
-	perSeq := (m.Context + p.BlockSize - 1) / p.BlockSize
-	maxBlocks = min(maxBlocks, perSeq*p.MaxNumSeqs)
+	maxBlocks = min(maxBlocks, p.seqBlocks(m.Context)*p.MaxNumSeqs)
 	p.KVBlocks = maxBlocks
 	if req.KVBlocks > 0 {
 		p.KVBlocks = req.KVBlocks
@@ -169,11 +182,14 @@ func MakePlan(det Detection, profiles []Profile, m ModelShape, req Requested, ba
 		p.MaxNumSeqs = p.KVBlocks
 	}
 	p.KVTokens = p.KVBlocks * p.BlockSize
-	p.MaxContext = min(m.Context, p.KVTokens)
+	p.MaxContext = min(m.Context, p.longest())
 	if p.MaxContext < m.Context {
 		p.warn("the KV pool holds %d tokens, less than the model's context of %d", p.KVTokens, m.Context)
 	}
-	p.FullContextSeqs = p.KVBlocks / ((p.MaxContext + p.BlockSize - 1) / p.BlockSize)
+	if p.MaxContext <= 0 {
+		return p, fmt.Errorf("%w: %d KV blocks hold no sequence's window and step", ErrDoesNotFit, p.KVBlocks)
+	}
+	p.FullContextSeqs = p.KVBlocks / p.seqBlocks(p.MaxContext)
 	return p, nil
 }
 

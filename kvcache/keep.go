@@ -24,23 +24,10 @@ type CachedBlock struct {
 	Hash Hash
 }
 
-// Cached returns every indexed block: those in use first, then the free
-// list's from the head (evicted first) to the tail, so that adopting them
-// in this order rebuilds the same eviction order.
-func (p *Pool) Cached() []CachedBlock {
-	var out []CachedBlock
-	for id := range p.NumBlocks() {
-		if b := &p.blocks[id]; b.hashed && b.ref > 0 {
-			out = append(out, CachedBlock{id, b.hash})
-		}
-	}
-	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
-		if b := &p.blocks[i]; b.hashed {
-			out = append(out, CachedBlock{int(i), b.hash})
-		}
-	}
-	return out
-}
+// Cached returns every indexed block of the main group: those in use
+// first, then the free list's from the head (evicted first) to the tail,
+// so that adopting them in this order rebuilds the same eviction order.
+func (p *Pool) Cached() []CachedBlock { return p.cachedBlocks() }
 
 // Adopt indexes h on a free block that holds nothing reusable and puts it
 // at the tail of the free list, cached: the caller then writes the block's
@@ -50,21 +37,5 @@ func (p *Pool) Adopt(h Hash) (int, bool) {
 	if !p.caching {
 		return 0, false
 	}
-	if _, dup := p.index[h]; dup {
-		return 0, false
-	}
-	id := int(p.blocks[p.sentinel].next)
-	if id == int(p.sentinel) || p.blocks[id].hashed {
-		return 0, false
-	}
-	p.unlink(id)
-	b := &p.blocks[id]
-	b.hashed, b.hash = true, h
-	if !b.touched { // the caller writes it
-		b.touched = true
-		p.touched++
-	}
-	p.index[h] = id
-	p.pushTail(id)
-	return id, true
+	return p.adopt(h)
 }

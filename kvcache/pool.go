@@ -35,6 +35,12 @@ type Options struct {
 	NumBlocks     int  // blocks in the pool; required
 	BlockSize     int  // token slots per block; default 16
 	PrefixCaching bool // index full blocks by hash for reuse across sequences
+	// Window, with WindowTables, keeps the sliding-window layers (a query
+	// at position p sees keys p-Window+1..p) apart: a block then holds one
+	// layer group (the main one: the layers that see every position), and
+	// a window block, WindowTables blocks (the sliding layers' groups), is
+	// held only while a query of the sequence can see it (window.go).
+	Window, WindowTables int
 }
 
 // Usage is a snapshot of the pool's occupancy and prefix-cache counters.
@@ -53,14 +59,19 @@ type Usage struct {
 	Queries   uint64 // prompt tokens looked up in the prefix cache
 	Hits      uint64 // of those, tokens found cached
 	Evictions uint64 // cached blocks reused for new contents
+
+	// WindowUsed and WindowCached are the blocks of Used and Cached that
+	// window blocks hold.
+	WindowUsed, WindowCached int
 }
 
 type block struct {
 	ref        int32
 	hashed     bool
 	onList     bool
-	told       bool // announced by a Stored event (events.go)
-	touched    bool // taken at least once (Usage.Touched)
+	told       bool  // announced by a Stored event (events.go)
+	touched    bool  // taken at least once (Usage.Touched)
+	wb         int32 // 1 + the window block this page is part of; 0: none
 	hash       Hash
 	prev, next int32 // free list links; the sentinel is index len(blocks)
 }
@@ -68,22 +79,24 @@ type block struct {
 type table struct {
 	blocks []int
 	hashes []Hash // hashes of blocks[:len(hashes)], all full and committed
+	// wins, with a window group, is the window block holding block i's
+	// sliding layers (len(wins) == len(blocks)), -1 once no query sees it;
+	// tabs are their blocks, a table per sliding group (Window).
+	wins []int32
+	tabs [][]int
 }
 
 // Pool is a fixed pool of KV blocks with ref counts, an LRU free list and a
 // prefix-cache index. See the package doc for its invariants.
 type Pool struct {
+	group // every block, main and window alike
+	windows
+
 	blockSize int
 	caching   bool
-	blocks    []block
-	sentinel  int32
-	onList    int // blocks on the free list, cached or not
-	cached    int // of those, the hashed ones
-	touched   int // blocks ever taken (Usage.Touched)
-	index     map[Hash]int
 	seqs      map[SeqID]*table
 
-	queries, hits, evictions uint64
+	queries, hits uint64
 
 	recording bool // keep events (events.go)
 	events    []Event
@@ -100,27 +113,26 @@ func New(opts Options) (*Pool, error) {
 	if opts.BlockSize < 0 {
 		return nil, fmt.Errorf("kvcache: BlockSize must be positive, got %d", opts.BlockSize)
 	}
+	if opts.Window < 0 || opts.WindowTables < 0 || (opts.Window > 0) != (opts.WindowTables > 0) {
+		return nil, fmt.Errorf("kvcache: a window of %d tokens over %d tables", opts.Window, opts.WindowTables)
+	}
 	p := &Pool{
+		group:     newGroup(opts.NumBlocks),
 		blockSize: opts.BlockSize,
 		caching:   opts.PrefixCaching,
-		blocks:    make([]block, opts.NumBlocks+1),
-		sentinel:  int32(opts.NumBlocks),
-		index:     make(map[Hash]int),
 		seqs:      make(map[SeqID]*table),
 	}
-	s := &p.blocks[p.sentinel]
-	s.prev, s.next = p.sentinel, p.sentinel
-	for i := range opts.NumBlocks {
-		p.pushTail(i)
-	}
+	p.evict, p.dissolve = p.untold, p.dissolveWindow
+	p.window, p.k = opts.Window, opts.WindowTables
+	p.windex = map[Hash]int32{}
 	return p, nil
 }
 
 // BlockSize returns the number of token slots per block.
 func (p *Pool) BlockSize() int { return p.blockSize }
 
-// NumBlocks returns the number of blocks in the pool.
-func (p *Pool) NumBlocks() int { return int(p.sentinel) }
+// NumBlocks returns the number of blocks in the pool (the main group's).
+func (p *Pool) NumBlocks() int { return p.size() }
 
 // BlocksFor returns how many blocks hold n tokens.
 func (p *Pool) BlocksFor(n int) int { return (n + p.blockSize - 1) / p.blockSize }
@@ -130,7 +142,7 @@ func (p *Pool) Available() int { return p.onList }
 
 // Usage returns the current occupancy and counters.
 func (p *Pool) Usage() Usage {
-	return Usage{
+	u := Usage{
 		Total:     p.NumBlocks(),
 		Free:      p.onList - p.cached,
 		Used:      p.NumBlocks() - p.onList,
@@ -140,6 +152,12 @@ func (p *Pool) Usage() Usage {
 		Hits:      p.hits,
 		Evictions: p.evictions,
 	}
+	if p.k > 0 {
+		u.Free -= p.wcached
+		u.Cached += p.wcached
+		u.WindowUsed, u.WindowCached = p.wused, p.wcached
+	}
+	return u
 }
 
 // Blocks returns seq's block table; the slice is owned by the pool and valid
@@ -160,7 +178,8 @@ func (p *Pool) Has(seq SeqID) bool { return p.seqs[seq] != nil }
 // the sequence is admitted. Callers that need logits for the last prompt
 // token pass the prompt without it. salt is the chain's root (Salt; the
 // zero Hash for the shared cache): only blocks committed under the same
-// salt match.
+// salt match. With a window group, the run ends where the window group
+// still holds what a query there would see (Usable).
 func (p *Pool) Lookup(salt Hash, tokens []int) (blocks []int, numTokens int) {
 	if !p.caching {
 		return nil, 0
@@ -175,6 +194,7 @@ func (p *Pool) Lookup(salt Hash, tokens []int) (blocks []int, numTokens int) {
 		blocks = append(blocks, id)
 		parent = h
 	}
+	blocks = blocks[:p.Usable(blocks)]
 	return blocks, len(blocks) * p.blockSize
 }
 
@@ -195,9 +215,10 @@ func (p *Pool) Record(queried, hit int) {
 }
 
 // Allocate makes seq's block table hold at least numTokens slots. On the
-// first call for seq, computed (from Lookup) becomes the head of its table
-// and each of those blocks gains a reference. It either succeeds whole or
-// returns *ErrNoBlocks and changes nothing.
+// first call for seq, computed (from Lookup, or a prefix of it that
+// Usable passes) becomes the head of its table and each of those blocks
+// gains a reference. It either succeeds whole or returns *ErrNoBlocks and
+// changes nothing.
 func (p *Pool) Allocate(seq SeqID, computed []int, numTokens int) error {
 	t := p.seqs[seq]
 	have := 0
@@ -214,8 +235,19 @@ func (p *Pool) Allocate(seq SeqID, computed []int, numTokens int) error {
 		}
 	}
 	need := max(p.BlocksFor(numTokens)-have, 0)
-	if need+revive > p.onList {
-		return &ErrNoBlocks{Need: need, Free: p.onList - revive}
+	var wins []int32
+	taken := need // blocks taken: a window block too for each new block
+	if p.k > 0 {
+		var wrevive int
+		var err error
+		if wins, wrevive, err = p.winComputed(t, computed); err != nil {
+			return err
+		}
+		revive += wrevive
+		taken += p.k * need
+	}
+	if taken+revive > p.onList {
+		return &ErrNoBlocks{Need: taken, Free: p.onList - revive}
 	}
 	if t == nil {
 		t = &table{}
@@ -226,8 +258,14 @@ func (p *Pool) Allocate(seq SeqID, computed []int, numTokens int) error {
 			t.hashes = append(t.hashes, p.blocks[id].hash)
 		}
 	}
+	if p.k > 0 { // before anything is taken: taking may evict them
+		p.winHit(t, wins)
+	}
 	for range need {
 		t.blocks = append(t.blocks, p.take())
+	}
+	if p.k > 0 {
+		p.winNew(t, need)
 	}
 	return nil
 }
@@ -249,16 +287,13 @@ func (p *Pool) Commit(seq SeqID, salt Hash, tokens []int) {
 		}
 		h := ChainHash(parent, tokens[i*p.blockSize:(i+1)*p.blockSize])
 		t.hashes = append(t.hashes, h)
+		if p.k > 0 && t.wins[i] >= 0 {
+			p.publishWindow(t.wins[i], h)
+		}
 		id := t.blocks[i]
-		b := &p.blocks[id]
-		if b.hashed {
+		if !p.publish(id, h) {
 			continue
 		}
-		if _, dup := p.index[h]; dup {
-			continue
-		}
-		b.hashed, b.hash = true, h
-		p.index[h] = id
 		if p.recording && salt == (Hash{}) {
 			p.told(id, h, parent, i > 0, tokens[i*p.blockSize:(i+1)*p.blockSize])
 		}
@@ -276,16 +311,9 @@ func (p *Pool) Free(seq SeqID) {
 	}
 	delete(p.seqs, seq)
 	for i := len(t.blocks) - 1; i >= 0; i-- {
-		id := t.blocks[i]
-		b := &p.blocks[id]
-		b.ref--
-		if b.ref > 0 {
-			continue
-		}
-		if b.hashed {
-			p.pushTail(id)
-		} else {
-			p.pushHead(id)
+		p.unref(t.blocks[i])
+		if p.k > 0 && t.wins[i] >= 0 {
+			p.unrefWindow(t.wins[i])
 		}
 	}
 }
@@ -293,37 +321,19 @@ func (p *Pool) Free(seq SeqID) {
 // ResetCache evicts every cached-but-unreferenced block from the index, as on
 // idle sleep when KV memory is released; blocks in use keep their hashes.
 func (p *Pool) ResetCache() {
-	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
-		b := &p.blocks[i]
-		if b.hashed {
-			p.untold(int(i))
-			delete(p.index, b.hash)
-			b.hashed = false
-			p.cached--
-		}
-	}
+	p.resetCache()
+	p.resetWindows()
 }
 
 // Untouch counts the free blocks as never taken, once the backend has
 // released the KV store's memory (idle sleep): what it commits again
 // follows use again.
 func (p *Pool) Untouch() {
-	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
-		if b := &p.blocks[i]; b.touched {
-			b.touched = false
-			p.touched--
-		}
-	}
+	p.untouch()
 }
 
 // FreeList returns the block ids on the free list from head (taken next) to tail.
-func (p *Pool) FreeList() []int {
-	out := make([]int, 0, p.onList)
-	for i := p.blocks[p.sentinel].next; i != p.sentinel; i = p.blocks[i].next {
-		out = append(out, int(i))
-	}
-	return out
-}
+func (p *Pool) FreeList() []int { return p.freeList() }
 
 // Salt is the root of a prefix-cache chain of its own (vLLM's
 // cache_salt): blocks committed under it match only lookups under it, so
@@ -352,66 +362,6 @@ func ChainHash(parent Hash, tokens []int) Hash {
 	return h
 }
 
-// take pops the head of the free list, evicting its cached contents.
-func (p *Pool) take() int {
-	id := int(p.blocks[p.sentinel].next)
-	p.unlink(id)
-	b := &p.blocks[id]
-	if b.hashed {
-		p.untold(id)
-		delete(p.index, b.hash)
-		b.hashed = false
-		p.evictions++
-	}
-	if !b.touched {
-		b.touched = true
-		p.touched++
-	}
-	b.ref = 1
-	return id
-}
-
-// ref adds a reference, taking the block off the free list if it was there.
-func (p *Pool) ref(id int) {
-	b := &p.blocks[id]
-	if b.ref == 0 {
-		p.unlink(id)
-	}
-	b.ref++
-}
-
-func (p *Pool) unlink(id int) {
-	b := &p.blocks[id]
-	p.blocks[b.prev].next = b.next
-	p.blocks[b.next].prev = b.prev
-	b.onList = false
-	p.onList--
-	if b.hashed {
-		p.cached--
-	}
-}
-
-func (p *Pool) pushTail(id int) {
-	p.insertAfter(id, p.blocks[p.sentinel].prev)
-}
-
-func (p *Pool) pushHead(id int) {
-	p.insertAfter(id, p.sentinel)
-}
-
-func (p *Pool) insertAfter(id int, at int32) {
-	b := &p.blocks[id]
-	b.prev = at
-	b.next = p.blocks[at].next
-	p.blocks[b.next].prev = int32(id)
-	p.blocks[at].next = int32(id)
-	b.onList = true
-	p.onList++
-	if b.hashed {
-		p.cached++
-	}
-}
-
 // Shrink gives back seq's trailing blocks past those numTokens need (the
 // slots of draft tokens a verification rejected), never a committed one.
 func (p *Pool) Shrink(seq SeqID, numTokens int) {
@@ -421,16 +371,17 @@ func (p *Pool) Shrink(seq SeqID, numTokens int) {
 	}
 	keep := max(p.BlocksFor(numTokens), len(t.hashes))
 	for len(t.blocks) > keep {
-		id := t.blocks[len(t.blocks)-1]
-		t.blocks = t.blocks[:len(t.blocks)-1]
-		b := &p.blocks[id]
-		if b.ref--; b.ref > 0 {
-			continue
-		}
-		if b.hashed {
-			p.pushTail(id)
-		} else {
-			p.pushHead(id)
+		i := len(t.blocks) - 1
+		p.unref(t.blocks[i])
+		t.blocks = t.blocks[:i]
+		if p.k > 0 {
+			if t.wins[i] >= 0 {
+				p.unrefWindow(t.wins[i])
+			}
+			t.wins = t.wins[:i]
+			for g := range t.tabs {
+				t.tabs[g] = t.tabs[g][:i]
+			}
 		}
 	}
 }

@@ -115,6 +115,57 @@ type RopeScaling struct {
 	BetaFast, BetaSlow float32 // yarn: correction range (32 and 1)
 }
 
+// SlidingLayers counts the layers with K and V that attend through the
+// sliding window.
+func (c Config) SlidingLayers() int {
+	n := 0
+	for l := range c.Layers {
+		if c.Sliding(l) && !c.Recurrent.Layer(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// KVLayout places the layers' K and V in the paged cache's blocks: a block
+// holds Slots layers, and every layer has a group and a slot in it.
+// Without window groups (windowed false, or a model whose layers all see
+// the same positions) group 0 holds every layer with K and V. With them
+// (vLLM's hybrid layout) group 0 holds the layers that see every position,
+// Slots of them, and groups 1..Tables the sliding-window layers, Slots to
+// a group (the last may leave slots empty): a sequence holds group 0's
+// blocks for its whole length and the others' only for its window.
+type KVLayout struct {
+	Slots, Tables int
+	Group, Slot   []int // per layer; -1 for a layer without K and V
+}
+
+// Layout returns the model's KVLayout, with window groups if windowed and
+// the model has both kinds of layer (and attends causally).
+func (c Config) Layout(windowed bool) KVLayout {
+	attn, sliding := c.AttnLayers(), c.SlidingLayers()
+	lay := KVLayout{Slots: attn, Group: make([]int, c.Layers), Slot: make([]int, c.Layers)}
+	split := windowed && sliding > 0 && sliding < attn && !c.NonCausal
+	if split {
+		lay.Slots = attn - sliding
+		lay.Tables = (sliding + lay.Slots - 1) / lay.Slots
+	}
+	main, win := 0, 0
+	for l := range c.Layers {
+		switch {
+		case c.Recurrent.Layer(l):
+			lay.Group[l], lay.Slot[l] = -1, -1
+		case split && c.Sliding(l):
+			lay.Group[l], lay.Slot[l] = 1+win/lay.Slots, win%lay.Slots
+			win++
+		default:
+			lay.Slot[l] = main
+			main++
+		}
+	}
+	return lay
+}
+
 // Sliding reports whether layer l attends through the sliding window.
 func (c Config) Sliding(l int) bool {
 	n := c.SlidePattern

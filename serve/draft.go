@@ -58,12 +58,18 @@ func openDraft(cfg *LoadSpec, target *model.Model, be backend.Backend, kv backen
 	if err := engine.SameVocabulary(target, dm); err != nil {
 		return nil, errors.Join(err, dm.Close())
 	}
-	dbe, err := backends.Open(cfg.Backend, dm, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
+	// A windowed target's blocks hold one layer group: the draft's pool
+	// holds as many tokens as the target's would with every layer in a block.
+	blocks := cfg.KVBlocks
+	if lay := target.Config.Layout(Windowed(target)); lay.Tables > 0 {
+		blocks = max(1, blocks*lay.Slots/target.Config.AttnLayers())
+	}
+	dbe, err := backends.Open(cfg.Backend, dm, backend.Options{NumBlocks: blocks, BlockSize: cfg.BlockSize,
 		Threads: cfg.Threads, KV: kv, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, ShareThreads: be})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("draft model: %w", err), dm.Close())
 	}
-	spec.Draft = &engine.DraftModel{Model: dm, Backend: dbe, NumBlocks: cfg.KVBlocks}
+	spec.Draft = &engine.DraftModel{Model: dm, Backend: dbe, NumBlocks: blocks}
 	log.Info("draft model loaded", "draft_model", dm.Path, "dim", dm.Config.Dim, "layers", dm.Config.Layers,
 		"draft_tokens", spec.Tokens, "backend", backends.Describe(dbe))
 	return &loadedDraft{m: dm, be: dbe}, nil

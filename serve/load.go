@@ -186,7 +186,7 @@ func (p *preparedEngine) start() (*LoadedModel, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%w: %w", engine.ErrInvalidArgument, err), closeChat(tmpl), m.Close())
 	}
-	be, err := backends.Open(cfg.Backend, m, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
+	be, err := backends.Open(cfg.Backend, m, backend.Options{NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize, Windowed: plan.KVWindowTables > 0,
 		Threads: cfg.Threads, KV: kv, Kernels: cfg.Kernels, QuantDot: cfg.QuantDot, MaxStates: 2 * sc.MaxNumSeqs, MaxSnapshots: 2 * sc.MaxNumSeqs})
 	if err != nil {
 		return nil, errors.Join(err, closeChat(tmpl), m.Close())
@@ -201,7 +201,7 @@ func (p *preparedEngine) start() (*LoadedModel, error) {
 		return nil, errors.Join(err, closeChat(tmpl), be.Close(), m.Close())
 	}
 	cacheFile, cacheID := cacheFileOf(cfg, m, be, kv)
-	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize,
+	e, err := engine.New(engine.Options{Adaptive: adaptive, Model: m, Backend: be, NumBlocks: cfg.KVBlocks, BlockSize: cfg.BlockSize, Windowed: plan.KVWindowTables > 0,
 		DisablePrefixCaching: cfg.NoPrefixCache, Scheduler: sc, MaxQueue: cfg.MaxQueue, Logger: log, Observer: cfg.Observer,
 		Channels: cfg.Channels, IDs: cfg.IDs, Gate: cfg.Gate, CacheFile: cacheFile, CacheIdentity: cacheID, CacheMaxBytes: cfg.CacheMaxBytes,
 		KVEvents: cfg.KVEvents, Speculative: cfg.Speculative})
@@ -253,13 +253,25 @@ func PlanFor(m *model.Model, cfg LoadSpec) (hwprofile.Detection, hwprofile.Plan,
 	return det, plan, err
 }
 
+// Windowed reports whether m's K and V are laid out in window groups: a
+// model whose sliding-window layers see less than its context (gemma2
+// and 3, gpt-oss) keeps them only for the window (model.KVLayout).
+func Windowed(m *model.Model) bool {
+	c := m.Config
+	return c.SlidingWindow > 0 && c.SlidingWindow < c.Context
+}
+
 // ShapeOf describes a model for planning.
 func ShapeOf(m *model.Model) hwprofile.ModelShape {
 	c := m.Config
-	return hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Dim: c.Dim,
+	s := hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Dim: c.Dim,
 		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes(), WholeText: c.NonCausal,
 		Experts: c.MoE.Experts, Used: c.MoE.Used, ExpertFFN: c.MoE.FFN, SharedFFN: c.MoE.SharedFFN, ActiveBytes: int64(m.WeightBytes()),
 		KVLayers: c.AttnLayers(), StateBytes: c.StateBytes()}
+	if lay := c.Layout(Windowed(m)); lay.Tables > 0 {
+		s.BlockLayers, s.WindowTables, s.Window = lay.Slots, lay.Tables, c.SlidingWindow
+	}
+	return s
 }
 
 // Close stops the engine loop and releases the backend and the model.

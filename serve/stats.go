@@ -23,7 +23,8 @@ func (svc *Service) Stats() (*wire.StatsReport, *engine.Stats) {
 		def = &s
 		p := lm.Plan
 		r.Plan = wire.Plan{Device: p.Device, Profile: p.Profile, KVBlocks: p.KVBlocks, BlockSize: p.BlockSize,
-			KVCacheType: p.KVCacheType, KVBytesPerToken: p.KVBytesPerToken,
+			KVCacheType: p.KVCacheType, KVBytesPerToken: p.KVBytesPerToken, SlidingWindow: p.SlidingWindow,
+			KVWindowTables: p.KVWindowTables, KVBlockLayers: p.KVBlockLayers,
 			MaxContext: p.MaxContext, MaxNumSeqs: p.MaxNumSeqs, MaxNumBatchedTokens: p.MaxNumBatchedTokens,
 			Threads: p.Threads, Warnings: append([]string{}, p.Warnings...)}
 	}
@@ -59,6 +60,7 @@ func engineFigures(r *wire.StatsReport, s engine.Stats) {
 	r.Running, r.Waiting, r.RunningByChannel, r.WaitingByChannel = s.Running, s.Waiting, s.RunningByChannel, s.WaitingByChannel
 	r.KVBlocksTotal, r.KVBlocksUsed, r.KVBlocksCached, r.KVUsage = s.KVBlocksTotal, s.KVBlocksUsed, s.KVBlocksCached, s.KVUsage
 	r.KVBlocksTouched = s.KVBlocksTouched
+	r.KVWindowBlocksUsed, r.KVWindowBlocksCached = s.KVWindowBlocksUsed, s.KVWindowBlocksCached
 	r.BlockSize, r.PrefixQueries, r.PrefixHits, r.Preemptions = s.BlockSize, s.PrefixQueries, s.PrefixHits, s.Preemptions
 	r.Steps, r.PromptTokens, r.GeneratedTokens = s.Steps, s.PromptTokens, s.GeneratedTokens
 	r.SpecDrafted, r.SpecAccepted, r.SpecShares = s.SpecDrafted, s.SpecAccepted, s.SpecShares

@@ -55,6 +55,7 @@ func Run(t *testing.T, open Open) {
 			verifyRowsOn(t, open, kvModel(t), backend.Options{NumBlocks: 16, BlockSize: 16, KV: kv, QuantDot: "auto"})
 		})
 	}
+	t.Run("window-store", func(t *testing.T) { windowStore(t, open) })
 	t.Run("block-isolation", func(t *testing.T) { blockIsolation(t, open) })
 	t.Run("bad-batches", func(t *testing.T) { badBatches(t, open) })
 }
@@ -266,6 +267,79 @@ func blockIsolation(t *testing.T, open Open) {
 	b := step(start(t, open, m, backend.Options{NumBlocks: 8, BlockSize: 4}), true)
 	if !slices.Equal(a, b) {
 		t.Fatal("another sequence's step changed this one's logits")
+	}
+}
+
+// windowStore: a windowed model's (gpt-oss's: windows of 128 on even
+// layers) logits over a 200-token prompt in chunks of 24 and eight decode
+// steps are bit-identical whether a block holds every layer or one layer
+// group (Options.Windowed), the sliding group's blocks given back as the
+// queries move past them and taken again for new positions; and a share
+// whose window table lacks a block its queries see is refused.
+func windowStore(t *testing.T, open Open) {
+	path, _ := synth.WriteFile(t, synth.Options{Arch: "gpt-oss", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32,
+		FFN: 64, Vocab: 300, Context: 512, DType: quant.F32, Seed: 21, Std: 0.08, Experts: 4, ExpertsUsed: 2, ExpertFFN: 32})
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const bs, win = 16, 128
+	if lay := m.Config.Layout(true); m.Config.SlidingWindow != win || lay.Tables != 1 || lay.Slots != 1 {
+		t.Fatalf("synth's gpt-oss: window %d, layout %+v", m.Config.SlidingWindow, lay)
+	}
+	all := start(t, open, m, backend.Options{NumBlocks: 13, BlockSize: bs})
+	split := start(t, open, m, backend.Options{NumBlocks: 32, BlockSize: bs, Windowed: true})
+	toks := make([]int, 208)
+	for i := range toks {
+		toks[i] = 1 + (i*37+i*i)%299
+	}
+	plain := make([]int, 13)
+	for i := range plain {
+		plain[i] = i
+	}
+	free := make([]int, 32) // split's blocks, main and window from one list (reversed: blocks elsewhere)
+	for i := range free {
+		free[i] = 31 - i
+	}
+	var main, window []int
+	for pos := 0; pos < len(toks); {
+		n := 24
+		if pos >= 200 {
+			n = 1
+		}
+		end := min(pos+n, len(toks))
+		for len(main)*bs < end {
+			main, window = append(main, free[0]), append(window, free[1])
+			free = free[2:]
+		}
+		first := max(0, pos-win+1) / bs
+		for i := range first {
+			if window[i] >= 0 {
+				free = append(free, window[i])
+				window[i] = -1
+			}
+		}
+		want := forward(t, all, backend.SeqInput{Tokens: toks[pos:end], Pos: pos, Blocks: plain, Logits: true})[0]
+		in := backend.SeqInput{Tokens: toks[pos:end], Pos: pos, Blocks: main, Window: [][]int{window}, Logits: true}
+		got := forward(t, split, in)[0]
+		for i := range want {
+			if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+				t.Fatalf("position %d logit %d: %v with every layer in a block, %v in window groups", end-1, i, want[i], got[i])
+			}
+		}
+		if first > 0 { // a block the first query sees, gone
+			bad := in
+			bad.Window = [][]int{slices.Clone(window)}
+			bad.Window[0][first] = -1
+			if _, err := split.Forward(&backend.Batch{Seqs: []backend.SeqInput{bad}}); !errors.Is(err, backend.ErrBadBatch) {
+				t.Fatalf("a window table without block %d (seen from %d): %v, want ErrBadBatch", first, pos, err)
+			}
+		}
+		pos = end
+	}
+	if len(free) < 10 { // 13 main blocks and the last window's 8 held: 11; without reuse 6
+		t.Fatalf("the window blocks were not reused: %d free of 32", len(free))
 	}
 }
 

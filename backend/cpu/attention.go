@@ -116,7 +116,7 @@ func (j *attnJob) one(share, t, h int) {
 		s := j.batch.Seqs[b.tokSeq[t]]
 		pos = s.Pos + len(s.Tokens) - 1
 	}
-	blocks := j.batch.Seqs[b.tokSeq[t]].Blocks[:pos/bs+1]
+	blocks := b.table(&j.batch.Seqs[b.tokSeq[t]], j.l)[:pos/bs+1]
 	q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 	var qa *q8Acts
 	if kc.q != nil {
@@ -257,7 +257,7 @@ func (j *attnJob) four(share, t0, h int) {
 func (j *attnJob) quad(share, t0 int) (p0 int, blocks []int, stride int, buf []float32) {
 	b := j.b
 	p0 = b.tokPos[t0]
-	blocks = j.batch.Seqs[b.tokSeq[t0]].Blocks[:(p0+3)/b.blockSize+1]
+	blocks = b.table(&j.batch.Seqs[b.tokSeq[t0]], j.l)[:(p0+3)/b.blockSize+1]
 	stride = p0 + 4
 	if cap(j.scores4[share]) < 4*stride {
 		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, b.c.Context+4))

@@ -18,12 +18,15 @@ type Backend struct {
 	c         model.Config
 	blockSize int
 	numBlocks int
+	lay       model.KVLayout // which block slot each layer's K and V take
 	kv        backend.KVTypes
 	// rotK, rotV: the Walsh-Hadamard sizes that rotate Q and K, and V and
 	// the attention output, before a block format stores them (0: none).
 	rotK, rotV int
-	k, v       []kvLayer // per layer: numBlocks*blockSize*KVDim
-	kvMem      kvArena   // backs k and v
+	k, v       []kvLayer // per layer: its block slot's store
+	slotK      []kvLayer // per block slot (model.KVLayout): every block's K of that slot
+	slotV      []kvLayer
+	kvMem      kvArena // backs k and v
 	rope       *ropeTable
 	ropeSWA    *ropeTable // the sliding layers' (rope unless Config.RopeThetaSWA)
 	pool       *workers
@@ -87,7 +90,7 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}
-	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, kv: o.KV, kern: k,
+	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, lay: c.Layout(o.Windowed), kv: o.KV, kern: k,
 		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}
 	b.ropeSWA = b.rope
 	b.rotK, b.rotV = kvRotations(o.KV, c.HeadDim)
@@ -122,7 +125,7 @@ func (b *Backend) Model() *model.Model { return b.m }
 // Release drops the KV store (and, with weights, the resident pages of the
 // mapped weights, which fault back in on use) for an idle sleep.
 func (b *Backend) Release(weights bool) error {
-	b.k, b.v = nil, nil
+	b.k, b.v, b.slotK, b.slotV = nil, nil, nil, nil
 	kvErr := b.kvMem.free()
 	b.cap = 0
 	b.x, b.xb, b.q, b.kk, b.vv, b.att, b.hb, b.hb2, b.scratch = nil, nil, nil, nil, nil, nil, nil, nil, nil
@@ -140,23 +143,30 @@ func (b *Backend) Restore() error {
 	if b.k != nil {
 		return nil
 	}
-	slots := b.numBlocks * b.blockSize * b.c.KVDim()
-	kSize, vSize := b.kv.K.RowBytes(slots), b.kv.V.RowBytes(slots) // one layer's
-	// Recurrent layers keep no K and V (their state is per sequence).
-	a, err := newKVArena(b.c.AttnLayers() * (kSize + vSize))
+	// A region per block slot (model.KVLayout), K then V, each holding
+	// that slot of every block: a layer's store is its slot's region, so
+	// each layer's blocks lie together whichever group uses them (a block
+	// is a row of every region). Recurrent layers keep no K and V (their
+	// state is per sequence).
+	n := b.numBlocks * b.blockElems() // one region's elements
+	kSize, vSize := b.kv.K.RowBytes(n), b.kv.V.RowBytes(n)
+	a, err := newKVArena(b.lay.Slots * (kSize + vSize))
 	if err != nil {
 		return err
 	}
 	b.kvMem = a
-	i := 0
+	b.slotK, b.slotV = nil, nil
+	for j := range b.lay.Slots {
+		off := j * (kSize + vSize)
+		b.slotK = append(b.slotK, a.layer(b.kv.K, off, n, b.blockSize, b.kern))
+		b.slotV = append(b.slotV, a.layer(b.kv.V, off+kSize, n, b.blockSize, b.kern))
+	}
 	for l := range b.c.Layers {
-		if b.c.Recurrent.Layer(l) {
+		if j := b.lay.Slot[l]; j >= 0 {
+			b.k, b.v = append(b.k, b.slotK[j]), append(b.v, b.slotV[j])
+		} else {
 			b.k, b.v = append(b.k, kvLayer{}), append(b.v, kvLayer{})
-			continue
 		}
-		b.k = append(b.k, a.layer(b.kv.K, i*(kSize+vSize), slots, b.blockSize, b.kern))
-		b.v = append(b.v, a.layer(b.kv.V, i*(kSize+vSize)+kSize, slots, b.blockSize, b.kern))
-		i++
 	}
 	return nil
 }
@@ -166,7 +176,7 @@ func (b *Backend) Close() error {
 	if !b.sharedPool {
 		b.pool.close()
 	}
-	b.k, b.v = nil, nil
+	b.k, b.v, b.slotK, b.slotV = nil, nil, nil, nil
 	return b.kvMem.free()
 }
 
@@ -210,13 +220,8 @@ func (b *Backend) check(batch *backend.Batch) (int, error) {
 			return 0, fmt.Errorf("%w: sequence %d positions %d..%d outside the context of %d",
 				backend.ErrBadBatch, i, s.Pos, end-1, b.c.Context)
 		}
-		if len(s.Blocks)*b.blockSize < end {
-			return 0, fmt.Errorf("%w: sequence %d has %d blocks for %d tokens", backend.ErrBadBatch, i, len(s.Blocks), end)
-		}
-		for _, id := range s.Blocks {
-			if id < 0 || id >= b.numBlocks {
-				return 0, fmt.Errorf("%w: sequence %d block %d outside the pool of %d", backend.ErrBadBatch, i, id, b.numBlocks)
-			}
+		if err := b.checkTables(&s, i, end); err != nil {
+			return 0, err
 		}
 		for _, t := range s.Tokens {
 			if t < 0 || t >= b.c.Vocab {

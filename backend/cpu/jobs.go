@@ -185,7 +185,7 @@ func (j *storeJob) do(_, lo, hi int) {
 	kc, vc := b.k[j.l], b.v[j.l]
 	slot := func(t int) (block, pos int) {
 		pos = b.tokPos[t]
-		return j.batch.Seqs[b.tokSeq[t]].Blocks[pos/bs], pos % bs
+		return b.table(&j.batch.Seqs[b.tokSeq[t]], j.l)[pos/bs], pos % bs
 	}
 	// The slots are cold: ask for all their lines first, so that the
 	// stores below do not wait on memory one line at a time.

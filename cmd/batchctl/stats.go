@@ -38,6 +38,11 @@ func printStats(w io.Writer, s *wire.StatsReport) {
 		kvType(s.Plan),
 		fmt.Sprintf("prefix cache hit %.1f%% of %s prompt tokens", pct(float64(s.PrefixHits), float64(s.PrefixQueries)),
 			count(s.PrefixQueries)))
+	if p := s.Plan; p.KVWindowTables > 0 {
+		row("Window layers", fmt.Sprintf("%s used and %s cached blocks are window blocks", count(s.KVWindowBlocksUsed),
+			count(s.KVWindowBlocksCached)), fmt.Sprintf("a block holds %s layers; a sequence holds %s more a block for its last %s positions",
+			count(p.KVBlockLayers), count(p.KVWindowTables), count(p.SlidingWindow)))
+	}
 	row("Batching", fmt.Sprintf("up to %s sequences and %s tokens a step", count(s.MaxNumSeqs), count(s.MaxNumBatchedTokens)),
 		fmt.Sprintf("mean batch %.1f over %s steps", s.MeanBatchSize, count(s.Steps)),
 		fmt.Sprintf("%s preemptions", count(s.Preemptions)))

@@ -109,6 +109,11 @@ func printProfile(w io.Writer, det hwprofile.Detection, nvmlReason string, conns
 		fmt.Fprintf(w, "kv        %s: %d blocks x %d tokens x %d bytes/token: %d tokens, %d MiB reserved; memory is committed "+
 			"as blocks are first used (batchctl stats: resident)\n",
 			p.KVCacheType, p.KVBlocks, p.BlockSize, p.KVBytesPerToken, p.KVTokens, int64(p.KVBlocks)*int64(p.BlockSize)*int64(p.KVBytesPerToken)>>20)
+		if p.KVWindowTables > 0 {
+			fmt.Fprintf(w, "window    a block holds %d layers; the sliding-window layers (a window of %d tokens) take %d blocks more "+
+				"a block, held only while a query sees them: %d sequences of %d tokens fit\n", p.KVBlockLayers, p.SlidingWindow,
+				p.KVWindowTables, p.FullContextSeqs, p.MaxContext)
+		}
 		fmt.Fprintf(w, "limits    context %d, %d sequences at full context, max_num_seqs %d, max_num_batched_tokens %d, threads %d\n",
 			p.MaxContext, p.FullContextSeqs, p.MaxNumSeqs, p.MaxNumBatchedTokens, p.Threads)
 		for _, warning := range p.Warnings {

@@ -98,6 +98,9 @@ type Config struct {
 	OwnSteps map[string]bool
 }
 
+// WithDefaults is c with its zero fields given their defaults.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
+
 func (c Config) withDefaults() Config {
 	if c.MaxNumSeqs <= 0 {
 		c.MaxNumSeqs = 64

@@ -25,4 +25,5 @@ func (s *Scheduler) AcceptDrafts(seq *Sequence, n int) {
 		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Salt, seq.Tokens[:s.cacheable(seq, seq.Computed)])
 	}
 	s.pool.Shrink(kvcache.SeqID(seq.ID), len(seq.Tokens))
+	s.pool.Slide(kvcache.SeqID(seq.ID), seq.Computed)
 }

@@ -332,8 +332,9 @@ func (s *Scheduler) admitPass(st *Step, budget, partial, limit *int, eligible fu
 		}
 		if s.opt.Resume != nil && len(blocks) > 0 {
 			blocks = blocks[:s.opt.Resume(blocks)]
-			cached = len(blocks) * s.pool.BlockSize()
 		}
+		blocks = blocks[:s.pool.Usable(blocks)] // a windowed pool's window blocks end a hit too
+		cached = len(blocks) * s.pool.BlockSize()
 		rest := len(seq.Tokens) - cached
 		n := min(rest, *budget)
 		if seq.Embed {
@@ -406,6 +407,7 @@ func (s *Scheduler) Advance(sc Scheduled) {
 	if !seq.Padding && !s.opt.Whole { // pad tokens are not worth a prefix-cache entry
 		s.pool.Commit(kvcache.SeqID(seq.ID), seq.Salt, seq.Tokens[:s.cacheable(seq, seq.Computed)])
 	}
+	s.pool.Slide(kvcache.SeqID(seq.ID), seq.Computed)
 }
 
 // cacheable bounds the first n tokens of seq to those the prefix cache may

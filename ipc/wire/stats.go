@@ -22,10 +22,13 @@ type StatsReport struct {
 	// pool is reserved address space, committed as blocks are first used).
 	KVBlocksTouched int     `msgpack:"kv_blocks_touched" json:"kv_blocks_touched"`
 	KVUsage         float64 `msgpack:"kv_usage" json:"kv_usage"`
-	BlockSize       int     `msgpack:"block_size" json:"block_size"`
-	PrefixQueries   uint64  `msgpack:"prefix_cache_queries" json:"prefix_cache_queries"`
-	PrefixHits      uint64  `msgpack:"prefix_cache_hits" json:"prefix_cache_hits"`
-	Preemptions     uint64  `msgpack:"preemptions" json:"preemptions"`
+	// Of the used and cached blocks, a windowed model's window blocks'.
+	KVWindowBlocksUsed   int    `msgpack:"kv_window_blocks_used,omitempty" json:"kv_window_blocks_used,omitempty"`
+	KVWindowBlocksCached int    `msgpack:"kv_window_blocks_cached,omitempty" json:"kv_window_blocks_cached,omitempty"`
+	BlockSize            int    `msgpack:"block_size" json:"block_size"`
+	PrefixQueries        uint64 `msgpack:"prefix_cache_queries" json:"prefix_cache_queries"`
+	PrefixHits           uint64 `msgpack:"prefix_cache_hits" json:"prefix_cache_hits"`
+	Preemptions          uint64 `msgpack:"preemptions" json:"preemptions"`
 	// Speculative decoding: tokens drafted, those kept, and the decode
 	// shares that verified a draft.
 	SpecDrafted  uint64 `msgpack:"spec_drafted_tokens" json:"spec_drafted_tokens"`
@@ -120,12 +123,17 @@ type Controller struct {
 
 // Plan is what the daemon planned for the hardware and model.
 type Plan struct {
-	Device              string   `msgpack:"device" json:"device"`
-	Profile             string   `msgpack:"profile" json:"profile"`
-	KVBlocks            int      `msgpack:"kv_blocks" json:"kv_blocks"`
-	BlockSize           int      `msgpack:"block_size" json:"block_size"`
-	KVCacheType         string   `msgpack:"kv_cache_type" json:"kv_cache_type"` // "q8_0", or "q8_0/q4_0" (K/V)
-	KVBytesPerToken     int      `msgpack:"kv_bytes_per_token" json:"kv_bytes_per_token"`
+	Device          string `msgpack:"device" json:"device"`
+	Profile         string `msgpack:"profile" json:"profile"`
+	KVBlocks        int    `msgpack:"kv_blocks" json:"kv_blocks"`
+	BlockSize       int    `msgpack:"block_size" json:"block_size"`
+	KVCacheType     string `msgpack:"kv_cache_type" json:"kv_cache_type"` // "q8_0", or "q8_0/q4_0" (K/V)
+	KVBytesPerToken int    `msgpack:"kv_bytes_per_token" json:"kv_bytes_per_token"`
+	// A windowed model's sliding-window layers' own blocks: a sequence
+	// holds those of its last SlidingWindow positions only.
+	SlidingWindow       int      `msgpack:"sliding_window,omitempty" json:"sliding_window,omitempty"`
+	KVWindowTables      int      `msgpack:"kv_window_tables,omitempty" json:"kv_window_tables,omitempty"` // blocks a window block takes
+	KVBlockLayers       int      `msgpack:"kv_block_layers,omitempty" json:"kv_block_layers,omitempty"`   // layers a block holds
 	MaxContext          int      `msgpack:"max_context" json:"max_context"`
 	MaxNumSeqs          int      `msgpack:"max_num_seqs" json:"max_num_seqs"`
 	MaxNumBatchedTokens int      `msgpack:"max_num_batched_tokens" json:"max_num_batched_tokens"`

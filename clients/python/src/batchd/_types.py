@@ -59,6 +59,9 @@ class Plan(_Mapping):
     block_size: int = 0
     kv_cache_type: str = ""
     kv_bytes_per_token: int = 0
+    sliding_window: int = 0
+    kv_window_tables: int = 0
+    kv_block_layers: int = 0
     max_context: int = 0
     max_num_seqs: int = 0
     max_num_batched_tokens: int = 0
@@ -99,6 +102,8 @@ class Stats(_Mapping):
     kv_blocks_used: int = 0
     kv_blocks_cached: int = 0
     kv_usage: float = 0.0
+    kv_window_blocks_used: int = 0
+    kv_window_blocks_cached: int = 0
     block_size: int = 0
     prefix_cache_queries: int = 0
     prefix_cache_hits: int = 0
