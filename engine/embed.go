@@ -59,6 +59,7 @@ type Embed struct {
 type pooler struct {
 	embed Embed
 	head  *model.RankHead // PoolRank's
+	dense []*model.Matrix // model.Model.Dense: after pooling, before normalising
 	sum   []float64
 	row   []float32 // CLS: the first row; LAST: the latest
 	n     int
@@ -105,6 +106,9 @@ func (p *pooler) vector() []float32 {
 			out[j] = float32(s / float64(p.n))
 		}
 	}
+	for _, d := range p.dense {
+		out = matVec(d, nil, out)
+	}
 	if p.embed.Normalize {
 		Normalize(out)
 	}
@@ -149,7 +153,7 @@ func checkEmbed(r Request) []error {
 // starts over (a preempted request recomputes its prompt).
 func (e *Engine) pooled(rs *reqState, sc sched.Scheduled, rows []float32, now time.Time) {
 	if sc.Start == 0 {
-		rs.pool = &pooler{embed: rs.pool.embed, head: rs.pool.head}
+		rs.pool = &pooler{embed: rs.pool.embed, head: rs.pool.head, dense: rs.pool.dense}
 	}
 	rs.pool.add(rows, e.m.Config.Dim, sc.Start == 0)
 	if sc.Start+sc.N < sc.Seq.PromptLen {

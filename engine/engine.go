@@ -381,7 +381,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	rs.seq = &sched.Sequence{ID: id, Priority: r.Priority, Channel: r.Channel, Owner: r.Owner, Arrival: now, Tokens: r.Tokens,
 		PromptLen: len(r.Tokens), MaxTokens: r.MaxTokens, Embed: r.Embed != nil, Prefill: r.Prefill, Salt: kvcache.Salt(r.CacheSalt)}
 	if r.Embed != nil {
-		rs.pool = &pooler{embed: *r.Embed, head: e.m.Rank}
+		rs.pool = &pooler{embed: *r.Embed, head: e.m.Rank, dense: e.m.Dense}
 	}
 	if d := cmp.Or(r.Deadline, cp.Deadline); d > 0 {
 		rs.seq.Deadline = now.Add(d)

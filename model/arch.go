@@ -76,6 +76,11 @@ type Arch struct {
 	// token's state and ends in a softmax (Qwen3-Reranker's yes/no), the
 	// others the first token's ([CLS]).
 	Rank, RankLast bool
+	// Bidirectional: the family always attends both ways (llama.cpp sets
+	// causal_attn false whatever the file says) and embeds: gemma-embedding,
+	// whose sliding layers see a symmetric window (SymWindow) and whose
+	// pooled vector may go through dense_2 and dense_3 (EmbedDense).
+	Bidirectional, SymWindow, EmbedDense bool
 }
 
 // TensorNames are an architecture's tensor names, as llama.cpp's converter
@@ -167,6 +172,10 @@ var archTable = map[string]Arch{
 	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true, SlidePattern: 2},
 	"gemma3": {Name: "gemma3", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma3: true, Window: true,
 		SlidePattern: 6, QKNorm: true},
+	// EmbeddingGemma: gemma3's block, bidirectional, windows of half the
+	// file's either side.
+	"gemma-embedding": {Name: "gemma-embedding", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true,
+		Gemma3: true, Window: true, SlidePattern: 6, QKNorm: true, Bidirectional: true, SymWindow: true, EmbedDense: true},
 	"bert": {Name: "bert", Tensors: bertTensors, Encoder: true, PosEmbd: true, AttnBias: true, DenseBias: true,
 		PlainFFN: true, Rank: true},
 	"nomic-bert": {Name: "nomic-bert", Tensors: bertTensors, Encoder: true, RopeNeoX: true, FusedQKV: true},

@@ -135,10 +135,11 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	}
 	// llama.cpp reads attention.causal for every architecture; its
 	// converter writes false for encoders, which are bidirectional anyway.
-	c.NonCausal = a.Encoder
-	if v, ok := f.Meta[key("attention.causal")].(bool); ok {
+	c.NonCausal = a.Encoder || a.Bidirectional
+	if v, ok := f.Meta[key("attention.causal")].(bool); ok && !a.Bidirectional {
 		c.NonCausal = !v
 	}
+	c.SymmetricWindow = a.SymWindow && c.SlidingWindow > 0
 	if a.Encoder {
 		c.LayerNorm, c.PostNorm = true, true
 		c.RMSEps = 1e-12

@@ -71,6 +71,9 @@ func loadGGUF(data []byte) (*Model, error) {
 			return nil, err
 		}
 	}
+	if arch.EmbedDense {
+		m.Dense = ld.dense(c)
+	}
 	if err := ld.unsupportedError(); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	ScaleQ        bool    // the query takes the scale before attention, the scores none (llama.cpp's gemma graphs)
 	FinalSoftcap  float32 // logits likewise (gemma2)
 	SlidingWindow int     // a query sees keys less than this many positions back; 0 is all
+	// SymmetricWindow: a sliding layer's query sees the keys within half
+	// the window either side instead (gemma-embedding: bidirectional).
+	SymmetricWindow bool
 	SlidePattern  int     // layer l slides iff l%n < n-1, llama.cpp's pattern (2: gemma2's and gpt-oss's even layers, 6: gemma3's); 0: every layer
 	RopeThetaSWA  float32 // sliding layers' RoPE base, unscaled (gemma3); 0: theirs is the others'
 	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
@@ -264,6 +267,10 @@ type Model struct {
 	EmbedNorm, EmbedNormB []float32
 	// Rank is a reranker's head (Config.Pooling PoolingRank), or nil.
 	Rank *RankHead
+	// Dense are the projections after pooling (a sentence-transformers
+	// model converted with its dense modules: gemma-embedding's dense_2
+	// then dense_3), applied in order to the pooled vector; nil for none.
+	Dense []*Matrix
 
 	mapped []byte
 }

@@ -34,6 +34,23 @@ type RankHead struct {
 // Outputs is how many scores the head gives.
 func (h *RankHead) Outputs() int { return max(1, len(h.Labels)) }
 
+// dense reads the projections a sentence-transformers embedding model's
+// converter may add after pooling (dense_2: Dim to its width, dense_3:
+// back to Dim, as llama.cpp's build_dense_out runs them), or nil.
+func (l *ggufLoader) dense(c Config) []*Matrix {
+	if !hasTensor(l.f, "dense_2.weight") && !hasTensor(l.f, "dense_3.weight") {
+		return nil
+	}
+	t2, ok2 := l.f.Tensor("dense_2.weight")
+	t3, ok3 := l.f.Tensor("dense_3.weight")
+	if !ok2 || !ok3 || len(t2.Dims) != 2 || len(t3.Dims) != 2 || t2.Dims[1] != t3.Dims[0] || t2.Dims[1] > 1<<20 {
+		l.errs = append(l.errs, fmt.Errorf("%w: dense_2 and dense_3 do not chain (want both, Dim to a width and back)", ErrShape))
+		return nil
+	}
+	w := int(t2.Dims[1])
+	return []*Matrix{l.matrix("dense_2.weight", w, c.Dim), l.matrix("dense_3.weight", c.Dim, w)}
+}
+
 // rankHead reads a reranker's head; an architecture llama.cpp gives no
 // head refuses rank pooling rather than rank with a bare state.
 func (l *ggufLoader) rankHead(a Arch, c Config) (*RankHead, error) {

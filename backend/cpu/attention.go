@@ -116,6 +116,18 @@ func (j *attnJob) one(share, t, h int) {
 		s := j.batch.Seqs[b.tokSeq[t]]
 		pos = s.Pos + len(s.Tokens) - 1
 	}
+	// A sliding layer sees positions lo..pos: the last window's, or with a
+	// symmetric window (gemma-embedding) those within half of it either
+	// side. Whole blocks before lo are skipped, the rest of lo's block gets
+	// probability 0.
+	lo := 0
+	switch p := b.tokPos[t]; {
+	case window > 0 && c.SymmetricWindow:
+		lo, pos = max(0, p-window/2), min(pos, p+window/2)
+	case window > 0 && pos >= window:
+		lo = pos - window + 1
+	}
+	b0 := lo / bs
 	blocks := b.table(&j.batch.Seqs[b.tokSeq[t]], j.l)[:pos/bs+1]
 	q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 	var qa *q8Acts
@@ -128,13 +140,6 @@ func (j *attnJob) one(share, t, h int) {
 	}
 	scores := j.scores[share][:pos+1]
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/group, 0) }
-	// A sliding layer sees positions lo..pos; whole blocks before lo
-	// are skipped, the rest of lo's block gets probability 0.
-	lo, b0 := 0, 0
-	if window > 0 && pos >= window {
-		lo = pos - window + 1
-		b0 = lo / bs
-	}
 	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
 		kc.prefetch(at(bi), span)
 	}

@@ -54,6 +54,8 @@ type Options struct {
 	RouterStd float64 // SSM shapes a Gated DeltaNet hybrid: Arch qwen35 (a dense FFN) or
 	// qwen35moe (experts and a gated shared expert, SharedFFN wide).
 	SSM SSMOptions
+	// Gemma shapes Arch gemma3 or gemma-embedding (gemma.go).
+	Gemma GemmaOptions
 }
 
 func (o *Options) check() error {
@@ -114,6 +116,11 @@ func Write(w io.Writer, o Options) error {
 			return err
 		}
 	}
+	if o.gemma() {
+		if err := o.checkGemma(); err != nil {
+			return err
+		}
+	}
 	pieces, scores, types := synthVocab(o)
 	gw := gguf.NewWriter()
 	// general.file_type (llama.cpp's LLAMA_FTYPE_ALL_*), for tools that read it.
@@ -166,6 +173,9 @@ func Write(w io.Writer, o Options) error {
 	}
 	if o.hybrid() {
 		o.hybridMeta(gw, arch)
+	}
+	if o.gemma() {
+		o.gemmaMeta(gw, arch)
 	}
 	if strings.HasPrefix(arch, "granite") {
 		gw.Set(arch+".logit_scale", float32(8))
@@ -250,6 +260,9 @@ func Write(w io.Writer, o Options) error {
 		} else {
 			ones(p+"ffn_norm.weight", o.Dim)
 		}
+		if o.gemma() {
+			o.gemmaLayer(p, normVec)
+		}
 		switch arch {
 		case "qwen3", "qwen3moe": // per-head Q and K norms
 			ones(p+"attn_q_norm.weight", o.HeadDim)
@@ -288,6 +301,7 @@ func Write(w io.Writer, o Options) error {
 			mat(p+"ffn_down_shexp.weight", o.Dim, o.SharedFFN)
 		}
 	}
+	o.gemmaDense(mat)
 	_, err := gw.WriteTo(w)
 	return err
 }
