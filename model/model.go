@@ -42,12 +42,12 @@ type Config struct {
 	// SymmetricWindow: a sliding layer's query sees the keys within half
 	// the window either side instead (gemma-embedding: bidirectional).
 	SymmetricWindow bool
-	SlidePattern  int     // layer l slides iff l%n < n-1, llama.cpp's pattern (2: gemma2's and gpt-oss's even layers, 6: gemma3's); 0: every layer
-	RopeThetaSWA  float32 // sliding layers' RoPE base, unscaled (gemma3); 0: theirs is the others'
-	EmbedScale    float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
-	ResidualScale float32 // attention's and FFN's outputs are, before their residual add (granite); 0 is off
-	LogitScale    float32 // logits are multiplied by 1/LogitScale (granite); 0 is off
-	FFNGELU       bool    // the FFN is gelu(gate)*up (gemma2), not silu(gate)*up
+	SlidePattern    int     // layer l slides iff l%n < n-1, llama.cpp's pattern (2: gemma2's and gpt-oss's even layers, 6: gemma3's); 0: every layer
+	RopeThetaSWA    float32 // sliding layers' RoPE base, unscaled (gemma3); 0: theirs is the others'
+	EmbedScale      float32 // embeddings are multiplied by it (gemma2: sqrt(Dim)); 0 is off
+	ResidualScale   float32 // attention's and FFN's outputs are, before their residual add (granite); 0 is off
+	LogitScale      float32 // logits are multiplied by 1/LogitScale (granite); 0 is off
+	FFNGELU         bool    // the FFN is gelu(gate)*up (gemma2), not silu(gate)*up
 	// Encoders (bert, nomic-bert).
 	LayerNorm bool // norms are LayerNorms with biases, not RMSNorms
 	PostNorm  bool // a block's norms follow its residual adds (Layer.AttnNorm, FFNNorm)
