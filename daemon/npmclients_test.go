@@ -115,8 +115,8 @@ func TestNpmClients(t *testing.T) {
 
 // TestNpmClientsHarmony: a harmony model (models/arch2's gpt-oss with
 // OpenAI's template) gives the JavaScript SDKs a required call as a Qwen
-// model does: the OpenAI SDK's chat completions and the AI SDK's chat
-// provider.
+// model does: the OpenAI SDK's chat completions, the AI SDK's chat
+// provider and LangChain's ChatOpenAI with its tools bound.
 func TestNpmClientsHarmony(t *testing.T) {
 	dir := npmClients(t)
 	file := filepath.Join(testmodels.Dir(t), "arch2", "tiny-gpt-oss.gguf")
@@ -135,6 +135,10 @@ func TestNpmClientsHarmony(t *testing.T) {
 			AI     []struct {
 				Finish, ToolName string
 				Input            map[string]any
+			}
+			LangChain []struct {
+				Finish, Name string
+				Args         map[string]any
 			}
 		}
 	}
@@ -161,7 +165,16 @@ func TestNpmClientsHarmony(t *testing.T) {
 			called++
 		}
 	}
-	if called < 2 {
+	for _, r := range got.Harmony.LangChain {
+		switch {
+		case r.Finish == "length":
+		case r.Finish != "tool_calls" || r.Name != "add" || r.Args["a"] == nil || r.Args["b"] == nil:
+			t.Errorf("LangChain: %+v", r)
+		default:
+			called++
+		}
+	}
+	if called < 3 {
 		t.Errorf("a call in %d of the tries: %+v", called, got.Harmony)
 	}
 }

@@ -59,6 +59,15 @@ if (process.env.BATCHD_CHECK === "harmony") {
       tools: { add: aiTool({ description: "add two integers", inputSchema: jsonSchema(tool.parameters) }) } });
     res.ai.push({ finish: ai.finishReason, toolName: ai.toolCalls[0]?.toolName, input: ai.toolCalls[0]?.input });
   }
+  // LangChain's ChatOpenAI, its tools bound with tool_choice required.
+  const { ChatOpenAI } = await import("@langchain/openai");
+  const lc = new ChatOpenAI({ model, apiKey, configuration: { baseURL: base + "/v1" }, temperature: 1, maxTokens: 160, maxRetries: 0 })
+    .bindTools(tools, { tool_choice: "required" });
+  res.langchain = [];
+  for (let seed = 1; seed <= 12 && !res.langchain.some((r) => r.name); seed++) {
+    const msg = await lc.invoke("What is 2 plus 3?", { seed });
+    res.langchain.push({ finish: msg.response_metadata?.finish_reason, name: msg.tool_calls?.[0]?.name, args: msg.tool_calls?.[0]?.args });
+  }
   console.log(JSON.stringify({ harmony: res }));
   process.exit(0);
 }
