@@ -118,6 +118,17 @@ type Recurrent interface {
 	Snapshots() int
 }
 
+// SnapshotStore is a Recurrent backend whose kept states can be read and
+// written whole, so that they outlive the process beside the prefix
+// cache's blocks (a cached prefix of a recurrent model resumes only from
+// a kept state).
+type SnapshotStore interface {
+	SnapshotBytes() int                        // one state's bytes (0: the model keeps none)
+	KeptStates() []StateID                     // least recently used first
+	ReadSnapshot(key StateID, dst []byte) bool // len(dst) == SnapshotBytes()
+	WriteSnapshot(key StateID, src []byte)     // kept as the most recently used
+}
+
 // RoleAware is a backend whose numerics for a token depend on whether it
 // is a prompt or a generated token (SeqInput.PromptLen), never on its
 // batch. The engine then shares cached KV blocks only within prompts and

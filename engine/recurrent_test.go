@@ -140,3 +140,52 @@ func TestRecurrentPrefixResume(t *testing.T) {
 		t.Errorf("evicted: %d cached tokens (want 0), tokens %v, cold %v", cached, got, want)
 	}
 }
+
+// TestRecurrentSavedStates: a hybrid's kept states are saved with the
+// prefix cache and read back, so that after a restart the second turn
+// resumes from the first's cached blocks (48 tokens, as in
+// TestRecurrentPrefixResume) and writes what a cold run writes; without
+// the states section the blocks alone could not be resumed.
+func TestRecurrentSavedStates(t *testing.T) {
+	m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch2", "tiny-qwen35.gguf"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	run := func(e *Engine, prompt []int, n int) ([]int, int) {
+		t.Helper()
+		st, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: n, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, toks, done, err := st.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toks, done.Usage.CachedPromptTokens
+	}
+	first := make([]int, 40)
+	for i := range first {
+		first[i] = 100 + 7*i
+	}
+	o := Options{NumBlocks: 64, BlockSize: 16, CacheFile: filepath.Join(t.TempDir(), "prefix-cache"), CacheIdentity: "qwen35"}
+	cold := o
+	cold.CacheFile, cold.DisablePrefixCaching = "", true
+	ce, _ := warmEngineWith(t, m, cold)
+	answer, _ := run(ce, first, 20)
+	second := append(append(append([]int(nil), first...), answer...), 11, 12, 13, 14, 15)
+	want, _ := run(ce, second, 12)
+
+	e1, stop := warmEngineWith(t, m, o)
+	run(e1, first, 20)
+	kept := e1.Stats().RecurrentSnapshots
+	stop()
+	e2, _ := warmEngineWith(t, m, o)
+	if st := e2.Stats(); st.RecurrentSnapshots != kept || kept == 0 || st.KVBlocksCached == 0 {
+		t.Fatalf("after the restart: %d states (%d saved), %d blocks cached", st.RecurrentSnapshots, kept, st.KVBlocksCached)
+	}
+	got, cached := run(e2, second, 12)
+	if cached != 48 || !slices.Equal(got, want) {
+		t.Errorf("second turn after a restart: %d cached tokens (want 48), tokens %v, cold %v", cached, got, want)
+	}
+}

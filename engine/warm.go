@@ -108,7 +108,8 @@ func (e *Engine) prefilled(rs *reqState, now time.Time) {
 // cacheMagic starts a saved prefix cache; the format is: magic, the
 // identity, then a section per block group (the main blocks, then a
 // windowed pool's window blocks): block size, block bytes, a count and
-// count blocks of (hash, K and V); then the SHA-256 of everything before.
+// count blocks of (hash, K and V); then the recurrent states' section
+// (warmstates.go); then the SHA-256 of everything before.
 const cacheMagic = "batchd prefix cache 2\n"
 
 // saveCache writes every indexed block to the cache file (atomically: a
@@ -159,16 +160,18 @@ func (e *Engine) writeCache(bs backend.BlockStore) (int, error) {
 	}
 	defer os.Remove(tmp.Name()) // after the rename, a no-op
 	sections := e.cachedSections()
-	var total int64
+	ss, states := e.keptStates()
+	total := int64(len(states)) * int64(e.stateBytes())
 	for _, sec := range sections {
 		for _, c := range sec {
 			total += int64(len(c.ids)) * int64(bs.BlockBytes())
 		}
 	}
-	for i, sec := range sections { // over the bound: the same most recent share of each
-		if e.warm.maxBytes > 0 && total > e.warm.maxBytes {
+	if e.warm.maxBytes > 0 && total > e.warm.maxBytes { // over the bound: the same most recent share of each
+		for i, sec := range sections {
 			sections[i] = sec[len(sec)-int(int64(len(sec))*e.warm.maxBytes/total):]
 		}
+		states = states[len(states)-int(int64(len(states))*e.warm.maxBytes/total):]
 	}
 	h := sha256.New()
 	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), 1<<20)
@@ -180,6 +183,9 @@ func (e *Engine) writeCache(bs backend.BlockStore) (int, error) {
 		if err == nil {
 			err = writeBlocks(w, bs, e.pool.BlockSize(), max(1, i*e.pool.WindowTables()), sec)
 		}
+	}
+	if err == nil {
+		err = writeStates(w, ss, states)
 	}
 	if err == nil {
 		err = w.Flush()
@@ -315,11 +321,16 @@ func (e *Engine) readCache(r io.Reader, bs backend.BlockStore) (int, error) {
 			n = k
 		}
 	}
+	states, err := e.readStates(tr)
+	if err != nil {
+		return 0, err
+	}
 	sum := h.Sum(nil)
 	got := make([]byte, len(sum))
 	if _, err := io.ReadFull(tr, got); err != nil || string(got) != string(sum) {
 		return 0, fmt.Errorf("checksum mismatch: the file is damaged (%v)", err)
 	}
+	e.keepStates(states)
 	return n, nil
 }
 

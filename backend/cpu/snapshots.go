@@ -3,6 +3,7 @@ package cpu
 import (
 	"container/list"
 	"fmt"
+	"unsafe"
 
 	"github.com/batchd/batchd/backend"
 )
@@ -156,6 +157,76 @@ func (ds *deltaScratch) snapHead(si, t, l, h int, M []float32) {
 	for _, p := range ds.snaps[si] {
 		if p.at == t+1 {
 			copy(p.s.ssm[l][h*len(M):(h+1)*len(M)], M)
+		}
+	}
+}
+
+var _ backend.SnapshotStore = (*Backend)(nil)
+
+// SnapshotBytes is one kept state's size: per recurrent layer its
+// convolution inputs, then its matrices, as float32.
+func (b *Backend) SnapshotBytes() int {
+	r := b.c.Recurrent
+	if !r.On() {
+		return 0
+	}
+	n := 0
+	for l := range b.c.Layers {
+		if r.Layer(l) {
+			n += (r.ConvKernel-1)*r.ConvChannels() + r.VHeads*r.VDim()*r.VDim()
+		}
+	}
+	return 4 * n
+}
+
+// KeptStates lists the kept states' keys, least recently used first.
+func (b *Backend) KeptStates() []backend.StateID {
+	var out []backend.StateID
+	for e := b.snaps.lru.Back(); e != nil; e = e.Prev() {
+		out = append(out, e.Value.(*snapshot).key)
+	}
+	return out
+}
+
+// ReadSnapshot copies the state kept under key to dst (SnapshotBytes).
+func (b *Backend) ReadSnapshot(key backend.StateID, dst []byte) bool {
+	e := b.snaps.byKey[key]
+	if e == nil {
+		return false
+	}
+	b.snapshotIO(e.Value.(*snapshot), dst, false)
+	return true
+}
+
+// WriteSnapshot keeps src (as ReadSnapshot wrote it) under key, the most
+// recently used, unless a state is kept under key already.
+func (b *Backend) WriteSnapshot(key backend.StateID, src []byte) {
+	if b.snaps.max <= 0 || b.snaps.byKey[key] != nil {
+		return
+	}
+	fresh := b.newState(nil)
+	s := &snapshot{key: key, conv: fresh.conv, ssm: fresh.ssm}
+	b.snapshotIO(s, src, true)
+	b.snaps.byKey[key] = b.snaps.lru.PushFront(s)
+	for b.snaps.lru.Len() > b.snaps.max {
+		b.snaps.drop(b.snaps.lru.Back())
+	}
+}
+
+func (b *Backend) snapshotIO(s *snapshot, buf []byte, write bool) {
+	pos := 0
+	for l := range b.c.Layers {
+		for _, v := range [][]float32{s.conv[l], s.ssm[l]} {
+			if len(v) == 0 {
+				continue
+			}
+			mem := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+			if write {
+				copy(mem, buf[pos:pos+len(mem)])
+			} else {
+				copy(buf[pos:pos+len(mem)], mem)
+			}
+			pos += len(mem)
 		}
 	}
 }
