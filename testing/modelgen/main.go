@@ -66,7 +66,8 @@ func run(args []string) error {
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
 	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3, "+
-		"qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss (with --experts; llama too), qwen35, qwen35moe, or the encoders bert and nomic-bert (need --vocab-from)")
+		"qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss (with --experts; llama too), qwen35, qwen35moe, gemma3, gemma-embedding, "+
+		"or the encoders bert and nomic-bert (need --vocab-from)")
 	fs.IntVar(&o.HeadDim, "head-dim", 0, "each head's width (default: dim / heads)")
 	fs.IntVar(&o.Experts, "experts", 0, "experts of a mixture in every FFN (qwen3moe, qwen2moe, olmoe, llama)")
 	fs.IntVar(&o.SharedFFN, "shared-ffn", 0, "qwen2moe: the shared expert's width")
@@ -76,6 +77,8 @@ func run(args []string) error {
 	fs.IntVar(&o.SSM.Groups, "ssm-groups", 16, "qwen35: DeltaNet Q and K heads (ssm.group_count)")
 	fs.IntVar(&o.SSM.VHeads, "ssm-v-heads", 32, "qwen35: DeltaNet V heads (ssm.time_step_rank)")
 	fs.IntVar(&o.SSM.RopeDim, "rope-dim", 0, "qwen35: rotated dims of an attention head (default: a quarter)")
+	fs.IntVar(&o.Gemma.Window, "window", 1024, "gemma3, gemma-embedding: the sliding layers' window (five layers in six)")
+	fs.IntVar(&o.Gemma.Dense, "dense", 0, "gemma-embedding: the dense projections' width after pooling (0: none)")
 	vocabFrom := fs.String("vocab-from", "", "encoders: a WordPiece GGUF whose tokenizer keys the file takes "+
 		"(llama.cpp's ggml-vocab-bert-bge.gguf)")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")
