@@ -55,14 +55,22 @@ func int8Kind(t quant.DType) actKind {
 
 // needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
 // they run as Go loops); the others' need only AVX2.
-func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.Q8_0 || t == quant.MXFP4 }
+func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.MXFP4 }
+
+// floatWithoutVNNI: formats "auto" keeps on the float path without VNNI:
+// those whose int8 kernels would be Go loops, and Q8_0, whose AVX2 int8
+// kernel (element lanes, four tokens a pass) trails the float path's
+// dequantized FMAs at every batch size (kernelbench --kernels avx2:
+// batch 1 93-153 against 140-166 tok/s, 32 sequences 449-458 against
+// 497-512).
+func floatWithoutVNNI(t quant.DType) bool { return needsVNNI(t) || t == quant.Q8_0 }
 
 // form is the activation form w's type takes on this backend's int8 path,
 // actNone where it takes the float path: under QuantDot "auto", formats
-// whose int8 kernels would run as Go loops on this CPU stay on the float
-// path (decided once per process, so batching stays invisible).
+// floatWithoutVNNI names stay on the float path on a CPU without VNNI
+// (decided once per process, so batching stays invisible).
 func (kn *kernels) form(t quant.DType) actKind {
-	if kn.auto && !(kn.simd && (kn.vnni || !needsVNNI(t))) {
+	if kn.auto && !(kn.simd && (kn.vnni || !floatWithoutVNNI(t))) {
 		return actNone
 	}
 	return int8Kind(t)
@@ -184,8 +192,8 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 
 // matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
 // the quantized activations, by the weights' format: its row kernel with
-// VNNI (int8rows.go), else its AVX2 kernels; Q8_0 and Q5_K have none, so
-// matmulRows16 runs their Go loops (rowTail).
+// VNNI (int8rows.go), else its AVX2 kernels; Q5_K and MXFP4 have none,
+// so matmulRows16 runs their Go loops (rowTail).
 func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	if kern := rowKernel(w.Type); kn.simd && kn.vnni || needsVNNI(w.Type) {
 		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
@@ -206,6 +214,8 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q51Int8)
 	case quant.IQ4_NL:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
+	case quant.Q8_0:
+		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q80Int8)
 	case quant.IQ4_XS:
 		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
 	case quant.Q3_K:

@@ -70,6 +70,12 @@ func dotIQ4NLAVX2(w *byte, qs *int8, d *float32, nb int) float32 {
 func dotIQ4NLx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
 	panic("no simd")
 }
+func dotQ80LanesAVX2(w *byte, qs *int8, d *float32, nb int) float32 {
+	panic("no simd")
+}
+func dotQ80Lanesx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
+	panic("no simd")
+}
 func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32) {
 	panic("no simd")
 }

@@ -93,12 +93,14 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 		if haveVNNI {
 			sets = append(sets, "")
 		}
-		// VNNI runs Q4_0 in row lanes: rows32Go, row by row, defines it.
+		// VNNI runs Q4_0 and Q8_0 in row lanes: rows32Go, row by row,
+		// defines it (without VNNI, element lanes: lanes32Go).
 		rowWant := make([]float32, n*rows)
 		rb := w.Type.RowBytes(cols)
+		desc := map[quant.DType]*block32{quant.Q4_0: &q40Row, quant.Q8_0: &q80Row}[sh.dt]
 		for i := range rowWant {
 			tok, r := i/rows, i%rows
-			rowWant[i] = rows32Go(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:(tok+1)*cols/32], cols/32, &q40Row)
+			rowWant[i] = rows32Go(w.Data[r*rb:(r+1)*rb], a.q8.qs[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:(tok+1)*cols/32], cols/32, desc)
 		}
 		got := make([]float32, n*rows)
 		for _, set := range sets {
@@ -106,7 +108,7 @@ func TestInt8KernelsMatchGo(t *testing.T) {
 			simd.matmulInt8(got, &a, n, w, 0, sh.mid, scratch)
 			simd.matmulInt8(got, &a, n, w, sh.mid, rows, scratch)
 			want := want
-			if sh.dt == quant.Q4_0 && set == "" {
+			if set == "" {
 				want = rowWant
 			}
 			for i := range got {
@@ -281,7 +283,7 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0, quant.Q8_0} {
-				native := b.kern.simd && (b.kern.vnni || !needsVNNI(dt))
+				native := b.kern.simd && (b.kern.vnni || !floatWithoutVNNI(dt))
 				if got, want := b.kern.form(dt) != actNone, qd == "int8" || native; got != want {
 					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)
 				}
@@ -311,6 +313,7 @@ func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 		{quant.IQ4_XS, []int{0}, []int{256, 768, 256 * 67}}, {quant.Q3_K, []int{108}, []int{256, 768, 256 * 67}},
 		{quant.Q2_K, []int{80, 82}, []int{256, 768, 256 * 67}}, {quant.Q4_1, []int{0, 2}, []int{320}},
 		{quant.Q5_0, []int{0}, []int{320}}, {quant.Q5_1, []int{0, 2}, []int{320}}, {quant.IQ4_NL, []int{0}, []int{320}},
+		{quant.Q8_0, []int{0}, []int{320, 4096}},
 		{quant.Q6_K, []int{208}, []int{256, 768}},
 	}
 	simd, _ := chooseKernels("avx2")

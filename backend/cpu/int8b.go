@@ -74,6 +74,7 @@ var (
 	q50Int8   = block32{quant.Q5_0, 22, false, dotQ50AVX2, dotQ50x4AVX2}
 	q51Int8   = block32{quant.Q5_1, 24, true, dotQ51AVX2, dotQ51x4AVX2}
 	iq4nlInt8 = block32{quant.IQ4_NL, 18, false, dotIQ4NLAVX2, dotIQ4NLx4AVX2}
+	q80Int8   = block32{quant.Q8_0, 34, false, dotQ80LanesAVX2, dotQ80Lanesx4AVX2}
 )
 
 // lanes32Go is the int8 dot of one row of f's blocks and one token.

@@ -618,3 +618,85 @@ q4kl_done:
 	VMOVUPS Y7, 64(R15)
 	VZEROUPPER
 	RET
+
+// func dotQ80LanesAVX2(w *byte, qs *int8, d *float32, nb int) float32
+// Q8_0 weights (signed bytes: TOKS, magnitudes by VPABSB) in lanes32Go's
+// lanes: the int8 matmul's kernel on AVX2 without VNNI.
+TEXT ·dotQ80LanesAVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	BCAST32(0x00010001, X14, Y14)
+	TESTQ CX, CX
+	JZ    dotQ80LanesAVX2_done
+
+dotQ80LanesAVX2_loop:
+	PREFETCHT0 512(SI)
+	VMOVDQU 2(SI), Y1
+	VPABSB  Y1, Y2
+	MOVWLZX (SI), AX
+	VMOVD   AX, X5
+	VCVTPH2PS X5, X5
+	TOKS((DI), (DX), Y0)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  dotQ80LanesAVX2_loop
+
+dotQ80LanesAVX2_done:
+	HSUM8(Y0, X0, X1)
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ80Lanesx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
+TEXT ·dotQ80Lanesx4AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ qstride+24(FP), R11
+	MOVQ dstride+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (R11)(R11*2), R12
+	SHLQ $2, R13
+	LEAQ (R13)(R13*2), R14
+	VXORPS Y0, Y0, Y0
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	BCAST32(0x00010001, X14, Y14)
+	TESTQ CX, CX
+	JZ    dotQ80Lanesx4AVX2_done
+
+dotQ80Lanesx4AVX2_loop:
+	PREFETCHT0 512(SI)
+	VMOVDQU 2(SI), Y1
+	VPABSB  Y1, Y2
+	MOVWLZX (SI), AX
+	VMOVD   AX, X5
+	VCVTPH2PS X5, X5
+	TOKS(0(DI), (DX), Y0)
+	TOKS(0(DI)(R11*1), (DX)(R13*1), Y7)
+	TOKS(0(DI)(R11*2), (DX)(R13*2), Y8)
+	TOKS(0(DI)(R12*1), (DX)(R14*1), Y9)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  dotQ80Lanesx4AVX2_loop
+
+dotQ80Lanesx4AVX2_done:
+	MOVQ out+48(FP), DX
+	HSUM8(Y0, X0, X1)
+	VMOVSS X0, 0(DX)
+	HSUM8(Y7, X7, X1)
+	VMOVSS X7, 4(DX)
+	HSUM8(Y8, X8, X1)
+	VMOVSS X8, 8(DX)
+	HSUM8(Y9, X9, X1)
+	VMOVSS X9, 12(DX)
+	VZEROUPPER
+	RET
