@@ -93,17 +93,7 @@ func TestArchGreedyMatchesLlamaCpp(t *testing.T) {
 				e := startEngine(t, m, o)
 				preempted, cached := 0, 0
 				run := func(batch []testmodels.ArchGolden) {
-					var streams []*Stream
-					gate.Lock()
-					for _, g := range batch {
-						st, err := e.Submit(context.Background(), Request{Tokens: g.PromptTokens, MaxTokens: len(g.OutputTokens)})
-						if err != nil {
-							gate.Unlock()
-							t.Fatal(err)
-						}
-						streams = append(streams, st)
-					}
-					gate.Unlock()
+					streams := submitWhole(t, e, &gate, batch)
 					for i, st := range streams {
 						_, toks, done, err := st.Wait(context.Background())
 						if err != nil {
@@ -178,4 +168,21 @@ func compareArch(t *testing.T, mode string, g testmodels.ArchGolden, got []int, 
 		}
 		t.Fatalf("%s, prompt %q: token %d differs:\n got %v\nwant %v", mode, g.Prompt, i, got, want)
 	}
+}
+
+// submitWhole submits the goldens' prompts (each for its output's length)
+// while holding gate, so that the loop takes them in one turn.
+func submitWhole(t *testing.T, e *Engine, gate *sync.Mutex, batch []testmodels.ArchGolden) []*Stream {
+	t.Helper()
+	gate.Lock()
+	defer gate.Unlock()
+	var streams []*Stream
+	for _, g := range batch {
+		st, err := e.Submit(context.Background(), Request{Tokens: g.PromptTokens, MaxTokens: len(g.OutputTokens)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	return streams
 }

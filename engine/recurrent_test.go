@@ -87,18 +87,7 @@ func TestRecurrentPrefixResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	run := func(e *Engine, prompt []int, n int) ([]int, int) {
-		t.Helper()
-		st, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: n, IgnoreEOS: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, toks, done, err := st.Wait(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return toks, done.Usage.CachedPromptTokens
-	}
+	run := func(e *Engine, prompt []int, n int) ([]int, int) { return generate(t, e, prompt, n) }
 	engine := func(snapshots int, caching bool) *Engine {
 		b, err := cpu.New(m, backend.Options{NumBlocks: 64, BlockSize: 16, Threads: 2, MaxSnapshots: snapshots})
 		if err != nil {
@@ -152,18 +141,7 @@ func TestRecurrentSavedStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	run := func(e *Engine, prompt []int, n int) ([]int, int) {
-		t.Helper()
-		st, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: n, IgnoreEOS: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, toks, done, err := st.Wait(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return toks, done.Usage.CachedPromptTokens
-	}
+	run := func(e *Engine, prompt []int, n int) ([]int, int) { return generate(t, e, prompt, n) }
 	first := make([]int, 40)
 	for i := range first {
 		first[i] = 100 + 7*i
@@ -188,4 +166,19 @@ func TestRecurrentSavedStates(t *testing.T) {
 	if cached != 48 || !slices.Equal(got, want) {
 		t.Errorf("second turn after a restart: %d cached tokens (want 48), tokens %v, cold %v", cached, got, want)
 	}
+}
+
+// generate runs prompt for n tokens (past any end of generation) and
+// returns them and how many prompt tokens came from the prefix cache.
+func generate(t *testing.T, e *Engine, prompt []int, n int) ([]int, int) {
+	t.Helper()
+	st, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: n, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, toks, done, err := st.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toks, done.Usage.CachedPromptTokens
 }

@@ -67,17 +67,7 @@ func TestWindowGroupHoldsOnlyTheWindow(t *testing.T) {
 				mu.Lock()
 				peakMain, peakWin = 0, 0
 				mu.Unlock()
-				gate.Lock()
-				var streams []*Stream
-				for _, g := range batch {
-					st, err := e.Submit(context.Background(), Request{Tokens: g.PromptTokens, MaxTokens: len(g.OutputTokens)})
-					if err != nil {
-						gate.Unlock()
-						t.Fatal(err)
-					}
-					streams = append(streams, st)
-				}
-				gate.Unlock()
+				streams := submitWhole(t, e, &gate, batch)
 				cached := 0
 				for i, st := range streams {
 					_, toks, done, err := st.Wait(context.Background())
