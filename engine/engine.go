@@ -225,7 +225,7 @@ func seqBlocks(o Options, pool *kvcache.Pool) int {
 		step = max(step, o.Adaptive.MaxTokens)
 	}
 	// Up to a window and a step's blocks in each sliding group, never more
-	// than the sequence's main blocks (hwprofile's LongestSeq).
+	// than the sequence's main blocks (as hwprofile's longestSeq plans).
 	k, win := pool.WindowTables(), pool.BlocksFor(o.Model.Config.SlidingWindow+step)+1
 	if n := pool.NumBlocks(); n <= (1+k)*win {
 		return n / (1 + k)

@@ -312,12 +312,15 @@ func (e *Engine) readCache(r io.Reader, bs backend.BlockStore) (int, error) {
 		return 0, fmt.Errorf("made for %q, this engine is %q", id, e.warm.identity)
 	}
 	n := 0
-	for g := range 1 + btoi(e.pool.Windowed()) {
-		k, err := e.readBlocks(tr, bs, g == 1)
+	for _, window := range []bool{false, true} {
+		if window && !e.pool.Windowed() {
+			break
+		}
+		k, err := e.readBlocks(tr, bs, window)
 		if err != nil {
 			return 0, err
 		}
-		if g == 0 {
+		if !window {
 			n = k
 		}
 	}
@@ -372,13 +375,6 @@ func (e *Engine) readBlocks(tr io.Reader, bs backend.BlockStore, window bool) (i
 		}
 	}
 	return n, nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func readU32(r io.Reader) (uint32, error) {

@@ -20,13 +20,13 @@ func (p *Plan) seqBlocks(n int) int {
 // window blocks it holds beside its main ones while a step's chunk runs
 // (never more window blocks than main ones a group).
 func (p *Plan) longest() int {
-	return LongestSeq(p.KVBlocks, p.KVWindowTables, p.blocksFor(p.SlidingWindow+p.MaxNumBatchedTokens)+1) * p.BlockSize
+	return longestSeq(p.KVBlocks, p.KVWindowTables, p.blocksFor(p.SlidingWindow+p.MaxNumBatchedTokens)+1) * p.BlockSize
 }
 
-// LongestSeq is the most main blocks one sequence can hold in a pool of
+// longestSeq is the most main blocks one sequence can hold in a pool of
 // blocks, where it holds up to win window blocks in each of tables groups
-// (none more than its main blocks).
-func LongestSeq(blocks, tables, win int) int {
+// (none more than its main blocks; engine.seqBlocks counts alike).
+func longestSeq(blocks, tables, win int) int {
 	if blocks <= (1+tables)*win {
 		return blocks / (1 + tables)
 	}
