@@ -178,9 +178,10 @@ type Options struct {
 	// default; the reference mode): weights dequantized exactly, dots in
 	// float32; "int8": each token's activations quantized to 8 bits (ggml's
 	// q8_0 blocks) and dotted in integers, as llama.cpp does, for the
-	// formats that have int8 kernels; "auto": prompt tokens as "float"
-	// (fast prefill), generated tokens as "int8" (fast decode). Either way
-	// batching stays invisible.
+	// formats that have int8 kernels; "auto": the faster of the two for
+	// each role, which the backend decides (the CPU one: with AVX512-VNNI
+	// "int8" for every token, else prompt tokens as "float" and generated
+	// ones as "int8"). Either way batching stays invisible.
 	QuantDot string
 	// MaxStates bounds the per-sequence states a Recurrent backend keeps
 	// (the engine's running sequences); 0: 256. MaxSnapshots bounds the

@@ -182,7 +182,7 @@ type EngineKnobs struct {
 	KVCacheType         string `toml:"kv_cache_type"`
 	KVCacheTypeK        string `toml:"kv_cache_type_k"`
 	KVCacheTypeV        string `toml:"kv_cache_type_v"`
-	QuantDot            string `toml:"quant_dot"`              // auto (default: prompts float, generated tokens int8), float (exact) or int8 (restart)
+	QuantDot            string `toml:"quant_dot"`              // auto (default: int8 with AVX512-VNNI, else prompts float and generated tokens int8), float (exact) or int8 (restart)
 	Speculative         string `toml:"speculative"`            // speculative decoding: ngram, draft, or "" (default: off) (restart)
 	DraftModel          string `toml:"draft_model"`            // the draft model's file (the model's vocabulary) for speculative = "draft", which it implies (restart)
 	DraftTokens         int    `toml:"draft_tokens"`           // tokens drafted per step; default 4 (restart)

@@ -29,6 +29,7 @@ type engineOpts struct {
 	noStart           bool
 	gate              *sync.Mutex // held while a test submits: the loop waits at its next turn
 	quantDot          string      // backend.Options.QuantDot
+	kernels           string      // backend.Options.Kernels; where this CPU lacks them, its best
 	kvType            quant.DType
 	spec              SpecConfig
 	draft             *model.Model // spec.Method "draft": its model, on the target's threads
@@ -88,8 +89,14 @@ func startEngine(t testing.TB, m *model.Model, o engineOpts) *Engine {
 	lay, blocks := layout(m, o)
 	windowed := lay.Tables > 0
 	o.blocks = blocks
-	cpu, err := cpu.New(m, backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2, QuantDot: o.quantDot,
-		KV: backend.SameKV(o.kvType), Windowed: windowed})
+	bo := backend.Options{NumBlocks: o.blocks, BlockSize: o.blockSize, Threads: 2, QuantDot: o.quantDot,
+		KV: backend.SameKV(o.kvType), Windowed: windowed, Kernels: o.kernels}
+	be, err := cpu.New(m, bo)
+	if err != nil && o.kernels != "" {
+		bo.Kernels = ""
+		be, err = cpu.New(m, bo)
+	}
+	cpu := be
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // TestAutoQuantDotInvisible: under QuantDot "auto" (prompt tokens on the
-// float path, generated ones on int8) a request's tokens and
+// float path, generated ones on int8, on the AVX2 kernels: with VNNI every
+// token takes int8) a request's tokens and
 // log-probabilities, bit for bit, are the same alone, batched, preempted,
 // with the prefix cache warm, and when its prompt holds another request's
 // output (whose generated blocks must not be shared: they were computed
@@ -78,7 +79,7 @@ func TestAutoQuantDotInvisible(t *testing.T) {
 		}
 	}
 	alone := func(p []int) result {
-		return run(startEngine(t, m, engineOpts{quantDot: "auto", blockSize: 4}), [][]int{p})[0]
+		return run(startEngine(t, m, engineOpts{quantDot: "auto", kernels: "avx2", blockSize: 4}), [][]int{p})[0]
 	}
 	want := make([]result, len(prompts))
 	for i, p := range prompts {
@@ -86,17 +87,17 @@ func TestAutoQuantDotInvisible(t *testing.T) {
 	}
 	// The first token comes from the prompt alone: exactly the float path's.
 	// Later ones come from generated tokens, on the int8 path: not the same.
-	float := run(startEngine(t, m, engineOpts{quantDot: "float"}), prompts[:1])[0]
+	float := run(startEngine(t, m, engineOpts{quantDot: "float", kernels: "avx2"}), prompts[:1])[0]
 	if math.Float32bits(float.lps[0]) != math.Float32bits(want[0].lps[0]) || slices.Equal(float.lps, want[0].lps) {
 		t.Fatalf("auto %v, float %v: want the first alike and a later one not", want[0].lps, float.lps)
 	}
-	for i, r := range run(startEngine(t, m, engineOpts{quantDot: "auto"}), prompts) {
+	for i, r := range run(startEngine(t, m, engineOpts{quantDot: "auto", kernels: "avx2"}), prompts) {
 		same("batched", r, want[i])
 	}
 	// Every request is queued before the loop starts, so that they are
 	// admitted together and the tiny pool must preempt (under load a loop
 	// already running could finish one before the next arrived).
-	e := startEngine(t, m, engineOpts{quantDot: "auto", blocks: 12, blockSize: 4, noStart: true, sched: sched.Config{MaxNumBatchedTokens: 8}})
+	e := startEngine(t, m, engineOpts{quantDot: "auto", kernels: "avx2", blocks: 12, blockSize: 4, noStart: true, sched: sched.Config{MaxNumBatchedTokens: 8}})
 	ctx, cancel := context.WithCancel(context.Background())
 	start = func() { go func() { _ = e.Run(ctx) }() }
 	for i, r := range run(e, prompts) {
@@ -107,7 +108,7 @@ func TestAutoQuantDotInvisible(t *testing.T) {
 	if e.Stats().Preemptions == 0 {
 		t.Error("no preemption in the tiny pool")
 	}
-	warm := startEngine(t, m, engineOpts{quantDot: "auto", blockSize: 4})
+	warm := startEngine(t, m, engineOpts{quantDot: "auto", kernels: "avx2", blockSize: 4})
 	for pass := range 2 {
 		for i, p := range prompts {
 			same("prefix cache, pass "+string(rune('1'+pass)), run(warm, [][]int{p})[0], want[i])

@@ -86,7 +86,9 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	case "int8":
 		k.int8 = true
 	case "auto":
-		k.int8, k.auto = true, true
+		// With VNNI the row kernels beat the float path at prefill too
+		// (docs/bench/issue46-auto-prefill.md), so every token takes int8.
+		k.int8, k.auto = true, !k.vnni
 	default:
 		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}
@@ -415,7 +417,8 @@ func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
 
 // nextRun returns the end of the run of tokens from s that share a path,
 // and whether it is the int8 one: all n tokens, but under QuantDot "auto",
-// where generated tokens (gen) take int8 and prompt tokens float.
+// without VNNI, where generated tokens (gen) take int8 and prompt tokens
+// float.
 func (b *Backend) nextRun(gen []bool, s, n int) (int, bool) {
 	switch {
 	case !b.kern.int8:

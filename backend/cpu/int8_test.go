@@ -264,8 +264,9 @@ func TestQ4KLanesMatchGo(t *testing.T) {
 
 // TestAutoRunsOnlyNativeInt8Kernels: under QuantDot "auto", a format takes
 // the int8 path only where its kernels run natively: none with the Go
-// loops, the AVX2 ones without VNNI (Q4_0, Q4_K and Q5_K stay float), all
-// with VNNI. Explicit "int8" takes it everywhere.
+// loops, the AVX2 ones without VNNI (Q5_K, MXFP4 and Q8_0 stay float), all
+// with VNNI, where prompt tokens take it too. Explicit "int8" takes it
+// everywhere.
 func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
 	m, err := model.Load(path, model.LoadOptions{})
@@ -281,6 +282,10 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 			b, err := New(m, backend.Options{NumBlocks: 8, BlockSize: 16, KV: backend.SameKV(quant.F16), QuantDot: qd, Kernels: k})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// With VNNI, "auto" runs prompts as int8 too: no split by role.
+			if got, want := b.ByRole(), qd == "auto" && !b.kern.vnni; got != want {
+				t.Errorf("kernels %q, %s: by role %v, want %v", k, qd, got, want)
 			}
 			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0, quant.Q8_0} {
 				native := b.kern.simd && (b.kern.vnni || !floatWithoutVNNI(dt))

@@ -42,7 +42,7 @@ func engineFlags(fs *flag.FlagSet, cfg *serve.LoadSpec, policy, mode *string) {
 	fs.IntVar(&cfg.Threads, "threads", 0, "CPU threads (default: all)")
 	fs.BoolVar(&cfg.NoPrefixCache, "no-prefix-cache", false, "disable prefix caching")
 	kvFlags(fs, cfg)
-	fs.StringVar(&cfg.QuantDot, "quant-dot", backend.DefaultQuantDot, "quantized weights: float (exact dequantization), int8 (quantized activations, as llama.cpp) or auto (prompts float, generated tokens int8)")
+	fs.StringVar(&cfg.QuantDot, "quant-dot", backend.DefaultQuantDot, "quantized weights: float (exact dequantization), int8 (quantized activations, as llama.cpp) or auto (int8 with AVX512-VNNI, else prompts float, generated tokens int8)")
 	fs.IntVar(&cfg.Scheduler.MaxNumSeqs, "max-num-seqs", 0, "sequences running at once (default: from the profile)")
 	fs.IntVar(&cfg.Scheduler.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per step (default: from the profile)")
 	fs.StringVar(&cfg.ProfilesDir, "profiles", "", "directory of extra hardware profiles (*.toml)")
