@@ -272,7 +272,8 @@ type Model struct {
 	// then dense_3), applied in order to the pooled vector; nil for none.
 	Dense []*Matrix
 
-	mapped []byte
+	mapped  []byte
+	repacks repacks
 }
 
 // LoadOptions says how to load a model file.
@@ -314,6 +315,7 @@ func Load(path string, opts LoadOptions) (*Model, error) {
 
 // Close releases the model's mapped memory. The model must not be used after.
 func (m *Model) Close() error {
+	m.closeRepacks()
 	if m.mapped == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/batchd/batchd/quant"
@@ -13,8 +14,9 @@ type Matrix struct {
 	Type       quant.DType
 	Rows, Cols int
 	Data       []byte
-	f32        []float32 // Data viewed as float32 when Type is F32
-	f16        []uint16  // Data viewed as uint16 when Type is F16
+	f32        []float32              // Data viewed as float32 when Type is F32
+	f16        []uint16               // Data viewed as uint16 when Type is F16
+	packed     atomic.Pointer[[]byte] // a backend's layout of Data (repack.go): set while other backends may run
 }
 
 // NewMatrix wraps data as a Rows x Cols matrix of type t.

@@ -117,3 +117,7 @@ func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32) { panic("
 func fwht64AVX2(x *float32, scale float32) { panic("no simd") }
 
 func attnAccumQ4AVX2(p *float32, v *byte, rb, hd, n int, out *float32) { panic("no simd") }
+
+func q80Packed16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}

@@ -162,14 +162,18 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 	// floats a token, results 16.
 	pass := min(rowsTokens, len(scratch)/64)
 	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
+	data := w.Data
+	if p := w.Packed(); p != nil && w.Type == quant.Q8_0 {
+		data, kern = p, q80Packed16VNNI
+	}
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
 		for t := 0; t < n; t += pass {
 			k := min(pass, n-t)
 			if g >= lo && g+16 <= hi {
-				kern(&w.Data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
+				kern(&data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
 				continue
 			}
-			kern(&w.Data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
+			kern(&data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
 			for j := range k {
 				for r := max(g, lo); r < min(g+16, hi); r++ {
 					out[(t+j)*rows+r] = res[j*16+r-g]

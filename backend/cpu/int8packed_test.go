@@ -1,0 +1,140 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/batchd/batchd/backend"
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// TestQ80PackedMatchesGo: the packed Q8_0 kernel gives rows32Go's sums bit
+// for bit, on random bytes (every quant, any scale) and quantized rows, a
+// token and passes of many, through matmulInt8 on a model's packed matrix
+// (the rows past the last group from the file's layout).
+func TestQ80PackedMatchesGo(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("no AVX512-VNNI")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	simd, _ := chooseKernels("")
+	simd.int8 = true
+	for _, sh := range []struct{ rows, n, cols int }{{16, 1, 32}, {40, 7, 256}, {35, 1, 288}, {48, 70, 96}} {
+		for _, random := range []bool{true, false} {
+			rows, n, cols := sh.rows, sh.n, sh.cols
+			wb := synth.RandomMatrix(rng, quant.Q8_0, rows, cols, 0.5)
+			if random {
+				for i := range wb {
+					wb[i] = byte(rng.Uint32())
+				}
+				for b := range rows * cols / 32 {
+					h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+					wb[b*34], wb[b*34+1] = byte(h), byte(h>>8)
+				}
+			}
+			w, err := model.NewMatrix(quant.Q8_0, rows, cols, wb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &model.Model{Embed: w, Output: w}
+			if err := repackQ80(m, simd); err != nil || w.Packed() == nil {
+				t.Fatalf("repack: %v, packed %v", err, w.Packed() != nil)
+			}
+			x := randVec(rng, n*cols)
+			var a acts
+			a.need(x, n, w, actQ8_0)
+			got := make([]float32, n*rows)
+			scratch := make([]float32, scratchLen(cols))
+			mid := min(rows, 19)
+			simd.matmulInt8(got, &a, n, w, 0, mid, scratch)
+			simd.matmulInt8(got, &a, n, w, mid, rows, scratch)
+			rb := quant.Q8_0.RowBytes(cols)
+			for i := range got {
+				tok, r := i/rows, i%rows
+				want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, quant.Q8_0, cols)
+				if math.Float32bits(got[i]) != math.Float32bits(want) {
+					t.Fatalf("%d rows, %d tokens, random %v: row %d token %d: packed %v, Go %v", rows, n, random, r, tok, got[i], want)
+				}
+			}
+			_ = m.Close()
+		}
+	}
+}
+
+// TestRepackOnce: a backend on the int8 path with VNNI packs the model's
+// Q8_0 matrices once, however many run it, but not the token embedding
+// table unless it is the classifier, and the float path packs nothing.
+// (TestQ80PackedMatchesGo checks the sums; the int8 goldens run packed.)
+func TestRepackOnce(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("no AVX512-VNNI")
+	}
+	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q8_0, 64, 5))
+	load := func() *model.Model {
+		m, err := model.Load(path, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		return m
+	}
+	m := load()
+	opts := backend.Options{NumBlocks: 8, BlockSize: 16, KV: backend.SameKV(quant.F16), QuantDot: "float"}
+	if _, err := New(m, opts); err != nil || m.Layers[0].Wq.Packed() != nil {
+		t.Fatalf("float path: %v, packed %v", err, m.Layers[0].Wq.Packed() != nil)
+	}
+	opts.QuantDot = "int8"
+	b1, err := New(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Layers[0].W1.Packed()
+	if p == nil || m.Layers[0].W1.Rows < 16 {
+		t.Fatal("ffn gate not packed")
+	}
+	if _, err := New(m, opts); err != nil || &m.Layers[0].W1.Packed()[0] != &p[0] {
+		t.Fatalf("second backend: %v, packed again", err)
+	}
+	if m.Embed != m.Output && m.Embed.Packed() != nil {
+		t.Error("untied embedding table packed")
+	}
+	b1.Close()
+}
+
+// BenchmarkQ80Packed: one token against 32768 rows of 4096 (142 MB, past
+// the caches), one thread, the gather kernel against the packed one.
+func BenchmarkQ80Packed(b *testing.B) {
+	if !haveVNNI {
+		b.Skip("no AVX512-VNNI")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows, cols := 32768, 4096
+	wb := synth.RandomMatrix(rng, quant.Q8_0, rows, cols, 0.5)
+	w, _ := model.NewMatrix(quant.Q8_0, rows, cols, wb)
+	rb, nb := quant.Q8_0.RowBytes(cols), cols/32
+	packed := make([]byte, len(wb))
+	for g := range rows / 16 {
+		packQ80(packed[g*16*rb:(g+1)*16*rb], wb, rb, g)
+	}
+	x := randVec(rng, cols)
+	var a acts
+	a.need(x, 1, w, actQ8_0)
+	acc, out := make([]float32, 64), make([]float32, rows)
+	for _, k := range []struct {
+		name string
+		f    rows16Kernel
+		data []byte
+	}{{"gather", q80Rows16VNNI, wb}, {"packed", q80Packed16VNNI, packed}} {
+		b.Run(k.name, func(b *testing.B) {
+			b.SetBytes(int64(len(wb)))
+			for b.Loop() {
+				for g := 0; g < rows; g += 16 {
+					k.f(&k.data[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, 1, &acc[0], &out[g], rows)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package model
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/batchd/batchd/quant"
+	"golang.org/x/sys/unix"
+)
+
+// A backend may keep a matrix in a layout of its own that its kernels read
+// faster (the CPU backend's sixteen-row Q8_0 groups). The model holds that
+// copy, made once however many backends run the model, outside the Go heap,
+// and lets the kernel drop the file's pages for it, so the weights stay
+// resident once. Data stays valid (a read faults the page back in), so
+// whatever still reads the file's layout (a token's embedding row, the
+// rows past the last group) reads it correctly.
+
+// repacks is a model's repacked copies.
+type repacks struct {
+	mu   sync.Mutex
+	mems [][]byte // anonymous mappings, unmapped by Close
+}
+
+// Packed is the matrix's repacked copy (see Model.Repack), or nil.
+func (m *Matrix) Packed() []byte {
+	if p := m.packed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Repack gives every matrix of type t that want accepts a repacked copy,
+// pack writing it from Data into dst (len(Data) bytes), unless it has one;
+// the file's pages of each packed matrix are then dropped.
+func (mo *Model) Repack(t quant.DType, want func(*Matrix) bool, pack func(dst []byte, w *Matrix)) error {
+	mo.repacks.mu.Lock()
+	defer mo.repacks.mu.Unlock()
+	for _, w := range mo.matrices() {
+		if w.Type != t || w.Packed() != nil || !want(w) {
+			continue
+		}
+		mem, err := unix.Mmap(-1, 0, len(w.Data), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return err
+		}
+		mo.repacks.mems = append(mo.repacks.mems, mem)
+		pack(mem, w)
+		w.packed.Store(&mem)
+		mo.dropPages(w.Data)
+	}
+	return nil
+}
+
+// dropPages lets the kernel drop the whole pages of b, where b lies in the
+// mapped file (elsewhere it would lose data).
+func (mo *Model) dropPages(b []byte) {
+	if len(b) == 0 || len(mo.mapped) == 0 {
+		return
+	}
+	base := addr(mo.mapped)
+	lo, hi := addr(b)-base, addr(b)-base+uintptr(len(b))
+	if addr(b) < base || hi > uintptr(len(mo.mapped)) {
+		return
+	}
+	page := uintptr(unix.Getpagesize())
+	lo, hi = (lo+page-1)&^(page-1), hi&^(page-1)
+	if lo < hi {
+		_ = unix.Madvise(mo.mapped[lo:hi], unix.MADV_DONTNEED)
+	}
+}
+
+// closeRepacks unmaps the repacked copies.
+func (mo *Model) closeRepacks() {
+	mo.repacks.mu.Lock()
+	defer mo.repacks.mu.Unlock()
+	for _, mem := range mo.repacks.mems {
+		_ = unix.Munmap(mem)
+	}
+	mo.repacks.mems = nil
+}
+
+// matrices is every matrix of the model once (the classifier may be the
+// embedding table).
+func (mo *Model) matrices() []*Matrix {
+	all := []*Matrix{mo.Embed, mo.Output, mo.PosEmbd}
+	all = append(all, mo.Dense...)
+	for _, l := range mo.Layers {
+		all = append(all, l.Wq, l.Wk, l.Wv, l.Wo, l.W1, l.W2, l.W3, l.Router, l.ShGate, l.ShUp, l.ShDown)
+		all = append(all, l.ExpGate...)
+		all = append(all, l.ExpUp...)
+		all = append(all, l.ExpDown...)
+		if s := l.SSM; s != nil {
+			all = append(all, s.QKV, s.Gate, s.Beta, s.Alpha, s.Out)
+		}
+	}
+	seen := map[*Matrix]bool{nil: true}
+	out := all[:0]
+	for _, w := range all {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

@@ -1,0 +1,71 @@
+package model
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// rss is the process's resident bytes.
+func rss(t *testing.T) int {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip("no /proc/self/statm")
+	}
+	pages, _ := strconv.Atoi(strings.Fields(string(b))[1])
+	return pages * os.Getpagesize()
+}
+
+// TestRepackResidentOnce: a repacked copy takes the place of the file's
+// pages (dropped) rather than sitting beside them; it is made once, from
+// Data, and Data still reads the file's bytes after the drop.
+func TestRepackResidentOnce(t *testing.T) {
+	path, _ := synth.WriteFile(t, synth.Options{Dim: 1024, Layers: 2, Heads: 8, KVHeads: 8, FFN: 4096, Vocab: 512,
+		Context: 64, DType: quant.Q8_0, Seed: 3})
+	m, err := Load(path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	want := func(w *Matrix) bool { return w != m.Embed }
+	var sum, bytes, n int
+	for _, w := range m.matrices() {
+		if w.Type == quant.Q8_0 && want(w) {
+			n++
+			for _, c := range w.Data {
+				sum += int(c)
+			}
+			bytes += len(w.Data)
+		}
+	}
+	before := rss(t)
+	calls := 0
+	if err := m.Repack(quant.Q8_0, want, func(dst []byte, w *Matrix) { calls++; copy(dst, w.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	grew := rss(t) - before
+	if grew > bytes/4 {
+		t.Errorf("resident grew %d bytes for %d repacked: the file's pages stayed", grew, bytes)
+	}
+	if err := m.Repack(quant.Q8_0, want, func([]byte, *Matrix) { calls++ }); err != nil || calls != n {
+		t.Errorf("%v, %d packings: want each of %d matrices once", err, calls, n)
+	}
+	after := 0
+	for _, w := range m.matrices() {
+		if w.Type == quant.Q8_0 && want(w) {
+			if w.Packed() == nil || string(w.Packed()) != string(w.Data) {
+				t.Fatal("packed copy missing or not pack's output")
+			}
+			for _, c := range w.Data {
+				after += int(c)
+			}
+		}
+	}
+	if after != sum {
+		t.Error("Data reads other bytes after its pages were dropped")
+	}
+}
