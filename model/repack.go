@@ -45,6 +45,7 @@ func (mo *Model) Repack(t quant.DType, want func(*Matrix) bool, pack func(dst []
 			return err
 		}
 		mo.repacks.mems = append(mo.repacks.mems, mem)
+		adviseHuge(mem)
 		pack(mem, w)
 		w.packed.Store(&mem)
 		mo.dropPages(w.Data)

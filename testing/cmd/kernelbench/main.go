@@ -77,7 +77,7 @@ func run() error {
 	}
 	defer m.Close()
 	c := m.Config
-	r := report{Model: *path, DType: m.Layers[len(m.Layers)-1].W2.Type.String(), Threads: *threads,
+	r := report{Model: *path, DType: ffnType(m.Layers[len(m.Layers)-1]), Threads: *threads,
 		WeightBytes: m.WeightBytes(), DecodeTokS: map[string]float64{}, DecodeContext: *ctxLen}
 	fmt.Fprintln(os.Stderr, "kernelbench: measuring memory bandwidth and FMA peak...")
 	r.MemBWGBs = cpu.MeasureReadBandwidth(1<<30, *threads)
@@ -189,4 +189,16 @@ func run() error {
 		enc.SetIndent("", "  ")
 	}
 	return enc.Encode(r)
+}
+
+// ffnType names the type of a layer's FFN down matrix (an expert's in a
+// mixture), the report's "dtype".
+func ffnType(l model.Layer) string {
+	switch {
+	case l.W2 != nil:
+		return l.W2.Type.String()
+	case len(l.ExpDown) > 0:
+		return l.ExpDown[0].Type.String()
+	}
+	return "?"
 }

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package model
+
+func adviseHuge([]byte) {}
