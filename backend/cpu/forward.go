@@ -92,8 +92,8 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("cpu backend: quant dot %q (want float, int8 or auto)", o.QuantDot)
 	}
-	if err := repackQ80(m, k); err != nil {
-		return nil, fmt.Errorf("cpu backend: repacking Q8_0 rows: %w", err)
+	if err := repack(m, k); err != nil {
+		return nil, fmt.Errorf("cpu backend: repacking rows: %w", err)
 	}
 	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, lay: c.Layout(o.Windowed), kv: o.KV, kern: k,
 		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}

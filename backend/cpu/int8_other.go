@@ -121,3 +121,7 @@ func attnAccumQ4AVX2(p *float32, v *byte, rb, hd, n int, out *float32) { panic("
 func q80Packed16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
+
+func mxfp4Packed16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}

@@ -11,55 +11,63 @@ import (
 	"github.com/batchd/batchd/testing/synth"
 )
 
-// TestQ80PackedMatchesGo: the packed Q8_0 kernel gives rows32Go's sums bit
-// for bit, on random bytes (every quant, any scale) and quantized rows, a
-// token and passes of many, through matmulInt8 on a model's packed matrix
-// (the rows past the last group from the file's layout).
-func TestQ80PackedMatchesGo(t *testing.T) {
+// TestPackedMatchesGo: the packed kernels (Q8_0, MXFP4) give their Go
+// loops' sums bit for bit, on random bytes (every quant, any scale) and
+// quantized rows, a token and passes of many, through matmulInt8 on a
+// model's packed matrix (the rows past the last group from the file's
+// layout).
+func TestPackedMatchesGo(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("no AVX512-VNNI")
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
 	simd, _ := chooseKernels("")
 	simd.int8 = true
-	for _, sh := range []struct{ rows, n, cols int }{{16, 1, 32}, {40, 7, 256}, {35, 1, 288}, {48, 70, 96}} {
-		for _, random := range []bool{true, false} {
-			rows, n, cols := sh.rows, sh.n, sh.cols
-			wb := synth.RandomMatrix(rng, quant.Q8_0, rows, cols, 0.5)
-			if random {
-				for i := range wb {
-					wb[i] = byte(rng.Uint32())
+	for _, f := range packedFormats {
+		dt, bb := f.t, quant.Lookup(f.t).BlockBytes
+		for _, sh := range []struct{ rows, n, cols int }{{16, 1, 32}, {40, 7, 256}, {35, 1, 288}, {48, 70, 96}} {
+			for _, random := range []bool{true, false} {
+				rows, n, cols := sh.rows, sh.n, sh.cols
+				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
+				if random {
+					for i := range wb {
+						wb[i] = byte(rng.Uint32())
+					}
+					for b := range rows * cols / 32 {
+						if dt == quant.MXFP4 { // E8M0 scales from the subnormal 0 and 1 to 2^12
+							wb[b*bb] = []byte{0, 1, 2, 3, 100, 115, 120, 125, 127, 128, 131, 140}[rng.IntN(12)]
+							continue
+						}
+						h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+						wb[b*bb], wb[b*bb+1] = byte(h), byte(h>>8)
+					}
 				}
-				for b := range rows * cols / 32 {
-					h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
-					wb[b*34], wb[b*34+1] = byte(h), byte(h>>8)
+				w, err := model.NewMatrix(dt, rows, cols, wb)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			w, err := model.NewMatrix(quant.Q8_0, rows, cols, wb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := &model.Model{Embed: w, Output: w}
-			if err := repackQ80(m, simd); err != nil || w.Packed() == nil {
-				t.Fatalf("repack: %v, packed %v", err, w.Packed() != nil)
-			}
-			x := randVec(rng, n*cols)
-			var a acts
-			a.need(x, n, w, actQ8_0)
-			got := make([]float32, n*rows)
-			scratch := make([]float32, scratchLen(cols))
-			mid := min(rows, 19)
-			simd.matmulInt8(got, &a, n, w, 0, mid, scratch)
-			simd.matmulInt8(got, &a, n, w, mid, rows, scratch)
-			rb := quant.Q8_0.RowBytes(cols)
-			for i := range got {
-				tok, r := i/rows, i%rows
-				want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, quant.Q8_0, cols)
-				if math.Float32bits(got[i]) != math.Float32bits(want) {
-					t.Fatalf("%d rows, %d tokens, random %v: row %d token %d: packed %v, Go %v", rows, n, random, r, tok, got[i], want)
+				m := &model.Model{Embed: w, Output: w}
+				if err := repack(m, simd); err != nil || w.Packed() == nil {
+					t.Fatalf("repack: %v, packed %v", err, w.Packed() != nil)
 				}
+				x := randVec(rng, n*cols)
+				var a acts
+				a.need(x, n, w, actQ8_0)
+				got := make([]float32, n*rows)
+				scratch := make([]float32, scratchLen(cols))
+				mid := min(rows, 19)
+				simd.matmulInt8(got, &a, n, w, 0, mid, scratch)
+				simd.matmulInt8(got, &a, n, w, mid, rows, scratch)
+				rb := dt.RowBytes(cols)
+				for i := range got {
+					tok, r := i/rows, i%rows
+					want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, dt, cols)
+					if math.Float32bits(got[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %d rows, %d tokens, random %v: row %d token %d: packed %v, Go %v", dt, rows, n, random, r, tok, got[i], want)
+					}
+				}
+				_ = m.Close()
 			}
-			_ = m.Close()
 		}
 	}
 }

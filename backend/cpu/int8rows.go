@@ -163,8 +163,8 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 	pass := min(rowsTokens, len(scratch)/64)
 	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
 	data := w.Data
-	if p := w.Packed(); p != nil && w.Type == quant.Q8_0 {
-		data, kern = p, q80Packed16VNNI
+	if p, pk := w.Packed(), packedKernel(w.Type); p != nil && pk != nil {
+		data, kern = p, pk
 	}
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
 		for t := 0; t < n; t += pass {
