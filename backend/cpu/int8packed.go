@@ -7,49 +7,31 @@ import (
 	"github.com/batchd/batchd/quant"
 )
 
-// Rows packed for the VNNI row kernels. Q8_0: per group of sixteen rows and
-// per block, the rows' fp16 scales (32 bytes, row order) and then, for v in
-// 0..7, row j's quants 4v..4v+3 plus 128 at 32+64v+4j. That is the group's
-// 16*34 bytes again, read as one stream where q80Rows16VNNI gathers
-// sixteen and transposes them in registers; the integers and the float
-// work are the same, so the sums are bit for bit.
+// Rows packed for the VNNI row kernels: per group of sixteen rows and per
+// block, the rows' scales (head bytes each, row order), then for each
+// dword v of the block's values row j's at 16*head+64v+4j, XORed with flip
+// (Q8_0's bias of 128). That is the group's 16 blocks again, read as one
+// stream where the row kernels gather sixteen and transpose them in
+// registers; the integers and the float work are the same, so the sums
+// are bit for bit.
+//
+// Q8_0: fp16 scales, eight dwords of quants (q80Rows16VNNI's Z8..Z15).
+// MXFP4: E8M0 bytes, four dwords of nibbles (R16LOAD16's Z4..Z7).
+func packQ80(dst, src []byte, rb, g int)   { packRows(dst, src, rb, g, 34, 2, 0x80) }
+func packMXFP4(dst, src []byte, rb, g int) { packRows(dst, src, rb, g, 17, 1, 0) }
 
-// q80PackedBlock is one block of a packed group.
-const q80PackedBlock = 16 * 34
-
-// packQ80 writes rows [16g, 16g+16) of the Q8_0 matrix src (rb bytes a row)
-// packed into dst (16*rb bytes).
-func packQ80(dst, src []byte, rb, g int) {
-	nb := rb / 34
-	for b := range nb {
-		out := dst[b*q80PackedBlock : (b+1)*q80PackedBlock]
+// packRows writes rows [16g, 16g+16) of src (rb bytes a row, blocks of bb
+// bytes: head bytes of scale, then the values) packed into dst.
+func packRows(dst, src []byte, rb, g, bb, head int, flip byte) {
+	for b := range rb / bb {
+		out := dst[16*b*bb : 16*(b+1)*bb]
 		for j := range 16 {
-			blk := src[(16*g+j)*rb+b*34:]
-			out[2*j], out[2*j+1] = blk[0], blk[1]
-			for v := range 8 {
+			blk := src[(16*g+j)*rb+b*bb : (16*g+j)*rb+(b+1)*bb]
+			copy(out[head*j:head*(j+1)], blk[:head])
+			for v := range (bb - head) / 4 {
 				for i := range 4 {
-					out[32+64*v+4*j+i] = blk[2+4*v+i] ^ 0x80
+					out[16*head+64*v+4*j+i] = blk[head+4*v+i] ^ flip
 				}
-			}
-		}
-	}
-}
-
-// MXFP4 rows packed alike: per group and block the rows' E8M0 bytes (16),
-// then for k in 0..3 row j's nibble bytes 4k..4k+3 at 16+64k+4j: the
-// group's 16*17 bytes.
-const mxfp4PackedBlock = 16 * 17
-
-// packMXFP4 is packQ80 for MXFP4.
-func packMXFP4(dst, src []byte, rb, g int) {
-	nb := rb / 17
-	for b := range nb {
-		out := dst[b*mxfp4PackedBlock : (b+1)*mxfp4PackedBlock]
-		for j := range 16 {
-			blk := src[(16*g+j)*rb+b*17:]
-			out[j] = blk[0]
-			for k := range 4 {
-				copy(out[16+64*k+4*j:16+64*k+4*j+4], blk[1+4*k:1+4*k+4])
 			}
 		}
 	}

@@ -53,11 +53,30 @@ zero_loop: \
 	KXNORW K2, K2, K2 \
 	VPGATHERDD (SI)(Z17*1), K2, Z20 \
 	VPANDD     Z24, Z20, Z20 \
+	R16E8
+
+// R16E8 turns the E8M0 exponents in Z20's dwords into R16SCALESE8's floats.
+#define R16E8 \
 	VPCMPUD    $1, Z26, Z20, K3 \
 	VPSUBD     Z25, Z20, Z23 \
 	VPSLLD     $23, Z23, Z23 \
 	VPSLLVD    Z20, Z27, K3, Z23 \
 	VMOVDQA32  Z23, Z20
+
+// R16E8SETUP loads the constants of R16SCALESE8 and of MXFP4's nibbles
+// (Z16: 0x0f bytes, Z28: mxfp4u8).
+#define R16E8SETUP \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z16 \
+	VBROADCASTI32X4 ·mxfp4u8(SB), Z28 \
+	MOVL $0xff, AX \
+	VPBROADCASTD AX, Z24 \
+	MOVL $1, AX \
+	VPBROADCASTD AX, Z25 \
+	MOVL $2, AX \
+	VPBROADCASTD AX, Z26 \
+	MOVL $0x00200000, AX \
+	VPBROADCASTD AX, Z27
 
 // R16LOAD32 loads sixteen rows' 32 bytes at off and leaves dword v of
 // every row in Z(8+v): Z(i) = row i | row i+8, then 8x8 dword transposes
@@ -239,6 +258,10 @@ tok_loop: \
 // k+12), low nibbles are values 0-15, high ones 16-31. Z16: 0x0f bytes.
 #define R16NIBBLES(off) \
 	R16LOAD16(off) \
+	R16SPLIT
+
+// R16SPLIT splits the nibble bytes in Z4..Z7 into Z8..Z15 (R16NIBBLES).
+#define R16SPLIT \
 	VPSRLD $4, Z4, Z12 \
 	VPSRLD $4, Z5, Z13 \
 	VPSRLD $4, Z6, Z14 \
