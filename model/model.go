@@ -399,8 +399,10 @@ func mmapFile(path string) ([]byte, error) {
 func munmap(b []byte) error { return unix.Munmap(b) }
 
 // DropResident tells the kernel the mapped weights' pages may go; they are
-// read back from the file on the next use.
+// read back from the file on the next use. Repacked copies are unmapped:
+// no backend may be running the model, and each repacks on waking.
 func (m *Model) DropResident() error {
+	m.closeRepacks()
 	if m.mapped == nil {
 		return nil
 	}

@@ -19,7 +19,8 @@ import (
 // repacks is a model's repacked copies.
 type repacks struct {
 	mu   sync.Mutex
-	mems [][]byte // anonymous mappings, unmapped by Close
+	mems [][]byte  // anonymous mappings, unmapped by Close and DropResident
+	mats []*Matrix // the matrices that have them
 }
 
 // Packed is the matrix's repacked copy (see Model.Repack), or nil.
@@ -48,6 +49,7 @@ func (mo *Model) Repack(t quant.DType, want func(*Matrix) bool, pack func(dst []
 		adviseHuge(mem)
 		pack(mem, w)
 		w.packed.Store(&mem)
+		mo.repacks.mats = append(mo.repacks.mats, w)
 		mo.dropPages(w.Data)
 	}
 	return nil
@@ -71,14 +73,18 @@ func (mo *Model) dropPages(b []byte) {
 	}
 }
 
-// closeRepacks unmaps the repacked copies.
+// closeRepacks unmaps the repacked copies; no backend may be running the
+// model (Close, or DropResident for a sleep: Repack again after).
 func (mo *Model) closeRepacks() {
 	mo.repacks.mu.Lock()
 	defer mo.repacks.mu.Unlock()
+	for _, w := range mo.repacks.mats {
+		w.packed.Store(nil)
+	}
 	for _, mem := range mo.repacks.mems {
 		_ = unix.Munmap(mem)
 	}
-	mo.repacks.mems = nil
+	mo.repacks.mems, mo.repacks.mats = nil, nil
 }
 
 // matrices is every matrix of the model once (the classifier may be the

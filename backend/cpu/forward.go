@@ -148,6 +148,9 @@ func (b *Backend) Restore() error {
 	if b.k != nil {
 		return nil
 	}
+	if err := repack(b.m, b.kern); err != nil { // a sleep with weights dropped them
+		return err
+	}
 	// A region per block slot (model.KVLayout), K then V, each holding
 	// that slot of every block: a layer's store is its slot's region, so
 	// each layer's blocks lie together whichever group uses them (a block

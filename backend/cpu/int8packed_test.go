@@ -74,7 +74,8 @@ func TestPackedMatchesGo(t *testing.T) {
 
 // TestRepackOnce: a backend on the int8 path with VNNI packs the model's
 // Q8_0 matrices once, however many run it, but not the token embedding
-// table unless it is the classifier, and the float path packs nothing.
+// table unless it is the classifier, and the float path packs nothing; a
+// sleep that releases the weights frees the copies, and waking repacks.
 // (TestQ80PackedMatchesGo checks the sums; the int8 goldens run packed.)
 func TestRepackOnce(t *testing.T) {
 	if !haveVNNI {
@@ -108,6 +109,13 @@ func TestRepackOnce(t *testing.T) {
 	}
 	if m.Embed != m.Output && m.Embed.Packed() != nil {
 		t.Error("untied embedding table packed")
+	}
+	// A sleep that drops the weights drops the copies; waking repacks.
+	if err := b1.Release(true); err != nil || m.Layers[0].W1.Packed() != nil {
+		t.Fatalf("release: %v, packed %v", err, m.Layers[0].W1.Packed() != nil)
+	}
+	if err := b1.Restore(); err != nil || m.Layers[0].W1.Packed() == nil {
+		t.Fatalf("restore: %v, packed %v", err, m.Layers[0].W1.Packed() != nil)
 	}
 	b1.Close()
 }
