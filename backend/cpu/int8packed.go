@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"encoding/binary"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
@@ -17,21 +20,20 @@ import (
 //
 // Q8_0: fp16 scales, eight dwords of quants (q80Rows16VNNI's Z8..Z15).
 // MXFP4: E8M0 bytes, four dwords of nibbles (R16LOAD16's Z4..Z7).
-func packQ80(dst, src []byte, rb, g int)   { packRows(dst, src, rb, g, 34, 2, 0x80) }
+func packQ80(dst, src []byte, rb, g int)   { packRows(dst, src, rb, g, 34, 2, 0x80808080) }
 func packMXFP4(dst, src []byte, rb, g int) { packRows(dst, src, rb, g, 17, 1, 0) }
 
 // packRows writes rows [16g, 16g+16) of src (rb bytes a row, blocks of bb
 // bytes: head bytes of scale, then the values) packed into dst.
-func packRows(dst, src []byte, rb, g, bb, head int, flip byte) {
+func packRows(dst, src []byte, rb, g, bb, head int, flip uint32) {
 	for b := range rb / bb {
 		out := dst[16*b*bb : 16*(b+1)*bb]
 		for j := range 16 {
 			blk := src[(16*g+j)*rb+b*bb : (16*g+j)*rb+(b+1)*bb]
 			copy(out[head*j:head*(j+1)], blk[:head])
 			for v := range (bb - head) / 4 {
-				for i := range 4 {
-					out[16*head+64*v+4*j+i] = blk[head+4*v+i] ^ flip
-				}
+				x := binary.LittleEndian.Uint32(blk[head+4*v:]) ^ flip
+				binary.LittleEndian.PutUint32(out[16*head+64*v+4*j:], x)
 			}
 		}
 	}
@@ -69,10 +71,19 @@ func repack(m *model.Model, kn *kernels) error {
 	for _, f := range packedFormats {
 		err := m.Repack(f.t, want, func(dst []byte, w *model.Matrix) {
 			rb, whole := f.t.RowBytes(w.Cols), w.Rows&^15
-			for g := range whole / 16 {
-				f.pack(dst[g*16*rb:(g+1)*16*rb], w.Data, rb, g)
+			// The groups split over the CPUs: a large model's packing
+			// is seconds of work.
+			var wg sync.WaitGroup
+			n := max(1, runtime.GOMAXPROCS(0))
+			for s := range n {
+				wg.Go(func() {
+					for g := s * (whole / 16) / n; g < (s+1)*(whole/16)/n; g++ {
+						f.pack(dst[g*16*rb:(g+1)*16*rb], w.Data, rb, g)
+					}
+				})
 			}
 			copy(dst[whole*rb:], w.Data[whole*rb:])
+			wg.Wait()
 		})
 		if err != nil {
 			return err
