@@ -20,8 +20,10 @@ import (
 //
 // Q8_0: fp16 scales, eight dwords of quants (q80Rows16VNNI's Z8..Z15).
 // MXFP4: E8M0 bytes, four dwords of nibbles (R16LOAD16's Z4..Z7).
+// Q4_0 and IQ4_NL: fp16 scales, four dwords of nibbles.
 func packQ80(dst, src []byte, rb, g int)   { packRows(dst, src, rb, g, 34, 2, 0x80808080) }
 func packMXFP4(dst, src []byte, rb, g int) { packRows(dst, src, rb, g, 17, 1, 0) }
+func packQ40(dst, src []byte, rb, g int)   { packRows(dst, src, rb, g, 18, 2, 0) }
 
 // packRows writes rows [16g, 16g+16) of src (rb bytes a row, blocks of bb
 // bytes: head bytes of scale, then the values) packed into dst.
@@ -45,7 +47,8 @@ var packedFormats = []struct {
 	t    quant.DType
 	pack func(dst, src []byte, rb, g int)
 	kern rows16Kernel
-}{{quant.Q8_0, packQ80, q80Packed16VNNI}, {quant.MXFP4, packMXFP4, mxfp4Packed16VNNI}}
+}{{quant.Q8_0, packQ80, q80Packed16VNNI}, {quant.MXFP4, packMXFP4, mxfp4Packed16VNNI},
+	{quant.Q4_0, packQ40, q40Packed16VNNI}, {quant.IQ4_NL, packQ40, iq4nlPacked16VNNI}}
 
 // packedKernel is the row kernel for t's packed layout, or nil.
 func packedKernel(t quant.DType) rows16Kernel {

@@ -376,3 +376,16 @@ out_loop: \
 	PREFETCHT0 384(AX) \
 	ADDQ $step, AX \
 	MOVQ AX, pf-8(SP)
+
+// R16PACKED16 reads a packed block of fp16 scales and four nibble vectors
+// (packQ40): scales in Z20 as floats, values split into Z8..Z15. It
+// prefetches a group ahead, as the gather kernels do (four blocks ahead:
+// 10-15% slower at batch 1).
+#define R16PACKED16 \
+	R16PF(288) \
+	VCVTPH2PS (SI), Z20 \
+	VMOVDQU32 32(SI), Z4 \
+	VMOVDQU32 96(SI), Z5 \
+	VMOVDQU32 160(SI), Z6 \
+	VMOVDQU32 224(SI), Z7 \
+	R16SPLIT
