@@ -32,7 +32,10 @@ func packRows(dst, src []byte, rb, g, bb, head int, flip uint32) {
 		out := dst[16*b*bb : 16*(b+1)*bb]
 		for j := range 16 {
 			blk := src[(16*g+j)*rb+b*bb : (16*g+j)*rb+(b+1)*bb]
-			copy(out[head*j:head*(j+1)], blk[:head])
+			out[head*j] = blk[0]
+			if head == 2 {
+				out[2*j+1] = blk[1]
+			}
 			for v := range (bb - head) / 4 {
 				x := binary.LittleEndian.Uint32(blk[head+4*v:]) ^ flip
 				binary.LittleEndian.PutUint32(out[16*head+64*v+4*j:], x)
