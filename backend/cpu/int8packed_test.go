@@ -154,3 +154,35 @@ func BenchmarkQ80Packed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPackedFormats: one token against each packed format's kernel,
+// 32768 rows of 4096 columns, one thread: bytes a second show which format
+// a batch-1 step waits on.
+func BenchmarkPackedFormats(b *testing.B) {
+	if !haveVNNI {
+		b.Skip("no AVX512-VNNI")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows, cols := 32768, 4096
+	x := randVec(rng, cols)
+	acc, out := make([]float32, 64), make([]float32, rows)
+	for _, f := range packedFormats {
+		wb := synth.RandomMatrix(rng, f.t, rows, cols, 0.5)
+		w, _ := model.NewMatrix(f.t, rows, cols, wb)
+		rb, nb := f.t.RowBytes(cols), cols/32
+		packed := make([]byte, len(wb))
+		for g := range rows / 16 {
+			f.pack(packed[g*16*rb:(g+1)*16*rb], wb, rb, g)
+		}
+		var a acts
+		a.need(x, 1, w, actQ8_0)
+		b.Run(f.t.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(wb)))
+			for b.Loop() {
+				for g := 0; g < rows; g += 16 {
+					f.kern(&packed[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, 1, &acc[0], &out[g], rows)
+				}
+			}
+		})
+	}
+}
