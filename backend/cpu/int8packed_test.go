@@ -120,44 +120,9 @@ func TestRepackOnce(t *testing.T) {
 	b1.Close()
 }
 
-// BenchmarkQ80Packed: one token against 32768 rows of 4096 (142 MB, past
-// the caches), one thread, the gather kernel against the packed one.
-func BenchmarkQ80Packed(b *testing.B) {
-	if !haveVNNI {
-		b.Skip("no AVX512-VNNI")
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	rows, cols := 32768, 4096
-	wb := synth.RandomMatrix(rng, quant.Q8_0, rows, cols, 0.5)
-	w, _ := model.NewMatrix(quant.Q8_0, rows, cols, wb)
-	rb, nb := quant.Q8_0.RowBytes(cols), cols/32
-	packed := make([]byte, len(wb))
-	for g := range rows / 16 {
-		packQ80(packed[g*16*rb:(g+1)*16*rb], wb, rb, g)
-	}
-	x := randVec(rng, cols)
-	var a acts
-	a.need(x, 1, w, actQ8_0)
-	acc, out := make([]float32, 64), make([]float32, rows)
-	for _, k := range []struct {
-		name string
-		f    rows16Kernel
-		data []byte
-	}{{"gather", q80Rows16VNNI, wb}, {"packed", q80Packed16VNNI, packed}} {
-		b.Run(k.name, func(b *testing.B) {
-			b.SetBytes(int64(len(wb)))
-			for b.Loop() {
-				for g := 0; g < rows; g += 16 {
-					k.f(&k.data[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, 1, &acc[0], &out[g], rows)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkPackedFormats: one token against each packed format's kernel,
-// 32768 rows of 4096 columns, one thread: bytes a second show which format
-// a batch-1 step waits on.
+// BenchmarkPackedFormats: one token against each packed format's kernel
+// and its gather kernel on the file's layout, 32768 rows of 4096 columns
+// (past the caches), one thread: bytes a second.
 func BenchmarkPackedFormats(b *testing.B) {
 	if !haveVNNI {
 		b.Skip("no AVX512-VNNI")
@@ -176,13 +141,19 @@ func BenchmarkPackedFormats(b *testing.B) {
 		}
 		var a acts
 		a.need(x, 1, w, actQ8_0)
-		b.Run(f.t.String(), func(b *testing.B) {
-			b.SetBytes(int64(len(wb)))
-			for b.Loop() {
-				for g := 0; g < rows; g += 16 {
-					f.kern(&packed[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, 1, &acc[0], &out[g], rows)
+		for _, k := range []struct {
+			name string
+			kern rows16Kernel
+			data []byte
+		}{{"gather", rowKernel(f.t), wb}, {"packed", f.kern, packed}} {
+			b.Run(f.t.String()+"/"+k.name, func(b *testing.B) {
+				b.SetBytes(int64(len(wb)))
+				for b.Loop() {
+					for g := 0; g < rows; g += 16 {
+						k.kern(&k.data[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, 1, &acc[0], &out[g], rows)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
