@@ -83,6 +83,38 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $32
 	VPAND    Y10, Y2, Y2 \
 	VPOR     Y2, Y1, Y1
 
+// X4ARGS loads a four-token kernel's arguments (SI w, DI qs, DX d, R11
+// qstride, R12 3 qstride, R13 and R14 dstride and 3 dstride in bytes, CX
+// nb) and zeroes its accumulators Y0, Y7, Y8 and Y9.
+#define X4ARGS \
+	MOVQ w+0(FP), SI \
+	MOVQ qs+8(FP), DI \
+	MOVQ d+16(FP), DX \
+	MOVQ qstride+24(FP), R11 \
+	MOVQ dstride+32(FP), R13 \
+	MOVQ nb+40(FP), CX \
+	LEAQ (R11)(R11*2), R12 \
+	SHLQ $2, R13 \
+	LEAQ (R13)(R13*2), R14 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y7, Y7, Y7 \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9
+
+// X4OUT sums each accumulator's lanes into out[0..3] and returns.
+#define X4OUT \
+	MOVQ out+48(FP), DX \
+	HSUM8(Y0, X0, X1) \
+	VMOVSS X0, 0(DX) \
+	HSUM8(Y7, X7, X1) \
+	VMOVSS X7, 4(DX) \
+	HSUM8(Y8, X8, X1) \
+	VMOVSS X8, 8(DX) \
+	HSUM8(Y9, X9, X1) \
+	VMOVSS X9, 12(DX) \
+	VZEROUPPER \
+	RET
+
 // func dotQ41AVX2(w *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotQ41AVX2(SB), NOSPLIT, $0-36
 	MOVQ w+0(FP), SI
@@ -120,19 +152,7 @@ dotQ41AVX2_done:
 
 // func dotQ41x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
 TEXT ·dotQ41x4AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ qstride+24(FP), R11
-	MOVQ dstride+32(FP), R13
-	MOVQ nb+40(FP), CX
-	LEAQ (R11)(R11*2), R12
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
+	X4ARGS
 	BCAST32(0x0F0F0F0F, X15, Y15)
 	BCAST32(0x00010001, X14, Y14)
 	BCAST32(0x01010101, X13, Y13)
@@ -159,17 +179,7 @@ dotQ41x4AVX2_loop:
 	JNZ  dotQ41x4AVX2_loop
 
 dotQ41x4AVX2_done:
-	MOVQ out+48(FP), DX
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, 0(DX)
-	HSUM8(Y7, X7, X1)
-	VMOVSS X7, 4(DX)
-	HSUM8(Y8, X8, X1)
-	VMOVSS X8, 8(DX)
-	HSUM8(Y9, X9, X1)
-	VMOVSS X9, 12(DX)
-	VZEROUPPER
-	RET
+	X4OUT
 
 // func dotQ50AVX2(w *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotQ50AVX2(SB), NOSPLIT, $0-36
@@ -209,19 +219,7 @@ dotQ50AVX2_done:
 
 // func dotQ50x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
 TEXT ·dotQ50x4AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ qstride+24(FP), R11
-	MOVQ dstride+32(FP), R13
-	MOVQ nb+40(FP), CX
-	LEAQ (R11)(R11*2), R12
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
+	X4ARGS
 	BCAST32(0x0F0F0F0F, X15, Y15)
 	BCAST32(0x00010001, X14, Y14)
 	BCAST32(0x10101010, X13, Y13)
@@ -249,17 +247,7 @@ dotQ50x4AVX2_loop:
 	JNZ  dotQ50x4AVX2_loop
 
 dotQ50x4AVX2_done:
-	MOVQ out+48(FP), DX
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, 0(DX)
-	HSUM8(Y7, X7, X1)
-	VMOVSS X7, 4(DX)
-	HSUM8(Y8, X8, X1)
-	VMOVSS X8, 8(DX)
-	HSUM8(Y9, X9, X1)
-	VMOVSS X9, 12(DX)
-	VZEROUPPER
-	RET
+	X4OUT
 
 // func dotQ51AVX2(w *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotQ51AVX2(SB), NOSPLIT, $0-36
@@ -302,19 +290,7 @@ dotQ51AVX2_done:
 
 // func dotQ51x4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
 TEXT ·dotQ51x4AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ qstride+24(FP), R11
-	MOVQ dstride+32(FP), R13
-	MOVQ nb+40(FP), CX
-	LEAQ (R11)(R11*2), R12
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
+	X4ARGS
 	BCAST32(0x0F0F0F0F, X15, Y15)
 	BCAST32(0x00010001, X14, Y14)
 	BCAST32(0x01010101, X13, Y13)
@@ -345,17 +321,7 @@ dotQ51x4AVX2_loop:
 	JNZ  dotQ51x4AVX2_loop
 
 dotQ51x4AVX2_done:
-	MOVQ out+48(FP), DX
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, 0(DX)
-	HSUM8(Y7, X7, X1)
-	VMOVSS X7, 4(DX)
-	HSUM8(Y8, X8, X1)
-	VMOVSS X8, 8(DX)
-	HSUM8(Y9, X9, X1)
-	VMOVSS X9, 12(DX)
-	VZEROUPPER
-	RET
+	X4OUT
 
 // func dotIQ4NLAVX2(w *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-36
@@ -393,19 +359,7 @@ dotIQ4NLAVX2_done:
 
 // func dotIQ4NLx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
 TEXT ·dotIQ4NLx4AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ qstride+24(FP), R11
-	MOVQ dstride+32(FP), R13
-	MOVQ nb+40(FP), CX
-	LEAQ (R11)(R11*2), R12
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
+	X4ARGS
 	BCAST32(0x0F0F0F0F, X15, Y15)
 	BCAST32(0x00010001, X14, Y14)
 	VBROADCASTI128 ·iq4grid(SB), Y11
@@ -431,17 +385,7 @@ dotIQ4NLx4AVX2_loop:
 	JNZ  dotIQ4NLx4AVX2_loop
 
 dotIQ4NLx4AVX2_done:
-	MOVQ out+48(FP), DX
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, 0(DX)
-	HSUM8(Y7, X7, X1)
-	VMOVSS X7, 4(DX)
-	HSUM8(Y8, X8, X1)
-	VMOVSS X8, 8(DX)
-	HSUM8(Y9, X9, X1)
-	VMOVSS X9, 12(DX)
-	VZEROUPPER
-	RET
+	X4OUT
 
 
 // Q4_0 on AVX2 in its sixteen-lane form (dotQ40Go): even blocks into Y0,
@@ -654,19 +598,7 @@ dotQ80LanesAVX2_done:
 
 // func dotQ80Lanesx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32)
 TEXT ·dotQ80Lanesx4AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ qstride+24(FP), R11
-	MOVQ dstride+32(FP), R13
-	MOVQ nb+40(FP), CX
-	LEAQ (R11)(R11*2), R12
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R14
-	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
+	X4ARGS
 	BCAST32(0x00010001, X14, Y14)
 	TESTQ CX, CX
 	JZ    dotQ80Lanesx4AVX2_done
@@ -689,14 +621,4 @@ dotQ80Lanesx4AVX2_loop:
 	JNZ  dotQ80Lanesx4AVX2_loop
 
 dotQ80Lanesx4AVX2_done:
-	MOVQ out+48(FP), DX
-	HSUM8(Y0, X0, X1)
-	VMOVSS X0, 0(DX)
-	HSUM8(Y7, X7, X1)
-	VMOVSS X7, 4(DX)
-	HSUM8(Y8, X8, X1)
-	VMOVSS X8, 8(DX)
-	HSUM8(Y9, X9, X1)
-	VMOVSS X9, 12(DX)
-	VZEROUPPER
-	RET
+	X4OUT
