@@ -72,8 +72,22 @@ func (t *compiled) toolCaps(in Input) *caps {
 	}
 	argsObj := `{"argument_needle": "print('Hello, World!')"}`
 	argsStr := `"{\"argument_needle\":\"print('Hello, World!')\"}"`
+	// The argument's name as the template writes it, but not inside a
+	// string that holds JSON text (Qwen 2.5's tojson of the text):
+	// "argument_needle": as JSON or Python writes it, or Qwen3-Coder's
+	// <parameter=argument_needle> (Qwen3.5 iterates the arguments' items,
+	// which JSON text has not).
 	rendersArgs := func(out string) bool {
-		return strings.Contains(out, `"argument_needle":`) || strings.Contains(out, `'argument_needle':`)
+		for rest := out; ; {
+			i := strings.Index(rest, "argument_needle")
+			if i < 0 {
+				return false
+			}
+			if !strings.HasSuffix(rest[:i], `\"`) {
+				return true
+			}
+			rest = rest[i+1:]
+		}
 	}
 	str := rendersArgs(t.probeRender("["+user+", "+callsMsg(call("ipython", argsStr))+"]", "", false, in, nil))
 	obj := rendersArgs(t.probeRender("["+user+", "+callsMsg(call("ipython", argsObj))+"]", "", false, in, nil))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/batchd/batchd/testing/testmodels"
@@ -117,5 +118,39 @@ func matchJinja2(t *testing.T, path, convsPath, bos, eos string, as func([]map[s
 		case got != w.Rendered:
 			t.Errorf("%s (generation prompt %v):\n got %q\nwant %q", name, i%2 == 0, got, w.Rendered)
 		}
+	}
+}
+
+// TestQwen35RendersMatchJinja2: Qwen3.5's template (Qwen3-Coder's XML
+// calls, arguments printed as items of an object, tool results as user
+// turns, the reasoning of turns since the last query) renders byte for
+// byte as Hugging Face's renderer renders it; arguments sent as JSON text,
+// as OpenAI's clients send them, render as the same object, keys in the
+// order written (they raised "can only get item pairs from a mapping").
+func TestQwen35RendersMatchJinja2(t *testing.T) {
+	needJinja2(t)
+	const path = "testdata/qwen35/Qwen3.5-4B.jinja"
+	matchJinja2(t, path, "testdata/conversations.json", "", "<|im_end|>", nil)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := Compile("qwen35", string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := func(args string) string {
+		return `[{"role": "user", "content": "Define x"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+			"function": {"name": "lookup", "arguments": ` + args + `}}]}, {"role": "tool", "tool_call_id": "c1", "content": "a letter"}]`
+	}
+	var out [2]string
+	for i, args := range []string{`{"word": "x", "limit": 2, "opts": {"b": 1, "a": [true]}}`,
+		`"{\"word\": \"x\", \"limit\": 2, \"opts\": {\"b\": 1, \"a\": [true]}}"`} {
+		if out[i], err = tmpl.Render(context.Background(), Input{Messages: []byte(conv(args)), Polyfill: true, AddGenerationPrompt: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out[0] != out[1] || !strings.Contains(out[0], "<parameter=word>\nx\n</parameter>\n<parameter=limit>\n2\n</parameter>\n<parameter=opts>\n{\"b\": 1, \"a\": [true]}\n") {
+		t.Errorf("arguments as an object:\n%s\nas JSON text:\n%s", out[0], out[1])
 	}
 }

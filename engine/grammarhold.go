@@ -23,7 +23,14 @@ type ThinkTags struct {
 	Open, Close string
 	// Inside: the prompt opened the block (DeepSeek R1's "<think>\n").
 	Inside bool
+	// Ends are texts that also end the block, and are the grammar's
+	// first (Qwen3.5 may open a call before </think>, and llama.cpp ends
+	// the block at <tool_call> too).
+	Ends []string
 }
+
+// maxThinkEnds bounds ThinkTags.Ends.
+const maxThinkEnds = 4
 
 // holdPhase is where a request's grammar stands.
 type holdPhase uint8
@@ -81,8 +88,9 @@ func checkHold(r Request, vocab int) []error {
 			break
 		}
 	}
-	if t := r.Think; t != nil && (t.Open == "" || t.Close == "" || len(t.Open) > maxTagBytes || len(t.Close) > maxTagBytes) {
-		errs = append(errs, fmt.Errorf("think tags: want 1 to %d bytes each", maxTagBytes))
+	if t := r.Think; t != nil && (t.Open == "" || t.Close == "" || len(t.Open) > maxTagBytes || len(t.Close) > maxTagBytes ||
+		len(t.Ends) > maxThinkEnds || slices.ContainsFunc(t.Ends, func(s string) bool { return s == "" || len(s) > maxTagBytes })) {
+		errs = append(errs, fmt.Errorf("think tags: want 1 to %d bytes each, at most %d ends", maxTagBytes, maxThinkEnds))
 	}
 	if len(r.Preserve) > MaxPreserve {
 		errs = append(errs, fmt.Errorf("%d preserved tokens: at most %d", len(r.Preserve), MaxPreserve))
@@ -175,8 +183,22 @@ func (e *Engine) afterText(rs *reqState, text []byte) error {
 	g.window = append(g.window, text...)
 	if g.phase == holdThinking {
 		i := bytes.Index(g.window, []byte(g.think.Close))
+		keep := len(g.think.Close) - 1
+		for _, end := range g.think.Ends {
+			if j := bytes.Index(g.window, []byte(end)); j >= 0 && (i < 0 || j < i) {
+				rest := slices.Clone(g.window[j:]) // the end is the grammar's
+				g.window = g.window[:0]
+				if g.lazy {
+					g.phase = holdWaiting
+					return e.afterText(rs, rest)
+				}
+				g.phase = holdActive
+				return e.feedGrammar(rs, rest)
+			}
+			keep = max(keep, len(end)-1)
+		}
 		if i < 0 {
-			g.window = tail(g.window, len(g.think.Close)-1)
+			g.window = tail(g.window, keep)
 			return nil
 		}
 		rest := slices.Clone(g.window[i+len(g.think.Close):])

@@ -117,6 +117,23 @@ func TestGrammarWaitsOutReasoning(t *testing.T) {
 	if want := open + middle + close + "42"; text != want {
 		t.Errorf("opened by the prompt: %q, want %q", text, want)
 	}
+	// An end text (Qwen3.5's <tool_call>) ends the block before its
+	// close tag, and is the grammar's first text; lazy or not.
+	ge, err := grammar.Parse("root ::= " + grammar.Literal(close) + ` "!!"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lazy := range [][]string{nil, {close}} {
+		text, done = runGate(t, e, Request{Tokens: prompt, MaxTokens: 24, Grammar: ge, GrammarTriggers: lazy,
+			Think: &ThinkTags{Open: "<x>", Close: "\x01never", Ends: []string{close}, Inside: true}})
+		if want := open + middle + close + "!!"; text != want || done.Finish != FinishStop {
+			t.Errorf("ended by %q (triggers %q): %q (%s), want %q", close, lazy, text, done.Finish, want)
+		}
+	}
+	if _, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: 4, Grammar: g,
+		Think: &ThinkTags{Open: "<x>", Close: "</x>", Ends: []string{""}}}); err == nil {
+		t.Error("an empty end text was taken")
+	}
 }
 
 // TestPreservedControlTokens: a grammar takes a control token only where

@@ -170,3 +170,40 @@ func WriteString(b *strings.Builder, s string) {
 	var buf [64]byte
 	b.Write(AppendString(buf[:0], s))
 }
+
+// Append appends v as compact JSON text: members in order, strings
+// escaped as AppendString, numbers as written.
+func Append(b []byte, v Value) []byte {
+	switch v.Kind {
+	case Null:
+		return append(b, "null"...)
+	case Bool:
+		if v.Bool {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case Number:
+		return append(b, v.Text...)
+	case String:
+		return AppendString(b, v.Text)
+	case Array:
+		b = append(b, '[')
+		for i, x := range v.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = Append(b, x)
+		}
+		return append(b, ']')
+	}
+	b = append(b, '{')
+	for i, m := range v.Members {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, m.Key)
+		b = append(b, ':')
+		b = Append(b, m.Value)
+	}
+	return append(b, '}')
+}

@@ -53,3 +53,22 @@ func TestAppendString(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRoundTrips: Append writes what Parse read, compact, in order,
+// numbers as written.
+func TestAppendRoundTrips(t *testing.T) {
+	for in, want := range map[string]string{
+		` {"b": [1, 2.50, -3e2], "a": {"z": null, "y": true, "x": false}, "b": "two"} `: `{"b":[1,2.50,-3e2],"a":{"z":null,"y":true,"x":false},"b":"two"}`,
+		`"tab\t \"q\" é"`: `"tab\t \"q\" é"`,
+		`[]`:              `[]`,
+		`{}`:              `{}`,
+	} {
+		v, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(Append(nil, v)); got != want {
+			t.Errorf("Append(Parse(%s)) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func toolsOf(ctx context.Context, lm *LoadedModel, s *wire.Submit, spec grammar.
 	}
 	var err error
 	r := toolcall.Request{Tools: s.Tools, Choice: s.ToolChoice, Parallel: s.ParallelToolCalls == nil || *s.ParallelToolCalls,
-		Constrained: !spec.Empty()}
+		Constrained: !spec.Empty(), Bare: ct.support.reasoning == nil}
 	if spec.GBNF == "" && spec.Regex == "" && len(spec.Choice) == 0 {
 		switch {
 		case len(spec.Schema) > 0:
@@ -135,6 +135,9 @@ func (ct *chatTools) apply(req *engine.Request, tok *tokenizer.Tokenizer, open b
 		}
 		if t := ct.support.reasoning; t != nil {
 			req.Think = &engine.ThinkTags{Open: t.Open, Close: t.Close, Inside: open}
+			if ct.calls() {
+				req.Think.Ends = p.EndsThought
+			}
 		}
 	}
 	keep := p.Preserve
@@ -164,7 +167,7 @@ func (ct *chatTools) parser(open bool) *toolcall.Parser {
 	if ct == nil || !harmony && !ct.calls() && (ct.support.reasoning == nil || ct.keep) {
 		return nil
 	}
-	return toolcall.NewParser(toolcall.ParseOptions{Format: ct.support.format, Calls: ct.calls(),
+	return toolcall.NewParser(toolcall.ParseOptions{Format: ct.support.format, Calls: ct.calls(), Tools: ct.Tools,
 		Reasoning: ct.support.reasoning, ReasoningOpen: open, ReasoningClosed: ct.closed, KeepReasoning: ct.keep})
 }
 

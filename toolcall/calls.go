@@ -8,6 +8,7 @@ const (
 	csCall             // in a call's (or the calls') JSON
 	csAfterCall        // after a call: its closing marker, or more calls
 	csR1               // in DeepSeek R1's calls
+	csXML              // in Qwen3-Coder's calls
 	csRest             // after the calls: what follows is content
 )
 
@@ -229,6 +230,14 @@ func (p *Parser) markers() []string {
 		return []string{phiOpen, phiFunctools}
 	case DeepSeekR1:
 		return []string{r1CallsOpen}
+	case Qwen3Coder:
+		ms := []string{hermesOpen}
+		if p.o.Reasoning == nil { // Qwen3-Coder may leave out the first <tool_call>
+			for _, t := range p.o.Tools {
+				ms = append(ms, xmlFunction+t.Name+">")
+			}
+		}
+		return ms
 	}
 	return nil
 }
@@ -237,7 +246,7 @@ func (p *Parser) markers() []string {
 // where the format's parser drops it with the marker (llama.cpp's Hermes
 // and DeepSeek R1 patterns begin with \s*).
 func (p *Parser) plain(s string) {
-	trims := p.o.Format == Hermes || p.o.Format == DeepSeekR1 || p.o.Format == Phi4
+	trims := p.o.Format == Hermes || p.o.Format == DeepSeekR1 || p.o.Format == Phi4 || p.o.Format == Qwen3Coder
 	if !trims {
 		p.content(s)
 		return
@@ -270,6 +279,8 @@ func (p *Parser) callStep() bool {
 		return p.afterStep()
 	case csR1:
 		return p.r1Step()
+	case csXML:
+		return p.xmlStep()
 	}
 	if len(p.calls) > 0 {
 		p.cbuf = strings.TrimLeft(p.cbuf, " \t\r\n")
@@ -321,7 +332,18 @@ func (p *Parser) contentStep() bool {
 		return false
 	}
 	p.plain(p.cbuf[:i])
+	held := p.ctrail
 	p.ctrail = ""
+	if p.o.Format == Qwen3Coder {
+		p.xml = xmlState{raw: held} // the space before the tag is text if no call comes
+		if m == hermesOpen {
+			p.cbuf, p.xml.raw = p.cbuf[i+len(m):], held+m
+		} else { // a bare <function=NAME>: read from its tag
+			p.cbuf = p.cbuf[i:]
+		}
+		p.cstate = csXML
+		return true
+	}
 	switch m {
 	case pythonTag: // a marker only: the call follows
 		p.cbuf = p.cbuf[i+len(m):]
@@ -446,6 +468,8 @@ func (p *Parser) callsDone() {
 		}
 	case csR1:
 		p.r1Done()
+	case csXML:
+		p.xmlDone()
 	case csContent:
 		p.content(p.ctrail + p.cbuf)
 	case csRest:

@@ -24,6 +24,10 @@ const (
 	// Harmony: gpt-oss's channels; a call is a commentary message to
 	// functions.NAME, <|constrain|>json, its arguments, then <|call|>.
 	Harmony Format = "harmony"
+	// Qwen3Coder: <tool_call>\n<function=NAME>\n<parameter=ARG>\nVALUE\n</parameter>\n
+	// </function>\n</tool_call>, each value typed by its parameter's schema
+	// (Qwen3-Coder, Qwen3.5, Qwen3.6).
+	Qwen3Coder Format = "qwen3-coder"
 	// Generic: the whole answer is JSON, {"tool_call": ...} or
 	// {"response": "..."}: templates that render tools some other way, or
 	// not at all (the tools are then described in the system message).
@@ -31,12 +35,12 @@ const (
 )
 
 // Formats are every format, for configuration and documentation.
-var Formats = []Format{Hermes, Llama3, MistralNemo, Phi4, DeepSeekR1, Harmony, Generic}
+var Formats = []Format{Hermes, Llama3, MistralNemo, Phi4, DeepSeekR1, Harmony, Qwen3Coder, Generic}
 
 // Label is the format's name in llama.cpp's logs ("Chat format: ...").
 func (f Format) Label() string {
 	return map[Format]string{Hermes: "Hermes 2 Pro", Llama3: "Llama 3.x", MistralNemo: "Mistral Nemo", Phi4: "Phi-4",
-		DeepSeekR1: "DeepSeek R1", Harmony: "GPT-OSS", Generic: "Generic"}[f]
+		DeepSeekR1: "DeepSeek R1", Harmony: "GPT-OSS", Qwen3Coder: "Qwen3-Coder", Generic: "Generic"}[f]
 }
 
 // Markers of the formats, as the models' vocabularies spell them.
@@ -63,6 +67,10 @@ func Detect(src string) Format {
 	switch {
 	case strings.Contains(src, hChannel): // llama.cpp tries gpt-oss's first
 		return Harmony
+	case strings.Contains(src, hermesOpen) && strings.Contains(src, xmlFunction) && strings.Contains(src, xmlParameter) &&
+		// templates that write no newline between the tags are not it
+		!strings.Contains(src, "'<tool_call><function=' ~ tool_call.name ~ '>'"):
+		return Qwen3Coder
 	case strings.Contains(src, r1CallsOpen):
 		return DeepSeekR1
 	case strings.Contains(src, hermesOpen):

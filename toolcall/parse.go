@@ -20,6 +20,9 @@ type ParseOptions struct {
 	// KeepReasoning leaves the block in the content as written
 	// (reasoning_format none); calls are still read only after it.
 	KeepReasoning bool
+	// Tools are the request's tools: Qwen3-Coder's arguments are typed by
+	// their schemas (and its bare <function=NAME> opens a call).
+	Tools []Tool
 	// NewID makes a call's id when the model wrote none; nil: "call_"
 	// and 24 random letters and digits (9 for Mistral Nemo).
 	NewID func() string
@@ -66,6 +69,7 @@ type Parser struct {
 	reader *callReader
 	marker string // the marker that opened the call being read
 	r1     r1State
+	xml    xmlState
 	calls  []Call
 
 	// Harmony (gpt-oss): the whole answer is read by harmony.
@@ -155,8 +159,19 @@ func (p *Parser) reason(final bool) {
 			p.rstate = rsOut
 		case rsIn:
 			i := strings.Index(p.rbuf, t.Close)
+			if j := p.callEndsThought(); j >= 0 && (i < 0 || j < i) {
+				p.thought(p.rbuf[:j])
+				if p.o.KeepReasoning {
+					p.content(p.rtrail)
+				}
+				p.rtrail, p.rbuf, p.rstate, p.stripLead = "", p.rbuf[j:], rsOut, false
+				continue
+			}
 			if i < 0 {
 				keep := partialSuffix(p.rbuf, t.Close)
+				if p.xmlCalls() {
+					keep = max(keep, partialSuffix(p.rbuf, hermesOpen))
+				}
 				if final {
 					keep = 0
 				}
@@ -180,6 +195,19 @@ func (p *Parser) reason(final bool) {
 			p.callText(s)
 		}
 	}
+}
+
+// xmlCalls reports whether Qwen3-Coder's calls are read: a call ends the
+// reasoning block that holds it (Qwen3.5 may call before </think>, and
+// llama.cpp ends the block there too).
+func (p *Parser) xmlCalls() bool { return p.o.Format == Qwen3Coder && p.o.Calls }
+
+// callEndsThought is where a call opens inside the reasoning block, or -1.
+func (p *Parser) callEndsThought() int {
+	if !p.xmlCalls() {
+		return -1
+	}
+	return strings.Index(p.rbuf, hermesOpen)
 }
 
 // thought is text inside the reasoning block: its leading and trailing

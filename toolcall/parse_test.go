@@ -217,6 +217,8 @@ func TestFormatDouble(t *testing.T) {
 	}
 }
 
+var fuzzTools []Tool
+
 // FuzzParser: any text, in any format, cut anywhere, parses without a
 // panic and its deltas add up to the parser's calls.
 func FuzzParser(f *testing.F) {
@@ -224,6 +226,12 @@ func FuzzParser(f *testing.F) {
 		f.Add(c.text, uint8(0), uint64(1))
 	}
 	f.Add("<think>a</think><tool_call>{\"name\":\"x\",\"arguments\":{\"a\":[1,{\"b\":\"\\ud800\"}]}}", uint8(3), uint64(7))
+	f.Add("a<tool_call>\n<function=write_file>\n<parameter=opts>\n{\"a\": 1}\n</parameter>\n<parameter=path>\nx</parameter></function>\n</tool_call>",
+		uint8(6), uint64(9))
+	var err error
+	if fuzzTools, err = ParseTools([]byte(xmlTools)); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, text string, which uint8, seed uint64) {
 		if !utf8.ValidString(text) {
 			return
@@ -233,6 +241,9 @@ func FuzzParser(f *testing.F) {
 			o.Reasoning, o.ReasoningOpen = &Think, which&32 != 0
 		}
 		o.KeepReasoning = which&64 != 0
+		if o.Format == Qwen3Coder {
+			o.Tools = fuzzTools
+		}
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var cuts []int
 		for i := range text {

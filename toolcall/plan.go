@@ -34,7 +34,15 @@ type Plan struct {
 	// Answer: GBNF also holds the response that calls nothing to the
 	// request's schema (Options.Answer).
 	Answer bool
+	// EndsThought are texts that end a reasoning block and begin the
+	// grammar (Qwen3-Coder's <tool_call>: Qwen3.5 may call before
+	// </think>).
+	EndsThought []string
 }
+
+// MaxTriggers is the most triggers a plan has: the engine's bound
+// (engine.MaxGrammarTriggers), whatever the number of tools.
+const MaxTriggers = 32
 
 // Options shape Build.
 type Options struct {
@@ -47,6 +55,9 @@ type Options struct {
 	// schema's strict.
 	Answer       []byte
 	AnswerStrict bool
+	// Bare: the model's template has no reasoning, so Qwen3-Coder's first
+	// call may leave out <tool_call> (and <function=NAME> triggers it).
+	Bare bool
 }
 
 // PromptOptions are what a format needs of the rendered conversation: an
@@ -109,7 +120,7 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 		p.Preserve = []string{phiOpen, phiClose}
 	case DeepSeekR1:
 		p.Preserve = []string{r1CallsOpen, r1CallsClose, r1CallOpen, r1CallClose, r1Sep}
-	case Hermes:
+	case Hermes, Qwen3Coder:
 		p.Preserve = []string{hermesOpen, hermesClose}
 	case Harmony:
 		p.Preserve = harmonyPreserve
@@ -135,7 +146,7 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 	if o.Answer != nil {
 		root = "tool-calls"
 	}
-	if err := formatGrammar(b, f, root, tools, c, &p); err != nil {
+	if err := formatGrammar(b, f, root, tools, c, o.Bare, &p); err != nil {
 		return Plan{}, err
 	}
 	if o.Answer != nil {
@@ -157,7 +168,7 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 
 // formatGrammar adds f's grammar of calls to the tools as rule root, and
 // the texts that open a call to p.Triggers.
-func formatGrammar(b *grammar.Builder, f Format, root string, tools []Tool, c Choice, p *Plan) error {
+func formatGrammar(b *grammar.Builder, f Format, root string, tools []Tool, c Choice, bare bool, p *Plan) error {
 	var err error
 	switch f {
 	case Hermes:
@@ -165,8 +176,12 @@ func formatGrammar(b *grammar.Builder, f Format, root string, tools []Tool, c Ch
 		p.Triggers = []string{hermesOpen}
 	case Llama3:
 		err = llama3Grammar(b, root, tools)
-		for _, t := range tools {
-			p.Triggers = append(p.Triggers, `{"name": "`+t.Name+`"`)
+		// {"name": "NAME" for each tool, as llama.cpp adds them, while
+		// they fit the engine's bound: {"name": fires at the same byte.
+		if len(tools)+6 <= MaxTriggers {
+			for _, t := range tools {
+				p.Triggers = append(p.Triggers, `{"name": "`+t.Name+`"`)
+			}
 		}
 		p.Triggers = append(p.Triggers, `{"name":`, "{\n  \"name\":", "{\n    \"name\":",
 			`{"type": "function"`, "{\n  \"type\": \"function\"", "{\n    \"type\": \"function\"")
@@ -182,6 +197,18 @@ func formatGrammar(b *grammar.Builder, f Format, root string, tools []Tool, c Ch
 	case Harmony:
 		err = harmonyGrammar(b, root, tools, p.Lazy)
 		p.Triggers = []string{harmonyTrigger}
+	case Qwen3Coder:
+		err = xmlGrammar(b, root, tools, p.Parallel, bare)
+		p.Triggers = []string{hermesOpen}
+		p.EndsThought = []string{hermesOpen}
+		switch {
+		case bare && len(tools) < MaxTriggers:
+			for _, t := range tools {
+				p.Triggers = append(p.Triggers, xmlFunction+t.Name+">")
+			}
+		case bare: // past the engine's bound: any function's tag
+			p.Triggers = append(p.Triggers, xmlFunction)
+		}
 	default:
 		err = genericGrammar(b, root, tools, p.Parallel, c.Mode == Auto)
 	}
@@ -352,6 +379,8 @@ type Request struct {
 	Constrained  bool
 	Answer       []byte
 	AnswerStrict bool
+	// Bare is Options.Bare.
+	Bare bool
 }
 
 // Prepared is all a request's tools need, from one call: the tools and
@@ -387,7 +416,7 @@ func Prepare(ctx context.Context, f Format, r Request) (Prepared, error) {
 	if p.Choice, err = ParseChoice(r.Choice, p.Tools); err != nil {
 		return p, err
 	}
-	o := Options{Parallel: r.Parallel}
+	o := Options{Parallel: r.Parallel, Bare: r.Bare}
 	if p.Calls() && r.Constrained {
 		if r.Answer == nil || f == Harmony {
 			return p, ErrConflict
