@@ -121,8 +121,8 @@ func matchJinja2(t *testing.T, path, convsPath, bos, eos string, as func([]map[s
 	}
 }
 
-// TestQwen35RendersMatchJinja2: Qwen3.5's template (Qwen3-Coder's XML
-// calls, arguments printed as items of an object, tool results as user
+// TestQwen35RendersMatchJinja2: Qwen3.5's and Qwen3-Coder's templates
+// (Qwen3-Coder's XML calls, arguments printed as items of an object, tool results as user
 // turns, the reasoning of turns since the last query) renders byte for
 // byte as Hugging Face's renderer renders it; arguments sent as JSON text,
 // as OpenAI's clients send them, render as the same object, keys in the
@@ -131,6 +131,7 @@ func TestQwen35RendersMatchJinja2(t *testing.T) {
 	needJinja2(t)
 	const path = "testdata/qwen35/Qwen3.5-4B.jinja"
 	matchJinja2(t, path, "testdata/conversations.json", "", "<|im_end|>", nil)
+	matchJinja2(t, "testdata/qwen35/Qwen3-Coder.jinja", "testdata/conversations.json", "", "<|im_end|>", nil)
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -208,6 +208,13 @@ func TestDetectQwen3Coder(t *testing.T) {
 	if r := DetectReasoning(string(src)); r == nil || *r != Think {
 		t.Errorf("Qwen3.5's reasoning tags: %v", r)
 	}
+	coder, err := os.ReadFile(filepath.Join("..", "chat", "testdata", "qwen35", "Qwen3-Coder.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, r := Detect(string(coder)), DetectReasoning(string(coder)); f != Qwen3Coder || r != nil {
+		t.Errorf("Qwen3-Coder's template: %s, reasoning %v; want %s without", f, r, Qwen3Coder)
+	}
 	nl := `{{- '<tool_call><function=' ~ tool_call.name ~ '>' }}<parameter=`
 	if f := Detect(nl); f != Hermes {
 		t.Errorf("a template without newlines between the tags: %s, want hermes", f)
