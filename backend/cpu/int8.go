@@ -205,7 +205,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q4_K:
 		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q6_K:
-		kn.matmulK(out, &a.q8k, n, w, lo, hi, dotQ6KAVX2, dotQ6KGo, dotQ6KRowsAVX2)
+		kn.matmulK(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q4_1:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
 	case quant.Q5_0:

@@ -42,9 +42,6 @@ func mxfp4Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride
 func iq4nlRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
 //go:noescape
-func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
-
-//go:noescape
 func iq4xsDotAVX2(w *byte, qs *int8, d *float32, bs *int16, sc *int16, nsb int) float32
 
 //go:noescape
@@ -100,6 +97,12 @@ func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32
 
 //go:noescape
 func q4kLanesAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32)
+
+//go:noescape
+func q6kNAVX2(w *byte, qs *int8, qstride int, d *float32, dstride int, bs *int16, bstride, nsb, ntok int, sc *int16, acc, out *float32, ostride int)
+
+//go:noescape
+func q4kLanesNAVX2(w *byte, qs *int8, qstride int, d *float32, dstride int, bs *int16, bstride, nsb, ntok int, sc *int16, acc, out *float32, ostride int)
 
 //go:noescape
 func iq4xsRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)

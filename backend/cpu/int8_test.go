@@ -176,7 +176,9 @@ func TestQ6KInt8KernelMatchesGo(t *testing.T) {
 		for tk := range n {
 			qs, d, bs := a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:]
 			want := dotQ6KGo(wr, qs, d, bs, nsb)
-			if got := dotQ6KAVX2(&wr[0], &qs[0], &d[0], &bs[0], nsb); math.Float32bits(got) != math.Float32bits(want) {
+			var got float32
+			dotQ6KRowsAVX2(&wr[0], rb, &qs[0], &d[0], &bs[0], nsb, 1, &got)
+			if math.Float32bits(got) != math.Float32bits(want) {
 				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
 			}
 			checkRounding(t, want, row, x[tk*cols:(tk+1)*cols], d, 256)
@@ -298,7 +300,8 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	}
 }
 
-// TestAVX2Int8KernelsMatchGo: the AVX2 int8 kernels (one token and four;
+// TestAVX2Int8KernelsMatchGo: the AVX2 int8 kernels (one token and four,
+// Q4_K's all tokens at once;
 // with VNNI the 32-value formats take the row kernels, TestRowKernelsMatchGo)
 // give exactly their Go loops' sums, on random bytes (every level, scale,
 // fifth bit, high bit and sign) and on quantized rows, rows longer than
@@ -320,6 +323,7 @@ func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 		{quant.Q5_0, []int{0}, []int{320}}, {quant.Q5_1, []int{0, 2}, []int{320}}, {quant.IQ4_NL, []int{0}, []int{320}},
 		{quant.Q8_0, []int{0}, []int{320, 4096}},
 		{quant.Q6_K, []int{208}, []int{256, 768}},
+		{quant.Q4_K, []int{0, 2}, []int{256, 768, 256 * 67}},
 	}
 	simd, _ := chooseKernels("avx2")
 	gok, _ := chooseKernels("go")

@@ -78,8 +78,7 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 	Q6GROUP(Y4, 96+xo(DI), ysc, 96(R14), acc, Y6)
 
 // Q6KBLOCK adds one Q6_K super-block (at SI; activations at DI, 16-sums at
-// BX, scale at DX) into X0, as dotQ6KAVX2's loop does; Y15/Y14/R14 as set
-// up there.
+// BX, scale at DX) into X0; Y15/Y14/R14 as dotQ6KRowsAVX2 sets them.
 #define Q6KBLOCK \
 	PREFETCHT0 2048(SI) \
 	PREFETCHT0 2112(SI) \
@@ -107,41 +106,9 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 	VMULSS     X13, X6, X6 \
 	VADDSS     X6, X0, X0
 
-// func dotQ6KAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int) float32
-TEXT ·dotQ6KAVX2(SB), NOSPLIT, $0-44
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ bs+24(FP), BX
-	MOVQ nsb+32(FP), CX
-	VXORPS X0, X0, X0
-	MOVL  $0x0F0F0F0F, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL  $0x03030303, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	LEAQ  q6kshuf<>(SB), R14
-	TESTQ CX, CX
-	JZ    q6k_done
-
-q6k_loop:
-	Q6KBLOCK
-	ADDQ $210, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, BX
-	DECQ CX
-	JNZ  q6k_loop
-
-q6k_done:
-	VMOVSS X0, ret+40(FP)
-	VZEROUPPER
-	RET
-
 // func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32)
-// out[r] = dotQ6KAVX2(row r) for nrows rows (row r at w+r*wstride) against
-// one token: the same sums, without a call per row.
+// out[r] = dotQ6KGo(row r) for nrows rows (row r at w+r*wstride) against
+// one token.
 TEXT ·dotQ6KRowsAVX2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), R10
 	MOVQ wstride+8(FP), R11
@@ -187,5 +154,182 @@ q6kr_store:
 	JNZ    q6kr_row
 
 q6kr_done:
+	VZEROUPPER
+	RET
+
+// Q6_K (dotQ6KGo's sums) for many tokens at once: each super-block's
+// 256 six-bit values are decoded once into Y8-Y15 and its scales once
+// into scratch. Within a super-block every sum is an exact integer, so
+// the order of the integer adds cannot change a bit; the float step per
+// token is Q6KBLOCK's.
+
+DATA q6knib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6knib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6knib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6knib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q6knib<>(SB), RODATA|NOPTR, $32
+
+DATA q6kmask3<>+0(SB)/8, $0x0303030303030303
+DATA q6kmask3<>+8(SB)/8, $0x0303030303030303
+DATA q6kmask3<>+16(SB)/8, $0x0303030303030303
+DATA q6kmask3<>+24(SB)/8, $0x0303030303030303
+GLOBL q6kmask3<>(SB), RODATA|NOPTR, $32
+
+// Q6DEC(ql, qh, shift, hib, u): 32 six-bit values: ql's nibble (low, or
+// high when shift is 4) with bits shift2..shift2+1 of qh above it.
+#define Q6DEC(ql, nibshift, qhshift, u) \
+	VMOVDQU ql, u                   \
+	VPSRLW  $(nibshift), u, u       \
+	VPAND   q6knib<>(SB), u, u      \
+	VMOVDQU Y7, Y6                  \
+	VPSRLW  $(qhshift), Y6, Y6      \
+	VPAND   q6kmask3<>(SB), Y6, Y6  \
+	VPSLLW  $4, Y6, Y6              \
+	VPOR    Y6, u, u
+
+// Q6HALFDEC(qlo, qho, u0, u1, u2, u3): half h's four groups of 32.
+#define Q6HALFDEC(qlo, qho, u0, u1, u2, u3) \
+	VMOVDQU qho(SI), Y7                \
+	Q6DEC(qlo(SI), 0, 0, u0)           \
+	Q6DEC(32+qlo(SI), 0, 2, u1)        \
+	Q6DEC(qlo(SI), 4, 4, u2)           \
+	Q6DEC(32+qlo(SI), 4, 6, u3)
+
+// Q6TOK(u, xo, so): a group's 32 values times a token's activations at
+// xo(R14), each 16 by its scale (the vector at so(BX)), into Y0.
+#define Q6TOK(u, xo, so) \
+	VPMADDUBSW xo(R14), u, Y1 \
+	VPMADDWD   so(BX), Y1, Y1 \
+	VPADDD     Y1, Y0, Y0
+
+// Q6SCALES(k, mask): scale vector k (group k%4 of half k/4) at 32k(BX),
+// from the half's scales in Y9 (as Q6GROUP's VPSHUFB builds it).
+#define Q6SCALES(k, ysc, mask) \
+	VPSHUFB mask, ysc, Y1 \
+	VMOVDQU Y1, (32*(k))(BX)
+
+// func q6kNAVX2(w *byte, qs *int8, qstride int, d *float32, dstride int, bs *int16, bstride, nsb, ntok int, sc *int16, acc, out *float32, ostride int)
+// One Q6_K row against ntok tokens: out[t*ostride] is dotQ6KGo of the
+// row and token t (activations at qs[t*qstride], d[t*dstride],
+// bs[t*bstride]). sc: 320 bytes of scratch; acc: ntok floats.
+TEXT ·q6kNAVX2(SB), NOSPLIT, $0-104
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ bs+40(FP), R10
+	MOVQ nsb+56(FP), CX
+	MOVQ sc+72(FP), BX
+	MOVQ ntok+64(FP), R9
+	TESTQ R9, R9
+	JZ    q6kn_end
+	MOVQ acc+80(FP), R11
+	VXORPS X0, X0, X0
+
+q6kn_zero:
+	VMOVSS X0, (R11)
+	ADDQ $4, R11
+	DECQ R9
+	JNZ  q6kn_zero
+	LEAQ q6kshuf<>(SB), R8
+	TESTQ CX, CX
+	JZ    q6kn_done
+
+q6kn_block:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	VPMOVSXBW    192(SI), Y11
+	VMOVDQU      Y11, 256(BX)
+	VINSERTI128  $1, X11, Y11, Y9
+	Q6SCALES(0, Y9, (R8))
+	Q6SCALES(1, Y9, 32(R8))
+	Q6SCALES(2, Y9, 64(R8))
+	Q6SCALES(3, Y9, 96(R8))
+	VEXTRACTI128 $1, Y11, X10
+	VINSERTI128  $1, X10, Y10, Y10
+	Q6SCALES(4, Y10, (R8))
+	Q6SCALES(5, Y10, 32(R8))
+	Q6SCALES(6, Y10, 64(R8))
+	Q6SCALES(7, Y10, 96(R8))
+	MOVWLZX    208(SI), AX
+	VMOVD      AX, X1
+	VCVTPH2PS  X1, X1
+	VMOVSS     X1, 288(BX)
+	Q6HALFDEC(0, 128, Y8, Y9, Y10, Y11)
+	Q6HALFDEC(64, 160, Y12, Y13, Y14, Y15)
+
+	MOVQ DI, R14
+	MOVQ DX, R13
+	MOVQ R10, R12
+	MOVQ acc+80(FP), R11
+	MOVQ ntok+64(FP), R9
+
+q6kn_tok:
+	VPXOR Y0, Y0, Y0
+	Q6TOK(Y8, 0, 0)
+	Q6TOK(Y9, 32, 32)
+	Q6TOK(Y10, 64, 64)
+	Q6TOK(Y11, 96, 96)
+	Q6TOK(Y12, 128, 128)
+	Q6TOK(Y13, 160, 160)
+	Q6TOK(Y14, 192, 192)
+	Q6TOK(Y15, 224, 224)
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VMOVD        X0, AX
+	VMOVDQU  (R12), Y4
+	VPMADDWD 256(BX), Y4, Y4
+	VEXTRACTI128 $1, Y4, X1
+	VPADDD       X1, X4, X4
+	VPSHUFD      $0x4e, X4, X1
+	VPADDD       X1, X4, X4
+	VPSHUFD      $0xb1, X4, X1
+	VPADDD       X1, X4, X4
+	VMOVD        X4, R15
+	SHLL     $5, R15
+	SUBL     R15, AX
+	VMOVSS     (R13), X2
+	VMULSS     288(BX), X2, X2
+	VCVTSI2SSL AX, X3, X3
+	VMULSS     X3, X2, X2
+	VADDSS     (R11), X2, X2
+	VMOVSS     X2, (R11)
+	ADDQ qstride+16(FP), R14
+	MOVQ dstride+32(FP), AX
+	LEAQ (R13)(AX*4), R13
+	MOVQ bstride+48(FP), AX
+	LEAQ (R12)(AX*2), R12
+	ADDQ $4, R11
+	DECQ R9
+	JNZ  q6kn_tok
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R10
+	DECQ CX
+	JNZ  q6kn_block
+
+q6kn_done:
+	MOVQ acc+80(FP), R11
+	MOVQ out+88(FP), DI
+	MOVQ ostride+96(FP), AX
+	SHLQ $2, AX
+	MOVQ ntok+64(FP), R9
+
+q6kn_out:
+	MOVL (R11), R15
+	MOVL R15, (DI)
+	ADDQ $4, R11
+	ADDQ AX, DI
+	DECQ R9
+	JNZ  q6kn_out
+
+q6kn_end:
 	VZEROUPPER
 	RET

@@ -66,11 +66,30 @@ func foldLanes(acc []float32) float32 {
 	return hsum8(&a) - hsum8(&m)
 }
 
+// laneScratch is q4kLanesNAVX2's scratch before the lanes, in floats.
+const laneScratch = 352 / 4
+
 // matmulKLanes is matmulInt8 for Q4_K without VNNI: each row against each
 // token (q4kLanesAVX2, or the Go loop without AVX2), the lanes folded.
+// Several tokens take q4kLanesNAVX2, which decodes a row's super-block
+// once for them all (one token at a time decoded it for each: aggregate
+// decode stopped growing at 8 sequences).
 func (kn *kernels) matmulKLanes(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	cols, rows := w.Cols, w.Rows
 	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
+	if kn.simd && n > 1 {
+		sc := (*int16)(unsafe.Pointer(&scratch[0]))
+		step := min(n, (len(scratch)-laneScratch)/laneAcc)
+		for r := lo; r < hi; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			for t0 := 0; t0 < n; t0 += step {
+				m := min(step, n-t0)
+				q4kLanesNAVX2(&row[0], &a.qs[t0*cols], cols, &a.d[t0*nsb], nsb, &a.bs[t0*cols/16], cols/16, nsb, m, sc,
+					&scratch[laneScratch], &out[t0*rows+r], rows)
+			}
+		}
+		return
+	}
 	lanes := scratch[:laneAcc]
 	// The AVX2 kernel's scales scratch (16 words) follows, out of the
 	// share's scratch (a local array would escape).
