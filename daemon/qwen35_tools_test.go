@@ -12,7 +12,6 @@ import (
 	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/jsontext"
 	"github.com/batchd/batchd/serve"
-	"github.com/batchd/batchd/testing/jsonvalid"
 	"github.com/batchd/batchd/testing/testmodels"
 	"github.com/batchd/batchd/toolcall"
 )
@@ -78,18 +77,7 @@ func TestQwen35ToolCalls(t *testing.T) {
 				if s := streamed[i]; s == nil || *s != call {
 					t.Errorf("%s at %v: call %d streamed as %+v, final %+v", choice, temp, i, s, call)
 				}
-				schema := ""
-				for _, tl := range qwen35Tools {
-					if tl.name == call.Name {
-						schema = tl.schema
-					}
-				}
-				if schema == "" || choice != "required" && call.Name != choice {
-					t.Fatalf("%s at %v: a call of %q", choice, temp, call.Name)
-				}
-				if err := jsonvalid.Validate([]byte(schema), []byte(call.Arguments)); err != nil {
-					t.Errorf("%s at %v: %s(%s): %v", choice, temp, call.Name, call.Arguments, err)
-				}
+				checkCall(t, qwen35Tools, choice, temp, call)
 				if v, err := jsontext.Parse([]byte(call.Arguments)); err != nil || len(v.Members) != len(uniqueKeys(v)) {
 					t.Errorf("%s at %v: %s(%s): an argument twice", choice, temp, call.Name, call.Arguments)
 				}

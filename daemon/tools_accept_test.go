@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	client "github.com/batchd/batchd/clients/go"
+	"github.com/batchd/batchd/ipc/wire"
 	"github.com/batchd/batchd/serve"
 	"github.com/batchd/batchd/testing/jsonvalid"
 	"github.com/batchd/batchd/testing/testmodels"
@@ -82,21 +83,28 @@ func TestRequiredAndNamedCallsValidate(t *testing.T) {
 					if res.FinishReason != "tool_calls" || len(res.ToolCalls) == 0 {
 						t.Fatalf("%s at %v: finish %s, calls %v, text %q", choice, temp, res.FinishReason, res.ToolCalls, res.Text)
 					}
-					call := res.ToolCalls[0]
-					schema := ""
-					for _, tl := range acceptTools {
-						if tl.name == call.Name {
-							schema = tl.schema
-						}
-					}
-					if schema == "" || choice != "required" && call.Name != choice {
-						t.Fatalf("%s at %v: a call of %q", choice, temp, call.Name)
-					}
-					if err := jsonvalid.Validate([]byte(schema), []byte(call.Arguments)); err != nil {
-						t.Errorf("%s at %v: %s(%s): %v", choice, temp, call.Name, call.Arguments, err)
-					}
+					checkCall(t, acceptTools, choice, temp, res.ToolCalls[0])
 				}
 			}
 		})
+	}
+}
+
+// checkCall fails t unless call is of one of tools (the one choice names,
+// unless it is "required") and its arguments validate against its schema
+// (an independent validator).
+func checkCall(t *testing.T, tools []struct{ name, schema string }, choice string, temp float32, call wire.ToolCall) {
+	t.Helper()
+	schema := ""
+	for _, tl := range tools {
+		if tl.name == call.Name {
+			schema = tl.schema
+		}
+	}
+	if schema == "" || choice != "required" && call.Name != choice {
+		t.Fatalf("%s at %v: a call of %q", choice, temp, call.Name)
+	}
+	if err := jsonvalid.Validate([]byte(schema), []byte(call.Arguments)); err != nil {
+		t.Errorf("%s at %v: %s(%s): %v", choice, temp, call.Name, call.Arguments, err)
 	}
 }

@@ -74,14 +74,7 @@ func TestHarmonyGrammars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepts := func(gbnf, text string) bool {
-		g, err := grammar.Parse(gbnf)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, gbnf)
-		}
-		m := g.NewMatcher()
-		return m.Accept([]byte(text)) == nil && m.AllowsEnd()
-	}
+	accepts := func(gbnf, text string) bool { return grammarAccepts(t, gbnf, text) }
 	req, err := Build(context.Background(), Harmony, tools, Choice{Mode: Required}, Options{Parallel: true})
 	if err != nil {
 		t.Fatal(err)
@@ -132,4 +125,15 @@ func TestHarmonyGrammars(t *testing.T) {
 			t.Errorf("answer grammar on %q: %v, want %v", text, got, want)
 		}
 	}
+}
+
+// grammarAccepts reports whether the grammar takes text whole.
+func grammarAccepts(t *testing.T, gbnf, text string) bool {
+	t.Helper()
+	g, err := grammar.Parse(gbnf)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, gbnf)
+	}
+	m := g.NewMatcher()
+	return m.Accept([]byte(text)) == nil && m.AllowsEnd()
 }

@@ -194,8 +194,13 @@ var parseCases = []parseCase{
 }
 
 func TestParse(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, c := range parseCases {
+	checkParses(t, rand.New(rand.NewPCG(3, 4)), parseCases)
+}
+
+// checkParses parses each case whole, a character at a time and cut at
+// random, and compares content, reasoning and calls.
+func checkParses(t *testing.T, rng *rand.Rand, cases []parseCase) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, cuts := range cutsOf(c.text, rng) {
 				content, reasoning, calls := parseAll(t, c.o, c.text, cuts)

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/batchd/batchd/grammar"
 )
 
 // xmlTools are tools with every kind of argument: a string, an integer,
@@ -41,13 +39,7 @@ func TestXMLParse(t *testing.T) {
 	tools := mustTools(t, xmlTools)
 	think := ParseOptions{Format: Qwen3Coder, Calls: true, Tools: tools, Reasoning: &Think, ReasoningOpen: true}
 	bare := ParseOptions{Format: Qwen3Coder, Calls: true, Tools: tools}
-	cases := []struct {
-		name               string
-		o                  ParseOptions
-		text               string
-		content, reasoning string
-		calls              []Call
-	}{
+	checkParses(t, rand.New(rand.NewPCG(5, 6)), []parseCase{
 		{"one call", think, "Let me look.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan Francisco\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
 			"", "Let me look.", []Call{{"id1", "get_weather", `{"city":"San Francisco","days":3}`}}},
 		{"content first, two calls", think, "ok</think>\n\nI will check.\n\n<tool_call>\n<function=get_weather>\n<parameter=unit>\nc\n</parameter>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=now>\n</function>\n</tool_call>",
@@ -78,19 +70,7 @@ func TestXMLParse(t *testing.T) {
 		{"unknown function tag is text", bare, "<function=other>\nx\n</function>", "<function=other>\nx\n</function>", "", nil},
 		{"unicode", think, "</think><tool_call>\n<function=get_weather>\n<parameter=city>\nZürich 東京 🌧\n</parameter>\n</function>\n</tool_call>",
 			"", "", []Call{{"id1", "get_weather", `{"city":"Zürich 東京 🌧"}`}}},
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			for _, cuts := range cutsOf(c.text, rng) {
-				content, reasoning, calls := parseAll(t, c.o, c.text, cuts)
-				if content != c.content || reasoning != c.reasoning || fmt.Sprint(calls) != fmt.Sprint(c.calls) {
-					t.Fatalf("cut at %v:\ncontent %q reasoning %q calls %v\nwant    %q reasoning %q calls %v",
-						cuts, content, reasoning, calls, c.content, c.reasoning, c.calls)
-				}
-			}
-		})
-	}
+	})
 }
 
 // TestXMLGrammar: the grammar takes the calls as Qwen3.5 is told to write
@@ -98,14 +78,7 @@ func TestXMLParse(t *testing.T) {
 // by the schema) and refuses what its parser could not read as the tools.
 func TestXMLGrammar(t *testing.T) {
 	tools := mustTools(t, xmlTools)
-	accepts := func(gbnf, text string) bool {
-		g, err := grammar.Parse(gbnf)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, gbnf)
-		}
-		m := g.NewMatcher()
-		return m.Accept([]byte(text)) == nil && m.AllowsEnd()
-	}
+	accepts := func(gbnf, text string) bool { return grammarAccepts(t, gbnf, text) }
 	call := func(fn string, args ...string) string {
 		s := "<tool_call>\n<function=" + fn + ">\n"
 		for i := 0; i < len(args); i += 2 {

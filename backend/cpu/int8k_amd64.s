@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "int8n_amd64.h"
 
 // Q6_K x q8_K (int8k.go) on AVX2: per super-block the scaled sub-block
 // dots and the offset correction are exact integers (VPMADDUBSW,
@@ -213,13 +214,7 @@ GLOBL q6kmask3<>(SB), RODATA|NOPTR, $32
 // row and token t (activations at qs[t*qstride], d[t*dstride],
 // bs[t*bstride]). sc: 320 bytes of scratch; acc: ntok floats.
 TEXT ·q6kNAVX2(SB), NOSPLIT, $0-104
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+24(FP), DX
-	MOVQ bs+40(FP), R10
-	MOVQ nsb+56(FP), CX
-	MOVQ sc+72(FP), BX
-	MOVQ ntok+64(FP), R9
+	NARGS
 	TESTQ R9, R9
 	JZ    q6kn_end
 	MOVQ acc+80(FP), R11
@@ -259,11 +254,7 @@ q6kn_block:
 	Q6HALFDEC(0, 128, Y8, Y9, Y10, Y11)
 	Q6HALFDEC(64, 160, Y12, Y13, Y14, Y15)
 
-	MOVQ DI, R14
-	MOVQ DX, R13
-	MOVQ R10, R12
-	MOVQ acc+80(FP), R11
-	MOVQ ntok+64(FP), R9
+	NTOKS
 
 q6kn_tok:
 	VPXOR Y0, Y0, Y0
@@ -299,28 +290,14 @@ q6kn_tok:
 	VMULSS     X3, X2, X2
 	VADDSS     (R11), X2, X2
 	VMOVSS     X2, (R11)
-	ADDQ qstride+16(FP), R14
-	MOVQ dstride+32(FP), AX
-	LEAQ (R13)(AX*4), R13
-	MOVQ bstride+48(FP), AX
-	LEAQ (R12)(AX*2), R12
-	ADDQ $4, R11
-	DECQ R9
+	NTOKNEXT(4)
 	JNZ  q6kn_tok
 
-	ADDQ $210, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R10
-	DECQ CX
+	NBLOCKNEXT(210)
 	JNZ  q6kn_block
 
 q6kn_done:
-	MOVQ acc+80(FP), R11
-	MOVQ out+88(FP), DI
-	MOVQ ostride+96(FP), AX
-	SHLQ $2, AX
-	MOVQ ntok+64(FP), R9
+	NOUTS
 
 q6kn_out:
 	MOVL (R11), R15
