@@ -23,9 +23,9 @@ DATA q4kones<>+24(SB)/8, $0x0001000100010001
 GLOBL q4kones<>(SB), RODATA|NOPTR, $32
 
 // Q4KSCALES unpacks the 12 scale bytes of the super-block at SI as ggml
-// does: X8 holds the eight scales then the eight mins, as bytes; mins gets
-// the mins as dwords. AX, R8, R9, R11, R12 and X9 are clobbered.
-#define Q4KSCALES(mins) \
+// does: X8 holds the eight scales then the eight mins, as bytes, and X9's
+// low eight bytes the mins. AX, R8, R9, R11 and R12 are clobbered.
+#define Q4KSCALES \
 	MOVL 4(SI), R8 \
 	MOVL 8(SI), R9 \
 	MOVL 12(SI), R11 \
@@ -52,8 +52,7 @@ GLOBL q4kones<>(SB), RODATA|NOPTR, $32
 	SHLL $4, R12 \
 	ORL  R12, AX \
 	VPINSRD $3, AX, X8, X8 \
-	VPSRLDQ $8, X8, X9 \
-	VPMOVZXBD X9, mins
+	VPSRLDQ $8, X8, X9
 
 // NIB2(p, lo, hi): chunk p's 64 nibbles, low then high, from 16+32p(SI).
 #define NIB2(p, lo, hi) \
@@ -97,7 +96,13 @@ q4kn_zero:
 q4kn_block:
 	PREFETCHT0 1024(SI)
 	PREFETCHT0 1088(SI)
-	Q4KSCALES(Y6)
+	Q4KSCALES
+	// Each min twice in its dword: one VPMADDWD with a token's 16-sums
+	// gives m[e]*(bs[2e]+bs[2e+1]), the exact product q4kLanesGo takes.
+	VPMOVZXBW   X9, X6
+	VPUNPCKHWD  X6, X6, X7
+	VPUNPCKLWD  X6, X6, X6
+	VINSERTI128 $1, X7, Y6, Y6
 	VPMOVZXBW X8, Y8
 	VMOVDQU Y8, (BX)
 	// Scale k (chunk k/2's low or high half) as a broadcast at 32+32k.
@@ -154,8 +159,7 @@ q4kn_tok:
 	VMULSS 292(BX), X5, X5
 	VBROADCASTSS X5, Y5
 	VMOVDQU  (R12), Y7
-	VPMADDWD q4kones<>(SB), Y7, Y7
-	VPMULLD  Y6, Y7, Y7
+	VPMADDWD Y6, Y7, Y7
 	VCVTDQ2PS Y7, Y7
 	VMULPS    Y5, Y7, Y7
 	VADDPS    64(R11), Y7, Y7
@@ -212,7 +216,8 @@ TEXT ·q4kLanesAVX2(SB), NOSPLIT, $0-56
 q4kl_loop:
 	PREFETCHT0 1024(SI)
 	PREFETCHT0 1088(SI)
-	Q4KSCALES(Y9)
+	Q4KSCALES
+	VPMOVZXBD X9, Y9
 	VPMOVZXBW X8, Y8
 	VMOVDQU Y8, (BX)
 	VPXOR Y4, Y4, Y4
