@@ -1,8 +1,6 @@
 package toolcall
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/batchd/batchd/jsontext"
@@ -94,10 +92,10 @@ func schemaTypes(v, root jsontext.Value, budget *int) typeSet {
 	return tAll
 }
 
-func typeNamed(name string) typeSet {
-	return map[string]typeSet{"null": tNull, "boolean": tBool, "integer": tInteger, "number": tNumber | tInteger,
-		"string": tString, "array": tArray, "object": tObject}[name]
-}
+var typeNames = map[string]typeSet{"null": tNull, "boolean": tBool, "integer": tInteger, "number": tNumber | tInteger,
+	"string": tString, "array": tArray, "object": tObject}
+
+func typeNamed(name string) typeSet { return typeNames[name] }
 
 func typeOf(v jsontext.Value) typeSet {
 	switch v.Kind {
@@ -206,31 +204,9 @@ func argJSON(text string, types typeSet) string {
 // jsonOfTypes is text as compact JSON when it is one JSON value of types
 // (the string alternative aside: text that may be a string stays text).
 func jsonOfTypes(text string, types typeSet) (string, bool) {
-	t := strings.TrimSpace(text)
-	if t == "" || !json.Valid([]byte(t)) {
+	v, err := jsontext.Parse([]byte(strings.TrimSpace(text)))
+	if err != nil || v.Kind == jsontext.String || types&typeOf(v) == 0 {
 		return "", false
 	}
-	var want typeSet
-	switch c := t[0]; {
-	case c == '{':
-		want = tObject
-	case c == '[':
-		want = tArray
-	case c == 't' || c == 'f':
-		want = tBool
-	case c == 'n':
-		want = tNull
-	case c == '"':
-		return "", false
-	default:
-		want = tNumber | tInteger
-	}
-	if types&want == 0 {
-		return "", false
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, []byte(t)) != nil {
-		return "", false
-	}
-	return b.String(), true
+	return string(jsontext.Append(nil, v)), true
 }
