@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,16 +22,26 @@ type bpeModel struct {
 	// ignoreMerges: a word that is a token as a whole is that token
 	// (llama-bpe and tekken).
 	ignoreMerges bool
+	// spm is SentencePiece-style BPE (tokenizer.ggml.model "gemma4"):
+	// spaces become U+2581, words are runs of newlines or of anything
+	// else, symbols are raw UTF-8 characters, and a symbol that is no
+	// token falls back to <0xNN> byte tokens (byteTok).
+	spm bool
 }
 
 func pairKey(l, r int32) uint64 { return uint64(uint32(l))<<32 | uint64(uint32(r)) }
 
-func newBPE(t *Tokenizer, merges []string, pre string) (*bpeModel, error) {
-	p, err := newPreTokenizer(pre)
-	if err != nil {
-		return nil, err
+func newBPE(t *Tokenizer, merges []string, pre string, spm bool) (*bpeModel, error) {
+	m := &bpeModel{spm: spm, merges: make(map[uint64]int32, len(merges)), result: make([]int32, len(merges))}
+	if spm {
+		m.pre = &preTokenizer{name: "gemma4"} // encodeSPM splits; llama.cpp ignores the file's name
+	} else {
+		p, err := newPreTokenizer(pre)
+		if err != nil {
+			return nil, err
+		}
+		m.pre = p
 	}
-	m := &bpeModel{pre: p, merges: make(map[uint64]int32, len(merges)), result: make([]int32, len(merges))}
 	for i, s := range merges {
 		m.result[i] = -1
 		// The split is at the first space after the first byte, as
@@ -57,8 +68,12 @@ func newBPE(t *Tokenizer, merges []string, pre string) (*bpeModel, error) {
 	var buf [4]byte
 	for b := range 256 {
 		n := utf8.EncodeRune(buf[:], bytesToRunes[b])
+		key := string(buf[:n])
+		if spm {
+			key = fmt.Sprintf("<0x%02X>", b)
+		}
 		m.byteTok[b] = -1
-		if id, ok := t.lookup[string(buf[:n])]; ok {
+		if id, ok := t.lookup[key]; ok {
 			m.byteTok[b] = int32(id)
 		}
 	}
@@ -77,6 +92,9 @@ func encodeBytes(word string) string {
 
 // encode appends the tokens of one raw-text fragment.
 func (m *bpeModel) encode(ctx context.Context, t *Tokenizer, text string, out []int) ([]int, error) {
+	if m.spm {
+		return m.encodeSPM(ctx, t, text, out)
+	}
 	cps := make([]rune, 0, len(text))
 	offs := make([]int, 0, len(text)+1)
 	for i := 0; i < len(text); {
@@ -108,6 +126,32 @@ func (m *bpeModel) encode(ctx context.Context, t *Tokenizer, text string, out []
 	return out, nil
 }
 
+// encodeSPM is llama.cpp's gemma4 pre-tokenizer: spaces escaped, then
+// runs of newlines and runs of the rest; a run of newlines that is a
+// token is that token.
+func (m *bpeModel) encodeSPM(ctx context.Context, t *Tokenizer, text string, out []int) ([]int, error) {
+	text = strings.ReplaceAll(text, " ", "\u2581")
+	var w wordMerger
+	for k := 0; text != ""; k++ {
+		if k&1023 == 1023 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		nl := text[0] == '\n'
+		n := strings.IndexFunc(text, func(r rune) bool { return (r == '\n') != nl })
+		if n < 0 {
+			n = len(text)
+		}
+		word := text[:n]
+		text = text[n:]
+		if id, ok := t.lookup[word]; ok && nl {
+			out = append(out, id)
+			continue
+		}
+		out = w.merge(m, t, word, out)
+	}
+	return out, nil
+}
+
 // wordMerger holds the buffers one word's merges reuse.
 type wordMerger struct {
 	sym        []int32 // token of each symbol, -1 if its text is none
@@ -120,11 +164,25 @@ func (w *wordMerger) merge(m *bpeModel, t *Tokenizer, word string, out []int) []
 	n := len(word)
 	w.sym, w.start, w.end = w.sym[:0], w.start[:0], w.end[:0]
 	w.next, w.prev = w.next[:0], w.prev[:0]
-	for i := range n {
-		w.sym = append(w.sym, m.byteTok[word[i]])
-		w.start, w.end = append(w.start, int32(i)), append(w.end, int32(i+1))
-		w.next, w.prev = append(w.next, int32(i+1)), append(w.prev, int32(i-1))
+	for i := 0; i < n; {
+		k := len(w.sym)
+		w.next, w.prev = append(w.next, int32(k+1)), append(w.prev, int32(k-1))
+		if !m.spm {
+			w.sym = append(w.sym, m.byteTok[word[i]])
+			w.start, w.end = append(w.start, int32(i)), append(w.end, int32(i+1))
+			i++
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(word[i:])
+		id, ok := t.lookup[word[i:i+size]]
+		w.sym = append(w.sym, int32(id))
+		if !ok {
+			w.sym[k] = -1
+		}
+		w.start, w.end = append(w.start, int32(i)), append(w.end, int32(i+size))
+		i += size
 	}
+	n = len(w.sym)
 	w.next[n-1] = -1
 	w.q = w.q[:0]
 	push := func(l, r int32) {
@@ -160,7 +218,16 @@ func (w *wordMerger) merge(m *bpeModel, t *Tokenizer, word string, out []int) []
 			continue
 		}
 		// Not a token: llama.cpp looks up each byte of the symbol's
-		// byte-level text and keeps those that are tokens.
+		// byte-level text (spm: each byte's <0xNN>) and keeps those that
+		// are tokens.
+		if m.spm {
+			for _, b := range []byte(word[w.start[i]:w.end[i]]) {
+				if id := m.byteTok[b]; id >= 0 {
+					out = append(out, int(id))
+				}
+			}
+			continue
+		}
 		enc := encodeBytes(word[w.start[i]:w.end[i]])
 		for j := 0; j < len(enc); j++ {
 			if id, ok := t.lookup[enc[j:j+1]]; ok {

@@ -13,8 +13,8 @@ import (
 // absent (src/llama-vocab.cpp, llama_vocab::impl::load).
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	kind, _ := f.MetaString("tokenizer.ggml.model")
-	if kind != "llama" && kind != "gpt2" && kind != "bert" {
-		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports \"llama\" (SentencePiece), \"gpt2\" (byte-level BPE) and \"bert\" (WordPiece))",
+	if kind != "llama" && kind != "gpt2" && kind != "gemma4" && kind != "bert" {
+		return nil, fmt.Errorf("%w: tokenizer model %q (batchd supports \"llama\" (SentencePiece), \"gpt2\" (byte-level BPE), \"gemma4\" (BPE on SentencePiece pieces) and \"bert\" (WordPiece))",
 			ErrUnsupported, kind)
 	}
 	raw, ok := f.Meta["tokenizer.ggml.tokens"].([]string)
@@ -47,13 +47,16 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	case "bert":
 		t, err = wpmFromGGUF(f, raw, types, id)
 	default:
-		t, err = bpeFromGGUF(f, raw, types, id)
+		t, err = bpeFromGGUF(f, raw, types, id, kind == "gemma4")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if v, ok := f.Meta["tokenizer.ggml.add_bos_token"].(bool); ok {
 		t.AddBOS = v
+	}
+	if kind == "gemma4" {
+		t.AddBOS = true // llama.cpp overrides a false add_bos_token for Gemma 4 (its PR 21500)
 	}
 	if v, ok := f.Meta["tokenizer.ggml.add_eos_token"].(bool); ok {
 		t.AddEOS = v
@@ -99,28 +102,39 @@ func spmFromGGUF(f *gguf.File, raw []string, scores []float32, types []int32, id
 		id("tokenizer.ggml.eos_token_id", 2), id("tokenizer.ggml.unknown_token_id", 0))
 }
 
-func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int) int) (*Tokenizer, error) {
+// bpeFromGGUF reads byte-level BPE, or with spm Gemma 4's BPE over
+// SentencePiece pieces (U+2581 for a space, <0xNN> byte tokens), whose
+// special ids have no defaults.
+func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int) int, spm bool) (*Tokenizer, error) {
 	merges, ok := f.Meta["tokenizer.ggml.merges"].([]string)
 	if !ok {
 		return nil, fmt.Errorf("%w: tokenizer.ggml.merges missing or not a string array", ErrInvalid)
 	}
 	pre, _ := f.MetaString("tokenizer.ggml.pre")
+	def := 11
+	if spm {
+		def = -1
+	}
 	t := &Tokenizer{fim: [3]int{-1, -1, -1}, sep: -1, kind: BPE, pieces: raw, scores: make([]float32, len(raw)), types: types,
 		lookup: make(map[string]int, len(raw)), text: make([]string, len(raw)),
-		BOS: id("tokenizer.ggml.bos_token_id", 11), EOS: id("tokenizer.ggml.eos_token_id", 11),
+		BOS: id("tokenizer.ggml.bos_token_id", def), EOS: id("tokenizer.ggml.eos_token_id", def),
 		Unknown: id("tokenizer.ggml.unknown_token_id", -1), maxPiece: 1}
 	for i, p := range raw {
 		t.lookup[p] = i // a later duplicate wins, as in llama.cpp's map
-		switch types[i] {
-		case TokenControl, TokenUnknown, TokenUserDefined:
+		switch {
+		case types[i] == TokenControl || types[i] == TokenUnknown || types[i] == TokenUserDefined:
 			t.text[i] = p // written as they are
+		case spm && types[i] == TokenByte:
+			t.text[i] = string([]byte{pieceByte(p)})
+		case spm:
+			t.text[i] = strings.ReplaceAll(p, "\u2581", " ")
 		default:
 			t.text[i] = decodeBPE(p)
 		}
 		t.maxPiece = max(t.maxPiece, len(t.text[i]))
 	}
 	var err error
-	if t.bpe, err = newBPE(t, merges, pre); err != nil {
+	if t.bpe, err = newBPE(t, merges, pre, spm); err != nil {
 		return nil, err
 	}
 	switch t.bpe.pre.name {
@@ -128,6 +142,14 @@ func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 		t.bpe.ignoreMerges, t.AddBOS = true, true
 	}
 	return t, nil
+}
+
+// pieceByte is the byte of a <0xNN> piece, as llama.cpp's token_to_byte
+// reads it (0 when it is no such piece).
+func pieceByte(p string) byte {
+	var b byte
+	fmt.Sscanf(p, "<0x%02X>", &b)
+	return b
 }
 
 // eogTexts are the tokens llama.cpp treats as end-of-generation by their
