@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -9,6 +11,8 @@ import (
 	"github.com/batchd/batchd/engine/sched"
 	"github.com/batchd/batchd/kvcache"
 	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/synth"
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
@@ -19,12 +23,21 @@ import (
 // once; the group never holds more than the sequences' windows and one
 // step's chunk. gemma3 writes llama.cpp's greedy tokens; gpt-oss (whose
 // long prompt llama.cpp's own builds part on: TestGptOssMatchesLlamaCpp)
-// writes what it writes with every layer in the main blocks.
+// writes what it writes with every layer in the main blocks, and so does
+// a synthesized gemma4 (per-layer embeddings; its last layers read the
+// K and V of earlier ones, in their groups: TestGemma4MatchesLlamaCppLive
+// compares it with llama.cpp).
 func TestWindowGroupHoldsOnlyTheWindow(t *testing.T) {
-	for _, arch := range []string{"gemma3", "gpt-oss"} {
+	for _, arch := range []string{"gemma3", "gpt-oss", "gemma4"} {
 		t.Run(arch, func(t *testing.T) {
-			goldens := testmodels.ArchGoldensFile(t, filepath.Join("arch2", "tiny-"+arch+".golden.json"))
-			m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch2", "tiny-"+arch+".gguf"), model.LoadOptions{})
+			var goldens []testmodels.ArchGolden
+			path := filepath.Join(testmodels.Dir(t), "arch2", "tiny-"+arch+".gguf")
+			if arch == "gemma4" {
+				path, goldens = gemma4File(t)
+			} else {
+				goldens = testmodels.ArchGoldensFile(t, filepath.Join("arch2", "tiny-"+arch+".golden.json"))
+			}
+			m, err := model.Load(path, model.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,6 +55,8 @@ func TestWindowGroupHoldsOnlyTheWindow(t *testing.T) {
 			o := engineOpts{blocks: 160, blockSize: bs, sched: sched.Config{MaxNumBatchedTokens: step}}
 			if arch == "gpt-oss" {
 				o.quantDot = "int8"
+			}
+			if arch != "gemma3" {
 				long = allLayers(t, m, o, long)
 			}
 			lay, _ := layout(m, o)
@@ -97,6 +112,33 @@ func TestWindowGroupHoldsOnlyTheWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gemma4File writes a tiny gemma4 (E2B's layout, a window of 8) and
+// prompts longer than the window, 8 tokens to generate each.
+func gemma4File(t *testing.T) (string, []testmodels.ArchGolden) {
+	o := synth.Gemma4Options{Dim: 128, Layers: 6, Heads: 4, FFN: 256, Vocab: 512, Context: 256, Window: 8,
+		HeadSWA: 32, HeadFull: 64, KVSWA: 2, KVFull: 1, Slide: []bool{true, false, true, false, true, false},
+		KVShared: 2, PerLayer: 32, DoubleFFN: true, Softcap: 30, DType: quant.F32, Seed: 4}
+	path := filepath.Join(t.TempDir(), "gemma4.gguf")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := synth.WriteGemma4(f, o); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	var goldens []testmodels.ArchGolden
+	for _, n := range []int{12, 27, 45} {
+		g := testmodels.ArchGolden{PromptTokens: []int{1}, OutputTokens: make([]int, 8)}
+		for range n {
+			g.PromptTokens = append(g.PromptTokens, 3+rng.IntN(o.Vocab-3))
+		}
+		goldens = append(goldens, g)
+	}
+	return path, goldens
 }
 
 // allLayers is goldens with the outputs the engine writes with every

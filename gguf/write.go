@@ -175,6 +175,11 @@ func putValue(put func(any), putStr func(string), v any) error {
 		put(ggufI32)
 		put(uint64(len(v)))
 		put(v)
+	case []bool: // a byte each (gemma4's sliding_window_pattern)
+		put(ggufArray)
+		put(ggufBool)
+		put(uint64(len(v)))
+		put(v)
 	default:
 		return fmt.Errorf("unsupported type %T", v)
 	}

@@ -81,6 +81,11 @@ type Arch struct {
 	// whose sliding layers see a symmetric window (SymWindow) and whose
 	// pooled vector may go through dense_2 and dense_3 (EmbedDense).
 	Bidirectional, SymWindow, EmbedDense bool
+	// Gemma4: Gemma 3's block with per-layer shapes, K and V shared from
+	// earlier layers, per-layer embeddings, V normalised and optionally
+	// K's projection, proportional RoPE on the full layers, an output
+	// scale per block (gemma4.go).
+	Gemma4 bool
 }
 
 // TensorNames are an architecture's tensor names, as llama.cpp's converter
@@ -172,6 +177,8 @@ var archTable = map[string]Arch{
 	"gemma2": {Name: "gemma2", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Window: true, SlidePattern: 2},
 	"gemma3": {Name: "gemma3", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma3: true, Window: true,
 		SlidePattern: 6, QKNorm: true},
+	"gemma4": {Name: "gemma4", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma4: true, Window: true,
+		QKNorm: true},
 	// EmbeddingGemma: gemma3's block, bidirectional, windows of half the
 	// file's either side.
 	"gemma-embedding": {Name: "gemma-embedding", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true,

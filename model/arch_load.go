@@ -26,9 +26,7 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 			L.Wq, L.Wk, L.Wv = qkv.RowRange(0, q), qkv.RowRange(q, q+k), qkv.RowRange(q+k, q+2*k)
 		}
 	default:
-		L.Wq = l.matrix(blk(tn.Q), c.qRows(), c.Dim)
-		L.Wk = l.matrix(blk(tn.K), c.KVDim(), c.Dim)
-		L.Wv = l.matrix(blk(tn.V), c.KVDim(), c.Dim)
+		l.attnWeights(a, c, i, &L)
 	}
 	if L.SSM == nil {
 		L.Wo = l.matrix(blk(tn.O), c.Dim, c.QDim())
@@ -62,7 +60,9 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 	case a.QKNorm && L.SSM != nil: // a recurrent layer has none
 	case a.QKNorm:
 		L.QNorm = l.vector(blk(tn.QNorm), c.HeadDim)
-		L.KNorm = l.vector(blk(tn.KNorm), c.HeadDim)
+		if L.Wk != nil {
+			L.KNorm = l.vector(blk(tn.KNorm), c.HeadDim)
+		}
 	}
 	if a.PostNorms {
 		L.PostAttn = l.vector(blk(tn.PostAttnNorm), c.Dim)
@@ -78,12 +78,29 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 	if a.Sinks {
 		L.Sinks = l.vector(blk(tn.Sinks), c.Heads)
 	}
+	if a.Gemma4 {
+		l.gemma4Layer(c, i, &L)
+	}
 	if a.DenseBias {
 		L.Bo = l.vector(blk(tn.BiasO), c.Dim)
 		L.BUp = l.vector(blk(tn.BiasUp), c.FFN)
 		L.BDown = l.vector(blk(tn.BiasDown), c.Dim)
 	}
 	return L
+}
+
+// attnWeights loads block i's Q, K and V projections: gemma4's layers
+// that share K and V have none of their own, and its V may be K's.
+func (l *ggufLoader) attnWeights(a Arch, c Config, i int, L *Layer) {
+	tn := a.Tensors
+	blk := func(pattern string) string { return fmt.Sprintf(pattern, i) }
+	L.Wq = l.matrix(blk(tn.Q), c.qRows(), c.Dim)
+	if c.KVSource(i) == i {
+		L.Wk = l.matrix(blk(tn.K), c.KVDim(), c.Dim)
+	}
+	if c.KVSource(i) == i && (!a.Gemma4 || hasTensor(l.f, blk(tn.V))) {
+		L.Wv = l.matrix(blk(tn.V), c.KVDim(), c.Dim)
+	}
 }
 
 // archConfig reads the keys a family adds to the Llama ones, and refuses
@@ -114,13 +131,11 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	if v, ok := f.MetaUint(key("attention.sliding_window")); ok && a.Window && v > 0 && v < 1<<31 {
 		c.SlidingWindow = int(v)
 	}
-	if a.SlidePattern > 0 && c.SlidingWindow > 0 {
-		c.SlidePattern = a.SlidePattern
-		if v, ok := f.MetaUint(key("attention.sliding_window_pattern")); ok && v < 1<<16 {
-			c.SlidePattern = int(v)
-		} else if _, ok := f.Meta[key("attention.sliding_window_pattern")]; ok {
-			return fmt.Errorf("%w: a per-layer attention.sliding_window_pattern", ErrUnsupported)
-		}
+	if a.Gemma4 {
+		return gemma4Config(f, c)
+	}
+	if err := slidePattern(f, a, c); err != nil {
+		return err
 	}
 	switch v, ok := f.MetaFloat(key("rope.freq_base_swa")); {
 	case a.Gemma3: // llama.cpp's default base for sliding layers is 10000; without a window, no layer slides
@@ -165,6 +180,21 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	// the others' by 1/sqrt(head_dim); it tells them apart by block count.
 	if big := map[bool]int{false: 46, true: 62}[a.Gemma3]; c.Layers == big && c.Heads > 0 {
 		c.AttnScale = float32(1 / math.Sqrt(float64(c.Dim/c.Heads)))
+	}
+	return nil
+}
+
+// slidePattern reads which layers slide: the family's default pattern,
+// or the file's attention.sliding_window_pattern (one number).
+func slidePattern(f *gguf.File, a Arch, c *Config) error {
+	key := c.Arch + ".attention.sliding_window_pattern"
+	if a.SlidePattern > 0 && c.SlidingWindow > 0 {
+		c.SlidePattern = a.SlidePattern
+		if v, ok := f.MetaUint(key); ok && v < 1<<16 {
+			c.SlidePattern = int(v)
+		} else if _, ok := f.Meta[key]; ok {
+			return fmt.Errorf("%w: a per-layer attention.sliding_window_pattern", ErrUnsupported)
+		}
 	}
 	return nil
 }

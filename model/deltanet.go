@@ -42,11 +42,12 @@ func (r Recurrent) StateFloats() int {
 	return (r.ConvKernel-1)*r.ConvChannels() + r.VHeads*r.VDim()*r.VDim()
 }
 
-// AttnLayers are the layers that keep K and V: all but the recurrent ones.
+// AttnLayers are the layers that keep K and V: all but the recurrent ones
+// and those that read another layer's (gemma4).
 func (c Config) AttnLayers() int {
 	n := 0
 	for l := range c.Layers {
-		if !c.Recurrent.Layer(l) {
+		if !c.Recurrent.Layer(l) && c.KVSource(l) == l {
 			n++
 		}
 	}

@@ -59,13 +59,15 @@ func loadGGUF(data []byte) (*Model, error) {
 		m.OutNorm = ld.vector(tn.OutputNorm, c.Dim)
 		m.Output, m.Config.Tied = m.Embed, true
 	}
-	// Llama 3.1 divides each pair's RoPE frequency by these factors.
+	// Llama 3.1 divides each pair's RoPE frequency by these factors
+	// (gemma4: its full layers', whose RoPE width the Config's is).
 	if _, ok := f.Tensor(tn.RopeFreqs); ok {
 		m.RopeFactors = ld.vector(tn.RopeFreqs, c.RopeDim/2)
 	}
 	for i := range c.Layers {
-		m.Layers = append(m.Layers, ld.layer(arch, c, i))
+		m.Layers = append(m.Layers, ld.layer(arch, c.At(i), i))
 	}
+	ld.gemma4Model(m)
 	if c.Pooling == PoolingRank {
 		if m.Rank, err = ld.rankHead(arch, c); err != nil {
 			return nil, err
@@ -95,6 +97,9 @@ func ggufConfig(f *gguf.File, arch string) (Config, error) {
 	var missing []string
 	get := func(key string, dst *int, required bool) {
 		v, ok := f.MetaUint(arch + "." + key)
+		if vs, isArr := metaInts(f, arch+"."+key, len(metaAnyLen(f, arch+"."+key)), 0); !ok && isArr && len(vs) > 0 {
+			v, ok = uint64(slices.Max(vs)), true // a per-layer array (gemma4): the family's reader takes each
+		}
 		switch {
 		case ok && v < 1<<31:
 			*dst = int(v)

@@ -67,6 +67,16 @@ type Config struct {
 	// then its output gate (sigmoid), which scales the head's output.
 	Recurrent Recurrent
 	GatedQ    bool
+
+	// Gemma 4 (gemma4.go): per-layer shapes (nil: every layer is the
+	// Config's), which layers slide (nil: SlidePattern), how many last
+	// layers read earlier layers' K and V, the per-layer embeddings'
+	// width (0: none), and V RMS-normalised per head without a weight.
+	Shapes      []LayerShape
+	SlideLayers []bool
+	KVShared    int
+	PerLayer    int
+	VNorm       bool
 }
 
 // MoE describes a mixture-of-experts FFN, as llama.cpp's build_moe_ffn
@@ -123,7 +133,7 @@ type RopeScaling struct {
 func (c Config) SlidingLayers() int {
 	n := 0
 	for l := range c.Layers {
-		if c.Sliding(l) && !c.Recurrent.Layer(l) {
+		if c.Sliding(l) && !c.Recurrent.Layer(l) && c.KVSource(l) == l {
 			n++
 		}
 	}
@@ -156,6 +166,7 @@ func (c Config) Layout(windowed bool) KVLayout {
 	main, win := 0, 0
 	for l := range c.Layers {
 		switch {
+		case c.KVSource(l) != l: // set below, after its source
 		case c.Recurrent.Layer(l):
 			lay.Group[l], lay.Slot[l] = -1, -1
 		case split && c.Sliding(l):
@@ -166,11 +177,19 @@ func (c Config) Layout(windowed bool) KVLayout {
 			main++
 		}
 	}
+	for l := range c.Layers { // a layer sharing K and V reads its source's blocks
+		if s := c.KVSource(l); s != l {
+			lay.Group[l], lay.Slot[l] = lay.Group[s], lay.Slot[s]
+		}
+	}
 	return lay
 }
 
 // Sliding reports whether layer l attends through the sliding window.
 func (c Config) Sliding(l int) bool {
+	if c.SlideLayers != nil {
+		return c.SlidingWindow > 0 && c.SlideLayers[l]
+	}
 	n := c.SlidePattern
 	return c.SlidingWindow > 0 && (n == 0 || l%n < n-1)
 }
@@ -238,6 +257,12 @@ type Layer struct {
 	// SSM: a recurrent layer's weights (Config.Recurrent; Wq, Wk, Wv and
 	// Wo are then nil).
 	SSM *DeltaNet
+	// Gemma 4: the per-layer embedding's gate (PerLayer x Dim), projection
+	// (Dim x PerLayer) and the norm after it, or nils; OutScale, one value
+	// that scales the block's output, or nil. Wv is nil where V is K's
+	// projection, Wk and Wv where the layer reads another's K and V.
+	PLEGate, PLEProj  *Matrix
+	PLENorm, OutScale []float32
 }
 
 // Model is a loaded Llama: config, weights and tokenizer. Weights may be
@@ -267,6 +292,11 @@ type Model struct {
 	EmbedNorm, EmbedNormB []float32
 	// Rank is a reranker's head (Config.Pooling PoolingRank), or nil.
 	Rank *RankHead
+	// PLE is Gemma 4's per-layer embedding table (Vocab x Layers*PerLayer),
+	// PLEProj its projection of the embedding (Layers*PerLayer x Dim) and
+	// PLENorm the norm of each layer's slice of it; nil without them.
+	PLE, PLEProj *Matrix
+	PLENorm      []float32
 	// Dense are the projections after pooling (a sentence-transformers
 	// model converted with its dense modules: gemma-embedding's dense_2
 	// then dense_3), applied in order to the pooled vector; nil for none.
@@ -428,9 +458,16 @@ func (m *Model) validate() error {
 	}
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layer %d ", i)
-		if c.Recurrent.Layer(i) {
+		c := m.Config.At(i)
+		switch {
+		case c.Recurrent.Layer(i):
 			errs = append(errs, checkDeltaNet(p, l, c))
-		} else {
+		case c.KVSource(i) != i || c.Shapes != nil && l.Wv == nil: // K and V from another layer, or V from K (gemma4)
+			errs = append(errs, checkShape(p+"wq", l.Wq, c.qRows(), c.Dim), checkShape(p+"wo", l.Wo, c.Dim, c.QDim()))
+			if c.KVSource(i) == i {
+				errs = append(errs, checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim))
+			}
+		default:
 			errs = append(errs,
 				checkShape(p+"wq", l.Wq, c.qRows(), c.Dim),
 				checkShape(p+"wk", l.Wk, c.KVDim(), c.Dim),

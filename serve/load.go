@@ -264,8 +264,13 @@ func Windowed(m *model.Model) bool {
 // ShapeOf describes a model for planning.
 func ShapeOf(m *model.Model) hwprofile.ModelShape {
 	c := m.Config
-	s := hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: c.KVHeads, HeadDim: c.HeadDim, Dim: c.Dim,
-		QDim: c.QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes(), WholeText: c.NonCausal,
+	// Every layer's K and V take the widest layer's room (gemma4's differ).
+	kvHeads, headDim := c.KVHeads, c.HeadDim
+	if c.Shapes != nil {
+		kvHeads, headDim = 1, c.KVWidth()
+	}
+	s := hwprofile.ModelShape{Name: m.Path, Layers: c.Layers, KVHeads: kvHeads, HeadDim: headDim, Dim: c.Dim,
+		QDim: c.Widest().QDim(), FFN: c.FFN, Vocab: c.Vocab, Context: c.Context, WeightBytes: m.FileBytes(), WholeText: c.NonCausal,
 		Experts: c.MoE.Experts, Used: c.MoE.Used, ExpertFFN: c.MoE.FFN, SharedFFN: c.MoE.SharedFFN, ActiveBytes: int64(m.WeightBytes()),
 		KVLayers: c.AttnLayers(), StateBytes: c.StateBytes()}
 	if lay := c.Layout(Windowed(m)); lay.Tables > 0 {

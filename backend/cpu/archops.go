@@ -33,6 +33,11 @@ func qkvHooks(c model.Config, L *model.Layer, q, k, v []float32) {
 			rmsnorm(k[h*hd:(h+1)*hd], k[h*hd:(h+1)*hd], L.KNorm, c.RMSEps)
 		}
 	}
+	if c.VNorm { // gemma4: V per head, without a weight
+		for h := range c.KVHeads {
+			rmsnormPlain(v[h*c.HeadDim:(h+1)*c.HeadDim], c.RMSEps)
+		}
+	}
 }
 
 // softcap sets x[i] = cap*tanh(x[i]*scale/cap) (gemma2's attention and

@@ -36,8 +36,8 @@ func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	j.b, j.l, j.batch = b, l, batch
 	for len(j.scores) < b.pool.n {
 		j.scores, j.scores4 = append(j.scores, nil), append(j.scores4, nil)
-		j.qa, j.vbuf = append(j.qa, q8Acts{}), append(j.vbuf, make([]float32, b.blockSize*b.c.HeadDim))
-		j.q4 = append(j.q4, make([]float32, 4*b.c.HeadDim))
+		j.qa, j.vbuf = append(j.qa, q8Acts{}), append(j.vbuf, make([]float32, b.blockSize*b.widest.HeadDim))
+		j.q4 = append(j.q4, make([]float32, 4*b.widest.HeadDim))
 	}
 	kc, vc := b.k[l], b.v[l]
 	quadF16 := b.kern.attn4 && kc.f16 != nil && vc.f16 != nil && b.c.HeadDim%64 == 0
@@ -303,7 +303,8 @@ func expSum(x []float32, sub, scale float32, simd bool) float32 {
 }
 
 // kvAt is the element offset of position pos (within the block) of KV head
-// head in block block: the layout kvLayer describes.
+// head in block block of the running layer: the layout kvLayer describes,
+// blocks at the widest layer's stride.
 func (b *Backend) kvAt(block, head, pos int) int {
-	return ((block*b.c.KVHeads+head)*b.blockSize + pos) * b.c.HeadDim
+	return block*b.kvBlock + (head*b.blockSize+pos)*b.c.HeadDim
 }

@@ -9,7 +9,7 @@ import (
 var _ backend.BlockStore = (*Backend)(nil)
 
 // blockElems is one layer's K (or V) elements in one block.
-func (b *Backend) blockElems() int { return b.c.KVHeads * b.blockSize * b.c.HeadDim }
+func (b *Backend) blockElems() int { return b.kvBlock }
 
 // table is the block table share s's layer l addresses: its group's.
 func (b *Backend) table(s *backend.SeqInput, l int) []int {

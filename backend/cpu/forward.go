@@ -14,8 +14,14 @@ import (
 // Backend runs the model on the CPU over a paged KV store: for every layer, K and
 // V of a token live at slot (block*BlockSize + pos%BlockSize).
 type Backend struct {
-	m         *model.Model
-	c         model.Config
+	m *model.Model
+	// c is the model's Config as the running layer sees it (model.Config.At:
+	// gemma4's layers differ in shape); full is the Config itself and widest
+	// its largest widths, which size the scratch.
+	c, full, widest model.Config
+	// kvBlock is one block's K (or V) elements in one slot: the widest
+	// layer's, so that every layer's block lies at one stride.
+	kvBlock   int
 	blockSize int
 	numBlocks int
 	lay       model.KVLayout // which block slot each layer's K and V take
@@ -35,11 +41,16 @@ type Backend struct {
 	kern       *kernels // chosen at New (Options.Kernels)
 
 	// scratch, grown to the largest step seen
-	cap                int
-	x, xb, q, kk, vv   []float32
-	att, hb, hb2       []float32
-	scratch            [][]float32 // per pool share: dequantized weight rows
-	tokSeq, tokPos     []int
+	cap               int
+	x, xb, q, kk, vv  []float32
+	att, hb, hb2      []float32
+	scratch           [][]float32 // per pool share: dequantized weight rows
+	tokSeq, tokPos    []int
+	tokID             []int     // each token of the step (gemma4's per-layer embeddings)
+	ple, pleH, pleRow []float32 // gemma4: per token, every layer's per-layer input; a layer's gated input; a table row
+	// flushed: x holds the whole residual stream, no FFN output pending
+	// in xb (gemma4's blocks end by scaling it).
+	flushed            bool
 	gen, genRows       []bool // QuantDot "auto": per token, per logits row: a generated token
 	logits, logitsNorm []float32
 	hidden             []float32 // final hidden states of Hidden shares
@@ -74,6 +85,13 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 		return nil, fmt.Errorf("cpu backend: %d blocks of %d tokens", o.NumBlocks, o.BlockSize)
 	}
 	c := m.Config
+	hd := c.HeadDim // the narrowest head: quantized K and V rotate by what divides every head
+	for l := range c.Shapes {
+		if err := checkKV(o.KV, c.At(l).HeadDim); err != nil {
+			return nil, err
+		}
+		hd = min(hd, c.At(l).HeadDim)
+	}
 	if err := checkKV(o.KV, c.HeadDim); err != nil {
 		return nil, err
 	}
@@ -95,19 +113,25 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	if err := repack(m, k); err != nil {
 		return nil, fmt.Errorf("cpu backend: repacking rows: %w", err)
 	}
-	b := &Backend{m: m, c: c, blockSize: o.BlockSize, numBlocks: o.NumBlocks, lay: c.Layout(o.Windowed), kv: o.KV, kern: k,
-		rope: newRopeTable(c, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))}
+	positions := min(c.Context, o.NumBlocks*o.BlockSize)
+	b := &Backend{m: m, c: c, full: c, widest: c.Widest(), blockSize: o.BlockSize, numBlocks: o.NumBlocks,
+		lay: c.Layout(o.Windowed), kv: o.KV, kern: k, rope: newRopeTable(c.At(firstLayer(c, false)), m.RopeFactors, positions)}
+	b.kvBlock = c.KVWidth() * o.BlockSize
 	b.ropeSWA = b.rope
-	b.rotK, b.rotV = kvRotations(o.KV, c.HeadDim)
+	b.rotK, b.rotV = kvRotations(o.KV, hd)
 	b.states, b.maxStates = map[uint64]*seqState{}, o.MaxStates
 	if b.maxStates <= 0 {
 		b.maxStates = defaultMaxStates
 	}
 	b.snaps = newSnapshotStore(cmp.Or(o.MaxSnapshots, b.maxStates))
-	if c.RopeThetaSWA != 0 { // gemma3: the sliding layers' own base, unscaled
-		swa := c
+	if c.RopeThetaSWA != 0 { // gemma3: the sliding layers' own base, unscaled; gemma4's factors are the full layers'
+		swa := c.At(firstLayer(c, true))
 		swa.RopeTheta, swa.RopeScaling = c.RopeThetaSWA, model.RopeScaling{}
-		b.ropeSWA = newRopeTable(swa, m.RopeFactors, min(c.Context, o.NumBlocks*o.BlockSize))
+		factors := m.RopeFactors
+		if c.Shapes != nil {
+			factors = nil
+		}
+		b.ropeSWA = newRopeTable(swa, factors, positions)
 	}
 	if host, ok := o.ShareThreads.(*Backend); ok {
 		b.pool, b.sharedPool = host.pool, true
@@ -122,6 +146,17 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	// takes blocks that hold nothing before new ones), so start time and
 	// resident memory follow what the pool holds (kvcache Usage.Touched).
 	return b, nil
+}
+
+// firstLayer is the first layer that slides (or does not), else 0: whose
+// shape a RoPE table takes.
+func firstLayer(c model.Config, sliding bool) int {
+	for l := range c.Layers {
+		if c.Sliding(l) == sliding {
+			return l
+		}
+	}
+	return 0
 }
 
 // Model returns the model the backend runs.
@@ -192,7 +227,7 @@ func (b *Backend) grow(n int) {
 	if n <= b.cap {
 		return
 	}
-	c := b.c
+	c := b.widest
 	b.cap = n
 	b.x = make([]float32, n*c.Dim)
 	b.xb = make([]float32, n*max(c.Dim, c.QDim()))
@@ -212,7 +247,13 @@ func (b *Backend) grow(n int) {
 		}
 	}
 	b.posRow = make([]float32, c.Dim)
+	if c.PerLayer > 0 {
+		b.ple = make([]float32, n*c.Layers*c.PerLayer)
+		b.pleH = make([]float32, n*c.PerLayer)
+		b.pleRow = make([]float32, c.Layers*c.PerLayer)
+	}
 	b.tokSeq = make([]int, n)
+	b.tokID = make([]int, n)
 	b.tokPos = make([]int, n)
 	b.gen = make([]bool, n)
 }
@@ -272,7 +313,7 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 	t := 0
 	for si, s := range batch.Seqs {
 		for j, tok := range s.Tokens {
-			b.tokSeq[t], b.tokPos[t] = si, s.Pos+j
+			b.tokSeq[t], b.tokPos[t], b.tokID[t] = si, s.Pos+j, tok
 			b.gen[t] = s.Pos+j >= s.PromptLen
 			x := b.x[t*c.Dim : (t+1)*c.Dim]
 			b.m.Embed.Row(tok, x)
@@ -285,9 +326,15 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 			t++
 		}
 	}
+	b.flushed = false
+	if b.m.PLE != nil {
+		b.perLayerInputs(n)
+	}
 	for l := range b.m.Layers {
+		b.c = b.full.At(l)
 		b.layer(l, batch, n)
 	}
+	b.c = b.full
 	return b.classify(batch, n), nil
 }
 
@@ -301,9 +348,10 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	in := b.x
 	if !c.PostNorm {
 		var pending []float32
-		if l > 0 {
+		if l > 0 && !b.flushed {
 			pending = b.xb
 		}
+		b.flushed = false
 		b.normalize(b.x, pending, nil, L.AttnNorm, nil, b.xb, n)
 		in = b.xb
 	}
@@ -315,6 +363,14 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 		b.gateQ(n)
 		b.attend(l, batch, n)
 		b.applyGate(n)
+		b.matmul(b.att, n, mmPart{L.Wo, b.xb})
+	case L.Wv == nil: // gemma4: K and V from another layer, or V from K
+		if L.Wk == nil {
+			b.matmul(in, n, mmPart{L.Wq, b.q})
+		} else {
+			b.matmul(in, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk})
+		}
+		b.attend(l, batch, n)
 		b.matmul(b.att, n, mmPart{L.Wo, b.xb})
 	default:
 		b.matmul(in, n, mmPart{L.Wq, b.q}, mmPart{L.Wk, b.kk}, mmPart{L.Wv, b.vv})
@@ -339,6 +395,9 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	}
 	if c.PostNorm {
 		b.normalize(b.x, b.xb, L.BDown, L.FFNNorm, L.FFNNormB, b.x, n)
+	}
+	if L.PLEGate != nil || L.OutScale != nil {
+		b.gemma4Tail(l, n)
 	}
 }
 
@@ -486,7 +545,9 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 			}
 			for i := start; i < t && !c.PostNorm; i++ {
 				x := b.x[i*c.Dim : (i+1)*c.Dim]
-				addResidual(x, b.xb[i*c.Dim:(i+1)*c.Dim], c.ResidualScale) // the last layer's pending residual
+				if !b.flushed {
+					addResidual(x, b.xb[i*c.Dim:(i+1)*c.Dim], c.ResidualScale) // the last layer's pending residual
+				}
 				rmsnorm(out[(i-start)*c.Dim:(i-start+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
 			}
 			b.out = append(b.out, out)
@@ -502,7 +563,9 @@ func (b *Backend) classify(batch *backend.Batch, n int) [][]float32 {
 		for i := t - k; i < t; i++ {
 			b.genRows = append(b.genRows, b.gen[i])
 			x := b.x[i*c.Dim : (i+1)*c.Dim]
-			addResidual(x, b.xb[i*c.Dim:(i+1)*c.Dim], c.ResidualScale) // the last layer's pending residual
+			if !b.flushed {
+				addResidual(x, b.xb[i*c.Dim:(i+1)*c.Dim], c.ResidualScale) // the last layer's pending residual
+			}
 			rmsnorm(b.logitsNorm[r*c.Dim:(r+1)*c.Dim], x, b.m.OutNorm, c.RMSEps)
 			r++
 		}

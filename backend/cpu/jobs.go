@@ -171,6 +171,30 @@ func (j *normJob) do(_, lo, hi int) {
 	}
 }
 
+// query readies a query of a layer without K and V of its own (gemma4):
+// its per-head norm, RoPE and scale, as do below does for the others.
+func (j *storeJob) query(q, norm []float32, pos int) {
+	b, c := j.b, j.b.c
+	for h := range c.Heads {
+		s := q[h*c.HeadDim : (h+1)*c.HeadDim]
+		rmsnorm(s, s, norm, c.RMSEps)
+	}
+	rt := b.rope
+	if c.Sliding(j.l) {
+		rt = b.ropeSWA
+	}
+	rt.rope(c, q, c.Heads, pos)
+	if c.ScaleQ {
+		s := b.queryScale()
+		for i := range q {
+			q[i] *= s
+		}
+	}
+	if b.rotK > 0 {
+		rotate(q, b.rotK, b.kern.simd)
+	}
+}
+
 // storeJob rotates each token's q and k (RoPE) and writes its K and V into
 // the paged cache, per head at the layout kvLayer gives.
 type storeJob struct {
@@ -181,6 +205,13 @@ type storeJob struct {
 
 func (j *storeJob) do(_, lo, hi int) {
 	b, c := j.b, j.b.c
+	L := &b.m.Layers[j.l]
+	if L.Wk == nil && L.SSM == nil { // gemma4: this layer attends over another's K and V
+		for t := lo; t < hi; t++ {
+			j.query(b.q[t*c.QDim():(t+1)*c.QDim()], L.QNorm, b.tokPos[t])
+		}
+		return
+	}
 	KV, hd, bs := c.KVDim(), c.HeadDim, b.blockSize
 	kc, vc := b.k[j.l], b.v[j.l]
 	slot := func(t int) (block, pos int) {
@@ -196,11 +227,13 @@ func (j *storeJob) do(_, lo, hi int) {
 			vc.prefetch(b.kvAt(blk, h, r), hd)
 		}
 	}
-	L := &b.m.Layers[j.l]
 	for t := lo; t < hi; t++ {
 		pos := b.tokPos[t]
 		blk, r := slot(t)
 		q, k := b.q[t*c.QDim():(t+1)*c.QDim()], b.kk[t*KV:(t+1)*KV]
+		if L.Wv == nil { // gemma4: V is K's projection, before K's norm
+			copy(b.vv[t*KV:(t+1)*KV], k)
+		}
 		qkvHooks(c, L, q, k, b.vv[t*KV:(t+1)*KV])
 		if b.m.PosEmbd == nil { // learned positions (bert) take no RoPE
 			rt := b.rope

@@ -1,0 +1,86 @@
+package cpu
+
+import (
+	"math"
+)
+
+// Gemma 4's arithmetic beyond Gemma 3's (llama.cpp v0.5.0's
+// src/models/gemma4.cpp): per-layer embeddings, the output scale, V
+// normalised without a weight.
+
+// rmsnormPlain RMS-normalises x in place without a weight (ggml_rms_norm).
+func rmsnormPlain(x []float32, eps float32) {
+	var ss float32
+	for _, v := range x {
+		ss += v * v
+	}
+	ss /= float32(len(x))
+	ss += eps
+	scale := float32(1 / math.Sqrt(float64(ss)))
+	for i, v := range x {
+		x[i] = scale * v
+	}
+}
+
+// perLayerInputs computes every token's per-layer inputs from its scaled
+// embedding (in b.x) and its rows of the per-layer table: the embedding's
+// projection scaled by 1/sqrt(Dim) and normalised per layer, plus the
+// table's row scaled by sqrt(PerLayer), all scaled by 1/sqrt(2).
+func (b *Backend) perLayerInputs(n int) {
+	c, m := b.full, b.m
+	w := c.Layers * c.PerLayer
+	b.matmul(b.x, n, mmPart{m.PLEProj, b.ple})
+	projScale := float32(1 / math.Sqrt(float64(c.Dim)))
+	rowScale := float32(math.Sqrt(float64(c.PerLayer)))
+	inScale := float32(1 / math.Sqrt(2))
+	row := b.pleRow
+	for t := range n {
+		p := b.ple[t*w : (t+1)*w]
+		m.PLE.Row(b.tokID[t], row)
+		for l := range c.Layers {
+			s := p[l*c.PerLayer : (l+1)*c.PerLayer]
+			for i := range s {
+				s[i] *= projScale
+			}
+			rmsnorm(s, s, m.PLENorm, c.RMSEps)
+		}
+		for i := range p {
+			p[i] = (p[i] + row[i]*rowScale) * inScale
+		}
+	}
+}
+
+// gemma4Tail ends block l: the FFN's output joins the residual stream,
+// then the per-layer embedding's contribution (gelu of the gate's
+// projection, times the layer's input, projected back and normalised)
+// is added, and the block's output scale applied. x then holds the whole
+// stream (b.flushed).
+func (b *Backend) gemma4Tail(l, n int) {
+	c, L := b.c, &b.m.Layers[l]
+	for t := range n {
+		addResidual(b.x[t*c.Dim:(t+1)*c.Dim], b.xb[t*c.Dim:(t+1)*c.Dim], 0)
+	}
+	if L.PLEGate != nil {
+		d, w := c.PerLayer, c.Layers*c.PerLayer
+		b.matmul(b.x, n, mmPart{L.PLEGate, b.pleH})
+		for t := range n {
+			h, in := b.pleH[t*d:(t+1)*d], b.ple[t*w+l*d:t*w+(l+1)*d]
+			for i, v := range h {
+				h[i] = gelu(v) * in[i]
+			}
+		}
+		b.matmul(b.pleH, n, mmPart{L.PLEProj, b.xb})
+		for t := range n {
+			o := b.xb[t*c.Dim : (t+1)*c.Dim]
+			rmsnorm(o, o, L.PLENorm, c.RMSEps)
+			addResidual(b.x[t*c.Dim:(t+1)*c.Dim], o, 0)
+		}
+	}
+	if L.OutScale != nil {
+		s := L.OutScale[0]
+		for i := range b.x[:n*c.Dim] {
+			b.x[i] *= s
+		}
+	}
+	b.flushed = true
+}
