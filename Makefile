@@ -61,7 +61,9 @@ test: build
 	@if [ ! -e "$(MODELS_HINT)/stories260K.bin" ]; then \
 		echo "note: no model files in $(MODELS_HINT): tests that need real weights skip (set BATCHD_TEST_MODELS to run them)"; \
 	fi
-	$(GO) test -race ./...
+	# The CPU backend's suite takes about 8 minutes under the race detector
+	# on 2 cores: past go test's default 10, a busy machine fails it.
+	$(GO) test -race -timeout 30m ./...
 	# The CPU backend's kernel, golden and exactness suites again with
 	# AVX-512 masked off: every path an AVX2-only CPU (AMD Zen 2/3, Intel
 	# desktops) runs, against llama.cpp's haswell build where they compare.

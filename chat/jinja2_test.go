@@ -155,3 +155,10 @@ func TestQwen35RendersMatchJinja2(t *testing.T) {
 		t.Errorf("arguments as an object:\n%s\nas JSON text:\n%s", out[0], out[1])
 	}
 }
+
+// TestGemma4RendersMatchJinja2: Gemma 4's template (llama.cpp's copy)
+// renders the shared conversations as Python's jinja2 does.
+func TestGemma4RendersMatchJinja2(t *testing.T) {
+	needJinja2(t)
+	matchJinja2(t, "testdata/gemma4/gemma-4-31B-it.jinja", "testdata/conversations.json", "<bos>", "<turn|>", nil)
+}

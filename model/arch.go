@@ -178,7 +178,7 @@ var archTable = map[string]Arch{
 	"gemma3": {Name: "gemma3", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma3: true, Window: true,
 		SlidePattern: 6, QKNorm: true},
 	"gemma4": {Name: "gemma4", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true, Gemma4: true, Window: true,
-		QKNorm: true},
+		QKNorm: true, Experts: moeSplitFFN, ExpertNorm: true},
 	// EmbeddingGemma: gemma3's block, bidirectional, windows of half the
 	// file's either side.
 	"gemma-embedding": {Name: "gemma-embedding", Tensors: llamaTensors, RopeNeoX: true, PostNorms: true, Gemma: true,

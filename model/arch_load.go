@@ -32,7 +32,7 @@ func (l *ggufLoader) layer(a Arch, c Config, i int) Layer {
 		L.Wo = l.matrix(blk(tn.O), c.Dim, c.QDim())
 	}
 	switch {
-	case c.MoE.On():
+	case c.MoE.On() && !a.Gemma4: // gemma4's experts are beside its dense FFN (gemma4Layer)
 		l.moeLayer(a, c, i, &L)
 	case a.FusedGateUp:
 		L.W2 = l.matrix(blk(tn.Down), c.Dim, c.FFN)

@@ -107,9 +107,6 @@ func gemma4Config(f *gguf.File, c *Config) error {
 	if v, ok := f.MetaUint(key("embedding_length_per_layer_input")); ok && v < 1<<16 {
 		c.PerLayer = int(v)
 	}
-	if _, ok := f.Tensor(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", 0)); ok {
-		return fmt.Errorf("%w: Gemma 4's mixture of experts (26B-A4B) is not implemented yet", ErrUnsupported)
-	}
 	c.RopeThetaSWA = 10000
 	if v, ok := f.MetaFloat(key("rope.freq_base_swa")); ok && v > 0 {
 		c.RopeThetaSWA = float32(v)
@@ -155,6 +152,35 @@ func (l *ggufLoader) gemma4Layer(c Config, i int, L *Layer) {
 	if hasTensor(l.f, blk("blk.%d.layer_output_scale.weight")) {
 		L.OutScale = l.vector(blk("blk.%d.layer_output_scale.weight"), 1)
 	}
+	if c.MoE.On() && hasTensor(l.f, blk("blk.%d.ffn_gate_inp.weight")) { // a dense block has no router
+		l.gemma4Experts(c, i, L)
+	}
+}
+
+// gemma4Experts loads a block's mixture (26B-A4B), which runs beside its
+// dense FFN: the router and its input scale, the experts' gate and up
+// (one fused tensor or two) and down, each expert's output scale, and
+// the norms of the experts' input and of both outputs.
+func (l *ggufLoader) gemma4Experts(c Config, i int, L *Layer) {
+	blk := func(p string) string { return fmt.Sprintf(p, i) }
+	m := c.MoE
+	L.Router = l.matrix(blk("blk.%d.ffn_gate_inp.weight"), m.Experts, c.Dim)
+	L.RouterScale = l.vector(blk("blk.%d.ffn_gate_inp.scale"), c.Dim)
+	if name := blk("blk.%d.ffn_gate_up_exps.weight"); hasTensor(l.f, name) {
+		for _, gu := range l.experts(name, m.Experts, 2*m.FFN, c.Dim) {
+			L.ExpGate, L.ExpUp = append(L.ExpGate, gu.RowRange(0, m.FFN)), append(L.ExpUp, gu.RowRange(m.FFN, 2*m.FFN))
+		}
+	} else {
+		L.ExpGate = l.experts(blk("blk.%d.ffn_gate_exps.weight"), m.Experts, m.FFN, c.Dim)
+		L.ExpUp = l.experts(blk("blk.%d.ffn_up_exps.weight"), m.Experts, m.FFN, c.Dim)
+	}
+	L.ExpDown = l.experts(blk("blk.%d.ffn_down_exps.weight"), m.Experts, c.Dim, m.FFN)
+	if name := blk("blk.%d.ffn_down_exps.scale"); hasTensor(l.f, name) {
+		L.ExpDownScale = l.vector(name, m.Experts)
+	}
+	L.MoEInNorm = l.vector(blk("blk.%d.pre_ffw_norm_2.weight"), c.Dim)
+	L.DenseOutNorm = l.vector(blk("blk.%d.post_ffw_norm_1.weight"), c.Dim)
+	L.MoEOutNorm = l.vector(blk("blk.%d.post_ffw_norm_2.weight"), c.Dim)
 }
 
 // gemma4Model loads the per-layer embeddings' table, projection and norm.

@@ -263,6 +263,11 @@ type Layer struct {
 	// projection, Wk and Wv where the layer reads another's K and V.
 	PLEGate, PLEProj  *Matrix
 	PLENorm, OutScale []float32
+	// Gemma 4's mixture (26B-A4B), beside the dense FFN: the router's
+	// input scale, each expert's output scale (or nil), the norm of the
+	// experts' input and those of the dense FFN's and the experts' outputs.
+	RouterScale, ExpDownScale           []float32
+	MoEInNorm, DenseOutNorm, MoEOutNorm []float32
 }
 
 // Model is a loaded Llama: config, weights and tokenizer. Weights may be
@@ -475,13 +480,16 @@ func (m *Model) validate() error {
 				checkShape(p+"wo", l.Wo, c.Dim, c.QDim()))
 		}
 		switch {
-		case c.MoE.On():
+		case c.MoE.On() && c.Shapes == nil:
 			errs = append(errs, checkExperts(p, l, c))
 		default:
 			errs = append(errs, checkShape(p+"w2", l.W2, c.Dim, c.FFN), checkShape(p+"w3", l.W3, c.FFN, c.Dim))
 		}
 		if l.W1 != nil && !c.MoE.On() { // nil: an ungated FFN (bert)
 			errs = append(errs, checkShape(p+"w1", l.W1, c.FFN, c.Dim))
+		}
+		if c.Shapes != nil && l.Router != nil { // gemma4: experts beside the dense FFN
+			errs = append(errs, checkExperts(p, l, c))
 		}
 		if len(l.AttnNorm) != c.Dim || len(l.FFNNorm) != c.Dim {
 			errs = append(errs, fmt.Errorf("%w: layer %d norms have %d and %d, want %d",

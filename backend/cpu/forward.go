@@ -48,6 +48,8 @@ type Backend struct {
 	tokSeq, tokPos    []int
 	tokID             []int     // each token of the step (gemma4's per-layer embeddings)
 	ple, pleH, pleRow []float32 // gemma4: per token, every layer's per-layer input; a layer's gated input; a table row
+	// gemma4's experts: the dense FFN's output, the experts' and the router's inputs
+	mlp, moeIn, routerIn []float32
 	// flushed: x holds the whole residual stream, no FFN output pending
 	// in xb (gemma4's blocks end by scaling it).
 	flushed            bool
@@ -385,9 +387,12 @@ func (b *Backend) layer(l int, batch *backend.Batch, n int) {
 	} else { // the attention output's bias (gpt-oss) joins it before the residual add, as ggml adds it
 		b.normalize(b.x, b.xb, L.Bo, L.FFNNorm, nil, b.xb, n)
 	}
-	if L.Router != nil {
-		b.moe(l, in, n)
-	} else {
+	switch {
+	case L.MoEInNorm != nil:
+		b.gemma4FFN(l, n)
+	case L.Router != nil:
+		b.moe(l, in, in, n)
+	default:
 		b.denseFFN(L, in, n)
 	}
 	if L.PostFFN != nil {

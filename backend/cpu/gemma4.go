@@ -84,3 +84,34 @@ func (b *Backend) gemma4Tail(l, n int) {
 	}
 	b.flushed = true
 }
+
+// gemma4FFN is a Gemma 4 block's FFN with experts (26B-A4B): on the
+// residual stream x, the dense FFN on its ffn_norm (its output normed by
+// post_ffw_norm_1) plus the experts on its pre_ffw_norm_2 (theirs by
+// post_ffw_norm_2), routed by the router's logits of x RMS-normalised,
+// scaled by 1/sqrt(Dim) and by the router's input scale. Leaves the sum
+// in b.xb, which already holds x's ffn_norm.
+func (b *Backend) gemma4FFN(l, n int) {
+	c, L := b.c, &b.m.Layers[l]
+	D := c.Dim
+	if len(b.mlp) < n*D {
+		b.mlp, b.moeIn, b.routerIn = make([]float32, n*D), make([]float32, n*D), make([]float32, n*D)
+	}
+	inv := float32(1 / math.Sqrt(float64(D)))
+	for t := range n {
+		x, r := b.x[t*D:(t+1)*D], b.routerIn[t*D:(t+1)*D]
+		rmsnorm(b.moeIn[t*D:(t+1)*D], x, L.MoEInNorm, c.RMSEps)
+		copy(r, x)
+		rmsnormPlain(r, c.RMSEps)
+		for i := range r {
+			r[i] = r[i] * inv * L.RouterScale[i]
+		}
+	}
+	b.denseFFN(L, b.xb, n)
+	b.normalize(b.xb, nil, nil, L.DenseOutNorm, nil, b.mlp, n)
+	b.moe(l, b.moeIn, b.routerIn, n)
+	b.normalize(b.xb, nil, nil, L.MoEOutNorm, nil, b.xb, n)
+	for t := range n {
+		addTo(b.xb[t*D:(t+1)*D], b.mlp[t*D:(t+1)*D])
+	}
+}

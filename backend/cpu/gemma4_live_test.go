@@ -14,11 +14,15 @@ import (
 	"github.com/batchd/batchd/testing/testmodels"
 )
 
-// gemma4Shapes are tiny gemma4 files in the two layouts Gemma 4 ships:
+// gemma4Shapes are tiny gemma4 files in the layouts Gemma 4 ships:
 // E2B/E4B's (per-layer embeddings, the last layers sharing earlier
-// layers' K and V with a doubled FFN) and 31B's (full layers without a V
-// projection); both with sliding and full layers of their own head
-// widths and KV heads, proportional RoPE and output scales.
+// layers' K and V with a doubled FFN), 31B's (full layers without a V
+// projection) and 26B-A4B's (31B's with experts beside each dense FFN,
+// gate and up fused or not), and every part at once in Q8_0 (llama.cpp
+// runs its dequantized twin: on the quantized file both engines' 8-bit
+// activations move the experts' near ties, each its own way); all with
+// sliding and full layers of their own head widths and KV heads,
+// proportional RoPE and output scales.
 func gemma4Shapes() map[string]synth.Gemma4Options {
 	base := synth.Gemma4Options{Dim: 128, Layers: 6, Heads: 4, FFN: 256, Vocab: 512, Context: 256, Window: 8,
 		HeadSWA: 32, HeadFull: 64, KVSWA: 2, KVFull: 1, Slide: []bool{true, false, true, false, true, false},
@@ -27,10 +31,18 @@ func gemma4Shapes() map[string]synth.Gemma4Options {
 	e2b.KVShared, e2b.PerLayer, e2b.DoubleFFN = 2, 32, true
 	big := base
 	big.KEqV, big.Seed = true, 5
-	return map[string]synth.Gemma4Options{"e2b": e2b, "31b": big}
+	moe := big
+	moe.Experts, moe.Used, moe.ExpertFFN, moe.FusedGateUp, moe.Seed = 8, 2, 64, true, 6
+	split := moe
+	split.FusedGateUp, split.Seed = false, 7
+	q8 := moe
+	// Seed 11: no token's routing has a near tie (seed 12 has one at a
+	// gap of 5e-6 in probability, where float rounding picks either expert).
+	q8.DType, q8.PerLayer, q8.KVShared, q8.DoubleFFN, q8.Seed = quant.Q8_0, 64, 2, true, 11
+	return map[string]synth.Gemma4Options{"e2b": e2b, "31b": big, "26b-a4b": moe, "26b-a4b-split": split, "q8_0": q8}
 }
 
-// TestGemma4MatchesLlamaCppLive: both layouts, greedy over prompts
+// TestGemma4MatchesLlamaCppLive: every layout, greedy over prompts
 // shorter and longer than the window, against llama.cpp v0.5.0 run now:
 // top-5 log-probabilities within 2e-3, Gemma 3's bound (ggml's GELU table,
 // see TestGemma3MatchesLlamaCpp), tokens equal but at near ties.
@@ -52,12 +64,19 @@ func TestGemma4MatchesLlamaCppLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32)})
+			b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "float"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if _, err := ref.LoadModel(path, false); err != nil {
+			refPath := path
+			if o.DType != quant.F32 {
+				refPath = filepath.Join(t.TempDir(), "twin.gguf")
+				if err := ref.Quantize(path, refPath, 0, 2, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := ref.LoadModel(refPath, false); err != nil {
 				t.Fatal(err)
 			}
 			if err := ref.Context(llamacpp.ContextOptions{}); err != nil {

@@ -64,13 +64,14 @@ func (s *moeScratch) grow(c model.Config, n int) {
 	}
 }
 
-// moe runs block l's mixture on the n normalised token rows of in and
-// leaves its output in b.xb, as the dense FFN's down projection does.
-func (b *Backend) moe(l int, in []float32, n int) {
+// moe runs block l's mixture on the n normalised token rows of in, routed
+// by the router's logits of rin's rows (in's but for gemma4), and leaves
+// its output in b.xb, as the dense FFN's down projection does.
+func (b *Backend) moe(l int, in, rin []float32, n int) {
 	c, L, m := b.c, &b.m.Layers[l], b.c.MoE
 	s := &b.experts
 	s.grow(c, n)
-	b.matmul(in, n, mmPart{L.Router, s.logits})
+	b.matmul(rin, n, mmPart{L.Router, s.logits})
 	if L.RouterB != nil { // gpt-oss: the router's bias, before the gate
 		for t := range n {
 			addTo(s.logits[t*m.Experts:(t+1)*m.Experts], L.RouterB)
@@ -125,7 +126,7 @@ func (b *Backend) expertFFN(x []float32, gen []bool, n int, gate, up *model.Matr
 			q8 = b.quantized(xs, e-s, gate, up)
 		}
 		b.ffn = swigluJob{x: xs, q8: q8, n: e - s, gate: gate, up: up, h: h[s*f:], h2: h2[s*f:], scratch: b.scratch, k: b.kern,
-			x16: b.halfFor(xs, e-s, gate, up), gateB: gateB, upB: upB, oai: oai}
+			x16: b.halfFor(xs, e-s, gate, up), gateB: gateB, upB: upB, oai: oai, gelu: b.c.FFNGELU}
 		b.pool.run(f, 16, &b.ffn)
 		s = e
 	}
@@ -229,6 +230,12 @@ func (j *moeSumJob) do(_, lo, hi int) {
 			y := s.yg[g*D : (g+1)*D]
 			if L.ExpDownB != nil { // gpt-oss: the down projection's bias, before the weight
 				addTo(y, L.ExpDownB[s.chosen[t*k+r]])
+			}
+			if L.ExpDownScale != nil { // gemma4: each expert's output scale, before the weight
+				es := L.ExpDownScale[s.chosen[t*k+r]]
+				for i := range y {
+					y[i] *= es
+				}
 			}
 			if r == 0 {
 				for i, v := range y {

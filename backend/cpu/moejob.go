@@ -40,7 +40,7 @@ func (j *expertsJob) do(share, lo, hi int) {
 			continue
 		}
 		sw := swigluJob{x: j.x[g*c.Dim:], x16: x16, q8: q8, n: k, gate: j.L.ExpGate[e], up: j.L.ExpUp[e],
-			h: s.hg[g*F:], h2: s.hg2[g*F:], scratch: b.scratch, k: b.kern, oai: c.MoE.OAI}
+			h: s.hg[g*F:], h2: s.hg2[g*F:], scratch: b.scratch, k: b.kern, oai: c.MoE.OAI, gelu: c.FFNGELU}
 		sw.gateB, sw.upB = expertBiases(j.L, e)
 		sw.do(share, rlo, rhi)
 	}

@@ -17,13 +17,18 @@ import (
 // KV heads, the last KVShared layers have no K or V (and, with
 // DoubleFFN, twice the FFN), full layers may have no V projection (KEqV)
 // and rotate a quarter of their pairs (rope_freqs), PerLayer > 0 adds
-// per-layer embeddings, and every block has an output scale.
+// per-layer embeddings, and every block has an output scale. Experts > 0
+// adds 26B-A4B's mixture beside every dense FFN (ExpertFFN wide, Used
+// per token, gate and up in one tensor with FusedGateUp). Experts > 0
+// adds 26B-A4B's mixture beside every dense FFN (ExpertFFN wide, Used
+// per token, gate and up in one tensor with FusedGateUp).
 type Gemma4Options struct {
 	Dim, Layers, Heads, FFN, Vocab, Context, Window int
 	HeadSWA, HeadFull, KVSWA, KVFull                int
 	Slide                                           []bool
 	KVShared, PerLayer                              int
-	KEqV, DoubleFFN                                 bool
+	KEqV, DoubleFFN, FusedGateUp                    bool
+	Experts, Used, ExpertFFN                        int
 	Softcap                                         float32
 	DType                                           quant.DType
 	Seed                                            uint64
@@ -70,6 +75,11 @@ func WriteGemma4(w io.Writer, o Gemma4Options) error {
 	gw.Set(arch+".attention.sliding_window_pattern", o.Slide)
 	gw.Set(arch+".attention.shared_kv_layers", uint32(o.KVShared))
 	gw.Set(arch+".embedding_length_per_layer_input", uint32(o.PerLayer))
+	if o.Experts > 0 {
+		gw.Set(arch+".expert_count", uint32(o.Experts))
+		gw.Set(arch+".expert_used_count", uint32(o.Used))
+		gw.Set(arch+".expert_feed_forward_length", uint32(o.ExpertFFN))
+	}
 	if o.Softcap > 0 {
 		gw.Set(arch+".final_logit_softcapping", o.Softcap)
 	}
@@ -142,6 +152,9 @@ func WriteGemma4(w io.Writer, o Gemma4Options) error {
 		mat(p+"ffn_down.weight", o.Dim, int(ffn[l]))
 		norm(p+"post_ffw_norm.weight", o.Dim)
 		f32(p+"layer_output_scale.weight", []float32{float32(0.5 + rng.Float64())})
+		if o.Experts > 0 {
+			o.gemma4Experts(gw, rng, p, norm, f32)
+		}
 		if o.PerLayer > 0 {
 			mat(p+"inp_gate.weight", o.PerLayer, o.Dim)
 			mat(p+"proj.weight", o.Dim, o.PerLayer)
@@ -150,4 +163,37 @@ func WriteGemma4(w io.Writer, o Gemma4Options) error {
 	}
 	_, err := gw.WriteTo(w)
 	return err
+}
+
+// gemma4Experts writes one block's mixture: the router (F32, wider than
+// the other weights, logits of about 2 apart, so that few tokens sit at
+// near ties between experts)
+// and its input scale, the experts, their output scales and the three
+// norms around them.
+func (o Gemma4Options) gemma4Experts(gw *gguf.Writer, rng *rand.Rand, p string, norm func(string, int), f32 func(string, []float32)) {
+	gw.AddTensor(p+"ffn_gate_inp.weight", gguf.Type(quant.F32), []uint64{uint64(o.Dim), uint64(o.Experts)},
+		RandomMatrix(rng, quant.F32, o.Experts, o.Dim, 2))
+	norm(p+"ffn_gate_inp.scale", o.Dim)
+	experts := func(name string, rows, cols int) {
+		var b []byte
+		for range o.Experts {
+			b = append(b, RandomMatrix(rng, o.DType, rows, cols, 0.02)...)
+		}
+		gw.AddTensor(p+name, gguf.Type(o.DType), []uint64{uint64(cols), uint64(rows), uint64(o.Experts)}, b)
+	}
+	if o.FusedGateUp {
+		experts("ffn_gate_up_exps.weight", 2*o.ExpertFFN, o.Dim)
+	} else {
+		experts("ffn_gate_exps.weight", o.ExpertFFN, o.Dim)
+		experts("ffn_up_exps.weight", o.ExpertFFN, o.Dim)
+	}
+	experts("ffn_down_exps.weight", o.Dim, o.ExpertFFN)
+	scales := make([]float32, o.Experts)
+	for i := range scales {
+		scales[i] = float32(0.5 + rng.Float64())
+	}
+	f32(p+"ffn_down_exps.scale", scales)
+	norm(p+"pre_ffw_norm_2.weight", o.Dim)
+	norm(p+"post_ffw_norm_1.weight", o.Dim)
+	norm(p+"post_ffw_norm_2.weight", o.Dim)
 }
