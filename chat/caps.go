@@ -90,9 +90,13 @@ func (t *compiled) toolCaps(in Input) *caps {
 		}
 	}
 	str := rendersArgs(t.probeRender("["+user+", "+callsMsg(call("ipython", argsStr))+"]", "", false, in, nil))
-	obj := rendersArgs(t.probeRender("["+user+", "+callsMsg(call("ipython", argsObj))+"]", "", false, in, nil))
+	objOut := t.probeRender("["+user+", "+callsMsg(call("ipython", argsObj))+"]", "", false, in, nil)
+	obj := rendersArgs(objOut)
 	c.toolCalls = str || obj
-	c.objectArguments = !str && obj
+	// A template that writes an object's items itself (Gemma 4's
+	// argument_needle:<|"|>...<|"|>) prints JSON text as it is, inside its
+	// own syntax: it gets objects even though the text shows.
+	c.objectArguments = obj && (!str || writesItems(objOut))
 	if c.toolCalls {
 		args := argsStr
 		if c.objectArguments {
@@ -140,4 +144,20 @@ func (t *compiled) callExample(in Input, c *caps) string {
 		return ""
 	}
 	return ex
+}
+
+// writesItems reports whether out names the probe's argument as a bare
+// key (followed by neither quote nor escape): its own syntax, not JSON's
+// or Python's.
+func writesItems(out string) bool {
+	for rest := out; ; {
+		i := strings.Index(rest, "argument_needle")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len("argument_needle"):]
+		if rest != "" && !strings.ContainsRune("\"'\\", rune(rest[0])) {
+			return true
+		}
+	}
 }

@@ -157,8 +157,31 @@ func TestQwen35RendersMatchJinja2(t *testing.T) {
 }
 
 // TestGemma4RendersMatchJinja2: Gemma 4's template (llama.cpp's copy)
-// renders the shared conversations as Python's jinja2 does.
+// renders the shared conversations as Python's jinja2 does, and a call's
+// arguments sent as JSON text as it renders them sent as an object (it
+// writes a string as it is, inside its own call:NAME{key:value} syntax).
 func TestGemma4RendersMatchJinja2(t *testing.T) {
 	needJinja2(t)
-	matchJinja2(t, "testdata/gemma4/gemma-4-31B-it.jinja", "testdata/conversations.json", "<bos>", "<turn|>", nil)
+	const path = "testdata/gemma4/gemma-4-31B-it.jinja"
+	matchJinja2(t, path, "testdata/conversations.json", "<bos>", "<turn|>", nil)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := Compile("gemma4", string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [2]string
+	for i, args := range []string{`{"word": "x", "limit": 2, "opts": {"b": 1, "a": [true]}}`,
+		`"{\"word\": \"x\", \"limit\": 2, \"opts\": {\"b\": 1, \"a\": [true]}}"`} {
+		conv := `[{"role": "user", "content": "Define x"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+			"function": {"name": "lookup", "arguments": ` + args + `}}]}, {"role": "tool", "tool_call_id": "c1", "content": "a letter"}]`
+		if out[i], err = tmpl.Render(context.Background(), Input{Messages: []byte(conv), Polyfill: true, AddGenerationPrompt: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := `<|tool_call>call:lookup{limit:2,opts:{a:[true],b:1},word:<|"|>x<|"|>}<tool_call|>`; out[0] != out[1] || !strings.Contains(out[0], want) {
+		t.Errorf("arguments as an object:\n%s\nas JSON text:\n%s\nwant %s in both", out[0], out[1], want)
+	}
 }

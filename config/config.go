@@ -89,7 +89,7 @@ type ModelConfig struct {
 	ParseSpecialInMessages bool `toml:"parse_special_in_messages"`
 	// ToolFormat is how the model writes tool calls: "auto" (default:
 	// detected from the chat template) or hermes, llama3, mistral-nemo,
-	// phi4, deepseek-r1, harmony, qwen3-coder, generic (restart).
+	// phi4, deepseek-r1, harmony, qwen3-coder, gemma4, generic (restart).
 	ToolFormat string `toml:"tool_format"`
 }
 

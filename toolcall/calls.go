@@ -9,6 +9,7 @@ const (
 	csAfterCall        // after a call: its closing marker, or more calls
 	csR1               // in DeepSeek R1's calls
 	csXML              // in Qwen3-Coder's calls
+	csGemma            // in Gemma 4's calls
 	csRest             // after the calls: what follows is content
 )
 
@@ -230,6 +231,8 @@ func (p *Parser) markers() []string {
 		return []string{phiOpen, phiFunctools}
 	case DeepSeekR1:
 		return []string{r1CallsOpen}
+	case Gemma4:
+		return []string{gemmaOpen}
 	case Qwen3Coder:
 		ms := []string{hermesOpen}
 		if p.o.Reasoning == nil { // Qwen3-Coder may leave out the first <tool_call>
@@ -281,6 +284,8 @@ func (p *Parser) callStep() bool {
 		return p.r1Step()
 	case csXML:
 		return p.xmlStep()
+	case csGemma:
+		return p.gemmaStep()
 	}
 	if len(p.calls) > 0 {
 		p.cbuf = strings.TrimLeft(p.cbuf, " \t\r\n")
@@ -345,6 +350,9 @@ func (p *Parser) contentStep() bool {
 		return true
 	}
 	switch m {
+	case gemmaOpen:
+		p.cbuf, p.gemma, p.cstate = p.cbuf[i+len(m):], gemmaState{raw: held + m}, csGemma
+		return true
 	case pythonTag: // a marker only: the call follows
 		p.cbuf = p.cbuf[i+len(m):]
 		return true
@@ -470,6 +478,8 @@ func (p *Parser) callsDone() {
 		p.r1Done()
 	case csXML:
 		p.xmlDone()
+	case csGemma:
+		p.gemmaDone()
 	case csContent:
 		p.content(p.ctrail + p.cbuf)
 	case csRest:

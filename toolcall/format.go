@@ -28,6 +28,9 @@ const (
 	// </function>\n</tool_call>, each value typed by its parameter's schema
 	// (Qwen3-Coder, Qwen3.5, Qwen3.6).
 	Qwen3Coder Format = "qwen3-coder"
+	// Gemma4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>
+	// (Gemma 4; its reasoning is <|channel>thought ... <channel|>).
+	Gemma4 Format = "gemma4"
 	// Generic: the whole answer is JSON, {"tool_call": ...} or
 	// {"response": "..."}: templates that render tools some other way, or
 	// not at all (the tools are then described in the system message).
@@ -35,12 +38,12 @@ const (
 )
 
 // Formats are every format, for configuration and documentation.
-var Formats = []Format{Hermes, Llama3, MistralNemo, Phi4, DeepSeekR1, Harmony, Qwen3Coder, Generic}
+var Formats = []Format{Hermes, Llama3, MistralNemo, Phi4, DeepSeekR1, Harmony, Qwen3Coder, Gemma4, Generic}
 
 // Label is the format's name in llama.cpp's logs ("Chat format: ...").
 func (f Format) Label() string {
 	return map[Format]string{Hermes: "Hermes 2 Pro", Llama3: "Llama 3.x", MistralNemo: "Mistral Nemo", Phi4: "Phi-4",
-		DeepSeekR1: "DeepSeek R1", Harmony: "GPT-OSS", Qwen3Coder: "Qwen3-Coder", Generic: "Generic"}[f]
+		DeepSeekR1: "DeepSeek R1", Harmony: "GPT-OSS", Qwen3Coder: "Qwen3-Coder", Gemma4: "peg-gemma4", Generic: "Generic"}[f]
 }
 
 // Markers of the formats, as the models' vocabularies spell them.
@@ -73,6 +76,8 @@ func Detect(src string) Format {
 		return Qwen3Coder
 	case strings.Contains(src, r1CallsOpen):
 		return DeepSeekR1
+	case strings.Contains(src, "'"+gemmaOpen+gemmaCall+"'"): // as llama.cpp tells Gemma 4's template
+		return Gemma4
 	case strings.Contains(src, hermesOpen):
 		return Hermes
 	case strings.Contains(src, "<|tool|>") && strings.Contains(src, "<|assistant|>"):
@@ -94,8 +99,12 @@ var Think = Tags{"<think>", "</think>"}
 // DetectReasoning returns the reasoning tags a template writes, or nil
 // (harmony's reasoning is a channel, read by its parser: no tags).
 func DetectReasoning(src string) *Tags {
-	if Detect(src) == Harmony {
+	switch Detect(src) {
+	case Harmony:
 		return nil
+	case Gemma4:
+		t := Gemma4Thought
+		return &t
 	}
 	if strings.Contains(src, Think.Open) || strings.Contains(src, Think.Close) {
 		t := Think

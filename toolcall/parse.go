@@ -70,6 +70,7 @@ type Parser struct {
 	marker string // the marker that opened the call being read
 	r1     r1State
 	xml    xmlState
+	gemma  gemmaState
 	calls  []Call
 
 	// Harmony (gpt-oss): the whole answer is read by harmony.

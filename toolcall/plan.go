@@ -122,6 +122,8 @@ func Build(ctx context.Context, f Format, tools []Tool, c Choice, o Options) (Pl
 		p.Preserve = []string{r1CallsOpen, r1CallsClose, r1CallOpen, r1CallClose, r1Sep}
 	case Hermes, Qwen3Coder:
 		p.Preserve = []string{hermesOpen, hermesClose}
+	case Gemma4:
+		p.Preserve = []string{gemmaOpen, gemmaClose, gemmaQuote}
 	case Harmony:
 		p.Preserve = harmonyPreserve
 		// A call ends the turn (<|call|>): one a response.
@@ -209,6 +211,9 @@ func formatGrammar(b *grammar.Builder, f Format, root string, tools []Tool, c Ch
 		case bare: // past the engine's bound: any function's tag
 			p.Triggers = append(p.Triggers, xmlFunction)
 		}
+	case Gemma4:
+		err = gemma4Grammar(b, root, tools, p.Parallel)
+		p.Triggers = []string{gemmaOpen}
 	default:
 		err = genericGrammar(b, root, tools, p.Parallel, c.Mode == Auto)
 	}
