@@ -1,16 +1,11 @@
 package daemon
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
-	client "github.com/batchd/batchd/clients/go"
-	"github.com/batchd/batchd/ipc/wire"
-	"github.com/batchd/batchd/jsontext"
 	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/serve"
 	"github.com/batchd/batchd/testing/synth"
@@ -42,53 +37,5 @@ func TestGemma4ToolCalls(t *testing.T) {
 	if got := toolcall.Format(serve.ModelInfo(td.d.defaultModel()).ToolFormat); got != toolcall.Gemma4 {
 		t.Fatalf("format %s, want %s", got, toolcall.Gemma4)
 	}
-	var tools []map[string]any
-	for _, tl := range qwen35Tools {
-		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": tl.name, "parameters": json.RawMessage(tl.schema)}})
-	}
-	toolsJSON, _ := json.Marshal(tools)
-	cl := td.dial(t)
-	msgs := []client.Message{{Role: "user", Content: "Add 2 and 3, then book a night for Ana."}}
-	for _, choice := range []string{"required", "set_mode", "book", "add"} {
-		for _, temp := range []float32{0, 1} {
-			req := client.Request{Messages: msgs, Tools: toolsJSON, ToolChoice: choice, MaxTokens: 512, Temperature: temp, Seed: 11}
-			streamed := map[int]*wire.ToolCall{}
-			res, err := cl.Generate(context.Background(), req, func(ev client.Delta) error {
-				for _, d := range ev.ToolCalls {
-					c := streamed[d.Index]
-					if c == nil {
-						c = &wire.ToolCall{ID: d.ID, Name: d.Name}
-						streamed[d.Index] = c
-					}
-					c.Arguments += d.Arguments
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatalf("%s at %v: %v", choice, temp, err)
-			}
-			if res.FinishReason != "tool_calls" || len(res.ToolCalls) == 0 {
-				t.Fatalf("%s at %v: finish %s, calls %v, text %q", choice, temp, res.FinishReason, res.ToolCalls, res.Text)
-			}
-			for i, call := range res.ToolCalls {
-				if s := streamed[i]; s == nil || *s != call {
-					t.Errorf("%s at %v: call %d streamed as %+v, final %+v", choice, temp, i, s, call)
-				}
-				checkCall(t, qwen35Tools, choice, temp, call)
-				if v, err := jsontext.Parse([]byte(call.Arguments)); err != nil || len(v.Members) != len(uniqueKeys(v)) {
-					t.Errorf("%s at %v: %s(%s): an argument twice", choice, temp, call.Name, call.Arguments)
-				}
-			}
-		}
-	}
-	round := append(msgs, client.Message{Role: "assistant", Extra: map[string]any{"tool_calls": json.RawMessage(
-		`[{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}]`)}},
-		client.Message{Role: "tool", Content: "5", Extra: map[string]any{"tool_call_id": "c1"}})
-	res, err := cl.Generate(context.Background(), client.Request{Messages: round, Tools: toolsJSON, MaxTokens: 8}, nil)
-	if err != nil {
-		t.Fatalf("round trip: %v", err)
-	}
-	if res.Usage.PromptTokens == 0 || res.FinishReason == "" {
-		t.Fatalf("round trip: %+v", res)
-	}
+	checkToolChoices(t, td.dial(t), nil)
 }

@@ -43,18 +43,26 @@ func TestQwen35ToolCalls(t *testing.T) {
 	if got := toolcall.Format(serve.ModelInfo(td.d.defaultModel()).ToolFormat); got != toolcall.Qwen3Coder {
 		t.Fatalf("format %s, want %s", got, toolcall.Qwen3Coder)
 	}
+	checkToolChoices(t, td.dial(t), json.RawMessage(`{"enable_thinking": false}`))
+}
+
+// checkToolChoices asks for qwen35Tools with tool_choice required and each
+// named tool, greedy and at temperature 1: each answer must be calls that
+// validate against their schemas, no argument twice, streamed as deltas
+// that add up to them; then a round trip (the call sent back as OpenAI's
+// clients send it, arguments as JSON text, and its result) must render.
+func checkToolChoices(t *testing.T, cl *client.Client, kwargs json.RawMessage) {
+	t.Helper()
 	var tools []map[string]any
 	for _, tl := range qwen35Tools {
 		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": tl.name, "parameters": json.RawMessage(tl.schema)}})
 	}
 	toolsJSON, _ := json.Marshal(tools)
-	cl := td.dial(t)
 	msgs := []client.Message{{Role: "user", Content: "Add 2 and 3, then book a night for Ana."}}
-	noThink := json.RawMessage(`{"enable_thinking": false}`)
 	for _, choice := range []string{"required", "set_mode", "book", "add"} {
 		for _, temp := range []float32{0, 1} {
 			req := client.Request{Messages: msgs, Tools: toolsJSON, ToolChoice: choice, MaxTokens: 512, Temperature: temp, Seed: 11,
-				TemplateKwargs: noThink}
+				TemplateKwargs: kwargs}
 			streamed := map[int]*wire.ToolCall{}
 			res, err := cl.Generate(context.Background(), req, func(ev client.Delta) error {
 				for _, d := range ev.ToolCalls {
@@ -84,11 +92,10 @@ func TestQwen35ToolCalls(t *testing.T) {
 			}
 		}
 	}
-	// The round trip: the call goes back as OpenAI's clients send it.
 	round := append(msgs, client.Message{Role: "assistant", Extra: map[string]any{"tool_calls": json.RawMessage(
 		`[{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}]`)}},
 		client.Message{Role: "tool", Content: "5", Extra: map[string]any{"tool_call_id": "c1"}})
-	res, err := cl.Generate(context.Background(), client.Request{Messages: round, Tools: toolsJSON, MaxTokens: 8, TemplateKwargs: noThink}, nil)
+	res, err := cl.Generate(context.Background(), client.Request{Messages: round, Tools: toolsJSON, MaxTokens: 8, TemplateKwargs: kwargs}, nil)
 	if err != nil {
 		t.Fatalf("round trip: %v", err)
 	}

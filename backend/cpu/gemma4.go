@@ -10,13 +10,7 @@ import (
 
 // rmsnormPlain RMS-normalises x in place without a weight (ggml_rms_norm).
 func rmsnormPlain(x []float32, eps float32) {
-	var ss float32
-	for _, v := range x {
-		ss += v * v
-	}
-	ss /= float32(len(x))
-	ss += eps
-	scale := float32(1 / math.Sqrt(float64(ss)))
+	scale := rmsScale(x, eps)
 	for i, v := range x {
 		x[i] = scale * v
 	}

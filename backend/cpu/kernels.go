@@ -82,16 +82,21 @@ func addTo(dst, src []float32) {
 }
 
 func rmsnorm(out, x, w []float32, eps float32) {
+	scale := rmsScale(x, eps)
+	for i, v := range x {
+		out[i] = w[i] * (scale * v)
+	}
+}
+
+// rmsScale is 1/sqrt(mean(x^2) + eps), the scale an RMS norm applies.
+func rmsScale(x []float32, eps float32) float32 {
 	var ss float32
 	for _, v := range x {
 		ss += v * v
 	}
 	ss /= float32(len(x))
 	ss += eps
-	scale := float32(1 / math.Sqrt(float64(ss)))
-	for i, v := range x {
-		out[i] = w[i] * (scale * v)
-	}
+	return float32(1 / math.Sqrt(float64(ss)))
 }
 
 // ropeTable holds cos and sin for each position and rotated pair, up to
