@@ -67,6 +67,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.Tied, "tied", false, "share the token embedding as classifier")
 	fs.StringVar(&o.Arch, "arch", "llama", "general.architecture: llama, qwen2 (Q/K/V biases, NeoX RoPE), qwen3, "+
 		"qwen3moe, qwen2moe, olmoe, granitemoe, gpt-oss (with --experts; llama too), qwen35, qwen35moe, gemma3, gemma-embedding, "+
+		"gemma4 (the --g4-* flags), "+
 		"or the encoders bert and nomic-bert (need --vocab-from)")
 	fs.IntVar(&o.HeadDim, "head-dim", 0, "each head's width (default: dim / heads)")
 	fs.IntVar(&o.Experts, "experts", 0, "experts of a mixture in every FFN (qwen3moe, qwen2moe, olmoe, llama)")
@@ -79,6 +80,13 @@ func run(args []string) error {
 	fs.IntVar(&o.SSM.RopeDim, "rope-dim", 0, "qwen35: rotated dims of an attention head (default: a quarter)")
 	fs.IntVar(&o.Gemma.Window, "window", 1024, "gemma3, gemma-embedding: the sliding layers' window (five layers in six)")
 	fs.IntVar(&o.Gemma.Dense, "dense", 0, "gemma-embedding: the dense projections' width after pooling (0: none)")
+	g4 := synth.Gemma4Options{}
+	fs.IntVar(&g4.HeadFull, "g4-head-full", 512, "gemma4: the full layers' head width (--head-dim is the sliding layers')")
+	fs.IntVar(&g4.KVFull, "g4-kv-full", 0, "gemma4: the full layers' KV heads (default: --kv-heads)")
+	fs.IntVar(&g4.KVShared, "g4-kv-shared", 0, "gemma4: the last layers that read earlier layers' K and V (E2B's layout)")
+	fs.IntVar(&g4.PerLayer, "g4-per-layer", 0, "gemma4: the per-layer embeddings' width (E2B's 256; 0: none)")
+	g4Every := fs.Int("g4-full-every", 5, "gemma4: every n-th layer is full, the others slide")
+	fs.BoolVar(&g4.KEqV, "g4-k-eq-v", false, "gemma4: full layers without a V projection (31B's layout)")
 	vocabFrom := fs.String("vocab-from", "", "encoders: a WordPiece GGUF whose tokenizer keys the file takes "+
 		"(llama.cpp's ggml-vocab-bert-bge.gguf)")
 	tokPath := fs.String("tokenizer", "", "llama2.c tokenizer file for the vocab (default: synthesized)")
@@ -115,6 +123,9 @@ func run(args []string) error {
 	defer os.Remove(f.Name())
 	bw := bufio.NewWriterSize(f, 1<<20)
 	write := func(w io.Writer) error { return synth.Write(w, o) }
+	if o.Arch == "gemma4" {
+		write = func(w io.Writer) error { return synth.WriteGemma4(w, gemma4Options(o, g4, *g4Every)) }
+	}
 	if o.Arch == "bert" || o.Arch == "nomic-bert" {
 		write = func(w io.Writer) error { return writeEncoder(w, o, *vocabFrom) }
 	}
@@ -165,4 +176,26 @@ func writeEncoder(w io.Writer, o synth.Options, vocabPath string) error {
 		return fmt.Errorf("--vocab-from: %w", err)
 	}
 	return synth.WriteEncoder(w, o, vocab)
+}
+
+// gemma4Options are gemma4's from the common flags and the --g4-* ones:
+// every n-th layer full (the last one too, as Gemma 4's are), the
+// doubled FFN on sharing layers where they exist (E2B's).
+func gemma4Options(o synth.Options, g synth.Gemma4Options, every int) synth.Gemma4Options {
+	g.Dim, g.Layers, g.Heads, g.FFN, g.Vocab, g.Context = o.Dim, o.Layers, o.Heads, o.FFN, o.Vocab, o.Context
+	g.Window, g.DType, g.Seed, g.Softcap = o.Gemma.Window, o.DType, o.Seed, 30
+	g.HeadSWA, g.KVSWA = o.HeadDim, o.KVHeads
+	if g.HeadSWA == 0 {
+		g.HeadSWA = o.Dim / o.Heads
+	}
+	if g.KVFull == 0 {
+		g.KVFull = o.KVHeads
+	}
+	g.Experts, g.Used, g.ExpertFFN, g.FusedGateUp = o.Experts, o.ExpertsUsed, o.ExpertFFN, o.Experts > 0
+	g.DoubleFFN = g.KVShared > 0
+	g.Slide = make([]bool, o.Layers)
+	for l := range g.Slide {
+		g.Slide[l] = (l+1)%max(every, 1) != 0 && l != o.Layers-1
+	}
+	return g
 }
