@@ -368,7 +368,7 @@ func (m *Model) WeightBytes() int {
 	}
 	for _, l := range m.Layers {
 		n += l.Wq.Bytes() + l.Wk.Bytes() + l.Wv.Bytes() + l.Wo.Bytes() + 4*(len(l.AttnNorm)+len(l.FFNNorm))
-		for _, w := range []*Matrix{l.W1, l.W2, l.W3, l.Router, l.ShGate, l.ShUp, l.ShDown} {
+		for _, w := range []*Matrix{l.W1, l.W2, l.W3, l.Router, l.ShGate, l.ShUp, l.ShDown, l.PLEGate, l.PLEProj} {
 			n += w.Bytes()
 		}
 		if len(l.ExpUp) > 0 { // one token reads Used experts' rows: the average expert's share
@@ -378,6 +378,9 @@ func (m *Model) WeightBytes() int {
 			}
 			n += e / len(l.ExpUp) * m.Config.MoE.Used
 		}
+	}
+	if m.PLE != nil { // gemma4: the projection, and one row of the table
+		n += m.PLEProj.Bytes() + m.PLE.Bytes()/max(m.PLE.Rows, 1)
 	}
 	return n
 }
