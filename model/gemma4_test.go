@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,5 +56,35 @@ func TestGemma4Layout(t *testing.T) {
 	row := 4 * c.Layers * c.PerLayer
 	if w := m.WeightBytes(); w < m.PLEProj.Bytes()+row || int64(w) > m.FileBytes()-int64(m.PLE.Bytes()-row) {
 		t.Errorf("a token reads %d bytes of a %d-byte file whose table is %d bytes", w, m.FileBytes(), m.PLE.Bytes())
+	}
+}
+
+// TestGemma4BadShapesRefused: a file whose per-layer arrays give a layer
+// KV heads that do not divide its heads, or an odd RoPE width, is refused
+// at load (the backend would divide by zero), not run.
+func TestGemma4BadShapesRefused(t *testing.T) {
+	for name, o := range map[string]synth.Gemma4Options{
+		"kv heads": {KVSWA: 3, KVFull: 1, HeadSWA: 32},
+		"more kv":  {KVSWA: 8, KVFull: 1, HeadSWA: 32},
+		"odd rope": {KVSWA: 2, KVFull: 1, HeadSWA: 33},
+	} {
+		o.Dim, o.Layers, o.Heads, o.FFN, o.Vocab, o.Context, o.Window = 128, 2, 4, 256, 512, 64, 8
+		o.HeadFull, o.Slide, o.DType = 64, []bool{true, false}, quant.F32
+		path := filepath.Join(t.TempDir(), "g4.gguf")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = synth.WriteGemma4(f, o)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := Load(path, LoadOptions{}); !errors.Is(err, ErrShape) {
+			if m != nil {
+				m.Close()
+			}
+			t.Errorf("%s: %v, want ErrShape", name, err)
+		}
 	}
 }

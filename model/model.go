@@ -218,6 +218,17 @@ func (c Config) Validate() error {
 	if c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0 {
 		errs = append(errs, fmt.Errorf("rope dim %d for head dim %d", c.RopeDim, c.HeadDim))
 	}
+	if c.Shapes != nil && len(c.Shapes) != c.Layers {
+		errs = append(errs, fmt.Errorf("%d layer shapes for %d layers", len(c.Shapes), c.Layers))
+	}
+	for l := range c.Shapes { // each layer's own widths, as the Config's (a file's arrays are hostile too)
+		lc := c.At(l)
+		lc.Shapes = nil
+		if err := lc.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("layer %d: %w", l, err))
+			break
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrShape, err)
 	}
