@@ -168,8 +168,7 @@ func archConfig(f *gguf.File, a Arch, c *Config) error {
 	if !a.Gemma {
 		return nil
 	}
-	c.FFNGELU, c.ScaleQ = true, true
-	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+	c.gemmaNumerics()
 	if v, ok := f.MetaFloat(key("attn_logit_softcapping")); ok && !a.Gemma3 { // gemma3's graph has none
 		c.AttnSoftcap = float32(v)
 	}
@@ -197,6 +196,13 @@ func slidePattern(f *gguf.File, a Arch, c *Config) error {
 		}
 	}
 	return nil
+}
+
+// gemmaNumerics are what every Gemma's graph does: GELU, embeddings
+// scaled by sqrt(Dim), the query scaled before attention.
+func (c *Config) gemmaNumerics() {
+	c.FFNGELU, c.ScaleQ = true, true
+	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
 }
 
 // graniteScales reads Granite's multipliers as llama.cpp does: logit_scale

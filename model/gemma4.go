@@ -116,8 +116,7 @@ func gemma4Config(f *gguf.File, c *Config) error {
 	if v, ok := f.MetaFloat(key("final_logit_softcapping")); ok {
 		c.FinalSoftcap = float32(v)
 	}
-	c.FFNGELU, c.ScaleQ = true, true
-	c.EmbedScale = float32(math.Sqrt(float64(c.Dim)))
+	c.gemmaNumerics()
 	return c.checkShared()
 }
 
@@ -198,20 +197,27 @@ func (l *ggufLoader) gemma4Model(m *Model) {
 // metaInts reads a per-layer integer key: one value for every layer, or
 // an array of n; def where the key is absent.
 func metaInts(f *gguf.File, key string, n, def int) ([]int, bool) {
-	out := make([]int, n)
 	if v, ok := f.MetaUint(key); ok || f.Meta[key] == nil {
+		if ok {
+			def = int(min(v, math.MaxInt32))
+		}
+		out := make([]int, n)
 		for i := range out {
 			out[i] = def
-			if ok {
-				out[i] = int(min(v, math.MaxInt32))
-			}
 		}
 		return out, true
 	}
-	vals, ok := metaArray(f, key, n)
+	out, ok := metaIntArray(f, key)
+	return out, ok && len(out) == n
+}
+
+// metaIntArray reads an array of positive integers, of any length.
+func metaIntArray(f *gguf.File, key string) ([]int, bool) {
+	vals, ok := metaArray(f, key)
 	if !ok {
 		return nil, false
 	}
+	out := make([]int, len(vals))
 	for i, v := range vals {
 		switch x := v.(type) {
 		case int32:
@@ -230,8 +236,8 @@ func metaInts(f *gguf.File, key string, n, def int) ([]int, bool) {
 
 // metaBools reads an array of n booleans.
 func metaBools(f *gguf.File, key string, n int) ([]bool, bool) {
-	vals, ok := metaArray(f, key, n)
-	if !ok {
+	vals, ok := metaArray(f, key)
+	if !ok || len(vals) != n {
 		return nil, false
 	}
 	out := make([]bool, n)
@@ -245,29 +251,17 @@ func metaBools(f *gguf.File, key string, n int) ([]bool, bool) {
 	return out, true
 }
 
-// metaArray is an array key's n values, whatever their element type.
-func metaArray(f *gguf.File, key string, n int) ([]any, bool) {
-	var vals []any
+// metaArray is an array key's values, whatever their element type.
+func metaArray(f *gguf.File, key string) ([]any, bool) {
 	switch a := f.Meta[key].(type) {
 	case []any:
-		vals = a
+		return a, true
 	case []int32:
-		for _, v := range a {
-			vals = append(vals, v)
+		vals := make([]any, len(a))
+		for i, v := range a {
+			vals[i] = v
 		}
-	default:
-		return nil, false
+		return vals, true
 	}
-	return vals, len(vals) == n
-}
-
-// metaAnyLen is an array key's values (nil for a scalar or no key).
-func metaAnyLen(f *gguf.File, key string) []any {
-	switch a := f.Meta[key].(type) {
-	case []any:
-		return a
-	case []int32:
-		return make([]any, len(a))
-	}
-	return nil
+	return nil, false
 }

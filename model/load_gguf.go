@@ -97,7 +97,7 @@ func ggufConfig(f *gguf.File, arch string) (Config, error) {
 	var missing []string
 	get := func(key string, dst *int, required bool) {
 		v, ok := f.MetaUint(arch + "." + key)
-		if vs, isArr := metaInts(f, arch+"."+key, len(metaAnyLen(f, arch+"."+key)), 0); !ok && isArr && len(vs) > 0 {
+		if vs, isArr := metaIntArray(f, arch+"."+key); !ok && isArr && len(vs) > 0 {
 			v, ok = uint64(slices.Max(vs)), true // a per-layer array (gemma4): the family's reader takes each
 		}
 		switch {

@@ -125,7 +125,8 @@ func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 		case types[i] == TokenControl || types[i] == TokenUnknown || types[i] == TokenUserDefined:
 			t.text[i] = p // written as they are
 		case spm && types[i] == TokenByte:
-			t.text[i] = string([]byte{pieceByte(p)})
+			b, _ := pieceByte(p) // 0 for a piece that is none, as llama.cpp's strtol gives
+			t.text[i] = string([]byte{b})
 		case spm:
 			t.text[i] = strings.ReplaceAll(p, "\u2581", " ")
 		default:
@@ -145,11 +146,11 @@ func bpeFromGGUF(f *gguf.File, raw []string, types []int32, id func(string, int)
 }
 
 // pieceByte is the byte of a <0xNN> piece, as llama.cpp's token_to_byte
-// reads it (0 when it is no such piece).
-func pieceByte(p string) byte {
+// reads it.
+func pieceByte(p string) (byte, bool) {
 	var b byte
-	fmt.Sscanf(p, "<0x%02X>", &b)
-	return b
+	_, err := fmt.Sscanf(p, "<0x%02X>", &b)
+	return b, err == nil
 }
 
 // eogTexts are the tokens llama.cpp treats as end-of-generation by their

@@ -111,8 +111,7 @@ func New(pieces []string, scores []float32, types []int32, bos, eos, unk int) (*
 			t.maxPiece = max(t.maxPiece, len(p))
 		}
 		if t.types[i] == TokenByte {
-			var b byte
-			if _, err := fmt.Sscanf(p, "<0x%02X>", &b); err == nil {
+			if b, ok := pieceByte(p); ok {
 				t.bytes[b] = i
 				t.byteOf[i] = int16(b)
 			}

@@ -333,7 +333,9 @@ func (b *Backend) Forward(batch *backend.Batch) ([][]float32, error) {
 		b.perLayerInputs(n)
 	}
 	for l := range b.m.Layers {
-		b.c = b.full.At(l)
+		if b.full.Shapes != nil {
+			b.c = b.full.At(l)
+		}
 		b.layer(l, batch, n)
 	}
 	b.c = b.full

@@ -84,13 +84,7 @@ func WriteGemma4(w io.Writer, o Gemma4Options) error {
 		gw.Set(arch+".final_logit_softcapping", o.Softcap)
 	}
 	gw.Set(arch+".vocab_size", uint32(o.Vocab))
-	gw.Set("tokenizer.ggml.model", "llama")
-	gw.Set("tokenizer.ggml.tokens", pieces)
-	gw.Set("tokenizer.ggml.scores", scores)
-	gw.Set("tokenizer.ggml.token_type", types)
-	gw.Set("tokenizer.ggml.bos_token_id", uint32(1))
-	gw.Set("tokenizer.ggml.eos_token_id", uint32(2))
-	gw.Set("tokenizer.ggml.unknown_token_id", uint32(0))
+	setVocab(gw, pieces, scores, types)
 
 	rng := rand.New(rand.NewPCG(o.Seed, 0x67656d6d6134))
 	const std = 0.02

@@ -184,13 +184,7 @@ func Write(w io.Writer, o Options) error {
 		gw.Set(arch+".attention.scale", float32(0.015625))
 	}
 	gw.Set(arch+".vocab_size", uint32(o.Vocab))
-	gw.Set("tokenizer.ggml.model", "llama")
-	gw.Set("tokenizer.ggml.tokens", pieces)
-	gw.Set("tokenizer.ggml.scores", scores)
-	gw.Set("tokenizer.ggml.token_type", types)
-	gw.Set("tokenizer.ggml.bos_token_id", uint32(1))
-	gw.Set("tokenizer.ggml.eos_token_id", uint32(2))
-	gw.Set("tokenizer.ggml.unknown_token_id", uint32(0))
+	setVocab(gw, pieces, scores, types)
 
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6261746368640a))
 	kv, qd := o.HeadDim*o.KVHeads, o.HeadDim*o.Heads
@@ -304,6 +298,17 @@ func Write(w io.Writer, o Options) error {
 	o.gemmaDense(mat)
 	_, err := gw.WriteTo(w)
 	return err
+}
+
+// setVocab writes a SentencePiece vocabulary's keys: <unk> 0, <s> 1, </s> 2.
+func setVocab(gw *gguf.Writer, pieces []string, scores []float32, types []int32) {
+	gw.Set("tokenizer.ggml.model", "llama")
+	gw.Set("tokenizer.ggml.tokens", pieces)
+	gw.Set("tokenizer.ggml.scores", scores)
+	gw.Set("tokenizer.ggml.token_type", types)
+	gw.Set("tokenizer.ggml.bos_token_id", uint32(1))
+	gw.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	gw.Set("tokenizer.ggml.unknown_token_id", uint32(0))
 }
 
 func RandomMatrix(rng *rand.Rand, t quant.DType, rows, cols int, std float64) []byte {
