@@ -171,7 +171,7 @@ type Options struct {
 	Windowed bool
 	// KV is how K and V are stored (KVTypes). The zero value is F32.
 	KV KVTypes
-	// Kernels picks a SIMD kernel family by name ("avx2", "avx512"; "" is
+	// Kernels picks a SIMD kernel family by name ("avx2", "avx512", "amx"; "" is
 	// the best the machine has). Backends without families ignore it.
 	Kernels string
 	// QuantDot is how quantized weights meet activations: "float" (the

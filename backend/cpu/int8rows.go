@@ -23,6 +23,13 @@ import (
 // results (64 floats a token) live in the share's scratch.
 const rowsTokens = 64
 
+// amxTokens is the fewest tokens a call gives the AMX kernels rather than
+// the VNNI ones: a prompt's passes, not decode batches. Their kernels are
+// 1.3-1.9x VNNI's from 16 tokens (BenchmarkAMXvsVNNI, BenchmarkAMXQ4K),
+// but whole decode steps at 32 sequences measured no faster with them
+// (docs/bench/issue46-amx.md), and Q4_K's expansion is paid per matmul.
+const amxTokens = 64
+
 // rows16Kernel is a format's sixteen-row kernel.
 type rows16Kernel func(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
@@ -145,6 +152,25 @@ func rowKernel(t quant.DType) rows16Kernel {
 // per 32, or (Q6_K, Q3_K, Q2_K) an int16 sum per 16.
 func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32, kern rows16Kernel) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
+	whole := rows &^ 15
+	if !kn.simd || !kn.vnni {
+		whole = 0
+	}
+	if kn.amx && w.Type == quant.Q4_K && n >= amxTokens {
+		kn.matmulQ4KAMX(out, a, n, w, lo, hi, whole)
+	} else {
+		kn.matmulRows16Groups(out, a, n, w, lo, hi, whole, scratch, kern)
+	}
+	for r := max(lo, whole); r < hi; r++ {
+		for t := range n {
+			out[t*rows+r] = rowTail(w.Data[r*rb:(r+1)*rb], a, t, w.Type, cols)
+		}
+	}
+}
+
+// matmulRows16Groups is matmulRows16's whole groups on the row kernels.
+func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int, scratch []float32, kern rows16Kernel) {
+	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	qs, d, nsum, nb, dn := a.q8.qs, a.q8.d, a.q8.nsum, cols/q8Block, cols/q8Block
 	if int8Kind(w.Type) == actQ8_K {
 		qs, d, nsum, nb, dn = a.q8k.qs, a.q8k.d, a.q8k.nsum, cols/qkK, cols/qkK
@@ -154,21 +180,24 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 		// the 32-sums, so nsum's indexing below finds them too.
 		nsum = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(a.q8k.bs))), len(a.q8k.bs)/2)
 	}
-	whole := rows &^ 15
-	if !kn.simd || !kn.vnni {
-		whole = 0
-	}
 	// Accumulators (and the super-block formats' integer sums) take 48
 	// floats a token, results 16.
 	pass := min(rowsTokens, len(scratch)/64)
 	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
-	data := w.Data
+	data, many := w.Data, kern
 	if p, pk := w.Packed(), packedKernel(w.Type); p != nil && pk != nil {
-		data, kern = p, pk
+		data, kern, many = p, pk, pk
+		if ak := amxKernel(w.Type); kn.amx && ak != nil {
+			many = ak
+		}
 	}
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
 		for t := 0; t < n; t += pass {
 			k := min(pass, n-t)
+			kern := kern
+			if k >= amxTokens {
+				kern = many
+			}
 			if g >= lo && g+16 <= hi {
 				kern(&data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
 				continue
@@ -179,11 +208,6 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 					out[(t+j)*rows+r] = res[j*16+r-g]
 				}
 			}
-		}
-	}
-	for r := max(lo, whole); r < hi; r++ {
-		for t := range n {
-			out[t*rows+r] = rowTail(w.Data[r*rb:(r+1)*rb], a, t, w.Type, cols)
 		}
 	}
 }

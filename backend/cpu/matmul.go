@@ -46,11 +46,13 @@ type kernels struct {
 	int8    bool                                       // QuantDot "int8" or "auto": formats with int8 kernels (int8Kind) take the int8 path
 	auto    bool                                       // QuantDot "auto": only generated tokens take it
 	vnni    bool                                       // its VNNI kernels run (else its Go loops)
+	amx     bool                                       // AMX-INT8 kernels take the formats they have (amxKernel) at amxTokens or more
 	attn4   bool                                       // the four-query attention kernels run (AVX-512)
 }
 
 // chooseKernels picks a kernel set by name: "" the best this CPU runs,
-// "avx512", "avx2", or "go" (the pure-Go loops, also where there is no SIMD).
+// "amx" (AVX-512 with the AMX-INT8 kernels), "avx512" (without them),
+// "avx2", or "go" (the pure-Go loops, also where there is no SIMD).
 func chooseKernels(name string) (*kernels, error) {
 	k := &kernels{simd: haveSIMD, f: avx2Float, dequant: dequantQ8AVX2}
 	if haveAVX512 {
@@ -62,7 +64,7 @@ func chooseKernels(name string) (*kernels, error) {
 		k.simd = false
 	case name == "avx2" && haveSIMD:
 		k.f = avx2Float
-	case name == "avx512" && haveAVX512:
+	case name == "avx512" && haveAVX512, name == "amx" && haveAMX:
 		k.f = avx512Float
 	default:
 		return nil, fmt.Errorf("cpu backend: kernel family %q is not available on this CPU (have: %s)", name, available())
@@ -71,12 +73,15 @@ func chooseKernels(name string) (*kernels, error) {
 		k.simd = false
 	}
 	k.vnni = k.simd && haveVNNI && k.f.name == "avx512"
+	k.amx = k.vnni && haveAMX && name != "avx512"
 	k.attn4 = k.simd && k.f.name == "avx512"
 	return k, nil
 }
 
 func available() string {
 	switch {
+	case haveAMX:
+		return "amx, avx512, avx2, go"
 	case haveAVX512:
 		return "avx512, avx2, go"
 	case haveSIMD:
@@ -90,6 +95,8 @@ func (kn *kernels) name() string {
 	int8 := ""
 	if kn.int8 {
 		switch {
+		case kn.amx:
+			int8 = "+int8-vnni-amx"
 		case kn.vnni:
 			int8 = "+int8-vnni"
 		case kn.simd:

@@ -58,7 +58,7 @@ func run() error {
 	batches := flag.String("batches", "1,8,32,64", "decode batch sizes")
 	steps := flag.Int("steps", 16, "decode steps timed per batch size")
 	asJSON := flag.Bool("json", false, "print JSON (the default prints it indented)")
-	family := flag.String("kernels", "", "kernels: avx512, avx2 or go (default: the best this CPU has)")
+	family := flag.String("kernels", "", "kernels: amx, avx512 (without AMX), avx2 or go (default: the best this CPU has)")
 	kvName := flag.String("kv-cache-type", "f16", "how K and V are stored: f16, f32, q8_0, q4_0, q5_0, iq4_nl, or K/V (q8_0/q4_0)")
 	quantDot := flag.String("quant-dot", backend.DefaultQuantDot, "quantized weights: auto (the daemon's default: int8 with AVX512-VNNI, else prompts float, generated tokens int8), float (exact dequantization) or int8 (quantized activations)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")

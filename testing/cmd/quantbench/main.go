@@ -17,7 +17,8 @@
 // sides. llama.cpp runs with its defaults (F16 K and V, flash attention
 // where it can), batchd with F16 K and V. --isa avx2 runs batchd with
 // AVX-512 off (its avx2 kernels) and llama.cpp's haswell build: what an
-// AVX2-only CPU runs.
+// AVX2-only CPU runs. A --quant-dot mode written MODE@FAMILY runs batchd on
+// that kernel family (auto,auto@avx512: with and without AMX, in one run).
 package main
 
 import (
@@ -74,7 +75,7 @@ func run() error {
 	files := flag.String("files", "", "measure these GGUF files as they are (comma-separated) instead of quantizing --f32")
 	kvTypes := flag.String("kv", "f16", "K/V types to measure, comma-separated (f16, q8_0, q4_0, q8_0/q4_0, ...): llama.cpp runs each with -ctk/-ctv")
 	kvCtx := flag.Int("kv-context", 128, "tokens of KV each sequence holds when its decode is timed")
-	quantDots := flag.String("quant-dot", backend.DefaultQuantDot, "batchd's quantized matmul modes to measure, comma-separated: auto (the daemon's default), float, int8")
+	quantDots := flag.String("quant-dot", backend.DefaultQuantDot, "batchd's quantized matmul modes to measure, comma-separated: auto (the daemon's default), float, int8; MODE@FAMILY runs it on a kernel family (auto@avx512: without AMX)")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -159,6 +160,10 @@ func run() error {
 				for mi, mode := range modes {
 					for i, m := range byMode[mi] {
 						m.llcp = append(m.llcp, llcp[i])
+					}
+					mode, kernels := mode, kernels
+					if i := strings.Index(mode, "@"); i >= 0 { // auto@avx512: a mode on a kernel family
+						mode, kernels = mode[:i], mode[i+1:]
 					}
 					if err := batchd(kb, file, mode, kernels, *threads, bs, byMode[mi], &roof[mi], kvName, *kvCtx); err != nil {
 						return err

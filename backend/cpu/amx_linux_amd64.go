@@ -1,0 +1,64 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/batchd/batchd/quant"
+	"golang.org/x/sys/cpu"
+	"golang.org/x/sys/unix"
+)
+
+// haveAMX reports whether the AMX-INT8 kernels run: the CPU has the tiles
+// (Sapphire Rapids and later) and Linux granted this process their state,
+// which it asks for once, here (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XTILEDATA); their float work is AVX-512's, so noavx512 masks them too.
+var haveAMX = haveVNNI && cpu.X86.HasAMXTile && cpu.X86.HasAMXInt8 && amxPermitted()
+
+func amxPermitted() bool {
+	const reqXcompPerm, xfeatureTileData = 0x1023, 18
+	_, _, errno := unix.RawSyscall(unix.SYS_ARCH_PRCTL, reqXcompPerm, xfeatureTileData, 0)
+	return errno == 0
+}
+
+// amxConfigs[k] is the tile configuration for k tokens (palette 1): tile 0
+// the k x 16 sums, tile 1 the k tokens' 32 activations, tile 2 the 8 x 64
+// bytes of a packed block (four values of each of sixteen rows a row),
+// tile 3 the -128s.
+var amxConfigs = func() (c [17][64]byte) {
+	for k := 1; k <= 16; k++ {
+		c[k][0] = 1
+		c[k][16], c[k][48] = 64, byte(k)
+		c[k][18], c[k][49] = 32, byte(k)
+		c[k][20], c[k][50] = 64, 8
+		c[k][22], c[k][51] = 64, 8
+	}
+	return c
+}()
+
+//go:noescape
+func q80AMX16(cfg *byte, w *byte, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, out *float32, ostride int)
+
+// q80PackedAMX is q80Packed16VNNI on AMX, up to sixteen tokens a tile: the
+// same integers and float work, so the same bits. The tokens split evenly
+// over the tiles (20 as 10 and 10, not 16 and 4): a tile's cost is mostly
+// per block, whatever its rows.
+func q80PackedAMX(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	tiles := (ntok + 15) / 16
+	for i := range tiles {
+		t := i * ntok / tiles
+		k := (i+1)*ntok/tiles - t
+		q80AMX16(&amxConfigs[k][0], w, (*int8)(unsafe.Add(unsafe.Pointer(qs), t*qstride)),
+			(*float32)(unsafe.Add(unsafe.Pointer(d), 4*t*dstride)), (*int32)(unsafe.Add(unsafe.Pointer(nsum), 4*t*dstride)),
+			qstride, dstride, nb, k, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*t*ostride)), ostride)
+	}
+}
+
+// amxKernel is t's AMX kernel on its packed rows, or nil.
+func amxKernel(t quant.DType) rows16Kernel {
+	if t == quant.Q8_0 {
+		return q80PackedAMX
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+	"github.com/batchd/batchd/testing/synth"
+)
+
+// TestAMXMatchesVNNI: on a machine with AMX-INT8 its Q8_0 kernel gives
+// the VNNI kernel's bits (and so the Go loops': TestPackedMatchesGo runs
+// the AMX kernel for its passes of amxTokens or more) for every token
+// count a call takes, on quantized rows and on random bytes (any scale,
+// the extreme quants -128 and 127).
+func TestAMXMatchesVNNI(t *testing.T) {
+	if !haveAMX {
+		t.Skip("no AMX-INT8 (Sapphire Rapids or later, Linux 5.16 or later)")
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	rows, cols := 48, 320
+	rb, nb := quant.Q8_0.RowBytes(cols), cols/32
+	for n := 1; n <= rowsTokens; n++ {
+		wb := synth.RandomMatrix(rng, quant.Q8_0, rows, cols, 0.5)
+		if n%2 == 0 {
+			for i := range wb {
+				wb[i] = byte(rng.Uint32())
+			}
+			for b := range rows * nb {
+				h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+				wb[b*34], wb[b*34+1] = byte(h), byte(h>>8)
+			}
+		}
+		w, err := model.NewMatrix(quant.Q8_0, rows, cols, wb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed := make([]byte, len(wb))
+		for g := range rows / 16 {
+			packQ80(packed[g*16*rb:(g+1)*16*rb], wb, rb, g)
+		}
+		x := randVec(rng, n*cols)
+		if n == 3 {
+			for i := range x { // every activation at the scale's end: -127 or 127
+				x[i] = float32(1 - 2*(i%2))
+			}
+		}
+		var a acts
+		a.need(x, n, w, actQ8_0)
+		acc := make([]float32, 64*rowsTokens)
+		got, want := make([]float32, n*rows), make([]float32, n*rows)
+		for g := 0; g < rows; g += 16 {
+			q80Packed16VNNI(&packed[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, n, &acc[0], &want[g], rows)
+			q80PackedAMX(&packed[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, n, &acc[0], &got[g], rows)
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d tokens: token %d row %d: AMX %v, VNNI %v", n, i/rows, i%rows, got[i], want[i])
+			}
+		}
+	}
+}
+
+// BenchmarkAMXvsVNNI: the Q8_0 kernels on 2048 rows of 2560 columns, one
+// thread, at each token count: microseconds a token.
+func BenchmarkAMXvsVNNI(b *testing.B) {
+	if !haveAMX {
+		b.Skip("no AMX-INT8")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows, cols := 2048, 2560
+	wb := synth.RandomMatrix(rng, quant.Q8_0, rows, cols, 0.5)
+	w, _ := model.NewMatrix(quant.Q8_0, rows, cols, wb)
+	rb, nb := quant.Q8_0.RowBytes(cols), cols/32
+	packed := make([]byte, len(wb))
+	for g := range rows / 16 {
+		packQ80(packed[g*16*rb:(g+1)*16*rb], wb, rb, g)
+	}
+	for _, n := range []int{1, 4, 5, 6, 7, 8, 16, 32, 64} {
+		x := randVec(rng, n*cols)
+		var a acts
+		a.need(x, n, w, actQ8_0)
+		acc, out := make([]float32, 64*rowsTokens), make([]float32, n*rows)
+		for _, k := range []struct {
+			name string
+			f    rows16Kernel
+		}{{"vnni", q80Packed16VNNI}, {"amx", q80PackedAMX}} {
+			b.Run(fmt.Sprintf("%s/%d", k.name, n), func(b *testing.B) {
+				for b.Loop() {
+					for g := 0; g < rows; g += 16 {
+						k.f(&packed[g*rb], rb, &a.q8.qs[0], &a.q8.d[0], &a.q8.nsum[0], cols, nb, nb, n, &acc[0], &out[g], rows)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "us/token")
+			})
+		}
+	}
+}
+
+// TestAMXQ4KMatchesGo: Q4_K on AMX gives dotKRowGo's bits, on quantized
+// rows and on random bytes (every 6-bit scale and min, any d and dmin),
+// for token counts that fill their tiles and ones whose last tile
+// overlaps the one before, in shares that split groups; matmulInt8 takes
+// it from amxTokens.
+func TestAMXQ4KMatchesGo(t *testing.T) {
+	if !haveAMX {
+		t.Skip("no AMX-INT8 (Sapphire Rapids or later, Linux 5.16 or later)")
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	simd, _ := chooseKernels("")
+	simd.int8 = true
+	if !simd.amx {
+		t.Fatal("AMX kernels not chosen")
+	}
+	for _, sh := range []struct{ rows, n, cols int }{{16, 1, 256}, {40, 17, 512}, {35, 33, 768}, {48, 16, 256},
+		{64, 66, 256}, {16, 7, 256}, {40, amxTokens, 512}, {19, 70, 256}} {
+		for _, random := range []bool{false, true} {
+			rows, n, cols := sh.rows, sh.n, sh.cols
+			wb := synth.RandomMatrix(rng, quant.Q4_K, rows, cols, 0.5)
+			if random {
+				for i := range wb {
+					wb[i] = byte(rng.Uint32())
+				}
+				for b := range rows * cols / 256 {
+					for o := 0; o < 4; o += 2 {
+						h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+						wb[b*144+o], wb[b*144+o+1] = byte(h), byte(h>>8)
+					}
+				}
+			}
+			w, err := model.NewMatrix(quant.Q4_K, rows, cols, wb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randVec(rng, n*cols)
+			var a acts
+			a.need(x, n, w, actQ8_K)
+			got := make([]float32, n*rows)
+			mid, whole := min(rows, 19), rows&^15
+			if n >= amxTokens {
+				scratch := make([]float32, scratchLen(cols))
+				simd.matmulInt8(got, &a, n, w, 0, mid, scratch)
+				simd.matmulInt8(got, &a, n, w, mid, rows, scratch)
+			} else {
+				simd.matmulQ4KAMX(got, &a, n, w, 0, mid, whole)
+				simd.matmulQ4KAMX(got, &a, n, w, mid, rows, whole)
+			}
+			rb := quant.Q4_K.RowBytes(cols)
+			for i := range got {
+				tok, r := i/rows, i%rows
+				if r >= whole && n < amxTokens {
+					continue // matmulRows16's Go loop, not called here
+				}
+				want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, quant.Q4_K, cols)
+				if math.Float32bits(got[i]) != math.Float32bits(want) {
+					t.Fatalf("%d rows, %d tokens, %d cols, random %v: row %d token %d: AMX %v, Go %v", rows, n, cols, random, r, tok, got[i], want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAMXQ4K: Q4_K matmuls of 2048 x 2048 on AMX (expansion included)
+// and on the VNNI kernel, one thread: microseconds a token.
+func BenchmarkAMXQ4K(b *testing.B) {
+	if !haveAMX {
+		b.Skip("no AMX-INT8")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	rows, cols := 2048, 2048
+	w, _ := model.NewMatrix(quant.Q4_K, rows, cols, synth.RandomMatrix(rng, quant.Q4_K, rows, cols, 0.5))
+	for _, n := range []int{8, 16, 32, 64, 256} {
+		x := randVec(rng, n*cols)
+		var a acts
+		a.need(x, n, w, actQ8_K)
+		out, scratch := make([]float32, n*rows), make([]float32, scratchLen(cols))
+		for _, fam := range []string{"avx512", "amx"} {
+			kn, _ := chooseKernels(fam)
+			kn.int8 = true
+			b.Run(fmt.Sprintf("%s/%d", fam, n), func(b *testing.B) {
+				for b.Loop() {
+					if kn.amx { // at any count, not only from amxTokens
+						kn.matmulQ4KAMX(out, &a, n, w, 0, rows, rows)
+					} else {
+						kn.matmulInt8(out, &a, n, w, 0, rows, scratch)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "us/token")
+			})
+		}
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !linux || !amd64 || purego
+
+package cpu
+
+import (
+	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
+)
+
+const haveAMX = false
+
+func amxKernel(quant.DType) rows16Kernel { return nil }
+
+func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
+	panic("no AMX")
+}

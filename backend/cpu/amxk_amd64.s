@@ -1,0 +1,260 @@
+//go:build linux && !purego
+
+#include "textflag.h"
+#include "int8rows_amd64.h"
+#include "int8rowsk_amd64.h"
+
+// Q4_K on AMX (amxk_linux_amd64.go). The tile instructions by their
+// bytes, as in amx_amd64.s: tmm0-2 the sums (low scale bits, high scale
+// bits, mins), tmm3 the activations, tmm4-6 the expanded weights.
+
+// QKXDW(off, o) gathers dword off of the sixteen rows (Z17: their
+// offsets) and writes its low nibbles times the low scale bits (Z12) and
+// the high bits (Z13) to tile rows o and o+1024, its high nibbles times
+// Z14 and Z15 to the rows 512 bytes on (the next sub-block).
+#define QKXDW(off, o) \
+	KXNORW     K1, K1, K1 \
+	VPGATHERDD off(SI)(Z17*1), K1, Z0 \
+	VPSRLD     $4, Z0, Z1 \
+	VPANDD     Z16, Z0, Z0 \
+	VPANDD     Z16, Z1, Z1 \
+	VPMULLW    Z12, Z0, Z2 \
+	VPMULLW    Z13, Z0, Z3 \
+	VMOVDQU32  Z2, o(DI) \
+	VMOVDQU32  Z3, (o+1024)(DI) \
+	VPMULLW    Z14, Z1, Z2 \
+	VPMULLW    Z15, Z1, Z3 \
+	VMOVDQU32  Z2, (o+512)(DI) \
+	VMOVDQU32  Z3, (o+1536)(DI)
+
+// QKXREP(zs, zl, zh) splits the scales zs into their low three bits and
+// high three, each repeated in both words of its dword.
+#define QKXREP(zs, zl, zh) \
+	VPANDD Z19, zs, zl \
+	VPSLLD $16, zl, Z18 \
+	VPORD  Z18, zl, zl \
+	VPSRLD $3, zs, zh \
+	VPSLLD $16, zh, Z18 \
+	VPORD  Z18, zh, zh
+
+// QKXMIN(zm) repeats the mins zm in every byte of their dwords.
+#define QKXMIN(zm) \
+	VPSLLD $8, zm, Z18 \
+	VPORD  Z18, zm, zm \
+	VPSLLD $16, zm, Z18 \
+	VPORD  Z18, zm, zm
+
+// QKXCHUNK(c) writes chunk c's tiles (sub-blocks 2c and 2c+1: scales in
+// Z8, Z9, mins in Z10, Z11).
+#define QKXCHUNK(c) \
+	QKXREP(Z8, Z12, Z13) \
+	QKXREP(Z9, Z14, Z15) \
+	QKXMIN(Z10) \
+	QKXMIN(Z11) \
+	QKXDW(16+32*c, 3072*c) \
+	QKXDW(20+32*c, 3072*c+64) \
+	QKXDW(24+32*c, 3072*c+128) \
+	QKXDW(28+32*c, 3072*c+192) \
+	QKXDW(32+32*c, 3072*c+256) \
+	QKXDW(36+32*c, 3072*c+320) \
+	QKXDW(40+32*c, 3072*c+384) \
+	QKXDW(44+32*c, 3072*c+448) \
+	VMOVDQU32 Z10, (3072*c+2048)(DI) \
+	VMOVDQU32 Z10, (3072*c+2112)(DI) \
+	VMOVDQU32 Z10, (3072*c+2176)(DI) \
+	VMOVDQU32 Z10, (3072*c+2240)(DI) \
+	VMOVDQU32 Z10, (3072*c+2304)(DI) \
+	VMOVDQU32 Z10, (3072*c+2368)(DI) \
+	VMOVDQU32 Z10, (3072*c+2432)(DI) \
+	VMOVDQU32 Z10, (3072*c+2496)(DI) \
+	VMOVDQU32 Z11, (3072*c+2560)(DI) \
+	VMOVDQU32 Z11, (3072*c+2624)(DI) \
+	VMOVDQU32 Z11, (3072*c+2688)(DI) \
+	VMOVDQU32 Z11, (3072*c+2752)(DI) \
+	VMOVDQU32 Z11, (3072*c+2816)(DI) \
+	VMOVDQU32 Z11, (3072*c+2880)(DI) \
+	VMOVDQU32 Z11, (3072*c+2944)(DI) \
+	VMOVDQU32 Z11, (3072*c+3008)(DI)
+
+// func q4kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32)
+// Sixteen Q4_K rows (rb bytes apart) to the three weight tiles of each
+// 64 values: value k of row n, times its sub-block's scale's low three
+// bits, at tile row k/4 of chunk k/64, bytes 4n + k%4; the same times the
+// high bits a kilobyte on; the sub-block's min a kilobyte more. A row's
+// four values share a dword, so one gather of dword i of each row's 32
+// bytes of nibbles gives rows i (low nibbles) and 8+i (high) of a tile,
+// and a word multiply by the scale bits (at most 15 x 7: no carry between
+// the bytes) the tile's bytes. dd: each super-block's sixteen d, then its
+// sixteen dmin, as floats.
+TEXT ·q4kExpandAMX(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	MOVQ nsb+16(FP), CX
+	MOVQ e+24(FP), DI
+	MOVQ dd+32(FP), DX
+	VPBROADCASTD AX, Z17
+	VPMULLD ·r16iota(SB), Z17, Z17
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+	MOVL $7, AX
+	VPBROADCASTD AX, Z19
+
+q4kx_sb:
+	KXNORW     K1, K1, K1
+	VPGATHERDD (SI)(Z17*1), K1, Z6
+	VPMOVDW    Z6, Y7
+	VCVTPH2PS  Y7, Z7
+	VMOVUPS    Z7, (DX)
+	VPSRLD     $16, Z6, Z6
+	VPMOVDW    Z6, Y7
+	VCVTPH2PS  Y7, Z7
+	VMOVUPS    Z7, 64(DX)
+	KXNORW     K1, K1, K1
+	VPGATHERDD 4(SI)(Z17*1), K1, Z24
+	KXNORW     K1, K1, K1
+	VPGATHERDD 8(SI)(Z17*1), K1, Z25
+	KXNORW     K1, K1, K1
+	VPGATHERDD 12(SI)(Z17*1), K1, Z26
+	Q4KSCLO(0, Z24, Z25, Z8, Z10)
+	Q4KSCLO(1, Z24, Z25, Z9, Z11)
+	QKXCHUNK(0)
+	Q4KSCLO(2, Z24, Z25, Z8, Z10)
+	Q4KSCLO(3, Z24, Z25, Z9, Z11)
+	QKXCHUNK(1)
+	Q4KSCHI(0, Z24, Z25, Z26, Z27, Z8, Z10)
+	Q4KSCHI(1, Z24, Z25, Z26, Z27, Z9, Z11)
+	QKXCHUNK(2)
+	Q4KSCHI(2, Z24, Z25, Z26, Z27, Z8, Z10)
+	Q4KSCHI(3, Z24, Z25, Z26, Z27, Z9, Z11)
+	QKXCHUNK(3)
+	ADDQ $144, SI
+	ADDQ $12288, DI
+	ADDQ $128, DX
+	DECQ CX
+	JNZ  q4kx_sb
+	VZEROUPPER
+	RET
+
+
+// func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32)
+// Sixteen rows expanded by q4kExpandAMX (e; dd: each super-block's sixteen
+// d then sixteen dmin) against ntok tokens' q8_K activations (qs, rows
+// qstride bytes apart; d their scales, dstride apart), r tokens a tile (the
+// last tile ends at ntok and skips the tokens the one before took): per
+// super-block, while its 12 KiB of tiles stay in L1, every token tile's
+// twelve products give the three sums, and each token's are scaled into
+// acc (16 floats a token, zeroed by the caller) as dotKRowGo does: S =
+// low + 8 high, acc + (d_a d) S, then less (d_a dmin) times the mins' sum
+// (minus dotKRowGo's M; the negation is exact).
+TEXT ·q4kAMX(SB), 0, $3072-88
+	MOVQ cfg+0(FP), AX
+
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // ldtilecfg (AX)
+	MOVQ e+8(FP), SI
+	MOVQ dd+16(FP), DX
+	MOVQ qs+24(FP), DI
+	MOVQ d+32(FP), R10
+	MOVQ qstride+40(FP), BX
+	MOVQ dstride+48(FP), R9
+	SHLQ $2, R9
+	MOVQ nsb+56(FP), R14
+	MOVQ $64, CX
+	LEAQ 0(SP), AX
+
+q4ka_sb:
+	VMOVUPS (DX), Z19
+	VMOVUPS 64(DX), Z20
+	XORQ R15, R15
+
+q4ka_tile:
+	// R12: the tile's first token (the last tile's ends at ntok).
+	MOVQ R15, R12
+	MOVQ ntok+64(FP), R11
+	SUBQ r+72(FP), R11
+	CMPQ R12, R11
+	CMOVQGT R11, R12
+	MOVQ R12, R8
+	IMULQ BX, R8
+	ADDQ DI, R8
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x1c; BYTE $0x18 // tileloadd tmm3, (R8)(BX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xa4; BYTE $0x0e; BYTE $0x00; BYTE $0x00; BYTE $0x00; BYTE $0x00 // tileloadd tmm4, 0(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xac; BYTE $0x0e; BYTE $0x00; BYTE $0x04; BYTE $0x00; BYTE $0x00 // tileloadd tmm5, 1024(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xb4; BYTE $0x0e; BYTE $0x00; BYTE $0x08; BYTE $0x00; BYTE $0x00 // tileloadd tmm6, 2048(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x5a; BYTE $0x5e; BYTE $0xc3 // tdpbsud tmm0, tmm3, tmm4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x52; BYTE $0x5e; BYTE $0xcb // tdpbsud tmm1, tmm3, tmm5
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5e; BYTE $0xd3 // tdpbsud tmm2, tmm3, tmm6
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x5c; BYTE $0x18; BYTE $0x40 // tileloadd tmm3, 64(R8)(BX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xa4; BYTE $0x0e; BYTE $0x00; BYTE $0x0c; BYTE $0x00; BYTE $0x00 // tileloadd tmm4, 3072(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xac; BYTE $0x0e; BYTE $0x00; BYTE $0x10; BYTE $0x00; BYTE $0x00 // tileloadd tmm5, 4096(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xb4; BYTE $0x0e; BYTE $0x00; BYTE $0x14; BYTE $0x00; BYTE $0x00 // tileloadd tmm6, 5120(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x5a; BYTE $0x5e; BYTE $0xc3 // tdpbsud tmm0, tmm3, tmm4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x52; BYTE $0x5e; BYTE $0xcb // tdpbsud tmm1, tmm3, tmm5
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5e; BYTE $0xd3 // tdpbsud tmm2, tmm3, tmm6
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x9c; BYTE $0x18; BYTE $0x80; BYTE $0x00; BYTE $0x00; BYTE $0x00 // tileloadd tmm3, 128(R8)(BX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xa4; BYTE $0x0e; BYTE $0x00; BYTE $0x18; BYTE $0x00; BYTE $0x00 // tileloadd tmm4, 6144(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xac; BYTE $0x0e; BYTE $0x00; BYTE $0x1c; BYTE $0x00; BYTE $0x00 // tileloadd tmm5, 7168(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xb4; BYTE $0x0e; BYTE $0x00; BYTE $0x20; BYTE $0x00; BYTE $0x00 // tileloadd tmm6, 8192(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x5a; BYTE $0x5e; BYTE $0xc3 // tdpbsud tmm0, tmm3, tmm4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x52; BYTE $0x5e; BYTE $0xcb // tdpbsud tmm1, tmm3, tmm5
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5e; BYTE $0xd3 // tdpbsud tmm2, tmm3, tmm6
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x9c; BYTE $0x18; BYTE $0xc0; BYTE $0x00; BYTE $0x00; BYTE $0x00 // tileloadd tmm3, 192(R8)(BX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xa4; BYTE $0x0e; BYTE $0x00; BYTE $0x24; BYTE $0x00; BYTE $0x00 // tileloadd tmm4, 9216(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xac; BYTE $0x0e; BYTE $0x00; BYTE $0x28; BYTE $0x00; BYTE $0x00 // tileloadd tmm5, 10240(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xb4; BYTE $0x0e; BYTE $0x00; BYTE $0x2c; BYTE $0x00; BYTE $0x00 // tileloadd tmm6, 11264(SI)(CX*1)
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x5a; BYTE $0x5e; BYTE $0xc3 // tdpbsud tmm0, tmm3, tmm4
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x52; BYTE $0x5e; BYTE $0xcb // tdpbsud tmm1, tmm3, tmm5
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5e; BYTE $0xd3 // tdpbsud tmm2, tmm3, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x08 // tilestored (AX)(CX*1), tmm0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x8c; BYTE $0x08; BYTE $0x00; BYTE $0x04; BYTE $0x00; BYTE $0x00 // tilestored 1024(AX)(CX*1), tmm1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x08; BYTE $0x00; BYTE $0x08; BYTE $0x00; BYTE $0x00 // tilestored 2048(AX)(CX*1), tmm2
+	// Tokens R15-R12 (the skipped ones) to r-1 of the tile: R8 the row in
+	// the stored sums, R11 the accumulator, R13 the scale.
+	MOVQ R15, R8
+	SUBQ R12, R8
+	ADDQ R8, R12
+	MOVQ R12, R13
+	IMULQ R9, R13
+	ADDQ R10, R13
+	MOVQ R12, R11
+	SHLQ $6, R11
+	ADDQ acc+80(FP), R11
+	SHLQ $6, R8
+
+q4ka_tok:
+	VPSLLD       $3, 1024(AX)(R8*1), Z16
+	VPADDD       (AX)(R8*1), Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VBROADCASTSS (R13), Z17
+	VMULPS       Z19, Z17, Z18
+	VMULPS       Z18, Z16, Z16
+	VADDPS       (R11), Z16, Z16
+	VCVTDQ2PS    2048(AX)(R8*1), Z21
+	VMULPS       Z20, Z17, Z18
+	VMULPS       Z18, Z21, Z21
+	VSUBPS       Z21, Z16, Z16
+	VMOVUPS      Z16, (R11)
+	ADDQ $64, R8
+	ADDQ $64, R11
+	ADDQ R9, R13
+	MOVQ r+72(FP), R12
+	SHLQ $6, R12
+	CMPQ R8, R12
+	JLT  q4ka_tok
+
+	ADDQ r+72(FP), R15
+	CMPQ R15, ntok+64(FP)
+	JLT  q4ka_tile
+
+	ADDQ $12288, SI
+	ADDQ $128, DX
+	ADDQ $256, DI
+	ADDQ $4, R10
+	DECQ R14
+	JNZ  q4ka_sb
+
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
+	VZEROUPPER
+	RET

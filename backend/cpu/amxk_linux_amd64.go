@@ -1,0 +1,83 @@
+//go:build !purego
+
+package cpu
+
+import (
+	"sync"
+
+	"github.com/batchd/batchd/model"
+)
+
+// Q4_K on AMX. A tile product has one scale, where a Q4_K super-block has
+// a 6-bit scale and min per 32 values; so each group of sixteen rows is
+// expanded once per matmul into three byte tiles per 64 values whose
+// products give dotKRowGo's exact integers: the nibbles times their
+// scale's low three bits, times its high three bits (S = low + 8 high;
+// neither product passes 105, a byte), and the mins repeated (minus M).
+// Twelve tile products per super-block and token tile replace the VNNI
+// kernel's 64 dot instructions per token; the expansion (13.5 KiB per
+// super-block of a group, in L2) is shared by every token of the matmul.
+
+// amxKBytes is a super-block's expanded tiles (4 x 3 KiB).
+const amxKBytes = 12288
+
+// q4kAMXConfigs[k]: tiles 0-2 the k x 16 sums, 3 the k tokens' 64
+// activations, 4-6 the 16 x 64 bytes of expanded weights.
+var q4kAMXConfigs = func() (c [17][64]byte) {
+	for k := 1; k <= 16; k++ {
+		c[k][0] = 1
+		for t := range 7 {
+			c[k][16+2*t], c[k][48+t] = 64, byte(k)
+			if t >= 4 {
+				c[k][48+t] = 16
+			}
+		}
+	}
+	return c
+}()
+
+//go:noescape
+func q4kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32)
+
+//go:noescape
+func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32)
+
+// amxKBuf is a share's expansion of one group, and its accumulators.
+type amxKBuf struct {
+	e   []byte
+	dd  []float32
+	acc []float32
+}
+
+var amxKPool = sync.Pool{New: func() any { return new(amxKBuf) }}
+
+// expand fills the buffer from the sixteen rows at w (rb bytes apart).
+func (x *amxKBuf) expand(w []byte, rb, nsb int) {
+	if len(x.e) < nsb*amxKBytes {
+		x.e, x.dd = make([]byte, nsb*amxKBytes), make([]float32, nsb*32)
+	}
+	q4kExpandAMX(&w[0], rb, nsb, &x.e[0], &x.dd[0])
+}
+
+// matmulQ4KAMX is matmulRows16 for Q4_K on AMX: each group of sixteen
+// rows expanded, then every token, in tiles of up to sixteen.
+func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
+	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
+	nsb := cols / qkK
+	x := amxKPool.Get().(*amxKBuf)
+	defer amxKPool.Put(x)
+	if len(x.acc) < 16*n {
+		x.acc = make([]float32, 16*n)
+	}
+	acc := x.acc[:16*n]
+	r := (n + (n+15)/16 - 1) / ((n + 15) / 16) // n over the fewest tiles, evenly
+	for g := lo &^ 15; g < min(hi, whole); g += 16 {
+		x.expand(w.Data[g*rb:(g+16)*rb], rb, nsb)
+		clear(acc)
+		q4kAMX(&q4kAMXConfigs[r][0], &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &acc[0])
+		r0, r1 := max(g, lo), min(g+16, hi)
+		for t := range n {
+			copy(out[t*rows+r0:t*rows+r1], acc[16*t+r0-g:16*t+r1-g])
+		}
+	}
+}
