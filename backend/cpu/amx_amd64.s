@@ -35,6 +35,18 @@
 	VADDPS       Z21, acc, acc \
 	ADDQ R9, R13
 
+// NIBQ80(v) writes packed dword v's low nibbles' values (Z28: grid) as
+// dword v, its high ones' as dword 4+v.
+#define NIBQ80(v) \
+	VMOVDQU32 (32+64*v)(SI), Z1 \
+	VPSRLD    $4, Z1, Z2 \
+	VPANDD    Z16, Z1, Z1 \
+	VPANDD    Z16, Z2, Z2 \
+	VPSHUFB   Z1, Z28, Z1 \
+	VPSHUFB   Z2, Z28, Z2 \
+	VMOVDQU32 Z1, (32+64*v)(DI) \
+	VMOVDQU32 Z2, (288+64*v)(DI)
+
 #define AMXSTORE(i, acc) \
 	CMPQ R15, $i \
 	JEQ  amx_done \
@@ -230,3 +242,31 @@ DATA ·amxm128+488(SB)/8, $0x8080808080808080
 DATA ·amxm128+496(SB)/8, $0x8080808080808080
 DATA ·amxm128+504(SB)/8, $0x8080808080808080
 GLOBL ·amxm128(SB), RODATA|NOPTR, $512
+
+// func nibblesToQ80AMX(src *byte, nb int, dst *byte, grid *byte)
+// A group packed by packQ40 (Q4_0, IQ4_NL) to packQ80's layout: per block
+// the sixteen fp16 scales as they are, then each nibble's value plus 128
+// from grid (16 bytes); dword v of the block (v < 4) holds the low
+// nibbles of the packed dword v, dword 4+v its high ones.
+TEXT ·nibblesToQ80AMX(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVQ grid+24(FP), AX
+	VBROADCASTI32X4 (AX), Z28
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z16
+
+nib_block:
+	VMOVDQU (SI), Y0
+	VMOVDQU Y0, (DI)
+	NIBQ80(0)
+	NIBQ80(1)
+	NIBQ80(2)
+	NIBQ80(3)
+	ADDQ $288, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ  nib_block
+	VZEROUPPER
+	RET

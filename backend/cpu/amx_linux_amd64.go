@@ -55,6 +55,38 @@ func q80PackedAMX(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, d
 	}
 }
 
+//go:noescape
+func nibblesToQ80AMX(src *byte, nb int, dst *byte, grid *byte)
+
+// amxGrids are the 4-bit formats' values plus 128, by nibble: their packed
+// groups become Q8_0's (nibblesToQ80AMX) for the Q8_0 AMX kernel, whose
+// integers and float steps are theirs too (rows32Go).
+var amxGrids = func() (g [2][16]byte) {
+	for i := range 16 {
+		g[0][i] = byte(120 + i) // Q4_0: nibble - 8
+		g[1][i] = byte(int(quant.IQ4Grid[i]) + 128)
+	}
+	return g
+}()
+
+// amxNibbles is what expands a packed group of t (16 rows of nb blocks)
+// into dst as packQ80 would lay out their values, or nil.
+func amxNibbles(t quant.DType) func(dst, src []byte, nb int) {
+	var grid *[16]byte
+	switch t {
+	case quant.Q4_0:
+		grid = &amxGrids[0]
+	case quant.IQ4_NL:
+		grid = &amxGrids[1]
+	default:
+		return nil
+	}
+	return func(dst, src []byte, nb int) {
+		_, _ = dst[nb*544-1], src[nb*288-1]
+		nibblesToQ80AMX(&src[0], nb, &dst[0], &grid[0])
+	}
+}
+
 // amxKernel is t's AMX kernel on its packed rows, or nil.
 func amxKernel(t quant.DType) rows16Kernel {
 	if t == quant.Q8_0 {

@@ -15,8 +15,7 @@ import (
 
 // TestAMXMatchesVNNI: on a machine with AMX-INT8 its Q8_0 kernel gives
 // the VNNI kernel's bits (and so the Go loops': TestPackedMatchesGo runs
-// the AMX kernel for its passes of amxTokens or more) for every token
-// count a call takes, on quantized rows and on random bytes (any scale,
+// it through matmulInt8) for every token count a call takes, on quantized rows and on random bytes (any scale,
 // the extreme quants -128 and 127).
 func TestAMXMatchesVNNI(t *testing.T) {
 	if !haveAMX {

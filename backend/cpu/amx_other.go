@@ -14,3 +14,7 @@ func amxKernel(quant.DType) rows16Kernel { return nil }
 func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
 	panic("no AMX")
 }
+
+func amxNibbles(quant.DType) func(dst, src []byte, nb int) { return nil }
+
+func amxScratch(int) ([]byte, func()) { return nil, func() {} }

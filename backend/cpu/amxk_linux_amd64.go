@@ -15,7 +15,7 @@ import (
 // scale's low three bits, times its high three bits (S = low + 8 high;
 // neither product passes 105, a byte), and the mins repeated (minus M).
 // Twelve tile products per super-block and token tile replace the VNNI
-// kernel's 64 dot instructions per token; the expansion (13.5 KiB per
+// kernel's 64 dot instructions per token; the expansion (12 KiB per
 // super-block of a group, in L2) is shared by every token of the matmul.
 
 // amxKBytes is a super-block's expanded tiles (4 x 3 KiB).
@@ -51,10 +51,22 @@ type amxKBuf struct {
 
 var amxKPool = sync.Pool{New: func() any { return new(amxKBuf) }}
 
+// amxScratch lends n bytes of a pooled buffer until done is called.
+func amxScratch(n int) (b []byte, done func()) {
+	x := amxKPool.Get().(*amxKBuf)
+	if len(x.e) < n {
+		x.e = make([]byte, n)
+	}
+	return x.e[:n], func() { amxKPool.Put(x) }
+}
+
 // expand fills the buffer from the sixteen rows at w (rb bytes apart).
 func (x *amxKBuf) expand(w []byte, rb, nsb int) {
 	if len(x.e) < nsb*amxKBytes {
-		x.e, x.dd = make([]byte, nsb*amxKBytes), make([]float32, nsb*32)
+		x.e = make([]byte, nsb*amxKBytes)
+	}
+	if len(x.dd) < nsb*32 {
+		x.dd = make([]float32, nsb*32)
 	}
 	q4kExpandAMX(&w[0], rb, nsb, &x.e[0], &x.dd[0])
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/batchd/batchd/testing/synth"
 )
 
-// TestPackedMatchesGo: the packed kernels (Q8_0, MXFP4) give their Go
-// loops' sums bit for bit, on random bytes (every quant, any scale) and
-// quantized rows, a token and passes of many, through matmulInt8 on a
-// model's packed matrix (the rows past the last group from the file's
-// layout).
+// TestPackedMatchesGo: the packed kernels (Q8_0, MXFP4, Q4_0, IQ4_NL, and
+// the AMX kernels for prompt passes) give their Go loops' sums bit for
+// bit, on random bytes (every quant, any scale) and quantized rows, a
+// token and passes of many, through matmulInt8 on a model's packed matrix
+// (the rows past the last group from the file's layout).
 func TestPackedMatchesGo(t *testing.T) {
 	if !haveVNNI {
 		t.Skip("no AVX512-VNNI")
@@ -25,7 +25,10 @@ func TestPackedMatchesGo(t *testing.T) {
 	simd.int8 = true
 	for _, f := range packedFormats {
 		dt, bb := f.t, quant.Lookup(f.t).BlockBytes
-		for _, sh := range []struct{ rows, n, cols int }{{16, 1, 32}, {40, 7, 256}, {35, 1, 288}, {48, 70, 96}} {
+		// {48, 70, 256}: a pass of 64 tokens (on AMX where the CPU has it:
+		// Q8_0's kernel, Q4_0's and IQ4_NL's groups turned into Q8_0's) and
+		// one of 6.
+		for _, sh := range []struct{ rows, n, cols int }{{16, 1, 32}, {40, 7, 256}, {35, 1, 288}, {48, 70, 96}, {48, 70, 256}} {
 			for _, random := range []bool{true, false} {
 				rows, n, cols := sh.rows, sh.n, sh.cols
 				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)

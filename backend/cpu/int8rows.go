@@ -184,25 +184,44 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 	// floats a token, results 16.
 	pass := min(rowsTokens, len(scratch)/64)
 	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
+	// AMX takes the passes of amxTokens or more: Q8_0's packed groups as
+	// they are, Q4_0's and IQ4_NL's once turned into Q8_0's (in grp).
 	data, many := w.Data, kern
+	var expand func(dst, src []byte, nb int)
+	var grp []byte
 	if p, pk := w.Packed(), packedKernel(w.Type); p != nil && pk != nil {
 		data, kern, many = p, pk, pk
 		if ak := amxKernel(w.Type); kn.amx && ak != nil {
 			many = ak
+		} else if kn.amx && n >= amxTokens {
+			if expand = amxNibbles(w.Type); expand != nil {
+				many = amxKernel(quant.Q8_0)
+				var done func()
+				grp, done = amxScratch(nb * 544)
+				defer done()
+			}
 		}
 	}
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
+		expanded := false
 		for t := 0; t < n; t += pass {
 			k := min(pass, n-t)
-			kern := kern
+			kern, src := kern, &data[g*rb]
 			if k >= amxTokens {
 				kern = many
+				if grp != nil {
+					if !expanded {
+						expand(grp, data[g*rb:(g+16)*rb], nb)
+						expanded = true
+					}
+					src = &grp[0]
+				}
 			}
 			if g >= lo && g+16 <= hi {
-				kern(&data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
+				kern(src, rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
 				continue
 			}
-			kern(&data[g*rb], rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
+			kern(src, rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
 			for j := range k {
 				for r := max(g, lo); r < min(g+16, hi); r++ {
 					out[(t+j)*rows+r] = res[j*16+r-g]
