@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/testing/synth"
@@ -192,5 +193,57 @@ func BenchmarkAMXQ4K(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "us/token")
 			})
 		}
+	}
+}
+
+// TestAMXForwardInvisible: through whole forwards, a prompt of 100 tokens
+// (a pass of 64 on AMX, the rest on VNNI) gives the same logits with the
+// AMX kernels as without (kernel family avx512), alone and beside other
+// sequences, on every format they take, so batching stays invisible.
+func TestAMXForwardInvisible(t *testing.T) {
+	if !haveAMX {
+		t.Skip("no AMX-INT8 (Sapphire Rapids or later, Linux 5.16 or later)")
+	}
+	rng := rand.New(rand.NewPCG(51, 52))
+	prompt := make([]int, 100)
+	for i := range prompt {
+		prompt[i] = 1 + rng.IntN(299)
+	}
+	for _, dt := range []quant.DType{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q4_K} {
+		path, _ := synth.WriteFile(t, synth.Options{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 300,
+			Context: 256, DType: dt, Seed: 7})
+		m, err := model.Load(path, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(kernels string, mixed bool) []float32 {
+			b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KV: backend.SameKV(quant.F16), QuantDot: "int8", Kernels: kernels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			seqs := []backend.SeqInput{{Tokens: prompt, Blocks: []int{0, 1, 2, 3, 4, 5, 6}, Logits: true}}
+			if mixed {
+				seqs = append(seqs, backend.SeqInput{Tokens: prompt[:40], Blocks: []int{10, 11, 12}, Logits: true})
+			}
+			logits, err := b.Forward(&backend.Batch{Seqs: seqs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return logits[0]
+		}
+		want := run("avx512", false)
+		for _, c := range []struct {
+			kernels string
+			mixed   bool
+		}{{"amx", false}, {"amx", true}, {"avx512", true}} {
+			got := run(c.kernels, c.mixed)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s, kernels %s, mixed %v: logit %d: %v, want %v", dt, c.kernels, c.mixed, i, got[i], want[i])
+				}
+			}
+		}
+		_ = m.Close()
 	}
 }
