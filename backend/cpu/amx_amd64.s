@@ -17,8 +17,8 @@
 // rows at AX (DX), CX bytes apart <- tmm0
 #define TILESTORED_AX_CX_T0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x08
 #define TILESTORED_DX_CX_T0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x0a
-// tmm3 <- the 8 x 64 bytes of -128 at AX (amxm128)
-#define TILELOADD_T3_AX_CX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x1c; BYTE $0x08
+// tmm3 <- 8 rows of the 64 bytes at AX, DX (zero) bytes apart: amxm128
+#define TILELOADD_T3_AX_DX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x1c; BYTE $0x10
 // tmm0 += tmm1 (signed bytes) . tmm3 (signed bytes)
 #define TDPBSSD_T0_T1_T3 BYTE $0xc4; BYTE $0xe2; BYTE $0x63; BYTE $0x5e; BYTE $0xc1
 // tmm0 += tmm1 (signed bytes) . tmm2 (unsigned bytes)
@@ -53,26 +53,27 @@
 	VMOVUPS acc, (DI) \
 	ADDQ BX, DI
 
-// func q80AMX16(cfg *byte, w *byte, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, out *float32, ostride int)
-// q80Packed16VNNI for 1 to 16 tokens on AMX: per block one tile product
-// (tokens x 32 activations by 32 x 16 rows of packQ80's biased bytes) gives
-// the same integers the VNNI kernel sums, and the float work per token is
-// that kernel's. cfg is the tile configuration for ntok tokens (amxConfig).
-TEXT ·q80AMX16(SB), 0, $2048-88
+// func q80AMX16(cfg *byte, w *byte, qs *int8, d *float32, qstride, dstride, nb, ntok int, out *float32, ostride int)
+// q80Packed16VNNI for 1 to 16 tokens on AMX: per block a tile product
+// (tokens x 32 activations by 32 x 16 rows of packQ80's biased bytes) and
+// one with -128s (which cancels the bias) give the integers the VNNI
+// kernel sums, and the float work per token is that kernel's. cfg is the
+// tile configuration for ntok tokens (amxConfigs).
+TEXT ·q80AMX16(SB), 0, $2048-80
 	MOVQ cfg+0(FP), AX
 	LDTILECFG_AX
 	MOVQ w+8(FP), SI
 	MOVQ qs+16(FP), DI
 	MOVQ d+24(FP), R10
-	MOVQ nsum+32(FP), R8
-	MOVQ qstride+40(FP), BX
-	MOVQ dstride+48(FP), R9
+	MOVQ qstride+32(FP), BX
+	MOVQ dstride+40(FP), R9
 	SHLQ $2, R9
-	MOVQ nb+56(FP), R14
-	MOVQ ntok+64(FP), R15
+	MOVQ nb+48(FP), R14
+	MOVQ ntok+56(FP), R15
 	MOVQ $64, CX
 	LEAQ ·amxm128(SB), AX
-	TILELOADD_T3_AX_CX
+	XORQ DX, DX
+	TILELOADD_T3_AX_DX
 	LEAQ 0(SP), AX
 	LEAQ 1024(SP), DX
 	VPXORD Z0, Z0, Z0
@@ -92,9 +93,10 @@ TEXT ·q80AMX16(SB), 0, $2048-88
 	VMOVDQA32 Z0, Z14
 	VMOVDQA32 Z0, Z15
 
-	// The product of block b+1 is stored while block b's sums are scaled:
-	// the tile unit and the vector units overlap, and no load waits on
-	// the store just issued (AX: block b's sums, DX: b+1's).
+	// The product of block b+1 is stored before block b's sums are
+	// scaled, so no load waits on the store just issued (AX: block b's
+	// sums, DX: b+1's). Measured no faster than storing and scaling in
+	// turn, nor slower: the tile and vector work do not overlap here.
 	TILELOADD_T1_DI_BX
 	TILELOADD_T2_SI32_CX
 	TILEZERO_T0
@@ -145,14 +147,13 @@ amx_next:
 	ADDQ $544, SI
 	ADDQ $32, DI
 	ADDQ $4, R10
-	ADDQ $4, R8
 	XCHGQ AX, DX
 	DECQ R14
 	JNZ  amx_block
 
 	TILERELEASE
-	MOVQ out+72(FP), DI
-	MOVQ ostride+80(FP), BX
+	MOVQ out+64(FP), DI
+	MOVQ ostride+72(FP), BX
 	SHLQ $2, BX
 	AMXSTORE(0, Z0)
 	AMXSTORE(1, Z1)
@@ -175,8 +176,8 @@ amx_done:
 	VZEROUPPER
 	RET
 
-// amxm128: 512 bytes of -128. A block's product with them is its
-// activations' sum times -128, which cancels packQ80's bias in the tile.
+// amxm128: 64 bytes of -128, every row of tile 3. A block's product with
+// them is its activations' sum times -128, which cancels packQ80's bias.
 DATA ·amxm128+0(SB)/8, $0x8080808080808080
 DATA ·amxm128+8(SB)/8, $0x8080808080808080
 DATA ·amxm128+16(SB)/8, $0x8080808080808080
@@ -185,63 +186,7 @@ DATA ·amxm128+32(SB)/8, $0x8080808080808080
 DATA ·amxm128+40(SB)/8, $0x8080808080808080
 DATA ·amxm128+48(SB)/8, $0x8080808080808080
 DATA ·amxm128+56(SB)/8, $0x8080808080808080
-DATA ·amxm128+64(SB)/8, $0x8080808080808080
-DATA ·amxm128+72(SB)/8, $0x8080808080808080
-DATA ·amxm128+80(SB)/8, $0x8080808080808080
-DATA ·amxm128+88(SB)/8, $0x8080808080808080
-DATA ·amxm128+96(SB)/8, $0x8080808080808080
-DATA ·amxm128+104(SB)/8, $0x8080808080808080
-DATA ·amxm128+112(SB)/8, $0x8080808080808080
-DATA ·amxm128+120(SB)/8, $0x8080808080808080
-DATA ·amxm128+128(SB)/8, $0x8080808080808080
-DATA ·amxm128+136(SB)/8, $0x8080808080808080
-DATA ·amxm128+144(SB)/8, $0x8080808080808080
-DATA ·amxm128+152(SB)/8, $0x8080808080808080
-DATA ·amxm128+160(SB)/8, $0x8080808080808080
-DATA ·amxm128+168(SB)/8, $0x8080808080808080
-DATA ·amxm128+176(SB)/8, $0x8080808080808080
-DATA ·amxm128+184(SB)/8, $0x8080808080808080
-DATA ·amxm128+192(SB)/8, $0x8080808080808080
-DATA ·amxm128+200(SB)/8, $0x8080808080808080
-DATA ·amxm128+208(SB)/8, $0x8080808080808080
-DATA ·amxm128+216(SB)/8, $0x8080808080808080
-DATA ·amxm128+224(SB)/8, $0x8080808080808080
-DATA ·amxm128+232(SB)/8, $0x8080808080808080
-DATA ·amxm128+240(SB)/8, $0x8080808080808080
-DATA ·amxm128+248(SB)/8, $0x8080808080808080
-DATA ·amxm128+256(SB)/8, $0x8080808080808080
-DATA ·amxm128+264(SB)/8, $0x8080808080808080
-DATA ·amxm128+272(SB)/8, $0x8080808080808080
-DATA ·amxm128+280(SB)/8, $0x8080808080808080
-DATA ·amxm128+288(SB)/8, $0x8080808080808080
-DATA ·amxm128+296(SB)/8, $0x8080808080808080
-DATA ·amxm128+304(SB)/8, $0x8080808080808080
-DATA ·amxm128+312(SB)/8, $0x8080808080808080
-DATA ·amxm128+320(SB)/8, $0x8080808080808080
-DATA ·amxm128+328(SB)/8, $0x8080808080808080
-DATA ·amxm128+336(SB)/8, $0x8080808080808080
-DATA ·amxm128+344(SB)/8, $0x8080808080808080
-DATA ·amxm128+352(SB)/8, $0x8080808080808080
-DATA ·amxm128+360(SB)/8, $0x8080808080808080
-DATA ·amxm128+368(SB)/8, $0x8080808080808080
-DATA ·amxm128+376(SB)/8, $0x8080808080808080
-DATA ·amxm128+384(SB)/8, $0x8080808080808080
-DATA ·amxm128+392(SB)/8, $0x8080808080808080
-DATA ·amxm128+400(SB)/8, $0x8080808080808080
-DATA ·amxm128+408(SB)/8, $0x8080808080808080
-DATA ·amxm128+416(SB)/8, $0x8080808080808080
-DATA ·amxm128+424(SB)/8, $0x8080808080808080
-DATA ·amxm128+432(SB)/8, $0x8080808080808080
-DATA ·amxm128+440(SB)/8, $0x8080808080808080
-DATA ·amxm128+448(SB)/8, $0x8080808080808080
-DATA ·amxm128+456(SB)/8, $0x8080808080808080
-DATA ·amxm128+464(SB)/8, $0x8080808080808080
-DATA ·amxm128+472(SB)/8, $0x8080808080808080
-DATA ·amxm128+480(SB)/8, $0x8080808080808080
-DATA ·amxm128+488(SB)/8, $0x8080808080808080
-DATA ·amxm128+496(SB)/8, $0x8080808080808080
-DATA ·amxm128+504(SB)/8, $0x8080808080808080
-GLOBL ·amxm128(SB), RODATA|NOPTR, $512
+GLOBL ·amxm128(SB), RODATA|NOPTR, $64
 
 // func nibblesToQ80AMX(src *byte, nb int, dst *byte, grid *byte)
 // A group packed by packQ40 (Q4_0, IQ4_NL) to packQ80's layout: per block

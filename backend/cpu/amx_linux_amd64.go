@@ -25,7 +25,7 @@ func amxPermitted() bool {
 // amxConfigs[k] is the tile configuration for k tokens (palette 1): tile 0
 // the k x 16 sums, tile 1 the k tokens' 32 activations, tile 2 the 8 x 64
 // bytes of a packed block (four values of each of sixteen rows a row),
-// tile 3 the -128s.
+// tile 3 the -128s (8 rows of 64).
 var amxConfigs = func() (c [17][64]byte) {
 	for k := 1; k <= 16; k++ {
 		c[k][0] = 1
@@ -38,10 +38,11 @@ var amxConfigs = func() (c [17][64]byte) {
 }()
 
 //go:noescape
-func q80AMX16(cfg *byte, w *byte, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, out *float32, ostride int)
+func q80AMX16(cfg *byte, w *byte, qs *int8, d *float32, qstride, dstride, nb, ntok int, out *float32, ostride int)
 
 // q80PackedAMX is q80Packed16VNNI on AMX, up to sixteen tokens a tile: the
-// same integers and float work, so the same bits. The tokens split evenly
+// same integers (without nsum: the tile cancels the bias) and float work,
+// so the same bits. The tokens split evenly
 // over the tiles (20 as 10 and 10, not 16 and 4): a tile's cost is mostly
 // per block, whatever its rows.
 func q80PackedAMX(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
@@ -50,8 +51,7 @@ func q80PackedAMX(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, d
 		t := i * ntok / tiles
 		k := (i+1)*ntok/tiles - t
 		q80AMX16(&amxConfigs[k][0], w, (*int8)(unsafe.Add(unsafe.Pointer(qs), t*qstride)),
-			(*float32)(unsafe.Add(unsafe.Pointer(d), 4*t*dstride)), (*int32)(unsafe.Add(unsafe.Pointer(nsum), 4*t*dstride)),
-			qstride, dstride, nb, k, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*t*ostride)), ostride)
+			(*float32)(unsafe.Add(unsafe.Pointer(d), 4*t*dstride)), qstride, dstride, nb, k, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*t*ostride)), ostride)
 	}
 }
 

@@ -211,6 +211,8 @@ q4ka_tile:
 	SHLQ $6, R11
 	ADDQ acc+80(FP), R11
 	SHLQ $6, R8
+	MOVQ r+72(FP), R12
+	SHLQ $6, R12
 
 q4ka_tok:
 	VPSLLD       $3, 1024(AX)(R8*1), Z16
@@ -228,8 +230,6 @@ q4ka_tok:
 	ADDQ $64, R8
 	ADDQ $64, R11
 	ADDQ R9, R13
-	MOVQ r+72(FP), R12
-	SHLQ $6, R12
 	CMPQ R8, R12
 	JLT  q4ka_tok
 
