@@ -37,23 +37,46 @@ func (m *Matrix) Packed() []byte {
 func (mo *Model) Repack(t quant.DType, want func(*Matrix) bool, pack func(dst []byte, w *Matrix)) error {
 	mo.repacks.mu.Lock()
 	defer mo.repacks.mu.Unlock()
+	var mats []*Matrix
+	total := 0
 	for _, w := range mo.matrices() {
-		if w.Type != t || w.Packed() != nil || !want(w) {
-			continue
+		if w.Type == t && w.Packed() == nil && want(w) {
+			mats = append(mats, w)
+			total += roundUp(len(w.Data), packAlign)
 		}
-		mem, err := unix.Mmap(-1, 0, len(w.Data), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-		if err != nil {
-			return err
-		}
-		mo.repacks.mems = append(mo.repacks.mems, mem)
-		adviseHuge(mem)
-		pack(mem, w)
-		w.packed.Store(&mem)
+	}
+	if total == 0 {
+		return nil
+	}
+	// One mapping for them all, from a huge-page boundary: a mapping of
+	// its own per matrix starts anywhere, and the kernel backs only the
+	// whole 2 MiB spans inside it with huge pages, so a model's many
+	// few-MiB matrices (MoE experts) sat half on small pages and their
+	// streams missed the TLB every 4 KiB.
+	mem, err := unix.Mmap(-1, 0, total+hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	mo.repacks.mems = append(mo.repacks.mems, mem)
+	off := int(roundUp(int(addr(mem)), hugePage) - int(addr(mem)))
+	adviseHuge(mem[off:])
+	for _, w := range mats {
+		dst := mem[off : off+len(w.Data) : off+len(w.Data)]
+		off += roundUp(len(w.Data), packAlign)
+		pack(dst, w)
+		w.packed.Store(&dst)
 		mo.repacks.mats = append(mo.repacks.mats, w)
 		mo.dropPages(w.Data)
 	}
 	return nil
 }
+
+const (
+	hugePage  = 2 << 20
+	packAlign = 4096 // each copy starts on a page, as its own mapping did
+)
+
+func roundUp(n, to int) int { return (n + to - 1) / to * to }
 
 // dropPages lets the kernel drop the whole pages of b, where b lies in the
 // mapped file (elsewhere it would lose data).
