@@ -108,7 +108,18 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		a.nsum = make([]int32, n*cols/q8Block)
 	}
 	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
-	for b := range n * cols / q8Block {
+	if nb := n * cols / q8Block; haveSIMD && nb > 0 {
+		// It runs on the caller's thread while the pool waits: in Go it
+		// was 5-8% of a step at 32 sequences and of a prompt pass.
+		quantizeQ80AVX2(&x[0], nb, &a.qs[0], &a.d[0], &a.sums[0], &a.nsum[0])
+		return
+	}
+	quantizeQ80Go(a, x)
+}
+
+// quantizeQ80Go is quantize's loop over a's blocks, already sized.
+func quantizeQ80Go(a *q8Acts, x []float32) {
+	for b := range a.d {
 		v := x[b*q8Block : (b+1)*q8Block]
 		amax := absMax(v)
 		a.d[b] = quant.F16ToF32(quant.F32ToF16(amax / 127))

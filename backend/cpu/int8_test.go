@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/batchd/batchd/backend"
@@ -37,6 +38,115 @@ func TestQ8Quantize(t *testing.T) {
 	}
 	if a.qs[0] != -127 || a.qs[2] != -111 { // -4*31.75; -3.5*31.75 = -111.125
 		t.Fatalf("qs %v", a.qs[:4])
+	}
+}
+
+// TestQ8QuantizeSIMDMatchesGo: the AVX2 quantizer gives the Go loop's
+// bytes, scales and sums, on blocks that reach every rounding case: ties
+// (x*id exactly k+0.5), scales that fall to fp16 subnormals or to zero,
+// huge, infinite and NaN values, negative zeros and zero blocks.
+func TestQ8QuantizeSIMDMatchesGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(8, 0))
+	const nb = 4000
+	x := make([]float32, nb*32)
+	for b := range nb {
+		v := x[b*32 : (b+1)*32]
+		scale := float32(math.Ldexp(1, rng.IntN(280)-140))
+		for i := range v {
+			v[i] = (rng.Float32()*2 - 1) * scale
+		}
+		switch b % 8 {
+		case 1: // ties: amax 127 gives id 1, and halves round to even
+			for i := range v {
+				v[i] = float32(rng.IntN(254)-127) + 0.5
+			}
+			v[0] = 127
+		case 2:
+			clear(v)
+			v[3] = float32(math.Copysign(0, -1))
+		case 3:
+			v[rng.IntN(32)] = float32(math.Inf(1 - 2*rng.IntN(2)))
+		case 4:
+			v[rng.IntN(32)] = float32(math.NaN())
+		case 5:
+			v[rng.IntN(32)] = math.MaxFloat32
+		case 6: // amax/127 below fp16's smallest subnormal, or at it
+			for i := range v {
+				v[i] = float32(math.Ldexp(float64(rng.Float32()), -17-rng.IntN(12)))
+			}
+		}
+	}
+	var got q8Acts
+	got.quantize(x, nb, 32)
+	want := q8Acts{cols: 32, qs: make([]int8, nb*32), d: make([]float32, nb), sums: make([]int32, nb*8), nsum: make([]int32, nb)}
+	quantizeQ80Go(&want, x)
+	for b := range nb {
+		same := math.Float32bits(got.d[b]) == math.Float32bits(want.d[b]) ||
+			math.IsNaN(float64(got.d[b])) && math.IsNaN(float64(want.d[b]))
+		if !same || got.nsum[b] != want.nsum[b] ||
+			!slices.Equal(got.qs[b*32:(b+1)*32], want.qs[b*32:(b+1)*32]) ||
+			!slices.Equal(got.sums[b*8:(b+1)*8], want.sums[b*8:(b+1)*8]) {
+			t.Fatalf("block %d (%v): d %g nsum %d qs %v sums %v; Go: d %g nsum %d qs %v sums %v", b, x[b*32:(b+1)*32],
+				got.d[b], got.nsum[b], got.qs[b*32:(b+1)*32], got.sums[b*8:(b+1)*8],
+				want.d[b], want.nsum[b], want.qs[b*32:(b+1)*32], want.sums[b*8:(b+1)*8])
+		}
+	}
+}
+
+// TestQ8KQuantizeSIMDMatchesGo: as TestQ8QuantizeSIMDMatchesGo for the
+// super-block activations: the first value of the largest magnitude sets
+// the scale (a tie of +m and -m takes the first), NaNs are skipped, and a
+// value that rounds to 128 is held at 127.
+func TestQ8KQuantizeSIMDMatchesGo(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(8, 1))
+	const nb = 1500
+	x := make([]float32, nb*qkK)
+	for b := range nb {
+		v := x[b*qkK : (b+1)*qkK]
+		scale := float32(math.Ldexp(1, rng.IntN(280)-140))
+		for i := range v {
+			v[i] = (rng.Float32()*2 - 1) * scale
+		}
+		i, j := rng.IntN(qkK), rng.IntN(qkK)
+		switch b % 8 {
+		case 1: // +m and -m both largest
+			v[i], v[j] = 2*scale, -2*scale
+		case 2:
+			clear(v)
+			v[5] = float32(math.Copysign(0, -1))
+		case 3:
+			v[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+		case 4:
+			v[i] = float32(math.NaN())
+		case 5: // NaNs only: no largest
+			for k := range v {
+				v[k] = float32(math.NaN())
+			}
+		case 6: // ties: -127/max is 1, halves round to even
+			for k := range v {
+				v[k] = float32(rng.IntN(254)-127) + 0.5
+			}
+			v[i] = -127
+		}
+	}
+	var got q8KActs
+	got.quantize(x, nb, qkK)
+	want := q8KActs{cols: qkK, qs: make([]int8, nb*qkK), d: make([]float32, nb), bs: make([]int16, nb*16), nsum: make([]int32, nb*8)}
+	quantizeQ8KGo(&want, x)
+	for b := range nb {
+		same := math.Float32bits(got.d[b]) == math.Float32bits(want.d[b]) ||
+			math.IsNaN(float64(got.d[b])) && math.IsNaN(float64(want.d[b]))
+		if !same || !slices.Equal(got.qs[b*qkK:(b+1)*qkK], want.qs[b*qkK:(b+1)*qkK]) ||
+			!slices.Equal(got.bs[b*16:(b+1)*16], want.bs[b*16:(b+1)*16]) || !slices.Equal(got.nsum[b*8:(b+1)*8], want.nsum[b*8:(b+1)*8]) {
+			t.Fatalf("block %d: d %g bs %v nsum %v; Go: d %g bs %v nsum %v", b, got.d[b], got.bs[b*16:(b+1)*16], got.nsum[b*8:(b+1)*8],
+				want.d[b], want.bs[b*16:(b+1)*16], want.nsum[b*8:(b+1)*8])
+		}
 	}
 }
 

@@ -37,7 +37,16 @@ func (a *q8KActs) quantize(x []float32, n, cols int) {
 		a.nsum = make([]int32, n*cols/32)
 	}
 	a.qs, a.d, a.bs, a.nsum = a.qs[:n*cols], a.d[:n*cols/qkK], a.bs[:n*cols/16], a.nsum[:n*cols/32]
-	for b := range n * cols / qkK {
+	if nb := n * cols / qkK; haveSIMD && nb > 0 {
+		quantizeQ8KAVX2(&x[0], nb, &a.qs[0], &a.d[0], &a.bs[0], &a.nsum[0])
+		return
+	}
+	quantizeQ8KGo(a, x)
+}
+
+// quantizeQ8KGo is quantize's loop over a's blocks, already sized.
+func quantizeQ8KGo(a *q8KActs, x []float32) {
+	for b := range a.d {
 		v, q := x[b*qkK:(b+1)*qkK], a.qs[b*qkK:(b+1)*qkK]
 		var amax, mx float32
 		for _, f := range v {

@@ -78,6 +78,12 @@ func prefetchT0(p *byte, n int)
 func toF16AVX2(src *float32, dst *uint16, n int)
 
 //go:noescape
+func quantizeQ80AVX2(x *float32, nb int, qs *int8, d *float32, sums, nsum *int32)
+
+//go:noescape
+func quantizeQ8KAVX2(x *float32, nb int, qs *int8, d *float32, bs *int16, nsum *int32)
+
+//go:noescape
 func dequantQ8AVX512(src *byte, dst *float32, nblocks int)
 
 //go:noescape
