@@ -23,6 +23,36 @@ DATA q8order<>+24(SB)/4, $3
 DATA q8order<>+28(SB)/4, $7
 GLOBL q8order<>(SB), RODATA|NOPTR, $32
 
+// Q8SETUP loads both quantizers' constants: Y15 the sign mask's complement,
+// Y13 a dword's low byte, Y12 and Y11 ones (bytes, words), Y10 q8order.
+#define Q8SETUP \
+	VBROADCASTSS q8absmask<>(SB), Y15 \
+	VPBROADCASTD q8lowbyte<>(SB), Y13 \
+	VPBROADCASTD q8ones8<>(SB), Y12 \
+	VPBROADCASTD q8ones16<>(SB), Y11 \
+	VMOVDQU      q8order<>(SB), Y10
+
+// Q8BYTES rounds the 32 floats in Y0-Y3 to int32 (nearest even), stores
+// each one's low byte in order at DI (Go's int8() of an int32), and leaves
+// the sums of each four in Y1 (values 0-15 in its low lane): ones
+// (unsigned) by values (signed) give pair sums, ones by those fours.
+#define Q8BYTES \
+	VCVTPS2DQ  Y0, Y0 \
+	VCVTPS2DQ  Y1, Y1 \
+	VCVTPS2DQ  Y2, Y2 \
+	VCVTPS2DQ  Y3, Y3 \
+	VPAND      Y13, Y0, Y0 \
+	VPAND      Y13, Y1, Y1 \
+	VPAND      Y13, Y2, Y2 \
+	VPAND      Y13, Y3, Y3 \
+	VPACKUSDW  Y1, Y0, Y0 \
+	VPACKUSDW  Y3, Y2, Y2 \
+	VPACKUSWB  Y2, Y0, Y0 \
+	VPERMD     Y0, Y10, Y0 \
+	VMOVDQU    Y0, (DI) \
+	VPMADDUBSW Y0, Y12, Y1 \
+	VPMADDWD   Y11, Y1, Y1
+
 // func quantizeQ80AVX2(x *float32, nb int, qs *int8, d *float32, sums, nsum *int32)
 // quantizeQ80Go on nb blocks of 32: the same float operations in the same
 // order (amax by its bits, amax/127 through fp16, x*(127/amax) rounded to
@@ -35,12 +65,8 @@ TEXT ·quantizeQ80AVX2(SB), NOSPLIT, $0-48
 	MOVQ d+24(FP), R8
 	MOVQ sums+32(FP), R9
 	MOVQ nsum+40(FP), R10
-	VBROADCASTSS q8absmask<>(SB), Y15
+	Q8SETUP
 	VMOVSS       q8f127<>(SB), X14
-	VPBROADCASTD q8lowbyte<>(SB), Y13
-	VPBROADCASTD q8ones8<>(SB), Y12
-	VPBROADCASTD q8ones16<>(SB), Y11
-	VMOVDQU      q8order<>(SB), Y10
 	TESTQ CX, CX
 	JZ    q8a_done
 
@@ -75,21 +101,7 @@ q8a_block:
 	VMULPS     Y6, Y1, Y1
 	VMULPS     Y6, Y2, Y2
 	VMULPS     Y6, Y3, Y3
-	VCVTPS2DQ  Y0, Y0
-	VCVTPS2DQ  Y1, Y1
-	VCVTPS2DQ  Y2, Y2
-	VCVTPS2DQ  Y3, Y3
-	VPAND      Y13, Y0, Y0
-	VPAND      Y13, Y1, Y1
-	VPAND      Y13, Y2, Y2
-	VPAND      Y13, Y3, Y3
-	VPACKUSDW  Y1, Y0, Y0
-	VPACKUSDW  Y3, Y2, Y2
-	VPACKUSWB  Y2, Y0, Y0
-	VPERMD     Y0, Y10, Y0
-	VMOVDQU    Y0, (DI)
-	VPMADDUBSW Y0, Y12, Y1 // ones (unsigned) by values (signed): pair sums
-	VPMADDWD   Y11, Y1, Y1 // sums of four
+	Q8BYTES
 	VMOVDQU    Y1, (R9)
 	VEXTRACTI128 $1, Y1, X2
 	VPADDD     X2, X1, X1
@@ -141,11 +153,7 @@ TEXT ·quantizeQ8KAVX2(SB), NOSPLIT, $0-48
 	MOVQ d+24(FP), R8
 	MOVQ bs+32(FP), R9
 	MOVQ nsum+40(FP), R10
-	VBROADCASTSS q8absmask<>(SB), Y15
-	VPBROADCASTD q8lowbyte<>(SB), Y13
-	VPBROADCASTD q8ones8<>(SB), Y12
-	VPBROADCASTD q8ones16<>(SB), Y11
-	VMOVDQU      q8order<>(SB), Y10
+	Q8SETUP
 	VBROADCASTSS q8kclamp<>(SB), Y14
 	TESTQ CX, CX
 	JZ    q8k_done
@@ -212,21 +220,7 @@ q8k_sub:
 	VMINPS     Y1, Y14, Y1
 	VMINPS     Y2, Y14, Y2
 	VMINPS     Y3, Y14, Y3
-	VCVTPS2DQ  Y0, Y0
-	VCVTPS2DQ  Y1, Y1
-	VCVTPS2DQ  Y2, Y2
-	VCVTPS2DQ  Y3, Y3
-	VPAND      Y13, Y0, Y0
-	VPAND      Y13, Y1, Y1
-	VPAND      Y13, Y2, Y2
-	VPAND      Y13, Y3, Y3
-	VPACKUSDW  Y1, Y0, Y0
-	VPACKUSDW  Y3, Y2, Y2
-	VPACKUSWB  Y2, Y0, Y0
-	VPERMD     Y0, Y10, Y0
-	VMOVDQU    Y0, (DI)
-	VPMADDUBSW Y0, Y12, Y1
-	VPMADDWD   Y11, Y1, Y1 // sums of four: values 0-15 in the low lane
+	Q8BYTES
 	VPHADDD    Y1, Y1, Y1
 	VPHADDD    Y1, Y1, Y1  // each lane: its sixteen's sum
 	VMOVD      X1, AX
