@@ -51,14 +51,14 @@ func (mo *Model) Repack(t quant.DType, want func(*Matrix) bool, pack func(dst []
 	// One mapping for them all, from a huge-page boundary: a mapping of
 	// its own per matrix starts anywhere, and the kernel backs only the
 	// whole 2 MiB spans inside it with huge pages, so a model's many
-	// few-MiB matrices (MoE experts) sat half on small pages and their
-	// streams missed the TLB every 4 KiB.
+	// few-MiB matrices (MoE experts, small models) sat mostly on 4 KiB
+	// pages.
 	mem, err := unix.Mmap(-1, 0, total+hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return err
 	}
 	mo.repacks.mems = append(mo.repacks.mems, mem)
-	off := int(roundUp(int(addr(mem)), hugePage) - int(addr(mem)))
+	off := roundUp(int(addr(mem)), hugePage) - int(addr(mem))
 	adviseHuge(mem[off:])
 	for _, w := range mats {
 		dst := mem[off : off+len(w.Data) : off+len(w.Data)]
