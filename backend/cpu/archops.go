@@ -65,6 +65,25 @@ func geluTanh(x float32) float32 {
 	return 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+coefA*x*x)))))
 }
 
+// geluMul sets x[i] = gelu(x[i]) * y[i], or gelu(x[i]) where y is nil.
+func geluMul(simd bool, x, y []float32) {
+	n := 0
+	if simd {
+		if n = len(x) &^ 7; n > 0 {
+			var yp *float32
+			if y != nil {
+				yp = &y[:len(x)][0]
+			}
+			geluAVX2(&x[0], yp, n, &geluF16[0])
+		}
+	}
+	for i := n; i < len(x); i++ {
+		if x[i] = gelu(x[i]); y != nil {
+			x[i] *= y[i]
+		}
+	}
+}
+
 func gelu(x float32) float32 {
 	switch {
 	case x <= -10:

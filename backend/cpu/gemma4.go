@@ -58,10 +58,7 @@ func (b *Backend) gemma4Tail(l, n int) {
 		d, w := c.PerLayer, c.Layers*c.PerLayer
 		b.matmul(b.x, n, mmPart{L.PLEGate, b.pleH})
 		for t := range n {
-			h, in := b.pleH[t*d:(t+1)*d], b.ple[t*w+l*d:t*w+(l+1)*d]
-			for i, v := range h {
-				h[i] = gelu(v) * in[i]
-			}
+			geluMul(b.kern.simd, b.pleH[t*d:(t+1)*d], b.ple[t*w+l*d:t*w+(l+1)*d])
 		}
 		b.matmul(b.pleH, n, mmPart{L.PLEProj, b.xb})
 		for t := range n {

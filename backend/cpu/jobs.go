@@ -76,12 +76,10 @@ func (j *swigluJob) do(share, lo, hi int) {
 		f := j.up.Rows
 		for t := range j.n {
 			h := j.h[t*f+lo : t*f+hi]
-			for i := range h {
-				if j.upB != nil {
-					h[i] += j.upB[lo+i]
-				}
-				h[i] = gelu(h[i])
+			if j.upB != nil {
+				addTo(h, j.upB[lo:hi])
 			}
+			geluMul(j.k.simd, h, nil)
 		}
 		return
 	}
@@ -101,9 +99,7 @@ func (j *swigluJob) do(share, lo, hi int) {
 			continue
 		}
 		if j.gelu {
-			for i := range h {
-				h[i] = gelu(h[i]) * h2[i]
-			}
+			geluMul(j.k.simd, h, h2)
 			continue
 		}
 		n := 0

@@ -81,6 +81,9 @@ func toF16AVX2(src *float32, dst *uint16, n int)
 func quantizeQ80AVX2(x *float32, nb int, qs *int8, d *float32, sums, nsum *int32)
 
 //go:noescape
+func geluAVX2(x, y *float32, n int, table *float32)
+
+//go:noescape
 func quantizeQ8KAVX2(x *float32, nb int, qs *int8, d *float32, bs *int16, nsum *int32)
 
 //go:noescape

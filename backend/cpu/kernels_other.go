@@ -89,3 +89,4 @@ func quantizeQ80AVX2(x *float32, nb int, qs *int8, d *float32, sums, nsum *int32
 func quantizeQ8KAVX2(x *float32, nb int, qs *int8, d *float32, bs *int16, nsum *int32) {
 	panic("no simd")
 }
+func geluAVX2(x, y *float32, n int, table *float32) { panic("no simd") }

@@ -2,6 +2,8 @@
 
 #include "textflag.h"
 
+// Work on activations: quantizing them for the int8 kernels, and GELU.
+
 DATA q8absmask<>+0(SB)/4, $0x7fffffff
 GLOBL q8absmask<>(SB), RODATA|NOPTR, $4
 DATA q8f127<>+0(SB)/4, $127.0
@@ -261,5 +263,51 @@ q8k_next:
 	JNZ  q8k_block
 
 q8k_done:
+	VZEROUPPER
+	RET
+
+DATA geluLo<>+0(SB)/4, $-10.0
+GLOBL geluLo<>(SB), RODATA|NOPTR, $4
+DATA geluHi<>+0(SB)/4, $10.0
+GLOBL geluHi<>(SB), RODATA|NOPTR, $4
+
+// func geluAVX2(x, y *float32, n int, table *float32)
+// x[i] = gelu(x[i]), times y[i] unless y is nil, for i < n (a multiple of
+// 8), as gelu does: 0 at or below -10, x at or above 10, else the table's
+// entry at x rounded to a half float (nearest even).
+TEXT ·geluAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ table+24(FP), R8
+	VBROADCASTSS geluLo<>(SB), Y15
+	VBROADCASTSS geluHi<>(SB), Y14
+	VPCMPEQD     Y13, Y13, Y13
+	SHRQ $3, CX
+	JZ   gelu_done
+
+gelu_loop:
+	VMOVUPS    (DI), Y0
+	VCVTPS2PH  $0, Y0, X1
+	VPMOVZXWD  X1, Y1
+	VMOVDQA    Y13, Y3 // the gather clears its mask
+	VPXOR      Y2, Y2, Y2
+	VGATHERDPS Y3, (R8)(Y1*4), Y2
+	VCMPPS     $2, Y15, Y0, Y4  // x <= -10
+	VANDNPS    Y2, Y4, Y2
+	VCMPPS     $13, Y14, Y0, Y5 // x >= 10
+	VBLENDVPS  Y5, Y0, Y2, Y2
+	TESTQ      SI, SI
+	JZ         gelu_store
+	VMULPS     (SI), Y2, Y2
+	ADDQ       $32, SI
+
+gelu_store:
+	VMOVUPS Y2, (DI)
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     gelu_loop
+
+gelu_done:
 	VZEROUPPER
 	RET
