@@ -3,6 +3,9 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -295,3 +298,33 @@ func TestAttentionFourQueryKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestAVX2FamilyRunsNoAVX512: the "avx2" family, which benchmarks and tests
+// use to run a Zen 3's path on an AVX-512 machine, takes no AVX-512 kernel:
+// its Q8_0 dequantizer once stayed the AVX-512 one.
+func TestAVX2FamilyRunsNoAVX512(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	k, err := chooseKernels("avx2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.vnni || k.amx || k.attn4 {
+		t.Errorf("vnni %v amx %v attn4 %v", k.vnni, k.amx, k.attn4)
+	}
+	names := []string{funcName(k.dequant)}
+	v := reflect.ValueOf(k.f)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Func && !f.IsNil() {
+			names = append(names, runtime.FuncForPC(f.Pointer()).Name())
+		}
+	}
+	for _, n := range names {
+		if strings.Contains(n, "512") || strings.Contains(n, "VNNI") || strings.Contains(n, "AMX") {
+			t.Errorf("the avx2 family runs %s", n)
+		}
+	}
+}
+
+func funcName(f any) string { return runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name() }

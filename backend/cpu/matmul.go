@@ -63,7 +63,7 @@ func chooseKernels(name string) (*kernels, error) {
 	case name == "go":
 		k.simd = false
 	case name == "avx2" && haveSIMD:
-		k.f = avx2Float
+		k.f, k.dequant = avx2Float, dequantQ8AVX2
 	case name == "avx512" && haveAVX512, name == "amx" && haveAMX:
 		k.f = avx512Float
 	default:
