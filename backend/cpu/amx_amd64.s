@@ -1,12 +1,10 @@
 //go:build linux && !purego
 
 #include "textflag.h"
+#include "amx_amd64.h"
 
 // AMX instructions, which the Go assembler does not know, by their bytes
 // (VEX, map 0F38; every operand register below 8).
-#define LDTILECFG_AX   BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00
-#define TILERELEASE    BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0
-#define TILEZERO_T0    BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0
 // tmm1 <- rows at DI, BX bytes apart
 #define TILELOADD_T1_DI_BX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x0c; BYTE $0x1f
 // tmm2 <- rows at SI+32, CX bytes apart
@@ -14,8 +12,7 @@
 // the next block's: rows at DI+32 and SI+576
 #define TILELOADD_T1_DI32_BX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x4c; BYTE $0x1f; BYTE $0x20
 #define TILELOADD_T2_SI576_CX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x94; BYTE $0x0e; BYTE $0x40; BYTE $0x02; BYTE $0x00; BYTE $0x00
-// rows at AX (DX), CX bytes apart <- tmm0
-#define TILESTORED_AX_CX_T0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x08
+// rows at DX, CX bytes apart <- tmm0
 #define TILESTORED_DX_CX_T0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x0a
 // tmm3 <- 8 rows of the 64 bytes at AX, DX (zero) bytes apart: amxm128
 #define TILELOADD_T3_AX_DX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x1c; BYTE $0x10

@@ -1,6 +1,7 @@
 //go:build linux && !purego
 
 #include "textflag.h"
+#include "amx_amd64.h"
 #include "int8rows_amd64.h"
 #include "int8rowsk_amd64.h"
 
@@ -161,7 +162,7 @@ q4kx_sb:
 // (minus dotKRowGo's M; the negation is exact).
 TEXT ·q4kAMX(SB), 0, $3072-88
 	MOVQ cfg+0(FP), AX
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // ldtilecfg (AX)
+	LDTILECFG_AX
 	MOVQ e+8(FP), SI
 	MOVQ dd+16(FP), DX
 	MOVQ qs+24(FP), DI
@@ -188,7 +189,7 @@ q4ka_tile:
 	MOVQ R12, R8
 	IMULQ BX, R8
 	ADDQ DI, R8
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
+	TILEZERO_T0
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
 	AMXKCHUNK
@@ -196,7 +197,7 @@ q4ka_tile:
 	AMXKCHUNK
 	AMXKCHUNK
 	SUBQ $12288, SI
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x08 // tilestored (AX)(CX*1), tmm0
+	TILESTORED_AX_CX_T0
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x8c; BYTE $0x08; BYTE $0x00; BYTE $0x04; BYTE $0x00; BYTE $0x00 // tilestored 1024(AX)(CX*1), tmm1
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x08; BYTE $0x00; BYTE $0x08; BYTE $0x00; BYTE $0x00 // tilestored 2048(AX)(CX*1), tmm2
 	// Tokens R15-R12 (the skipped ones) to r-1 of the tile: R8 the row in
@@ -244,6 +245,6 @@ q4ka_tok:
 	DECQ R14
 	JNZ  q4ka_sb
 
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
+	TILERELEASE
 	VZEROUPPER
 	RET
