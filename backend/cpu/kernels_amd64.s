@@ -406,6 +406,62 @@ yq4_done:
 	VZEROUPPER
 	RET
 
+// R4CHUNK adds chunk c (8 values at src) of one row, scaled by ys, times
+// the token's chunk in Y12 into acc: Q8CHUNK then dot1's FMA.
+#define R4CHUNK(src, ys, t, acc) \
+	Q8CHUNK(src, ys, t); \
+	VFMADD231PS Y12, t, acc
+
+// R4CHUNKS is chunk c of the four rows (byte offset o within a block).
+#define R4CHUNKS(c, o) \
+	VMOVUPS c(DI), Y12; \
+	R4CHUNK(o(SI), Y8, Y4, Y0); \
+	R4CHUNK(o(SI)(BX*1), Y9, Y5, Y1); \
+	R4CHUNK(o(SI)(BX*2), Y10, Y6, Y2); \
+	R4CHUNK(o(SI)(R8*1), Y11, Y7, Y3)
+
+// func dot4rQ8F32AVX2(w *byte, wstride int, x *float32, nblocks int, out *float32)
+// out[r] = dot1Q8F32AVX2(w[r*wstride:], x) for rows r in 0..3, bit for bit:
+// each row keeps dot1's one accumulator and order. Four independent FMA
+// chains hide the latency that bounds dot1 at batch 1, and four streams
+// keep more lines in flight.
+TEXT ·dot4rQ8F32AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ nblocks+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (BX)(BX*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ    yq4r_done
+
+yq4r_loop:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4096(SI)(BX*1)
+	PREFETCHT0 4096(SI)(BX*2)
+	PREFETCHT0 4096(SI)(R8*1)
+	Q8SCALE((SI), X8, Y8)
+	Q8SCALE((SI)(BX*1), X9, Y9)
+	Q8SCALE((SI)(BX*2), X10, Y10)
+	Q8SCALE((SI)(R8*1), X11, Y11)
+	R4CHUNKS(0, 2)
+	R4CHUNKS(32, 10)
+	R4CHUNKS(64, 18)
+	R4CHUNKS(96, 26)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  yq4r_loop
+
+yq4r_done:
+	HSUM4(Y0, Y1, Y2, Y3, X0, X1, (DX))
+	VZEROUPPER
+	RET
+
 // func dot1BF16AVX2(w *uint16, x *float32, n int) float32
 // dot1F32AVX2 on bfloat16 weights widened in registers; n is a multiple of 8.
 TEXT ·dot1BF16AVX2(SB), NOSPLIT, $0-28

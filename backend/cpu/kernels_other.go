@@ -62,6 +62,9 @@ func dot1Q8F32AVX2(w *byte, x *float32, nblocks int) float32 { panic("no simd") 
 func dot4Q8F32AVX2(w *byte, x *float32, xstride, nblocks int, out *float32) {
 	panic("no simd")
 }
+func dot4rQ8F32AVX2(w *byte, wstride int, x *float32, nblocks int, out *float32) {
+	panic("no simd")
+}
 
 func q4kPairAVX2(q *byte, d1, m1, d2, m2 float32, y *float32) { panic("no simd") }
 func q6kHalfAVX2(ql, qh *byte, sc *float32, y *float32)       { panic("no simd") }

@@ -30,7 +30,7 @@ type floatKernels struct {
 
 var (
 	avx2Float = floatKernels{"avx2", 8, nil, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2,
-		dot1BF16AVX2, dot1Q8F32AVX2, dot4Q8F32AVX2, nil}
+		dot1BF16AVX2, dot1Q8F32AVX2, dot4Q8F32AVX2, dot4rQ8F32AVX2}
 	avx512Float = floatKernels{"avx512", 16, dot4x6F32AVX512, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
 		dot1F16AVX512, dot1BF16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
 )
