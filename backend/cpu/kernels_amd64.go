@@ -33,6 +33,9 @@ func dotF32AVX2(a, b *float32, n int) float32
 func dot2x4F32AVX2(w *float32, wstride int, x *float32, xstride, n int, out *float32)
 
 //go:noescape
+func dot2x6F32AVX2(w *float32, wstride int, x *float32, xstride, n int, out *float32)
+
+//go:noescape
 func dot1F32AVX2(w, x *float32, n int) float32
 
 //go:noescape

@@ -112,6 +112,71 @@ d24F32_done:
 	VZEROUPPER
 	RET
 
+// func dot2x6F32AVX2(w *float32, wstride int, x *float32, xstride, n int, out *float32)
+// out[2*t+r] = w[r*wstride:] . x[t*xstride:] for rows r in 0..1 and tokens
+// t in 0..5, each pair in dot1's order (bit-identical). Twelve accumulators
+// where dot2x4 has eight: eight FMA chains of four cycles' latency left
+// two ports too little slack, and each row vector now feeds six FMAs.
+// n is a multiple of 8.
+TEXT ·dot2x6F32AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ wstride+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ xstride+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DX
+	SHLQ $2, R9
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), R8
+	LEAQ (BX)(BX*4), R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SHRQ $3, CX
+	JZ   d26F32_done
+
+d26F32_loop:
+	VMOVUPS (DI), Y12
+	VMOVUPS (DI)(R9*1), Y13
+	VMOVUPS (SI), Y14
+	VFMADD231PS Y14, Y12, Y0
+	VFMADD231PS Y14, Y13, Y6
+	VMOVUPS (SI)(BX*1), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y7
+	VMOVUPS (SI)(BX*2), Y14
+	VFMADD231PS Y14, Y12, Y2
+	VFMADD231PS Y14, Y13, Y8
+	VMOVUPS (SI)(R8*1), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y9
+	VMOVUPS (SI)(BX*4), Y14
+	VFMADD231PS Y14, Y12, Y4
+	VFMADD231PS Y14, Y13, Y10
+	VMOVUPS (SI)(R10*1), Y15
+	VFMADD231PS Y15, Y12, Y5
+	VFMADD231PS Y15, Y13, Y11
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  d26F32_loop
+
+d26F32_done:
+	HSUM4(Y0, Y6, Y1, Y7, X0, X12, (DX))
+	HSUM4(Y2, Y8, Y3, Y9, X2, X12, 16(DX))
+	HSUM4(Y4, Y10, Y5, Y11, X4, X12, 32(DX))
+	VZEROUPPER
+	RET
+
 // func dot1F32AVX2(w *float32, x *float32, n int) float32
 // One pair, in dot2x4's order; n is a multiple of 8.
 TEXT ·dot1F32AVX2(SB), NOSPLIT, $0-28

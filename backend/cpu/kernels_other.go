@@ -21,6 +21,9 @@ func dotF32AVX2(a, b *float32, n int) float32 { panic("no simd") }
 func dot2x4F32AVX2(w *float32, wstride int, x *float32, xstride, n int, out *float32) {
 	panic("no simd")
 }
+func dot2x6F32AVX2(w *float32, wstride int, x *float32, xstride, n int, out *float32) {
+	panic("no simd")
+}
 func dot1F32AVX2(w, x *float32, n int) float32 { panic("no simd") }
 func dot2x4F16AVX2(w *uint16, wstride int, x *float32, xstride, n int, out *float32) {
 	panic("no simd")

@@ -115,15 +115,16 @@ func testSIMDFamily(t *testing.T, k *kernels) {
 		}
 	}
 	// Each tile kernel's pairs are dot1's, bit for bit.
-	if f := k.f; f.d46F32 != nil {
+	if f := k.f; f.d6F32 != nil {
+		tr := f.d6Rows
 		cols := 16 * (1 + rng.IntN(40))
-		w, x := randVec(rng, 4*cols), randVec(rng, 6*cols)
+		w, x := randVec(rng, tr*cols), randVec(rng, 6*cols)
 		res := make([]float32, 24)
-		f.d46F32(&w[0], cols, &x[0], cols, cols, &res[0])
+		f.d6F32(&w[0], cols, &x[0], cols, cols, &res[0])
 		for tk := range 6 {
-			for r := range 4 {
-				if want := f.d1F32(&w[r*cols], &x[tk*cols], cols); math.Float32bits(res[4*tk+r]) != math.Float32bits(want) {
-					t.Fatalf("d46 row %d token %d: %v, dot1 %v", r, tk, res[4*tk+r], want)
+			for r := range tr {
+				if want := f.d1F32(&w[r*cols], &x[tk*cols], cols); math.Float32bits(res[tr*tk+r]) != math.Float32bits(want) {
+					t.Fatalf("d6 row %d token %d: %v, dot1 %v", r, tk, res[tr*tk+r], want)
 				}
 			}
 		}

@@ -15,7 +15,8 @@ import (
 type floatKernels struct {
 	name   string
 	width  int                                                                     // the chunk the kernels consume; columns past the last chunk are summed in Go
-	d46F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32) // four rows, six tokens; nil: none
+	d6F32  func(w *float32, wstride int, x *float32, xstride, n int, out *float32) // d6Rows rows, six tokens (out[d6Rows*t+r]); nil: none
+	d6Rows int
 	d44F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32) // nil: tiles of 2x4
 	d24F32 func(w *float32, wstride int, x *float32, xstride, n int, out *float32)
 	d1F32  func(w, x *float32, n int) float32
@@ -29,9 +30,9 @@ type floatKernels struct {
 }
 
 var (
-	avx2Float = floatKernels{"avx2", 8, nil, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2,
+	avx2Float = floatKernels{"avx2", 8, dot2x6F32AVX2, 2, nil, dot2x4F32AVX2, dot1F32AVX2, dot2x4F16AVX2, dot1F16AVX2,
 		dot1BF16AVX2, dot1Q8F32AVX2, dot4Q8F32AVX2, dot4rQ8F32AVX2}
-	avx512Float = floatKernels{"avx512", 16, dot4x6F32AVX512, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
+	avx512Float = floatKernels{"avx512", 16, dot4x6F32AVX512, 4, dot4x4F32AVX512, dot2x4F32AVX512, dot1F32AVX512, dot2x4F16AVX512,
 		dot1F16AVX512, dot1BF16AVX512, dot1Q8F32AVX512, dot4Q8F32AVX512, dot4rQ8F32AVX512}
 )
 
@@ -303,7 +304,7 @@ func (kn *kernels) tileF32(out, x []float32, n, keep int, ws []float32, rows, co
 		return s
 	}
 	t := 0
-	if k.d46F32 != nil && main == cols && r1-r0 >= 4 {
+	if tr := k.d6Rows; k.d6F32 != nil && main == cols && r1-r0 >= tr {
 		// Groups of six tokens: each row vector loaded feeds six FMAs, not
 		// four. As many as leave a multiple of four when n is one, so that
 		// no token falls to the one-pair path.
@@ -314,11 +315,11 @@ func (kn *kernels) tileF32(out, x []float32, n, keep int, ws []float32, rows, co
 		for ; t < 6*six; t += 6 {
 			m := min(6, keep-t)
 			r := r0
-			for ; r+4 <= r1; r += 4 {
-				k.d46F32(&ws[(r-r0)*cols], cols, &x[t*cols], cols, main, &res[0])
+			for ; r+tr <= r1; r += tr {
+				k.d6F32(&ws[(r-r0)*cols], cols, &x[t*cols], cols, main, &res[0])
 				for j := range m {
-					for i := range 4 {
-						out[(t+j)*rows+r+i] = res[4*j+i]
+					for i := range tr {
+						out[(t+j)*rows+r+i] = res[tr*j+i]
 					}
 				}
 			}
