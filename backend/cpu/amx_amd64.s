@@ -20,17 +20,64 @@
 #define TDPBSSD_T0_T1_T3 BYTE $0xc4; BYTE $0xe2; BYTE $0x63; BYTE $0x5e; BYTE $0xc1
 // tmm0 += tmm1 (signed bytes) . tmm2 (unsigned bytes)
 #define TDPBSUD_T0_T1_T2 BYTE $0xc4; BYTE $0xe2; BYTE $0x6a; BYTE $0x5e; BYTE $0xc1
+// The second set of tiles (4: sums, 5: activations, 6: weights), for the
+// odd blocks: the next block's products need not wait for tile 0's store.
+#define TILELOADD_T5_DI32_BX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x6c; BYTE $0x1f; BYTE $0x20
+#define TILELOADD_T6_SI576_CX BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0xb4; BYTE $0x0e; BYTE $0x40; BYTE $0x02; BYTE $0x00; BYTE $0x00
+#define TILEZERO_T4 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xe0
+#define TDPBSSD_T4_T5_T3 BYTE $0xc4; BYTE $0xe2; BYTE $0x63; BYTE $0x5e; BYTE $0xe5
+#define TDPBSUD_T4_T5_T6 BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5e; BYTE $0xe5
+#define TILESTORED_DX_CX_T4 BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x24; BYTE $0x0a
 
-// AMXTOK adds token i's block sums (row i of the stored tile) times the
-// scales into Z(i), as R16DOTS does.
-#define AMXTOK(i, acc) \
+// AMXTOK adds token i's block sums (row i of the tile stored at buf) times
+// the scales into Z(i), as R16DOTS does; past the last token it leaves
+// for exit.
+#define AMXTOK(buf, exit, i, acc) \
 	CMPQ R15, $i \
-	JEQ  amx_next \
-	VCVTDQ2PS    (i*64)(AX), Z21 \
+	JEQ  exit \
+	VCVTDQ2PS    (i*64)(buf), Z21 \
 	VMULPS.BCST  (R13), Z20, Z22 \
 	VMULPS       Z22, Z21, Z21 \
 	VADDPS       Z21, acc, acc \
 	ADDQ R9, R13
+
+// AMXBLOCK is a block's float work: its sums stored at buf, its weights'
+// scales at SI; the next blocks' lines are fetched meanwhile.
+#define AMXBLOCK(buf, exit) \
+	PREFETCHT0 1088(SI) \
+	PREFETCHT0 1152(SI) \
+	PREFETCHT0 1216(SI) \
+	PREFETCHT0 1280(SI) \
+	PREFETCHT0 1344(SI) \
+	PREFETCHT0 1408(SI) \
+	PREFETCHT0 1472(SI) \
+	PREFETCHT0 1536(SI) \
+	PREFETCHT0 1600(SI) \
+	VCVTPH2PS (SI), Z20 \
+	MOVQ R10, R13 \
+	AMXTOK(buf, exit, 0, Z0) \
+	AMXTOK(buf, exit, 1, Z1) \
+	AMXTOK(buf, exit, 2, Z2) \
+	AMXTOK(buf, exit, 3, Z3) \
+	AMXTOK(buf, exit, 4, Z4) \
+	AMXTOK(buf, exit, 5, Z5) \
+	AMXTOK(buf, exit, 6, Z6) \
+	AMXTOK(buf, exit, 7, Z7) \
+	AMXTOK(buf, exit, 8, Z8) \
+	AMXTOK(buf, exit, 9, Z9) \
+	AMXTOK(buf, exit, 10, Z10) \
+	AMXTOK(buf, exit, 11, Z11) \
+	AMXTOK(buf, exit, 12, Z12) \
+	AMXTOK(buf, exit, 13, Z13) \
+	AMXTOK(buf, exit, 14, Z14) \
+	AMXTOK(buf, exit, 15, Z15)
+
+// AMXNEXT steps to the next block.
+#define AMXNEXT \
+	ADDQ $544, SI \
+	ADDQ $32, DI \
+	ADDQ $4, R10 \
+	DECQ R14
 
 // NIBQ80(v) writes packed dword v's low nibbles' values (Z28: grid) as
 // dword v, its high ones' as dword 4+v.
@@ -90,10 +137,12 @@ TEXT ·q80AMX16(SB), 0, $2048-80
 	VMOVDQA32 Z0, Z14
 	VMOVDQA32 Z0, Z15
 
-	// The product of block b+1 is stored before block b's sums are
-	// scaled, so no load waits on the store just issued (AX: block b's
-	// sums, DX: b+1's). Measured no faster than storing and scaling in
-	// turn, nor slower: the tile and vector work do not overlap here.
+	// Even blocks' products run on tiles 0-2 into the buffer at AX, odd
+	// blocks' on tiles 4-6 into DX. Tiles are not renamed: with one set,
+	// block b+1's products waited for block b's store, so every block
+	// paid the whole load, product, store latency in turn. Block b+1's
+	// products are issued before block b's float work, which reads the
+	// buffer stored one step earlier.
 	TILELOADD_T1_DI_BX
 	TILELOADD_T2_SI32_CX
 	TILEZERO_T0
@@ -101,53 +150,39 @@ TEXT ·q80AMX16(SB), 0, $2048-80
 	TDPBSUD_T0_T1_T2
 	TILESTORED_AX_CX_T0
 
-amx_block:
+amx_even:
 	CMPQ R14, $1
-	JEQ  amx_last
+	JEQ  amx_even_sums
+	TILELOADD_T5_DI32_BX
+	TILELOADD_T6_SI576_CX
+	TILEZERO_T4
+	TDPBSSD_T4_T5_T3
+	TDPBSUD_T4_T5_T6
+	TILESTORED_DX_CX_T4
+
+amx_even_sums:
+	AMXBLOCK(AX, amx_even_next)
+
+amx_even_next:
+	AMXNEXT
+	JZ   amx_end
+	CMPQ R14, $1
+	JEQ  amx_odd_sums
 	TILELOADD_T1_DI32_BX
 	TILELOADD_T2_SI576_CX
 	TILEZERO_T0
 	TDPBSSD_T0_T1_T3
 	TDPBSUD_T0_T1_T2
-	TILESTORED_DX_CX_T0
+	TILESTORED_AX_CX_T0
 
-amx_last:
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
-	PREFETCHT0 1344(SI)
-	PREFETCHT0 1408(SI)
-	PREFETCHT0 1472(SI)
-	PREFETCHT0 1536(SI)
-	PREFETCHT0 1600(SI)
-	VCVTPH2PS (SI), Z20
-	MOVQ R10, R13
-	AMXTOK(0, Z0)
-	AMXTOK(1, Z1)
-	AMXTOK(2, Z2)
-	AMXTOK(3, Z3)
-	AMXTOK(4, Z4)
-	AMXTOK(5, Z5)
-	AMXTOK(6, Z6)
-	AMXTOK(7, Z7)
-	AMXTOK(8, Z8)
-	AMXTOK(9, Z9)
-	AMXTOK(10, Z10)
-	AMXTOK(11, Z11)
-	AMXTOK(12, Z12)
-	AMXTOK(13, Z13)
-	AMXTOK(14, Z14)
-	AMXTOK(15, Z15)
+amx_odd_sums:
+	AMXBLOCK(DX, amx_odd_next)
 
-amx_next:
-	ADDQ $544, SI
-	ADDQ $32, DI
-	ADDQ $4, R10
-	XCHGQ AX, DX
-	DECQ R14
-	JNZ  amx_block
+amx_odd_next:
+	AMXNEXT
+	JNZ  amx_even
 
+amx_end:
 	TILERELEASE
 	MOVQ out+64(FP), DI
 	MOVQ ostride+72(FP), BX

@@ -25,7 +25,7 @@ func amxPermitted() bool {
 // amxConfigs[k] is the tile configuration for k tokens (palette 1): tile 0
 // the k x 16 sums, tile 1 the k tokens' 32 activations, tile 2 the 8 x 64
 // bytes of a packed block (four values of each of sixteen rows a row),
-// tile 3 the -128s (8 rows of 64).
+// tile 3 the -128s (8 rows of 64); tiles 4-6 as 0-2, for odd blocks.
 var amxConfigs = func() (c [17][64]byte) {
 	for k := 1; k <= 16; k++ {
 		c[k][0] = 1
@@ -33,6 +33,9 @@ var amxConfigs = func() (c [17][64]byte) {
 		c[k][18], c[k][49] = 32, byte(k)
 		c[k][20], c[k][50] = 64, 8
 		c[k][22], c[k][51] = 64, 8
+		c[k][24], c[k][52] = 64, byte(k) // tiles 4-6: the second set, as 0-2
+		c[k][26], c[k][53] = 32, byte(k)
+		c[k][28], c[k][54] = 64, 8
 	}
 	return c
 }()
