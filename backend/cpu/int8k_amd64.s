@@ -92,12 +92,11 @@ GLOBL q6kshuf<>(SB), RODATA|NOPTR, $128
 	VPXOR Y8, Y8, Y8 \
 	Q6HALF(0, 128, 0, Y9, Y8, Y15, Y14) \
 	Q6HALF(64, 160, 128, Y10, Y8, Y15, Y14) \
-	HSUMD(Y8, X8, X1, AX) \
 	VMOVDQU  (BX), Y4 \
 	VPMADDWD Y11, Y4, Y4 \
-	HSUMD(Y4, X4, X1, R8) \
-	SHLL     $5, R8 \
-	SUBL     R8, AX \
+	VPSLLD   $5, Y4, Y4 \
+	VPSUBD   Y4, Y8, Y8 \
+	HSUMD(Y8, X8, X1, AX) \
 	MOVWLZX    208(SI), R9 \
 	VMOVD      R9, X6 \
 	VCVTPH2PS  X6, X6 \
@@ -266,6 +265,12 @@ q6kn_tok:
 	Q6TOK(Y13, 160, 160)
 	Q6TOK(Y14, 192, 192)
 	Q6TOK(Y15, 224, 224)
+	// The offset's 32 times the scaled 16-sums leave the lanes before
+	// their one fold: exact integers, so the same sum as two folds.
+	VMOVDQU  (R12), Y4
+	VPMADDWD 256(BX), Y4, Y4
+	VPSLLD   $5, Y4, Y4
+	VPSUBD   Y4, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
 	VPADDD       X1, X0, X0
 	VPSHUFD      $0x4e, X0, X1
@@ -273,17 +278,6 @@ q6kn_tok:
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
 	VMOVD        X0, AX
-	VMOVDQU  (R12), Y4
-	VPMADDWD 256(BX), Y4, Y4
-	VEXTRACTI128 $1, Y4, X1
-	VPADDD       X1, X4, X4
-	VPSHUFD      $0x4e, X4, X1
-	VPADDD       X1, X4, X4
-	VPSHUFD      $0xb1, X4, X1
-	VPADDD       X1, X4, X4
-	VMOVD        X4, R15
-	SHLL     $5, R15
-	SUBL     R15, AX
 	VMOVSS     (R13), X2
 	VMULSS     288(BX), X2, X2
 	VCVTSI2SSL AX, X3, X3
