@@ -26,14 +26,7 @@
 // The 16-wide twin of dot2x4F32AVX2: one accumulator per pair over 16-wide
 // chunks; n is a multiple of 16.
 TEXT ·dot2x4F32AVX512(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), DI
-	MOVQ wstride+8(FP), R9
-	MOVQ x+16(FP), SI
-	MOVQ xstride+24(FP), BX
-	MOVQ n+32(FP), CX
-	MOVQ out+40(FP), DX
-	SHLQ $2, R9
-	SHLQ $2, BX
+	TILEARGS
 	LEAQ (BX)(BX*2), R8
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -206,14 +199,7 @@ z11F16_done:
 // 0..3: sixteen accumulators, each reduced as dot1F32AVX512 reduces its one,
 // so every pair is bit-identical to dot1's. n is a multiple of 16.
 TEXT ·dot4x4F32AVX512(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), DI
-	MOVQ wstride+8(FP), R9
-	MOVQ x+16(FP), SI
-	MOVQ xstride+24(FP), BX
-	MOVQ n+32(FP), CX
-	MOVQ out+40(FP), DX
-	SHLQ $2, R9
-	SHLQ $2, BX
+	TILEARGS
 	LEAQ (R9)(R9*2), R10
 	LEAQ (BX)(BX*2), R8
 	VPXORD Z0, Z0, Z0
@@ -393,12 +379,7 @@ zq4_done:
 // out[r] = w[r*wstride:] . x for rows r in 0..3: dot1Q8F32AVX512 for four
 // rows at once, loading each chunk of x once (batch-1 decode).
 TEXT ·dot4rQ8F32AVX512(SB), NOSPLIT, $0-40
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), BX
-	MOVQ x+16(FP), DI
-	MOVQ nblocks+24(FP), CX
-	MOVQ out+32(FP), DX
-	LEAQ (BX)(BX*2), R8
+	R4ARGS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -407,10 +388,7 @@ TEXT ·dot4rQ8F32AVX512(SB), NOSPLIT, $0-40
 	JZ    zq4r_done
 
 zq4r_loop:
-	PREFETCHT0 4096(SI)
-	PREFETCHT0 4096(SI)(BX*1)
-	PREFETCHT0 4096(SI)(BX*2)
-	PREFETCHT0 4096(SI)(R8*1)
+	PREFETCH4R(4096)
 	VMOVUPS (DI), Z4
 	VMOVUPS 64(DI), Z5
 
@@ -451,14 +429,7 @@ zq4r_done:
 // stay in registers through a step, so each token vector is loaded once
 // for four FMAs. n is a multiple of 16.
 TEXT ·dot4x6F32AVX512(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), DI
-	MOVQ wstride+8(FP), R9
-	MOVQ x+16(FP), SI
-	MOVQ xstride+24(FP), BX
-	MOVQ n+32(FP), CX
-	MOVQ out+40(FP), DX
-	SHLQ $2, R9
-	SHLQ $2, BX
+	TILEARGS
 	LEAQ (R9)(R9*2), R10
 	LEAQ (BX)(BX*2), R8
 	LEAQ (SI)(BX*4), R11

@@ -18,6 +18,24 @@
 	VCVTDQ2PS y, y; \
 	VMULPS ys, y, y
 
+// ZEROY4 and ZEROY12 clear the accumulators Y0-Y3 and Y0-Y11.
+#define ZEROY4 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3
+
+#define ZEROY12 \
+	ZEROY4; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11
+
 // AVX2 + FMA (+ F16C) kernels. Lengths are multiples of the unroll (the Go
 // wrappers do the tails); loads are unaligned. Go's operand order is the
 // reverse of Intel's: VFMADD231PS m, a, acc computes acc += a * m.
@@ -28,10 +46,7 @@ TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ZEROY4
 	SHRQ $5, CX
 	JZ   dotf32_done
 
@@ -66,19 +81,9 @@ dotf32_done:
 // in 0..3: one accumulator per pair over 8-wide chunks, so that the result
 // is bit-identical to dot1 for the same pair. n is a multiple of 8.
 TEXT ·dot2x4F32AVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), DI
-	MOVQ wstride+8(FP), R9
-	MOVQ x+16(FP), SI
-	MOVQ xstride+24(FP), BX
-	MOVQ n+32(FP), CX
-	MOVQ out+40(FP), DX
-	SHLQ $2, R9
-	SHLQ $2, BX
+	TILEARGS
 	LEAQ (BX)(BX*2), R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ZEROY4
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -119,28 +124,10 @@ d24F32_done:
 // two ports too little slack, and each row vector now feeds six FMAs.
 // n is a multiple of 8.
 TEXT ·dot2x6F32AVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), DI
-	MOVQ wstride+8(FP), R9
-	MOVQ x+16(FP), SI
-	MOVQ xstride+24(FP), BX
-	MOVQ n+32(FP), CX
-	MOVQ out+40(FP), DX
-	SHLQ $2, R9
-	SHLQ $2, BX
+	TILEARGS
 	LEAQ (BX)(BX*2), R8
 	LEAQ (BX)(BX*4), R10
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	ZEROY12
 	SHRQ $3, CX
 	JZ   d26F32_done
 
@@ -218,10 +205,7 @@ TEXT ·dot2x4F16AVX2(SB), NOSPLIT, $0-48
 	SHLQ $1, R9
 	SHLQ $2, BX
 	LEAQ (BX)(BX*2), R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ZEROY4
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -286,18 +270,7 @@ d11F16_done:
 // 10 independent FMA chains on registers: 160 flops per iteration.
 TEXT ·fmaPeakAVX2(SB), NOSPLIT, $0-8
 	MOVQ iters+0(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	ZEROY12
 
 fma_loop:
 	VFMADD231PS Y10, Y11, Y0
@@ -431,10 +404,7 @@ TEXT ·dot4Q8F32AVX2(SB), NOSPLIT, $0-40
 	MOVQ out+32(FP), DX
 	SHLQ $2, BX
 	LEAQ (BX)(BX*2), R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ZEROY4
 	TESTQ CX, CX
 	JZ    yq4_done
 
@@ -491,24 +461,13 @@ yq4_done:
 // chains hide the latency that bounds dot1 at batch 1, and four streams
 // keep more lines in flight.
 TEXT ·dot4rQ8F32AVX2(SB), NOSPLIT, $0-40
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), BX
-	MOVQ x+16(FP), DI
-	MOVQ nblocks+24(FP), CX
-	MOVQ out+32(FP), DX
-	LEAQ (BX)(BX*2), R8
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	R4ARGS
+	ZEROY4
 	TESTQ CX, CX
 	JZ    yq4r_done
 
 yq4r_loop:
-	PREFETCHT0 8192(SI)
-	PREFETCHT0 8192(SI)(BX*1)
-	PREFETCHT0 8192(SI)(BX*2)
-	PREFETCHT0 8192(SI)(R8*1)
+	PREFETCH4R(8192)
 	Q8SCALE((SI), X8, Y8)
 	Q8SCALE((SI)(BX*1), X9, Y9)
 	Q8SCALE((SI)(BX*2), X10, Y10)

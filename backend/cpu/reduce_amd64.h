@@ -1,4 +1,36 @@
-// Reductions shared by the kernels' epilogues.
+// Reductions shared by the kernels' epilogues, and the prologues of the
+// float tile and four-row kernels.
+
+// TILEARGS loads a tile kernel's (w *float32, wstride int, x *float32,
+// xstride, n int, out *float32): rows at DI, R9 bytes apart; tokens at SI,
+// BX bytes apart; n in CX; out at DX.
+#define TILEARGS \
+	MOVQ w+0(FP), DI;        \
+	MOVQ wstride+8(FP), R9;  \
+	MOVQ x+16(FP), SI;       \
+	MOVQ xstride+24(FP), BX; \
+	MOVQ n+32(FP), CX;       \
+	MOVQ out+40(FP), DX;     \
+	SHLQ $2, R9;             \
+	SHLQ $2, BX
+
+// R4ARGS loads a four-row Q8_0 kernel's (w *byte, wstride int, x *float32,
+// nblocks int, out *float32): rows at SI, BX bytes apart (R8: three rows
+// on); the token at DI; blocks in CX; out at DX.
+#define R4ARGS \
+	MOVQ w+0(FP), SI;        \
+	MOVQ wstride+8(FP), BX;  \
+	MOVQ x+16(FP), DI;       \
+	MOVQ nblocks+24(FP), CX; \
+	MOVQ out+32(FP), DX;     \
+	LEAQ (BX)(BX*2), R8
+
+// PREFETCH4R fetches the line d bytes on in each of R4ARGS's four rows.
+#define PREFETCH4R(d) \
+	PREFETCHT0 d(SI);        \
+	PREFETCHT0 d(SI)(BX*1);  \
+	PREFETCHT0 d(SI)(BX*2);  \
+	PREFETCHT0 d(SI)(R8*1)
 
 // HSUM4 stores the four horizontal sums of a, b, c and d (Y registers) to
 // dst as four floats. xa and xb are a's and b's X halves; a, b and c are
