@@ -102,7 +102,7 @@ func BenchmarkAMXvsVNNI(b *testing.B) {
 	}
 }
 
-// TestAMXQ4KMatchesGo: Q4_K on AMX gives dotKRowGo's bits, on quantized
+// TestAMXQ4KMatchesGo: Q4_K and Q5_K on AMX give dotKRowGo's bits, on quantized
 // rows and on random bytes (every 6-bit scale and min, any d and dmin),
 // for token counts that fill their tiles and ones whose last tile
 // overlaps the one before, in shares that split groups; matmulInt8 takes
@@ -117,48 +117,51 @@ func TestAMXQ4KMatchesGo(t *testing.T) {
 	if !simd.amx {
 		t.Fatal("AMX kernels not chosen")
 	}
-	for _, sh := range []struct{ rows, n, cols int }{{16, 1, 256}, {40, 17, 512}, {35, 33, 768}, {48, 16, 256},
-		{64, 66, 256}, {16, 7, 256}, {40, amxTokens, 512}, {19, 70, 256}} {
-		for _, random := range []bool{false, true} {
-			rows, n, cols := sh.rows, sh.n, sh.cols
-			wb := synth.RandomMatrix(rng, quant.Q4_K, rows, cols, 0.5)
-			if random {
-				for i := range wb {
-					wb[i] = byte(rng.Uint32())
-				}
-				for b := range rows * cols / 256 {
-					for o := 0; o < 4; o += 2 {
-						h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
-						wb[b*144+o], wb[b*144+o+1] = byte(h), byte(h>>8)
+	for _, dt := range []quant.DType{quant.Q4_K, quant.Q5_K} {
+		size := dt.RowBytes(256) // a super-block
+		for _, sh := range []struct{ rows, n, cols int }{{16, 1, 256}, {40, 17, 512}, {35, 33, 768}, {48, 16, 256},
+			{64, 66, 256}, {16, 7, 256}, {40, amxTokens, 512}, {19, 70, 256}} {
+			for _, random := range []bool{false, true} {
+				rows, n, cols := sh.rows, sh.n, sh.cols
+				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
+				if random {
+					for i := range wb {
+						wb[i] = byte(rng.Uint32())
+					}
+					for b := range rows * cols / 256 {
+						for o := 0; o < 4; o += 2 {
+							h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+							wb[b*size+o], wb[b*size+o+1] = byte(h), byte(h>>8)
+						}
 					}
 				}
-			}
-			w, err := model.NewMatrix(quant.Q4_K, rows, cols, wb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := randVec(rng, n*cols)
-			var a acts
-			a.need(x, n, w, actQ8_K)
-			got := make([]float32, n*rows)
-			mid, whole := min(rows, 19), rows&^15
-			if n >= amxTokens {
-				scratch := make([]float32, scratchLen(cols))
-				simd.matmulInt8(got, &a, n, w, 0, mid, scratch)
-				simd.matmulInt8(got, &a, n, w, mid, rows, scratch)
-			} else {
-				simd.matmulQ4KAMX(got, &a, n, w, 0, mid, whole)
-				simd.matmulQ4KAMX(got, &a, n, w, mid, rows, whole)
-			}
-			rb := quant.Q4_K.RowBytes(cols)
-			for i := range got {
-				tok, r := i/rows, i%rows
-				if r >= whole && n < amxTokens {
-					continue // matmulRows16's Go loop, not called here
+				w, err := model.NewMatrix(dt, rows, cols, wb)
+				if err != nil {
+					t.Fatal(err)
 				}
-				want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, quant.Q4_K, cols)
-				if math.Float32bits(got[i]) != math.Float32bits(want) {
-					t.Fatalf("%d rows, %d tokens, %d cols, random %v: row %d token %d: AMX %v, Go %v", rows, n, cols, random, r, tok, got[i], want)
+				x := randVec(rng, n*cols)
+				var a acts
+				a.need(x, n, w, actQ8_K)
+				got := make([]float32, n*rows)
+				mid, whole := min(rows, 19), rows&^15
+				if n >= amxTokens {
+					scratch := make([]float32, scratchLen(cols))
+					simd.matmulInt8(got, &a, n, w, 0, mid, scratch)
+					simd.matmulInt8(got, &a, n, w, mid, rows, scratch)
+				} else {
+					simd.matmulQ4KAMX(got, &a, n, w, 0, mid, whole)
+					simd.matmulQ4KAMX(got, &a, n, w, mid, rows, whole)
+				}
+				rb := dt.RowBytes(cols)
+				for i := range got {
+					tok, r := i/rows, i%rows
+					if r >= whole && n < amxTokens {
+						continue // matmulRows16's Go loop, not called here
+					}
+					want := rowTail(w.Data[r*rb:(r+1)*rb], &a, tok, dt, cols)
+					if math.Float32bits(got[i]) != math.Float32bits(want) {
+						t.Fatalf("%s, %d rows, %d tokens, %d cols, random %v: row %d token %d: AMX %v, Go %v", dt, rows, n, cols, random, r, tok, got[i], want)
+					}
 				}
 			}
 		}

@@ -5,20 +5,38 @@
 #include "int8rows_amd64.h"
 #include "int8rowsk_amd64.h"
 
-// Q4_K on AMX (amxk_linux_amd64.go). The tile instructions by their
+// Q4_K and Q5_K on AMX (amxk_linux_amd64.go). The tile instructions by their
 // bytes, as in amx_amd64.s: tmm0-2 the sums (low scale bits, high scale
 // bits, mins), tmm3 the activations, tmm4-6 the expanded weights.
 
-// QKXDW(off, o) gathers dword off of the sixteen rows (Z17: their
-// offsets) and writes its low nibbles times the low scale bits (Z12) and
-// the high bits (Z13) to tile rows o and o+1024, its high nibbles times
-// Z14 and Z15 to the rows 512 bytes on (the next sub-block).
-#define QKXDW(off, o) \
+// QKXNIB(off) gathers dword off of the sixteen rows (Z17: their offsets):
+// its low nibbles in Z0, its high ones in Z1.
+#define QKXNIB(off) \
 	KXNORW     K1, K1, K1 \
 	VPGATHERDD off(SI)(Z17*1), K1, Z0 \
 	VPSRLD     $4, Z0, Z1 \
 	VPANDD     Z16, Z0, Z0 \
-	VPANDD     Z16, Z1, Z1 \
+	VPANDD     Z16, Z1, Z1
+
+// Q5XBITS(qhoff, c) ORs chunk c's fifth bits into them: bits 2c and 2c+1
+// of each byte of the rows' qh dword at qhoff (Z20: 0x01 in every byte).
+#define Q5XBITS(qhoff, c) \
+	KXNORW     K1, K1, K1 \
+	VPGATHERDD qhoff(SI)(Z17*1), K1, Z4 \
+	VPSRLD     $(2*c), Z4, Z5 \
+	VPANDD     Z20, Z5, Z5 \
+	VPSLLD     $4, Z5, Z5 \
+	VPORD      Z5, Z0, Z0 \
+	VPSRLD     $(2*c+1), Z4, Z5 \
+	VPANDD     Z20, Z5, Z5 \
+	VPSLLD     $4, Z5, Z5 \
+	VPORD      Z5, Z1, Z1
+
+// QKXMUL(o) writes the low values times the low scale bits (Z12) and the
+// high bits (Z13) to tile rows o and o+1024, the high values times Z14
+// and Z15 to the rows 512 bytes on (the next sub-block). At most 31 x 7:
+// no carry between the bytes of a word.
+#define QKXMUL(o) \
 	VPMULLW    Z12, Z0, Z2 \
 	VPMULLW    Z13, Z0, Z3 \
 	VMOVDQU32  Z2, o(DI) \
@@ -27,6 +45,17 @@
 	VPMULLW    Z15, Z1, Z3 \
 	VMOVDQU32  Z2, (o+512)(DI) \
 	VMOVDQU32  Z3, (o+1536)(DI)
+
+// QKXDW(off, o): Q4_K's dword off of the rows to tile rows o.
+#define QKXDW(off, o) \
+	QKXNIB(off) \
+	QKXMUL(o)
+
+// Q5XDW(off, qhoff, c, o): Q5_K's, with its fifth bits at qhoff.
+#define Q5XDW(off, qhoff, c, o) \
+	QKXNIB(off) \
+	Q5XBITS(qhoff, c) \
+	QKXMUL(o)
 
 // QKXREP(zs, zl, zh) splits the scales zs into their low three bits and
 // high three, each repeated in both words of its dword.
@@ -45,21 +74,16 @@
 	VPSLLD $16, zm, Z18 \
 	VPORD  Z18, zm, zm
 
-// QKXCHUNK(c) writes chunk c's tiles (sub-blocks 2c and 2c+1: scales in
-// Z8, Z9, mins in Z10, Z11).
-#define QKXCHUNK(c) \
+// QKXSCALES splits chunk c's scales (Z8, Z9) into their bits (Z12-Z15)
+// and repeats its mins (Z10, Z11) in every byte.
+#define QKXSCALES \
 	QKXREP(Z8, Z12, Z13) \
 	QKXREP(Z9, Z14, Z15) \
 	QKXMIN(Z10) \
-	QKXMIN(Z11) \
-	QKXDW(16+32*c, 3072*c) \
-	QKXDW(20+32*c, 3072*c+64) \
-	QKXDW(24+32*c, 3072*c+128) \
-	QKXDW(28+32*c, 3072*c+192) \
-	QKXDW(32+32*c, 3072*c+256) \
-	QKXDW(36+32*c, 3072*c+320) \
-	QKXDW(40+32*c, 3072*c+384) \
-	QKXDW(44+32*c, 3072*c+448) \
+	QKXMIN(Z11)
+
+// QKXMINS(c) writes chunk c's min tiles.
+#define QKXMINS(c) \
 	VMOVDQU32 Z10, (3072*c+2048)(DI) \
 	VMOVDQU32 Z10, (3072*c+2112)(DI) \
 	VMOVDQU32 Z10, (3072*c+2176)(DI) \
@@ -77,8 +101,35 @@
 	VMOVDQU32 Z11, (3072*c+2944)(DI) \
 	VMOVDQU32 Z11, (3072*c+3008)(DI)
 
-// func q4kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32)
-// Sixteen Q4_K rows (rb bytes apart) to the three weight tiles of each
+// QKXCHUNK(c) writes Q4_K's chunk c's tiles (sub-blocks 2c and 2c+1:
+// scales in Z8, Z9, mins in Z10, Z11).
+#define QKXCHUNK(c) \
+	QKXSCALES \
+	QKXDW(16+32*c, 3072*c) \
+	QKXDW(20+32*c, 3072*c+64) \
+	QKXDW(24+32*c, 3072*c+128) \
+	QKXDW(28+32*c, 3072*c+192) \
+	QKXDW(32+32*c, 3072*c+256) \
+	QKXDW(36+32*c, 3072*c+320) \
+	QKXDW(40+32*c, 3072*c+384) \
+	QKXDW(44+32*c, 3072*c+448) \
+	QKXMINS(c)
+
+// Q5XCHUNK(c) is QKXCHUNK for Q5_K: nibbles from byte 48, qh at 16.
+#define Q5XCHUNK(c) \
+	QKXSCALES \
+	Q5XDW(48+32*c, 16, c, 3072*c) \
+	Q5XDW(52+32*c, 20, c, 3072*c+64) \
+	Q5XDW(56+32*c, 24, c, 3072*c+128) \
+	Q5XDW(60+32*c, 28, c, 3072*c+192) \
+	Q5XDW(64+32*c, 32, c, 3072*c+256) \
+	Q5XDW(68+32*c, 36, c, 3072*c+320) \
+	Q5XDW(72+32*c, 40, c, 3072*c+384) \
+	Q5XDW(76+32*c, 44, c, 3072*c+448) \
+	QKXMINS(c)
+
+// func kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32, size int)
+// Sixteen Q4_K rows (size 144; Q5_K: 176, with each value's fifth bit) rb bytes apart to the three weight tiles of each
 // 64 values: value k of row n, times its sub-block's scale's low three
 // bits, at tile row k/4 of chunk k/64, bytes 4n + k%4; the same times the
 // high bits a kilobyte on; the sub-block's min a kilobyte more. A row's
@@ -87,7 +138,7 @@
 // and a word multiply by the scale bits (at most 15 x 7: no carry between
 // the bytes) the tile's bytes. dd: each super-block's sixteen d, then its
 // sixteen dmin, as floats.
-TEXT ·q4kExpandAMX(SB), NOSPLIT, $0-40
+TEXT ·kExpandAMX(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ rb+8(FP), AX
 	MOVQ nsb+16(FP), CX
@@ -99,8 +150,11 @@ TEXT ·q4kExpandAMX(SB), NOSPLIT, $0-40
 	VPBROADCASTD AX, Z16
 	MOVL $7, AX
 	VPBROADCASTD AX, Z19
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Z20
+	MOVQ size+40(FP), R8
 
-q4kx_sb:
+kx_sb:
 	KXNORW     K1, K1, K1
 	VPGATHERDD (SI)(Z17*1), K1, Z6
 	VPMOVDW    Z6, Y7
@@ -118,21 +172,53 @@ q4kx_sb:
 	VPGATHERDD 12(SI)(Z17*1), K1, Z26
 	Q4KSCLO(0, Z24, Z25, Z8, Z10)
 	Q4KSCLO(1, Z24, Z25, Z9, Z11)
+	CMPQ R8, $144
+	JNE  kx_five0
 	QKXCHUNK(0)
+	JMP  kx_done0
+
+kx_five0:
+	Q5XCHUNK(0)
+
+kx_done0:
 	Q4KSCLO(2, Z24, Z25, Z8, Z10)
 	Q4KSCLO(3, Z24, Z25, Z9, Z11)
+	CMPQ R8, $144
+	JNE  kx_five1
 	QKXCHUNK(1)
+	JMP  kx_done1
+
+kx_five1:
+	Q5XCHUNK(1)
+
+kx_done1:
 	Q4KSCHI(0, Z24, Z25, Z26, Z27, Z8, Z10)
 	Q4KSCHI(1, Z24, Z25, Z26, Z27, Z9, Z11)
+	CMPQ R8, $144
+	JNE  kx_five2
 	QKXCHUNK(2)
+	JMP  kx_done2
+
+kx_five2:
+	Q5XCHUNK(2)
+
+kx_done2:
 	Q4KSCHI(2, Z24, Z25, Z26, Z27, Z8, Z10)
 	Q4KSCHI(3, Z24, Z25, Z26, Z27, Z9, Z11)
+	CMPQ R8, $144
+	JNE  kx_five3
 	QKXCHUNK(3)
-	ADDQ $144, SI
+	JMP  kx_done3
+
+kx_five3:
+	Q5XCHUNK(3)
+
+kx_done3:
+	ADDQ R8, SI
 	ADDQ $12288, DI
 	ADDQ $128, DX
 	DECQ CX
-	JNZ  q4kx_sb
+	JNZ  kx_sb
 	VZEROUPPER
 	RET
 

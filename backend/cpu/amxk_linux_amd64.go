@@ -8,7 +8,8 @@ import (
 	"github.com/batchd/batchd/model"
 )
 
-// Q4_K on AMX. A tile product has one scale, where a Q4_K super-block has
+// Q4_K and Q5_K on AMX (dotKRowGo's integers for both: Q5_K's values
+// have a fifth bit, and 31 x 7 still fits a byte). A tile product has one scale, where a Q4_K super-block has
 // a 6-bit scale and min per 32 values; so each group of sixteen rows is
 // expanded once per matmul into three byte tiles per 64 values whose
 // products give dotKRowGo's exact integers: the nibbles times their
@@ -37,7 +38,7 @@ var q4kAMXConfigs = func() (c [17][64]byte) {
 }()
 
 //go:noescape
-func q4kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32)
+func kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32, size int)
 
 //go:noescape
 func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32)
@@ -60,19 +61,20 @@ func amxScratch(n int) (b []byte, done func()) {
 	return x.e[:n], func() { amxKPool.Put(x) }
 }
 
-// expand fills the buffer from the sixteen rows at w (rb bytes apart).
-func (x *amxKBuf) expand(w []byte, rb, nsb int) {
+// expand fills the buffer from the sixteen rows at w (rb bytes apart) of
+// size-byte super-blocks (Q4_K's or Q5_K's).
+func (x *amxKBuf) expand(w []byte, rb, nsb, size int) {
 	if len(x.e) < nsb*amxKBytes {
 		x.e = make([]byte, nsb*amxKBytes)
 	}
 	if len(x.dd) < nsb*32 {
 		x.dd = make([]float32, nsb*32)
 	}
-	q4kExpandAMX(&w[0], rb, nsb, &x.e[0], &x.dd[0])
+	kExpandAMX(&w[0], rb, nsb, &x.e[0], &x.dd[0], size)
 }
 
-// matmulQ4KAMX is matmulRows16 for Q4_K on AMX: each group of sixteen
-// rows expanded, then every token, in tiles of up to sixteen.
+// matmulQ4KAMX is matmulRows16 for Q4_K and Q5_K on AMX: each group of
+// sixteen rows expanded, then every token, in tiles of up to sixteen.
 func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	nsb := cols / qkK
@@ -84,7 +86,7 @@ func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, 
 	acc := x.acc[:16*n]
 	r := (n + (n+15)/16 - 1) / ((n + 15) / 16) // n over the fewest tiles, evenly
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
-		x.expand(w.Data[g*rb:(g+16)*rb], rb, nsb)
+		x.expand(w.Data[g*rb:(g+16)*rb], rb, nsb, rb/nsb)
 		clear(acc)
 		q4kAMX(&q4kAMXConfigs[r][0], &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &acc[0])
 		r0, r1 := max(g, lo), min(g+16, hi)
