@@ -236,17 +236,18 @@ kx_done3:
 	ADDQ $64, R8 \
 	ADDQ $3072, SI
 
-// func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32)
+// func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32, astride int)
 // Sixteen rows expanded by q4kExpandAMX (e; dd: each super-block's sixteen
 // d then sixteen dmin) against ntok tokens' q8_K activations (qs, rows
 // qstride bytes apart; d their scales, dstride apart), r tokens a tile (the
 // last tile ends at ntok and skips the tokens the one before took): per
 // super-block, while its 12 KiB of tiles stay in L1, every token tile's
 // twelve products give the three sums, and each token's are scaled into
-// acc (16 floats a token, zeroed by the caller) as dotKRowGo does: S =
+// acc (16 floats a token, astride bytes apart: the output's rows where the
+// group is whole; zeroed here first) as dotKRowGo does: S =
 // low + 8 high, acc + (d_a d) S, then less (d_a dmin) times the mins' sum
 // (minus dotKRowGo's M; the negation is exact).
-TEXT ·q4kAMX(SB), 0, $3072-88
+TEXT ·q4kAMX(SB), 0, $3072-96
 	MOVQ cfg+0(FP), AX
 	LDTILECFG_AX
 	MOVQ e+8(FP), SI
@@ -259,6 +260,15 @@ TEXT ·q4kAMX(SB), 0, $3072-88
 	MOVQ nsb+56(FP), R14
 	MOVQ $64, CX
 	LEAQ 0(SP), AX
+	MOVQ acc+80(FP), R11
+	MOVQ ntok+64(FP), R12
+	VPXORD Z16, Z16, Z16
+
+q4ka_zero:
+	VMOVUPS Z16, (R11)
+	ADDQ astride+88(FP), R11
+	DECQ R12
+	JNZ  q4ka_zero
 
 q4ka_sb:
 	VMOVUPS (DX), Z19
@@ -295,7 +305,7 @@ q4ka_tile:
 	IMULQ R9, R13
 	ADDQ R10, R13
 	MOVQ R12, R11
-	SHLQ $6, R11
+	IMULQ astride+88(FP), R11
 	ADDQ acc+80(FP), R11
 	SHLQ $6, R8
 	MOVQ r+72(FP), R12
@@ -315,7 +325,7 @@ q4ka_tok:
 	VSUBPS       Z21, Z16, Z16
 	VMOVUPS      Z16, (R11)
 	ADDQ $64, R8
-	ADDQ $64, R11
+	ADDQ astride+88(FP), R11
 	ADDQ R9, R13
 	CMPQ R8, R12
 	JLT  q4ka_tok

@@ -41,7 +41,7 @@ var q4kAMXConfigs = func() (c [17][64]byte) {
 func kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32, size int)
 
 //go:noescape
-func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32)
+func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32, astride int)
 
 // amxKBuf is a share's expansion of one group, and its accumulators.
 type amxKBuf struct {
@@ -87,9 +87,13 @@ func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, 
 	r := (n + (n+15)/16 - 1) / ((n + 15) / 16) // n over the fewest tiles, evenly
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
 		x.expand(w.Data[g*rb:(g+16)*rb], rb, nsb, rb/nsb)
-		clear(acc)
-		q4kAMX(&q4kAMXConfigs[r][0], &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &acc[0])
 		r0, r1 := max(g, lo), min(g+16, hi)
+		cfg := &q4kAMXConfigs[r][0]
+		if r0 == g && r1 == g+16 { // straight into the output's rows
+			q4kAMX(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &out[g], 4*rows)
+			continue
+		}
+		q4kAMX(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &acc[0], 64)
 		for t := range n {
 			copy(out[t*rows+r0:t*rows+r1], acc[16*t+r0-g:16*t+r1-g])
 		}
