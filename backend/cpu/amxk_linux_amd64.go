@@ -8,16 +8,16 @@ import (
 	"github.com/batchd/batchd/model"
 )
 
-// Q4_K and Q5_K on AMX (dotKRowGo's integers for both: Q5_K's values
-// have a fifth bit, and 31 x 7 still fits a byte). A tile product has one scale, where a Q4_K super-block has
-// a 6-bit scale and min per 32 values; so each group of sixteen rows is
-// expanded once per matmul into three byte tiles per 64 values whose
-// products give dotKRowGo's exact integers: the nibbles times their
-// scale's low three bits, times its high three bits (S = low + 8 high;
-// neither product passes 105, a byte), and the mins repeated (minus M).
-// Twelve tile products per super-block and token tile replace the VNNI
-// kernel's 64 dot instructions per token; the expansion (12 KiB per
-// super-block of a group, in L2) is shared by every token of the matmul.
+// Q4_K and Q5_K on AMX. A tile product has one scale, where a super-block
+// has a 6-bit scale and min per 32 values; so each group of sixteen rows
+// is expanded once per matmul into three byte tiles per 64 values whose
+// products give dotKRowGo's exact integers: the values times their
+// scale's low three bits, times its high three bits (S = low + 8 high; a
+// Q4_K nibble's products reach 105, a Q5_K value's 31 x 7 = 217: still a
+// byte), and the mins repeated (minus M). Twelve tile products per
+// super-block and token tile replace the VNNI kernel's 64 dot
+// instructions per token; the expansion (12 KiB per super-block of a
+// group, in L2) is shared by every token of the matmul.
 
 // amxKBytes is a super-block's expanded tiles (4 x 3 KiB).
 const amxKBytes = 12288
