@@ -118,22 +118,13 @@ func TestAMXQ4KMatchesGo(t *testing.T) {
 		t.Fatal("AMX kernels not chosen")
 	}
 	for _, dt := range []quant.DType{quant.Q4_K, quant.Q5_K} {
-		size := dt.RowBytes(256) // a super-block
 		for _, sh := range []struct{ rows, n, cols int }{{16, 1, 256}, {40, 17, 512}, {35, 33, 768}, {48, 16, 256},
 			{64, 66, 256}, {16, 7, 256}, {40, amxTokens, 512}, {19, 70, 256}} {
 			for _, random := range []bool{false, true} {
 				rows, n, cols := sh.rows, sh.n, sh.cols
 				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
 				if random {
-					for i := range wb {
-						wb[i] = byte(rng.Uint32())
-					}
-					for b := range rows * cols / 256 {
-						for o := 0; o < 4; o += 2 {
-							h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
-							wb[b*size+o], wb[b*size+o+1] = byte(h), byte(h>>8)
-						}
-					}
+					scrambleBlocks(rng, wb, dt, []int{0, 2})
 				}
 				w, err := model.NewMatrix(dt, rows, cols, wb)
 				if err != nil {

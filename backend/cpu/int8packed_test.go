@@ -24,7 +24,7 @@ func TestPackedMatchesGo(t *testing.T) {
 	simd, _ := chooseKernels("")
 	simd.int8 = true
 	for _, f := range packedFormats {
-		dt, bb := f.t, quant.Lookup(f.t).BlockBytes
+		dt := f.t
 		// {48, 70, 256}: a pass of 64 tokens (on AMX where the CPU has it:
 		// Q8_0's kernel, Q4_0's and IQ4_NL's groups turned into Q8_0's) and
 		// one of 6.
@@ -33,17 +33,7 @@ func TestPackedMatchesGo(t *testing.T) {
 				rows, n, cols := sh.rows, sh.n, sh.cols
 				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
 				if random {
-					for i := range wb {
-						wb[i] = byte(rng.Uint32())
-					}
-					for b := range rows * cols / 32 {
-						if dt == quant.MXFP4 { // E8M0 scales from the subnormal 0 and 1 to 2^12
-							wb[b*bb] = []byte{0, 1, 2, 3, 100, 115, 120, 125, 127, 128, 131, 140}[rng.IntN(12)]
-							continue
-						}
-						h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
-						wb[b*bb], wb[b*bb+1] = byte(h), byte(h>>8)
-					}
+					scrambleBlocks(rng, wb, dt, []int{0})
 				}
 				w, err := model.NewMatrix(dt, rows, cols, wb)
 				if err != nil {

@@ -26,7 +26,6 @@ func TestRowKernelsMatchGo(t *testing.T) {
 		quant.MXFP4: nil, quant.IQ4_XS: {0}, quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.Q3_K: {108}, quant.Q2_K: {80, 82}}
 	simd, _ := chooseKernels("")
 	for dt := range halves {
-		f := quant.Lookup(dt)
 		shapes := []struct{ rows, n, mid, cols int }{{16, 1, 16, 32}, {40, 7, 19, 256}, {35, 1, 16, 288}, {48, 70, 21, 96}}
 		if int8Kind(dt) == actQ8_K {
 			shapes = []struct{ rows, n, mid, cols int }{{16, 1, 16, 256}, {40, 7, 19, 512}, {35, 1, 16, 768}, {48, 70, 21, 256}}
@@ -36,18 +35,7 @@ func TestRowKernelsMatchGo(t *testing.T) {
 				rows, n, cols := sh.rows, sh.n, sh.cols
 				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
 				if random {
-					for i := range wb {
-						wb[i] = byte(rng.Uint32())
-					}
-					for b := range rows * cols / f.BlockElems {
-						for _, o := range halves[dt] {
-							h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
-							wb[b*f.BlockBytes+o], wb[b*f.BlockBytes+o+1] = byte(h), byte(h>>8)
-						}
-						if dt == quant.MXFP4 { // E8M0 scales from the subnormal 0 and 1 to 2^12
-							wb[b*f.BlockBytes] = []byte{0, 1, 2, 3, 100, 115, 120, 125, 127, 128, 131, 140}[rng.IntN(12)]
-						}
-					}
+					scrambleBlocks(rng, wb, dt, halves[dt])
 				}
 				w, err := model.NewMatrix(dt, rows, cols, wb)
 				if err != nil {
@@ -76,6 +64,26 @@ func TestRowKernelsMatchGo(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// scrambleBlocks overwrites wb, blocks of dt, with random bytes, then puts
+// a small finite fp16 scale at each offset of halves in every block (random
+// bytes there could be NaN or Inf, which a test would only compare as
+// bits); MXFP4's E8M0 scales range from the subnormal 0 and 1 to 2^12.
+func scrambleBlocks(rng *rand.Rand, wb []byte, dt quant.DType, halves []int) {
+	f := quant.Lookup(dt)
+	for i := range wb {
+		wb[i] = byte(rng.Uint32())
+	}
+	for b := range len(wb) / f.BlockBytes {
+		for _, o := range halves {
+			h := quant.F32ToF16(rng.Float32()*0.02 - 0.01)
+			wb[b*f.BlockBytes+o], wb[b*f.BlockBytes+o+1] = byte(h), byte(h>>8)
+		}
+		if dt == quant.MXFP4 {
+			wb[b*f.BlockBytes] = []byte{0, 1, 2, 3, 100, 115, 120, 125, 127, 128, 131, 140}[rng.IntN(12)]
 		}
 	}
 }
