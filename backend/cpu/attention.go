@@ -182,7 +182,12 @@ func (j *attnJob) softmax(live []float32, scale float32, h int) float32 {
 		scale = 1
 	}
 	mx := live[0]
-	for _, s := range live[1:] {
+	n := 0
+	if j.b.kern.simd && len(live) >= 8 {
+		n = len(live) &^ 7
+		mx = maxAVX2(&live[0], n)
+	}
+	for _, s := range live[n:] {
 		if s > mx { // not max(): its NaN handling made this loop cost half the dot products
 			mx = s
 		}

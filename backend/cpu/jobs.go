@@ -179,7 +179,7 @@ func (j *storeJob) query(q, norm []float32, pos int) {
 	if c.Sliding(j.l) {
 		rt = b.ropeSWA
 	}
-	rt.rope(c, q, c.Heads, pos)
+	rt.rope(c, q, c.Heads, pos, b.kern.simd)
 	if c.ScaleQ {
 		s := b.queryScale()
 		for i := range q {
@@ -236,8 +236,8 @@ func (j *storeJob) do(_, lo, hi int) {
 			if c.Sliding(j.l) {
 				rt = b.ropeSWA
 			}
-			rt.rope(c, q, c.Heads, pos)
-			rt.rope(c, k, c.KVHeads, pos)
+			rt.rope(c, q, c.Heads, pos, b.kern.simd)
+			rt.rope(c, k, c.KVHeads, pos, b.kern.simd)
 		}
 		if c.ScaleQ { // as llama.cpp's gemma graphs: so a block-format K meets the same q8_0 query
 			s := b.queryScale()

@@ -117,14 +117,27 @@ func newRopeTable(c model.Config, factors []float32, positions int) *ropeTable {
 	return t
 }
 
-// rope rotates every head of vec (heads x headDim) for position pos.
-func (t *ropeTable) rope(c model.Config, vec []float32, heads, pos int) {
+// rope rotates every head of vec (heads x headDim) for position pos; simd
+// takes the assembly, the same products and adds as the loop.
+func (t *ropeTable) rope(c model.Config, vec []float32, heads, pos int, simd bool) {
 	var cos, sin []float32
 	if pos < len(t.cos)/max(t.pairs, 1) {
 		cos, sin = t.cos[pos*t.pairs:(pos+1)*t.pairs], t.sin[pos*t.pairs:(pos+1)*t.pairs]
 	} else {
 		cos, sin = make([]float32, t.pairs), make([]float32, t.pairs)
 		t.p.angles(pos, cos, sin)
+	}
+	if heads == 0 || t.pairs == 0 {
+		return
+	}
+	_ = vec[(heads-1)*c.HeadDim+2*t.pairs-1] // the kernels' last element
+	switch {
+	case simd && c.RopeNeoX && t.pairs%8 == 0:
+		ropeNeoXAVX2(&vec[0], c.HeadDim, heads, &cos[0], &sin[0], t.pairs)
+		return
+	case simd && !c.RopeNeoX && t.pairs%4 == 0:
+		ropePairsAVX2(&vec[0], c.HeadDim, heads, &cos[0], &sin[0], t.pairs)
+		return
 	}
 	for h := range heads {
 		v := vec[h*c.HeadDim : (h+1)*c.HeadDim]

@@ -160,3 +160,12 @@ func dot1BF16AVX2(w *uint16, x *float32, n int) float32
 //
 //go:noescape
 func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o *float32)
+
+//go:noescape
+func ropeNeoXAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)
+
+//go:noescape
+func ropePairsAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)
+
+//go:noescape
+func maxAVX2(x *float32, n int) float32

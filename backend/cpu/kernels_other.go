@@ -95,4 +95,7 @@ func quantizeQ80AVX2(x *float32, nb int, qs *int8, d *float32, sums, nsum *int32
 func quantizeQ8KAVX2(x *float32, nb int, qs *int8, d *float32, bs *int16, nsum *int32) {
 	panic("no simd")
 }
-func geluAVX2(x, y *float32, n int, table *float32) { panic("no simd") }
+func geluAVX2(x, y *float32, n int, table *float32)                         { panic("no simd") }
+func ropeNeoXAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)  { panic("no simd") }
+func ropePairsAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int) { panic("no simd") }
+func maxAVX2(x *float32, n int) float32                                     { panic("no simd") }
