@@ -140,6 +140,7 @@ func New(m *model.Model, o backend.Options) (*Backend, error) {
 	} else {
 		b.pool = newWorkers(o.Threads)
 	}
+	b.q8.pool = b.pool
 	if err := b.Restore(); err != nil {
 		return nil, err
 	}

@@ -81,18 +81,52 @@ type acts struct {
 	q8  q8Acts
 	q8k q8KActs
 	has [3]bool
+	// pool, where set, splits a large input's quantization across the
+	// threads (a prompt's: else one thread quantizes while the rest wait).
+	pool *workers
+	job  quantJob
 }
+
+// quantShare is the least work, in values, a thread takes of a split
+// quantization: below twice it one thread does it all.
+const quantShare = 16384
 
 // need quantizes x (n rows of cols) in form k (w's), once per input.
 func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
+	if k == actNone || a.has[k] {
+		return
+	}
+	a.has[k] = true
 	switch {
-	case k == actNone || a.has[k]:
+	case a.pool != nil && n*w.Cols >= 2*quantShare:
+		a.job = quantJob{a: a, k: k, x: x}
+		if k == actQ8_0 {
+			a.q8.size(n, w.Cols)
+			a.pool.run(len(a.q8.d), quantShare/q8Block, &a.job)
+		} else {
+			a.q8k.size(n, w.Cols)
+			a.pool.run(len(a.q8k.d), quantShare/qkK, &a.job)
+		}
+		a.job.x = nil
 	case k == actQ8_0:
 		a.q8.quantize(x, n, w.Cols)
-		a.has[k] = true
 	case k == actQ8_K:
 		a.q8k.quantize(x, n, w.Cols)
-		a.has[k] = true
+	}
+}
+
+// quantJob is need's split: blocks lo..hi of x in form k.
+type quantJob struct {
+	a *acts
+	k actKind
+	x []float32
+}
+
+func (j *quantJob) do(_, lo, hi int) {
+	if j.k == actQ8_0 {
+		j.a.q8.blocks(j.x, lo, hi)
+	} else {
+		j.a.q8k.blocks(j.x, lo, hi)
 	}
 }
 
@@ -100,6 +134,12 @@ func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
 // quantize_row_q8_0 does: scale amax/127 rounded to fp16, values
 // round-to-nearest-even of x*127/amax.
 func (a *q8Acts) quantize(x []float32, n, cols int) {
+	a.size(n, cols)
+	a.blocks(x, 0, len(a.d))
+}
+
+// size shapes a for n rows of cols.
+func (a *q8Acts) size(n, cols int) {
 	a.cols = cols
 	if cap(a.qs) < n*cols {
 		a.qs = make([]int8, n*cols)
@@ -108,13 +148,20 @@ func (a *q8Acts) quantize(x []float32, n, cols int) {
 		a.nsum = make([]int32, n*cols/q8Block)
 	}
 	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
-	if nb := n * cols / q8Block; haveSIMD && nb > 0 {
-		// It runs on the caller's thread while the pool waits: in Go it
-		// was 5-8% of a step at 32 sequences and of a prompt pass.
-		quantizeQ80AVX2(&x[0], nb, &a.qs[0], &a.d[0], &a.sums[0], &a.nsum[0])
+}
+
+// blocks quantizes x's blocks lo..hi into a (sized).
+func (a *q8Acts) blocks(x []float32, lo, hi int) {
+	if hi <= lo {
 		return
 	}
-	quantizeQ80Go(a, x)
+	v := q8Acts{qs: a.qs[lo*q8Block : hi*q8Block], d: a.d[lo:hi], sums: a.sums[lo*8 : hi*8], nsum: a.nsum[lo:hi]}
+	x = x[lo*q8Block : hi*q8Block]
+	if haveSIMD {
+		quantizeQ80AVX2(&x[0], hi-lo, &v.qs[0], &v.d[0], &v.sums[0], &v.nsum[0])
+		return
+	}
+	quantizeQ80Go(&v, x)
 }
 
 // quantizeQ80Go is quantize's loop over a's blocks, already sized.

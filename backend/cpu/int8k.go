@@ -31,17 +31,32 @@ type q8KActs struct {
 // largest magnitude maps to -127, others round half to even (ggml's
 // nearest_int), clamped at 127.
 func (a *q8KActs) quantize(x []float32, n, cols int) {
+	a.size(n, cols)
+	a.blocks(x, 0, len(a.d))
+}
+
+// size shapes a for n rows of cols.
+func (a *q8KActs) size(n, cols int) {
 	a.cols = cols
 	if cap(a.qs) < n*cols {
 		a.qs, a.d, a.bs = make([]int8, n*cols), make([]float32, n*cols/qkK), make([]int16, n*cols/16)
 		a.nsum = make([]int32, n*cols/32)
 	}
 	a.qs, a.d, a.bs, a.nsum = a.qs[:n*cols], a.d[:n*cols/qkK], a.bs[:n*cols/16], a.nsum[:n*cols/32]
-	if nb := n * cols / qkK; haveSIMD && nb > 0 {
-		quantizeQ8KAVX2(&x[0], nb, &a.qs[0], &a.d[0], &a.bs[0], &a.nsum[0])
+}
+
+// blocks quantizes x's super-blocks lo..hi into a (sized).
+func (a *q8KActs) blocks(x []float32, lo, hi int) {
+	if hi <= lo {
 		return
 	}
-	quantizeQ8KGo(a, x)
+	v := q8KActs{qs: a.qs[lo*qkK : hi*qkK], d: a.d[lo:hi], bs: a.bs[lo*16 : hi*16], nsum: a.nsum[lo*8 : hi*8]}
+	x = x[lo*qkK : hi*qkK]
+	if haveSIMD {
+		quantizeQ8KAVX2(&x[0], hi-lo, &v.qs[0], &v.d[0], &v.bs[0], &v.nsum[0])
+		return
+	}
+	quantizeQ8KGo(&v, x)
 }
 
 // quantizeQ8KGo is quantize's loop over a's blocks, already sized.

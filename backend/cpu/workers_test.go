@@ -1,9 +1,13 @@
 package cpu
 
 import (
+	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"sync/atomic"
 	"testing"
+
+	"github.com/batchd/batchd/model"
 )
 
 // countJob counts how often each index is visited.
@@ -92,6 +96,31 @@ func TestWorkerPanicReachesTheCaller(t *testing.T) {
 		for i := range j.seen {
 			if j.seen[i].Load() != 1 {
 				t.Fatalf("after a panic at %d: index %d visited %d times", at, i, j.seen[i].Load())
+			}
+		}
+	}
+}
+
+// TestSplitQuantizationMatchesOneThread: an input large enough for acts.need
+// to split across the pool is quantized as one thread quantizes it, in both
+// activation forms, including a second, smaller input into the same acts.
+func TestSplitQuantizationMatchesOneThread(t *testing.T) {
+	w := newWorkers(3)
+	defer w.close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, shape := range []struct{ n, cols int }{{300, 256}, {129, 512}, {3, 256}} {
+		x := make([]float32, shape.n*shape.cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		m := &model.Matrix{Rows: 1, Cols: shape.cols}
+		for _, k := range []actKind{actQ8_0, actQ8_K} {
+			var one, split acts
+			split.pool = w
+			one.need(x, shape.n, m, k)
+			split.need(x, shape.n, m, k)
+			if !reflect.DeepEqual(one.q8, split.q8) || !reflect.DeepEqual(one.q8k, split.q8k) {
+				t.Fatalf("%d x %d, form %d: the split quantization differs from one thread's", shape.n, shape.cols, k)
 			}
 		}
 	}
