@@ -102,7 +102,7 @@ func BenchmarkAMXvsVNNI(b *testing.B) {
 	}
 }
 
-// TestAMXQ4KMatchesGo: Q4_K and Q5_K on AMX give dotKRowGo's bits, on quantized
+// TestAMXQ4KMatchesGo: Q4_K, Q5_K and Q6_K on AMX give dotKRowGo's (dotQ6KGo's) bits, on quantized
 // rows and on random bytes (every 6-bit scale and min, any d and dmin),
 // for token counts that fill their tiles and ones whose last tile
 // overlaps the one before, in shares that split groups; matmulInt8 takes
@@ -117,14 +117,18 @@ func TestAMXQ4KMatchesGo(t *testing.T) {
 	if !simd.amx {
 		t.Fatal("AMX kernels not chosen")
 	}
-	for _, dt := range []quant.DType{quant.Q4_K, quant.Q5_K} {
+	for _, dt := range []quant.DType{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, sh := range []struct{ rows, n, cols int }{{16, 1, 256}, {40, 17, 512}, {35, 33, 768}, {48, 16, 256},
 			{64, 66, 256}, {16, 7, 256}, {40, amxTokens, 512}, {19, 70, 256}} {
 			for _, random := range []bool{false, true} {
 				rows, n, cols := sh.rows, sh.n, sh.cols
 				wb := synth.RandomMatrix(rng, dt, rows, cols, 0.5)
 				if random {
-					scrambleBlocks(rng, wb, dt, []int{0, 2})
+					halves := []int{0, 2} // d and dmin
+					if dt == quant.Q6_K {
+						halves = []int{208}
+					}
+					scrambleBlocks(rng, wb, dt, halves)
 				}
 				w, err := model.NewMatrix(dt, rows, cols, wb)
 				if err != nil {
@@ -140,8 +144,8 @@ func TestAMXQ4KMatchesGo(t *testing.T) {
 					simd.matmulInt8(got, &a, n, w, 0, mid, scratch)
 					simd.matmulInt8(got, &a, n, w, mid, rows, scratch)
 				} else {
-					simd.matmulQ4KAMX(got, &a, n, w, 0, mid, whole)
-					simd.matmulQ4KAMX(got, &a, n, w, mid, rows, whole)
+					simd.matmulKAMX(got, &a, n, w, 0, mid, whole)
+					simd.matmulKAMX(got, &a, n, w, mid, rows, whole)
 				}
 				rb := dt.RowBytes(cols)
 				for i := range got {
@@ -159,33 +163,35 @@ func TestAMXQ4KMatchesGo(t *testing.T) {
 	}
 }
 
-// BenchmarkAMXQ4K: Q4_K matmuls of 2048 x 2048 on AMX (expansion included)
-// and on the VNNI kernel, one thread: microseconds a token.
+// BenchmarkAMXQ4K: Q4_K and Q6_K matmuls of 2048 x 2048 on AMX (expansion
+// included) and on the VNNI kernel, one thread: microseconds a token.
 func BenchmarkAMXQ4K(b *testing.B) {
 	if !haveAMX {
 		b.Skip("no AMX-INT8")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	rows, cols := 2048, 2048
-	w, _ := model.NewMatrix(quant.Q4_K, rows, cols, synth.RandomMatrix(rng, quant.Q4_K, rows, cols, 0.5))
-	for _, n := range []int{8, 16, 32, 64, 256} {
-		x := randVec(rng, n*cols)
-		var a acts
-		a.need(x, n, w, actQ8_K)
-		out, scratch := make([]float32, n*rows), make([]float32, scratchLen(cols))
-		for _, fam := range []string{"avx512", "amx"} {
-			kn, _ := chooseKernels(fam)
-			kn.int8 = true
-			b.Run(fmt.Sprintf("%s/%d", fam, n), func(b *testing.B) {
-				for b.Loop() {
-					if kn.amx { // at any count, not only from amxTokens
-						kn.matmulQ4KAMX(out, &a, n, w, 0, rows, rows)
-					} else {
-						kn.matmulInt8(out, &a, n, w, 0, rows, scratch)
+	for _, dt := range []quant.DType{quant.Q4_K, quant.Q6_K} {
+		w, _ := model.NewMatrix(dt, rows, cols, synth.RandomMatrix(rng, dt, rows, cols, 0.5))
+		for _, n := range []int{16, 64, 256} {
+			x := randVec(rng, n*cols)
+			var a acts
+			a.need(x, n, w, actQ8_K)
+			out, scratch := make([]float32, n*rows), make([]float32, scratchLen(cols))
+			for _, fam := range []string{"avx512", "amx"} {
+				kn, _ := chooseKernels(fam)
+				kn.int8 = true
+				b.Run(fmt.Sprintf("%s/%s/%d", dt, fam, n), func(b *testing.B) {
+					for b.Loop() {
+						if kn.amx { // at any count, not only from amxTokens
+							kn.matmulKAMX(out, &a, n, w, 0, rows, rows)
+						} else {
+							kn.matmulInt8(out, &a, n, w, 0, rows, scratch)
+						}
 					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "us/token")
-			})
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "us/token")
+				})
+			}
 		}
 	}
 }
@@ -203,7 +209,7 @@ func TestAMXForwardInvisible(t *testing.T) {
 	for i := range prompt {
 		prompt[i] = 1 + rng.IntN(299)
 	}
-	for _, dt := range []quant.DType{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q4_K} {
+	for _, dt := range []quant.DType{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q4_K, quant.Q6_K} {
 		path, _ := synth.WriteFile(t, synth.Options{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 300,
 			Context: 256, DType: dt, Seed: 7})
 		m, err := model.Load(path, model.LoadOptions{})

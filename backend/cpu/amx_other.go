@@ -11,9 +11,13 @@ const haveAMX = false
 
 func amxKernel(quant.DType) rows16Kernel { return nil }
 
-func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
+func (kn *kernels) matmulKAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
 	panic("no AMX")
 }
+
+type amxKRoute struct{}
+
+func amxKFormat(quant.DType) (amxKRoute, bool) { return amxKRoute{}, false }
 
 func amxNibbles(quant.DType) func(dst, src []byte, nb int) { return nil }
 

@@ -6,9 +6,10 @@ import (
 	"sync"
 
 	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
 )
 
-// Q4_K and Q5_K on AMX. A tile product has one scale, where a super-block
+// Q4_K and Q5_K on AMX (Q6_K: amxq6k_amd64.s). A tile product has one scale, where a super-block
 // has a 6-bit scale and min per 32 values; so each group of sixteen rows
 // is expanded once per matmul into three byte tiles per 64 values whose
 // products give dotKRowGo's exact integers: the values times their
@@ -37,11 +38,57 @@ var q4kAMXConfigs = func() (c [17][64]byte) {
 	return c
 }()
 
+// q6kAMXConfigs[k]: tiles 0-3 the k x 16 digit sums, 4 the k tokens' 64
+// activations, 5-7 the 16 x 64 bytes of expanded weights (q6kAMX).
+var q6kAMXConfigs = func() (c [17][64]byte) {
+	for k := 1; k <= 16; k++ {
+		c[k][0] = 1
+		for t := range 8 {
+			c[k][16+2*t], c[k][48+t] = 64, byte(k)
+			if t >= 5 {
+				c[k][48+t] = 16
+			}
+		}
+	}
+	return c
+}()
+
 //go:noescape
 func kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32, size int)
 
 //go:noescape
 func q4kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32, astride int)
+
+//go:noescape
+func q6kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32, size int)
+
+//go:noescape
+func q6kAMX(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32, astride int)
+
+// amxKRoute is a K-quant's way through AMX: its expansion of a group of
+// sixteen rows (bytes a super-block) and the tile kernel that takes it.
+type amxKRoute struct {
+	bytes  int
+	cfgs   *[17][64]byte
+	expand func(w *byte, rb, nsb int, e *byte, dd *float32, size int)
+	kernel func(cfg *byte, e *byte, dd *float32, qs *int8, d *float32, qstride, dstride, nsb, ntok, r int, acc *float32, astride int)
+}
+
+var (
+	q4kRoute = amxKRoute{amxKBytes, &q4kAMXConfigs, kExpandAMX, q4kAMX}
+	q6kRoute = amxKRoute{16384, &q6kAMXConfigs, q6kExpandAMX, q6kAMX}
+)
+
+// amxKFormat is w's route, if AMX takes its format at matmulKAMX.
+func amxKFormat(t quant.DType) (amxKRoute, bool) {
+	switch t {
+	case quant.Q4_K, quant.Q5_K:
+		return q4kRoute, true
+	case quant.Q6_K:
+		return q6kRoute, true
+	}
+	return amxKRoute{}, false
+}
 
 // amxKBuf is a share's expansion of one group, and its accumulators.
 type amxKBuf struct {
@@ -62,20 +109,22 @@ func amxScratch(n int) (b []byte, done func()) {
 }
 
 // expand fills the buffer from the sixteen rows at w (rb bytes apart) of
-// size-byte super-blocks (Q4_K's or Q5_K's).
-func (x *amxKBuf) expand(w []byte, rb, nsb, size int) {
-	if len(x.e) < nsb*amxKBytes {
-		x.e = make([]byte, nsb*amxKBytes)
+// size-byte super-blocks through rt's expansion.
+func (x *amxKBuf) expand(rt amxKRoute, w []byte, rb, nsb, size int) {
+	if len(x.e) < nsb*rt.bytes {
+		x.e = make([]byte, nsb*rt.bytes)
 	}
 	if len(x.dd) < nsb*32 {
 		x.dd = make([]float32, nsb*32)
 	}
-	kExpandAMX(&w[0], rb, nsb, &x.e[0], &x.dd[0], size)
+	rt.expand(&w[0], rb, nsb, &x.e[0], &x.dd[0], size)
 }
 
-// matmulQ4KAMX is matmulRows16 for Q4_K and Q5_K on AMX: each group of
-// sixteen rows expanded, then every token, in tiles of up to sixteen.
-func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
+// matmulKAMX is matmulRows16 for the K-quants AMX takes (amxKFormat):
+// each group of sixteen rows expanded, then every token, in tiles of up to
+// sixteen.
+func (kn *kernels) matmulKAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
+	rt, _ := amxKFormat(w.Type)
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	nsb := cols / qkK
 	x := amxKPool.Get().(*amxKBuf)
@@ -86,14 +135,14 @@ func (kn *kernels) matmulQ4KAMX(out []float32, a *acts, n int, w *model.Matrix, 
 	acc := x.acc[:16*n]
 	r := (n + (n+15)/16 - 1) / ((n + 15) / 16) // n over the fewest tiles, evenly
 	for g := lo &^ 15; g < min(hi, whole); g += 16 {
-		x.expand(w.Data[g*rb:(g+16)*rb], rb, nsb, rb/nsb)
+		x.expand(rt, w.Data[g*rb:(g+16)*rb], rb, nsb, rb/nsb)
 		r0, r1 := max(g, lo), min(g+16, hi)
-		cfg := &q4kAMXConfigs[r][0]
+		cfg := &rt.cfgs[r][0]
 		if r0 == g && r1 == g+16 { // straight into the output's rows
-			q4kAMX(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &out[g], 4*rows)
+			rt.kernel(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &out[g], 4*rows)
 			continue
 		}
-		q4kAMX(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &acc[0], 64)
+		rt.kernel(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &acc[0], 64)
 		for t := range n {
 			copy(out[t*rows+r0:t*rows+r1], acc[16*t+r0-g:16*t+r1-g])
 		}

@@ -156,8 +156,8 @@ func (kn *kernels) matmulRows16(out []float32, a *acts, n int, w *model.Matrix, 
 	if !kn.simd || !kn.vnni {
 		whole = 0
 	}
-	if kn.amx && (w.Type == quant.Q4_K || w.Type == quant.Q5_K) && n >= amxTokens {
-		kn.matmulQ4KAMX(out, a, n, w, lo, hi, whole)
+	if _, ok := amxKFormat(w.Type); ok && kn.amx && n >= amxTokens {
+		kn.matmulKAMX(out, a, n, w, lo, hi, whole)
 	} else {
 		kn.matmulRows16Groups(out, a, n, w, lo, hi, whole, scratch, kern)
 	}
