@@ -210,6 +210,10 @@ func percents(v []float64) string {
 	return strings.Join(s, " ")
 }
 
+// genSteps is how many decode steps both engines time at each batch size
+// (the same count: a first step's one-off costs weigh the same in both).
+const genSteps = 64
+
 // llamaCpp measures the file in llama.cpp: pp512, then decode at each
 // batch size after 128 tokens of KV per sequence, inside llama_decode.
 func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int, kv backend.KVTypes, kvCtx int) ([]float64, error) {
@@ -236,7 +240,7 @@ func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int, kv backend.
 		if err := ref.Context(c); err != nil {
 			return nil, err
 		}
-		g, err := ref.BenchGenerate(b, kvCtx, 64)
+		g, err := ref.BenchGenerate(b, kvCtx, genSteps)
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +257,7 @@ func batchd(kb, file, mode, kernels string, threads int, bs []int, ms []*measure
 		names = append(names, strconv.Itoa(b))
 	}
 	args := []string{"--model", file, "--threads", strconv.Itoa(threads), "--batches", strings.Join(names, ","),
-		"--quant-dot", mode, "--kv-cache-type", kv, "--context", strconv.Itoa(kvCtx), "--json"}
+		"--quant-dot", mode, "--kv-cache-type", kv, "--context", strconv.Itoa(kvCtx), "--steps", strconv.Itoa(genSteps), "--json"}
 	if kernels != "" {
 		args = append(args, "--kernels", kernels)
 	}
