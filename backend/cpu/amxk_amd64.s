@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "amx_amd64.h"
+#include "amxk_amd64.h"
 #include "int8rows_amd64.h"
 #include "int8rowsk_amd64.h"
 
@@ -139,15 +140,7 @@
 // the bytes) the tile's bytes. dd: each super-block's sixteen d, then its
 // sixteen dmin, as floats.
 TEXT ·kExpandAMX(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ rb+8(FP), AX
-	MOVQ nsb+16(FP), CX
-	MOVQ e+24(FP), DI
-	MOVQ dd+32(FP), DX
-	VPBROADCASTD AX, Z17
-	VPMULLD ·r16iota(SB), Z17, Z17
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z16
+	AMXKEXPAND
 	MOVL $7, AX
 	VPBROADCASTD AX, Z19
 	MOVL $0x01010101, AX
@@ -248,27 +241,7 @@ kx_done3:
 // low + 8 high, acc + (d_a d) S, then less (d_a dmin) times the mins' sum
 // (minus dotKRowGo's M; the negation is exact).
 TEXT ·q4kAMX(SB), 0, $3072-96
-	MOVQ cfg+0(FP), AX
-	LDTILECFG_AX
-	MOVQ e+8(FP), SI
-	MOVQ dd+16(FP), DX
-	MOVQ qs+24(FP), DI
-	MOVQ d+32(FP), R10
-	MOVQ qstride+40(FP), BX
-	MOVQ dstride+48(FP), R9
-	SHLQ $2, R9
-	MOVQ nsb+56(FP), R14
-	MOVQ $64, CX
-	LEAQ 0(SP), AX
-	MOVQ acc+80(FP), R11
-	MOVQ ntok+64(FP), R12
-	VPXORD Z16, Z16, Z16
-
-q4ka_zero:
-	VMOVUPS Z16, (R11)
-	ADDQ astride+88(FP), R11
-	DECQ R12
-	JNZ  q4ka_zero
+	AMXKSETUP(q4ka_zero)
 
 q4ka_sb:
 	VMOVUPS (DX), Z19
@@ -276,40 +249,19 @@ q4ka_sb:
 	XORQ R15, R15
 
 q4ka_tile:
-	// R12: the tile's first token (the last tile's ends at ntok).
-	MOVQ R15, R12
-	MOVQ ntok+64(FP), R11
-	SUBQ r+72(FP), R11
-	CMPQ R12, R11
-	CMOVQGT R11, R12
-	MOVQ R12, R8
-	IMULQ BX, R8
-	ADDQ DI, R8
+	AMXKTILE
 	TILEZERO_T0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
+	TILEZERO_T1
+	TILEZERO_T2
 	AMXKCHUNK
 	AMXKCHUNK
 	AMXKCHUNK
 	AMXKCHUNK
 	SUBQ $12288, SI
 	TILESTORED_AX_CX_T0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x8c; BYTE $0x08; BYTE $0x00; BYTE $0x04; BYTE $0x00; BYTE $0x00 // tilestored 1024(AX)(CX*1), tmm1
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x08; BYTE $0x00; BYTE $0x08; BYTE $0x00; BYTE $0x00 // tilestored 2048(AX)(CX*1), tmm2
-	// Tokens R15-R12 (the skipped ones) to r-1 of the tile: R8 the row in
-	// the stored sums, R11 the accumulator, R13 the scale.
-	MOVQ R15, R8
-	SUBQ R12, R8
-	ADDQ R8, R12
-	MOVQ R12, R13
-	IMULQ R9, R13
-	ADDQ R10, R13
-	MOVQ R12, R11
-	IMULQ astride+88(FP), R11
-	ADDQ acc+80(FP), R11
-	SHLQ $6, R8
-	MOVQ r+72(FP), R12
-	SHLQ $6, R12
+	TILESTORED_AX1K_CX_T1
+	TILESTORED_AX2K_CX_T2
+	AMXKTOKS
 
 q4ka_tok:
 	VPSLLD       $3, 1024(AX)(R8*1), Z16
@@ -324,22 +276,9 @@ q4ka_tok:
 	VMULPS       Z18, Z21, Z21
 	VSUBPS       Z21, Z16, Z16
 	VMOVUPS      Z16, (R11)
-	ADDQ $64, R8
-	ADDQ astride+88(FP), R11
-	ADDQ R9, R13
-	CMPQ R8, R12
-	JLT  q4ka_tok
+	AMXKTOKNEXT(q4ka_tok)
 
-	ADDQ r+72(FP), R15
-	CMPQ R15, ntok+64(FP)
-	JLT  q4ka_tile
-
-	ADDQ $12288, SI
-	ADDQ $128, DX
-	ADDQ $256, DI
-	ADDQ $4, R10
-	DECQ R14
-	JNZ  q4ka_sb
+	AMXKNEXT(q4ka_tile, q4ka_sb, 12288, 128)
 
 	TILERELEASE
 	VZEROUPPER

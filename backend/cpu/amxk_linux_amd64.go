@@ -23,35 +23,30 @@ import (
 // amxKBytes is a super-block's expanded tiles (4 x 3 KiB).
 const amxKBytes = 12288
 
-// q4kAMXConfigs[k]: tiles 0-2 the k x 16 sums, 3 the k tokens' 64
-// activations, 4-6 the 16 x 64 bytes of expanded weights.
-var q4kAMXConfigs = func() (c [17][64]byte) {
+// kTileConfigs[k] configures tiles for k tokens: the first sums tiles
+// (k x 16 sums) and then the activations (k x 64 bytes) with k rows, the
+// rest (16 x 64 bytes of expanded weights) with 16, all 64 bytes wide.
+func kTileConfigs(sums, tiles int) (c [17][64]byte) {
 	for k := 1; k <= 16; k++ {
 		c[k][0] = 1
-		for t := range 7 {
+		for t := range tiles {
 			c[k][16+2*t], c[k][48+t] = 64, byte(k)
-			if t >= 4 {
+			if t > sums {
 				c[k][48+t] = 16
 			}
 		}
 	}
 	return c
-}()
+}
 
-// q6kAMXConfigs[k]: tiles 0-3 the k x 16 digit sums, 4 the k tokens' 64
-// activations, 5-7 the 16 x 64 bytes of expanded weights (q6kAMX).
-var q6kAMXConfigs = func() (c [17][64]byte) {
-	for k := 1; k <= 16; k++ {
-		c[k][0] = 1
-		for t := range 8 {
-			c[k][16+2*t], c[k][48+t] = 64, byte(k)
-			if t >= 5 {
-				c[k][48+t] = 16
-			}
-		}
-	}
-	return c
-}()
+var (
+	// q4kAMXConfigs: tiles 0-2 the sums, 3 the activations, 4-6 the
+	// weights (q4kAMX).
+	q4kAMXConfigs = kTileConfigs(3, 7)
+	// q6kAMXConfigs: tiles 0-3 the digit sums, 4 the activations, 5-7 the
+	// weights (q6kAMX).
+	q6kAMXConfigs = kTileConfigs(4, 8)
+)
 
 //go:noescape
 func kExpandAMX(w *byte, rb, nsb int, e *byte, dd *float32, size int)

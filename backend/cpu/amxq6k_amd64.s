@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "amx_amd64.h"
+#include "amxk_amd64.h"
 
 // Q6_K on AMX (amxk_linux_amd64.go). A super-block's sixteen signed 8-bit
 // scales, one per 16 values, do not fit a byte tile beside the values, so
@@ -116,10 +117,20 @@ DATA q6xbit<>+496(SB)/8, $0x8080808080808080
 DATA q6xbit<>+504(SB)/8, $0x8080808080808080
 GLOBL q6xbit<>(SB), RODATA|NOPTR, $512
 
+// Q6XVAL(v, qhshift): v (a quarter's nibbles) with bits qhshift and
+// qhshift+1 of the qh dwords in Z23 above them, less 32. Z18: 0x03
+// bytes, Z19: 0x20.
+#define Q6XVAL(v, qhshift) \
+	VPSRLD     $(qhshift), Z23, Z28 \
+	VPANDD     Z18, Z28, Z28 \
+	VPSLLD     $4, Z28, Z28 \
+	VPORD      Z28, v, v \
+	VPSUBB     Z19, v, v
+
 // Q6XLOAD(qla, qlb, qh, v0, v1, v2, v3): one dword of each of the sixteen
 // rows (Z17: their offsets) at ql offsets qla and qlb (= qla+32) and qh
 // offset qh, decoded into the four quarters' values less 32: v_g holds
-// values 32g + l..l+3 of the half. Z16: 0x0f bytes, Z18: 0x03, Z19: 0x20.
+// values 32g + l..l+3 of the half. Z16: 0x0f bytes.
 #define Q6XLOAD(qla, qlb, qh, v0, v1, v2, v3) \
 	KXNORW     K1, K1, K1 \
 	VPGATHERDD qla(SI)(Z17*1), K1, Z21 \
@@ -128,30 +139,15 @@ GLOBL q6xbit<>(SB), RODATA|NOPTR, $512
 	KXNORW     K1, K1, K1 \
 	VPGATHERDD qh(SI)(Z17*1), K1, Z23 \
 	VPANDD     Z16, Z21, v0 \
-	VPANDD     Z18, Z23, Z28 \
-	VPSLLD     $4, Z28, Z28 \
-	VPORD      Z28, v0, v0 \
-	VPSUBB     Z19, v0, v0 \
+	Q6XVAL(v0, 0) \
 	VPANDD     Z16, Z22, v1 \
-	VPSRLD     $2, Z23, Z28 \
-	VPANDD     Z18, Z28, Z28 \
-	VPSLLD     $4, Z28, Z28 \
-	VPORD      Z28, v1, v1 \
-	VPSUBB     Z19, v1, v1 \
+	Q6XVAL(v1, 2) \
 	VPSRLD     $4, Z21, v2 \
 	VPANDD     Z16, v2, v2 \
-	VPSRLD     $4, Z23, Z28 \
-	VPANDD     Z18, Z28, Z28 \
-	VPSLLD     $4, Z28, Z28 \
-	VPORD      Z28, v2, v2 \
-	VPSUBB     Z19, v2, v2 \
+	Q6XVAL(v2, 4) \
 	VPSRLD     $4, Z22, v3 \
 	VPANDD     Z16, v3, v3 \
-	VPSRLD     $6, Z23, Z28 \
-	VPANDD     Z18, Z28, Z28 \
-	VPSLLD     $4, Z28, Z28 \
-	VPORD      Z28, v3, v3 \
-	VPSUBB     Z19, v3, v3
+	Q6XVAL(v3, 6)
 
 // Q6XDIGIT(v, v2, o, add): v times the digit whose bits K2 (low) and K3
 // (high; its weight is -2 for the signed top digit: add VPSUBB) mark, to
@@ -206,15 +202,7 @@ GLOBL q6xbit<>(SB), RODATA|NOPTR, $512
 // p of chunk k/64. dd: each super-block's sixteen d, as floats. size is
 // unused (kExpandAMX's signature).
 TEXT ·q6kExpandAMX(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ rb+8(FP), AX
-	MOVQ nsb+16(FP), CX
-	MOVQ e+24(FP), DI
-	MOVQ dd+32(FP), DX
-	VPBROADCASTD AX, Z17
-	VPMULLD ·r16iota(SB), Z17, Z17
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z16
+	AMXKEXPAND
 	MOVL $0x03030303, AX
 	VPBROADCASTD AX, Z18
 	MOVL $0x20202020, AX
@@ -271,69 +259,28 @@ q6x_sb:
 // digit sums, and each token's S = C0 + 4 C1 + 16 C2 + 64 C3 is scaled
 // into acc as dotQ6KGo does: acc + (d_a d) S.
 TEXT ·q6kAMX(SB), 0, $4096-96
-	MOVQ cfg+0(FP), AX
-	LDTILECFG_AX
-	MOVQ e+8(FP), SI
-	MOVQ dd+16(FP), DX
-	MOVQ qs+24(FP), DI
-	MOVQ d+32(FP), R10
-	MOVQ qstride+40(FP), BX
-	MOVQ dstride+48(FP), R9
-	SHLQ $2, R9
-	MOVQ nsb+56(FP), R14
-	MOVQ $64, CX
-	LEAQ 0(SP), AX
-	MOVQ acc+80(FP), R11
-	MOVQ ntok+64(FP), R12
-	VPXORD Z16, Z16, Z16
-
-q6ka_zero:
-	VMOVUPS Z16, (R11)
-	ADDQ astride+88(FP), R11
-	DECQ R12
-	JNZ  q6ka_zero
+	AMXKSETUP(q6ka_zero)
 
 q6ka_sb:
 	VMOVUPS (DX), Z19
 	XORQ R15, R15
 
 q6ka_tile:
-	// R12: the tile's first token (the last tile's ends at ntok).
-	MOVQ R15, R12
-	MOVQ ntok+64(FP), R11
-	SUBQ r+72(FP), R11
-	CMPQ R12, R11
-	CMOVQGT R11, R12
-	MOVQ R12, R8
-	IMULQ BX, R8
-	ADDQ DI, R8
+	AMXKTILE
 	TILEZERO_T0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // tilezero tmm3
+	TILEZERO_T1
+	TILEZERO_T2
+	TILEZERO_T3
 	AMXQ6CHUNK
 	AMXQ6CHUNK
 	AMXQ6CHUNK
 	AMXQ6CHUNK
 	SUBQ $16384, SI
 	TILESTORED_AX_CX_T0
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x8c; BYTE $0x08; BYTE $0x00; BYTE $0x04; BYTE $0x00; BYTE $0x00 // tilestored 1024(AX)(CX*1), tmm1
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x08; BYTE $0x00; BYTE $0x08; BYTE $0x00; BYTE $0x00 // tilestored 2048(AX)(CX*1), tmm2
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x7a; BYTE $0x4b; BYTE $0x9c; BYTE $0x08; BYTE $0x00; BYTE $0x0c; BYTE $0x00; BYTE $0x00 // tilestored 3072(AX)(CX*1), tmm3
-	// Tokens R15-R12 (the skipped ones) to r-1 of the tile: R8 the row in
-	// the stored sums, R11 the accumulator, R13 the scale.
-	MOVQ R15, R8
-	SUBQ R12, R8
-	ADDQ R8, R12
-	MOVQ R12, R13
-	IMULQ R9, R13
-	ADDQ R10, R13
-	MOVQ R12, R11
-	IMULQ astride+88(FP), R11
-	ADDQ acc+80(FP), R11
-	SHLQ $6, R8
-	MOVQ r+72(FP), R12
-	SHLQ $6, R12
+	TILESTORED_AX1K_CX_T1
+	TILESTORED_AX2K_CX_T2
+	TILESTORED_AX3K_CX_T3
+	AMXKTOKS
 
 q6ka_tok:
 	VPSLLD       $2, 1024(AX)(R8*1), Z16
@@ -348,22 +295,9 @@ q6ka_tok:
 	VMULPS       Z18, Z16, Z16
 	VADDPS       (R11), Z16, Z16
 	VMOVUPS      Z16, (R11)
-	ADDQ $64, R8
-	ADDQ astride+88(FP), R11
-	ADDQ R9, R13
-	CMPQ R8, R12
-	JLT  q6ka_tok
+	AMXKTOKNEXT(q6ka_tok)
 
-	ADDQ r+72(FP), R15
-	CMPQ R15, ntok+64(FP)
-	JLT  q6ka_tile
-
-	ADDQ $16384, SI
-	ADDQ $64, DX
-	ADDQ $256, DI
-	ADDQ $4, R10
-	DECQ R14
-	JNZ  q6ka_sb
+	AMXKNEXT(q6ka_tile, q6ka_sb, 16384, 64)
 
 	TILERELEASE
 	VZEROUPPER

@@ -14,18 +14,24 @@ DATA ropedup<>+16(SB)/8, $0x0000000200000002
 DATA ropedup<>+24(SB)/8, $0x0000000300000003
 GLOBL ropedup<>(SB), RODATA|NOPTR, $32
 
+// ROPEARGS loads (v *float32, hd, heads int, cos, sin *float32, pairs
+// int): the rows at DI, R8 bytes apart, CX of them; cos at R9, sin at
+// R10; the pairs' bytes of one table in R11.
+#define ROPEARGS \
+	MOVQ v+0(FP), DI \
+	MOVQ hd+8(FP), R8 \
+	SHLQ $2, R8 \
+	MOVQ heads+16(FP), CX \
+	MOVQ cos+24(FP), R9 \
+	MOVQ sin+32(FP), R10 \
+	MOVQ pairs+40(FP), R11 \
+	SHLQ $2, R11
+
 // func ropeNeoXAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)
 // Rotates pairs (j, j+pairs) of each of heads rows of v (hd apart) for j <
 // pairs, a multiple of 8.
 TEXT ·ropeNeoXAVX2(SB), NOSPLIT, $0-48
-	MOVQ v+0(FP), DI
-	MOVQ hd+8(FP), R8
-	SHLQ $2, R8
-	MOVQ heads+16(FP), CX
-	MOVQ cos+24(FP), R9
-	MOVQ sin+32(FP), R10
-	MOVQ pairs+40(FP), R11
-	SHLQ $2, R11
+	ROPEARGS
 
 neox_head:
 	XORQ AX, AX
@@ -58,14 +64,7 @@ neox_loop:
 // pairs, a multiple of 4: even lanes x0*cos - x1*sin, odd lanes x1*cos +
 // x0*sin (VADDSUBPS).
 TEXT ·ropePairsAVX2(SB), NOSPLIT, $0-48
-	MOVQ v+0(FP), DI
-	MOVQ hd+8(FP), R8
-	SHLQ $2, R8
-	MOVQ heads+16(FP), CX
-	MOVQ cos+24(FP), R9
-	MOVQ sin+32(FP), R10
-	MOVQ pairs+40(FP), R11
-	SHLQ $2, R11
+	ROPEARGS
 	VMOVDQU ropedup<>(SB), Y7
 
 pairs_head:
