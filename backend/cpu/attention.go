@@ -40,7 +40,7 @@ func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 		j.q4 = append(j.q4, make([]float32, 4*b.widest.HeadDim))
 	}
 	kc, vc := b.k[l], b.v[l]
-	quadF16 := b.kern.attn4 && kc.f16 != nil && vc.f16 != nil && b.c.HeadDim%64 == 0
+	quadF16 := b.kern.attn4 != nil && kc.f16 != nil && vc.f16 != nil && b.c.HeadDim%64 == 0
 	quadQ := b.kern.vnni && kc.q != nil && b.blockSize%16 == 0
 	quad := (quadF16 || quadQ) && !b.c.Sliding(l) && !b.c.NonCausal
 	j.groups = j.groups[:0]
@@ -205,7 +205,8 @@ func (j *attnJob) softmax(live []float32, scale float32, h int) float32 {
 }
 
 // four is attention for query head h of tokens t0..t0+3, at positions
-// p0..p0+3 of one sequence (F16 K and V, no sliding window). The positions all
+// p0..p0+3 of one sequence (F16 K and V, no sliding window), through the
+// family's four-query kernels (kernels.attn4). The positions all
 // four see go through the four-query kernels; each query's last 0-3 go
 // through the one-query kernels. Either way a pair's score and an output's
 // terms are computed, in order, as one() computes them.
@@ -214,7 +215,7 @@ func (j *attnJob) four(share, t0, h int) {
 	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
 	span := bs * hd
 	p0, blocks, stride, buf := j.quad(share, t0)
-	kc, vc := b.k[j.l], b.v[j.l]
+	kc, vc, k4 := b.k[j.l], b.v[j.l], b.kern.attn4
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
 	row := func(p int) int { return at(p/bs) + p%bs*hd } // position p's K or V row
 	q := b.q[t0*qd+h*hd:]
@@ -225,7 +226,7 @@ func (j *attnJob) four(share, t0, h int) {
 		if bi+ahead < len(blocks) {
 			kc.prefetch(at(bi+ahead), span)
 		}
-		attnDots4F16AVX512(&q[0], qd, &kc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &buf[pb], stride)
+		k4.dots(&q[0], qd, &kc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &buf[pb], stride)
 	}
 	for i := 1; i < 4; i++ {
 		for p := p0 + 1; p <= p0+i; p++ {
@@ -248,7 +249,7 @@ func (j *attnJob) four(share, t0, h int) {
 		if bi+ahead < len(blocks) {
 			vc.prefetch(at(bi+ahead), span)
 		}
-		attnAccum4F16AVX512(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &att[0], qd)
+		k4.accum(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &att[0], qd)
 	}
 	for i := range 4 {
 		out := att[i*qd : i*qd+hd]

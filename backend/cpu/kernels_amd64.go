@@ -169,3 +169,9 @@ func ropePairsAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)
 
 //go:noescape
 func maxAVX2(x *float32, n int) float32
+
+//go:noescape
+func attnDots4F16AVX2(q *float32, qstride int, k *uint16, kstride, hd, n int, out *float32, ostride int)
+
+//go:noescape
+func attnAccum4F16AVX2(p *float32, pstride int, v *uint16, vstride, hd, n int, out *float32, ostride int)

@@ -99,3 +99,9 @@ func geluAVX2(x, y *float32, n int, table *float32)                         { pa
 func ropeNeoXAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)  { panic("no simd") }
 func ropePairsAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int) { panic("no simd") }
 func maxAVX2(x *float32, n int) float32                                     { panic("no simd") }
+func attnDots4F16AVX2(q *float32, qstride int, k *uint16, kstride, hd, n int, out *float32, ostride int) {
+	panic("no simd")
+}
+func attnAccum4F16AVX2(p *float32, pstride int, v *uint16, vstride, hd, n int, out *float32, ostride int) {
+	panic("no simd")
+}

@@ -258,41 +258,47 @@ func TestGoldensPureGo(t *testing.T) {
 	goldenGenerations(t, "go")
 }
 
-// TestAttentionFourQueryKernels: the four-query kernels give each query
-// the one-query kernels' bits (scores and weighted sums), for any count of
-// positions and head sizes of 64 and 128.
+// TestAttentionFourQueryKernels: each family's four-query kernels give
+// each query the one-query kernels' bits (scores and weighted sums), for
+// any count of positions and head sizes of 64 and 128.
 func TestAttentionFourQueryKernels(t *testing.T) {
-	if !haveAVX512 {
-		t.Skip("no AVX-512 on this CPU")
+	if !haveSIMD {
+		t.Skip("no SIMD kernels on this build")
+	}
+	families := map[string]*attn4Kernels{"avx2": avx2Attn4}
+	if haveAVX512 {
+		families["avx512"] = avx512Attn4
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, hd := range []int{64, 128} {
-		for n := 1; n <= 19; n++ {
-			stride := hd + 16*rng.IntN(3)
-			k := make([]uint16, n*stride)
-			for i := range k {
-				k[i] = quant.F32ToF16(float32(rng.NormFloat64()))
-			}
-			qs, qstride, ostride := 4, hd+8, n+3
-			q := randVec(rng, qs*qstride)
-			got := make([]float32, 4*ostride)
-			attnDots4F16AVX512(&q[0], qstride, &k[0], stride, hd, n, &got[0], ostride)
-			p := randVec(rng, 4*ostride)
-			out := randVec(rng, 4*qstride)
-			want := append([]float32(nil), out...)
-			attnAccum4F16AVX512(&p[0], ostride, &k[0], stride, hd, n, &out[0], qstride)
-			for i := range 4 {
-				one := make([]float32, n)
-				attnDotsF16AVX2(&q[i*qstride], &k[0], stride, hd, n, &one[0])
-				for j := range n {
-					if math.Float32bits(one[j]) != math.Float32bits(got[i*ostride+j]) {
-						t.Fatalf("hd %d n %d: query %d position %d: %v, one-query kernel %v", hd, n, i, j, got[i*ostride+j], one[j])
-					}
+	for name, k4 := range families {
+		for _, hd := range []int{64, 128} {
+			for n := 1; n <= 19; n++ {
+				stride := hd + 16*rng.IntN(3)
+				k := make([]uint16, n*stride)
+				for i := range k {
+					k[i] = quant.F32ToF16(float32(rng.NormFloat64()))
 				}
-				attnAccumF16AVX2(&p[i*ostride], &k[0], stride, hd, n, &want[i*qstride])
-				for e := range hd {
-					if math.Float32bits(want[i*qstride+e]) != math.Float32bits(out[i*qstride+e]) {
-						t.Fatalf("hd %d n %d: query %d element %d: %v, one-query kernel %v", hd, n, i, e, out[i*qstride+e], want[i*qstride+e])
+				qs, qstride, ostride := 4, hd+8, n+3
+				q := randVec(rng, qs*qstride)
+				got := make([]float32, 4*ostride)
+				k4.dots(&q[0], qstride, &k[0], stride, hd, n, &got[0], ostride)
+				p := randVec(rng, 4*ostride)
+				out := randVec(rng, 4*qstride)
+				want := append([]float32(nil), out...)
+				k4.accum(&p[0], ostride, &k[0], stride, hd, n, &out[0], qstride)
+				for i := range 4 {
+					one := make([]float32, n)
+					attnDotsF16AVX2(&q[i*qstride], &k[0], stride, hd, n, &one[0])
+					for j := range n {
+						if math.Float32bits(one[j]) != math.Float32bits(got[i*ostride+j]) {
+							t.Fatalf("%s hd %d n %d: query %d position %d: %v, one-query kernel %v", name, hd, n, i, j, got[i*ostride+j], one[j])
+						}
+					}
+					attnAccumF16AVX2(&p[i*ostride], &k[0], stride, hd, n, &want[i*qstride])
+					for e := range hd {
+						if math.Float32bits(want[i*qstride+e]) != math.Float32bits(out[i*qstride+e]) {
+							t.Fatalf("%s hd %d n %d: query %d element %d: %v, one-query kernel %v", name, hd, n, i, e, out[i*qstride+e], want[i*qstride+e])
+						}
 					}
 				}
 			}
@@ -311,10 +317,10 @@ func TestAVX2FamilyRunsNoAVX512(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.vnni || k.amx || k.attn4 {
+	if k.vnni || k.amx || k.attn4 != avx2Attn4 {
 		t.Errorf("vnni %v amx %v attn4 %v", k.vnni, k.amx, k.attn4)
 	}
-	names := []string{funcName(k.dequant)}
+	names := []string{funcName(k.dequant), funcName(k.attn4.dots), funcName(k.attn4.accum)}
 	v := reflect.ValueOf(k.f)
 	for i := range v.NumField() {
 		if f := v.Field(i); f.Kind() == reflect.Func && !f.IsNil() {

@@ -48,8 +48,20 @@ type kernels struct {
 	auto    bool                                       // QuantDot "auto": only generated tokens take it
 	vnni    bool                                       // its VNNI kernels run (else its Go loops)
 	amx     bool                                       // AMX-INT8 kernels take the formats they have (amxKernel) at amxTokens or more
-	attn4   bool                                       // the four-query attention kernels run (AVX-512)
+	attn4   *attn4Kernels                              // the four-query attention kernels, nil: none
 }
+
+// attn4Kernels are a family's four-query attention kernels (attention.go's
+// four): F16 scores and weighted sums of four queries at once.
+type attn4Kernels struct {
+	dots  func(q *float32, qstride int, k *uint16, kstride, hd, n int, out *float32, ostride int)
+	accum func(p *float32, pstride int, v *uint16, vstride, hd, n int, out *float32, ostride int)
+}
+
+var (
+	avx2Attn4   = &attn4Kernels{attnDots4F16AVX2, attnAccum4F16AVX2}
+	avx512Attn4 = &attn4Kernels{attnDots4F16AVX512, attnAccum4F16AVX512}
+)
 
 // chooseKernels picks a kernel set by name: "" the best this CPU runs,
 // "amx" (AVX-512 with the AMX-INT8 kernels), "avx512" (without them),
@@ -75,7 +87,12 @@ func chooseKernels(name string) (*kernels, error) {
 	}
 	k.vnni = k.simd && haveVNNI && k.f.name == "avx512"
 	k.amx = k.vnni && haveAMX && name != "avx512"
-	k.attn4 = k.simd && k.f.name == "avx512"
+	switch {
+	case k.simd && k.f.name == "avx512":
+		k.attn4 = avx512Attn4
+	case k.simd:
+		k.attn4 = avx2Attn4
+	}
 	return k, nil
 }
 

@@ -32,15 +32,19 @@
 	PREFETCHT0 d(SI)(BX*2);  \
 	PREFETCHT0 d(SI)(R8*1)
 
-// HSUM4 stores the four horizontal sums of a, b, c and d (Y registers) to
-// dst as four floats. xa and xb are a's and b's X halves; a, b and c are
+// HSUM4R leaves the four horizontal sums of a, b, c and d (Y registers)
+// in xa, a's X half, as four floats. xb is b's X half; a, b and c are
 // clobbered. The pairwise order is what the bit-exact tests pin.
-#define HSUM4(a, b, c, d, xa, xb, dst) \
+#define HSUM4R(a, b, c, d, xa, xb) \
 	VHADDPS b, a, a; \
 	VHADDPS d, c, c; \
 	VHADDPS c, a, a; \
 	VEXTRACTF128 $1, a, xb; \
-	VADDPS xb, xa, xa; \
+	VADDPS xb, xa, xa
+
+// HSUM4 stores HSUM4R's four sums to dst.
+#define HSUM4(a, b, c, d, xa, xb, dst) \
+	HSUM4R(a, b, c, d, xa, xb); \
 	VMOVUPS xa, dst
 
 // FOLDZ adds the upper half of the Z register z into y, its lower half;
