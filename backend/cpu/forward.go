@@ -473,7 +473,7 @@ func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
 		if int8 {
 			b.q8.has = [3]bool{}
 			for _, p := range parts {
-				b.q8.need(xs, e-s, p.w, b.kern.form(p.w.Type))
+				b.q8.need(xs, e-s, p.w, b.kern.form(p.w.Type, b.q8.prompt))
 			}
 			b.mm.q8 = &b.q8
 		}
@@ -489,10 +489,12 @@ func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
 }
 
 // nextRun returns the end of the run of tokens from s that share a path,
-// and whether it is the int8 one: all n tokens, but under QuantDot "auto",
-// without VNNI, where generated tokens (gen) take int8 and prompt tokens
-// float.
+// and whether it may take the int8 one: all n tokens, but under QuantDot
+// "auto", without VNNI, where generated tokens (gen) take int8 and prompt
+// tokens float but for promptInt8's formats; it marks b.q8 with the run's
+// role for form.
 func (b *Backend) nextRun(gen []bool, s, n int) (int, bool) {
+	b.q8.prompt = false
 	switch {
 	case !b.kern.int8:
 		return n, false
@@ -503,7 +505,8 @@ func (b *Backend) nextRun(gen []bool, s, n int) (int, bool) {
 	for e < n && gen[e] == gen[s] {
 		e++
 	}
-	return e, gen[s]
+	b.q8.prompt = !gen[s]
+	return e, gen[s] || b.kern.simd
 }
 
 // quantized returns x's n rows quantized for the int8 path in the forms
@@ -514,9 +517,9 @@ func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
 	}
 	b.q8.has = [3]bool{}
 	if gate != nil {
-		b.q8.need(x, n, gate, b.kern.form(gate.Type))
+		b.q8.need(x, n, gate, b.kern.form(gate.Type, b.q8.prompt))
 	}
-	b.q8.need(x, n, up, b.kern.form(up.Type))
+	b.q8.need(x, n, up, b.kern.form(up.Type, b.q8.prompt))
 	return &b.q8
 }
 

@@ -65,12 +65,24 @@ func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.MXFP4 
 // 497-512).
 func floatWithoutVNNI(t quant.DType) bool { return needsVNNI(t) || t == quant.Q8_0 }
 
-// form is the activation form w's type takes on this backend's int8 path,
-// actNone where it takes the float path: under QuantDot "auto", formats
-// floatWithoutVNNI names stay on the float path on a CPU without VNNI
-// (decided once per process, so batching stays invisible).
-func (kn *kernels) form(t quant.DType) actKind {
+// promptInt8 is whether t's prompt tokens take the int8 path under
+// QuantDot "auto" without VNNI, as generated tokens do: Q4_K, whose AVX2
+// row kernel (int8rows8.go) runs 2.4-2.9x the float path's tiles from four
+// tokens (BenchmarkQ4KRows8), and whose packed copy is then the only one
+// read.
+func promptInt8(t quant.DType) bool { return t == quant.Q4_K }
+
+// form is the activation form w's type takes on this backend's int8 path
+// for a run of prompt or generated tokens, actNone where it takes the
+// float path: under QuantDot "auto", formats floatWithoutVNNI names stay
+// on the float path on a CPU without VNNI, and prompt tokens take it but
+// for promptInt8's (decided once per process and role, so batching stays
+// invisible).
+func (kn *kernels) form(t quant.DType, prompt bool) actKind {
 	if kn.auto && !(kn.simd && (kn.vnni || !floatWithoutVNNI(t))) {
+		return actNone
+	}
+	if kn.auto && prompt && !promptInt8(t) {
 		return actNone
 	}
 	return int8Kind(t)
@@ -81,6 +93,9 @@ type acts struct {
 	q8  q8Acts
 	q8k q8KActs
 	has [3]bool
+	// prompt: the tokens are a run of prompt tokens under QuantDot "auto"
+	// (form's role).
+	prompt bool
 	// pool, where set, splits a large input's quantization across the
 	// threads (a prompt's: else one thread quantizes while the rest wait).
 	pool *workers
@@ -261,7 +276,11 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q4_0:
 		kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 	case quant.Q4_K:
-		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
+		if p := w.Packed(); p != nil && kn.simd {
+			kn.matmulQ4KRows8(out, &a.q8k, n, w, p, lo, hi, scratch)
+		} else {
+			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
+		}
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q4_1:

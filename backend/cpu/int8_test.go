@@ -377,8 +377,8 @@ func TestQ4KLanesMatchGo(t *testing.T) {
 // TestAutoRunsOnlyNativeInt8Kernels: under QuantDot "auto", a format takes
 // the int8 path only where its kernels run natively: none with the Go
 // loops, the AVX2 ones without VNNI (Q5_K, MXFP4 and Q8_0 stay float), all
-// with VNNI, where prompt tokens take it too. Explicit "int8" takes it
-// everywhere.
+// with VNNI, where prompt tokens take it too; without VNNI prompt tokens
+// take it for Q4_K only. Explicit "int8" takes it everywhere.
 func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
 	m, err := model.Load(path, model.LoadOptions{})
@@ -401,8 +401,14 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 			}
 			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0, quant.Q8_0} {
 				native := b.kern.simd && (b.kern.vnni || !floatWithoutVNNI(dt))
-				if got, want := b.kern.form(dt) != actNone, qd == "int8" || native; got != want {
+				if got, want := b.kern.form(dt, false) != actNone, qd == "int8" || native; got != want {
 					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)
+				}
+				// Prompt tokens: all of them with VNNI or under "int8",
+				// else Q4_K's only (its AVX2 row kernel).
+				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_K)
+				if got := b.kern.form(dt, true) != actNone; got != prompt {
+					t.Errorf("kernels %q, %s, %s: prompt int8 path %v, want %v", k, qd, dt, got, prompt)
 				}
 			}
 			b.Close()

@@ -64,36 +64,48 @@ func packedKernel(t quant.DType) rows16Kernel {
 }
 
 // repack gives m's matrices in packedFormats that the int8 path
-// multiplies their packed copies, where the row kernels run (VNNI): not
-// the token embedding table unless it is also the classifier (lookups
-// read rows), nor what the pooler reads.
+// multiplies their packed copies, where the row kernels run (VNNI), and
+// its Q4_K ones on AVX2 without VNNI (packQ4K8): not the token embedding
+// table unless it is also the classifier (lookups read rows), nor what
+// the pooler reads.
 func repack(m *model.Model, kn *kernels) error {
-	if !kn.int8 || !kn.vnni {
-		return nil
-	}
 	want := func(w *model.Matrix) bool {
 		return w.Rows >= 16 && (w != m.Embed || w == m.Output) && w != m.PosEmbd && !slices.Contains(m.Dense, w)
 	}
-	for _, f := range packedFormats {
-		err := m.Repack(f.t, want, func(dst []byte, w *model.Matrix) {
-			rb, whole := f.t.RowBytes(w.Cols), w.Rows&^15
-			// The groups split over the CPUs: a large model's packing
-			// is seconds of work.
-			var wg sync.WaitGroup
-			n := max(1, runtime.GOMAXPROCS(0))
-			for s := range n {
-				wg.Go(func() {
-					for g := s * (whole / 16) / n; g < (s+1)*(whole/16)/n; g++ {
-						f.pack(dst[g*16*rb:(g+1)*16*rb], w.Data, rb, g)
-					}
-				})
+	switch {
+	case !kn.int8 || !kn.simd:
+	case kn.vnni:
+		for _, f := range packedFormats {
+			if err := m.Repack(f.t, want, packGroups(16, f.t, f.pack)); err != nil {
+				return err
 			}
-			copy(dst[whole*rb:], w.Data[whole*rb:])
-			wg.Wait()
-		})
-		if err != nil {
-			return err
 		}
+	default:
+		// Q4_K's AVX2 row kernel; its prompts take it too (promptInt8),
+		// so the file's layout is not read again.
+		return m.Repack(quant.Q4_K, want, packGroups(8, quant.Q4_K, packQ4K8))
 	}
 	return nil
+}
+
+// packGroups is a Repack packer: pack (group g of rows rb bytes wide) over
+// a matrix's whole groups of size rows, the rows after them copied as
+// they are.
+func packGroups(size int, t quant.DType, pack func(dst, src []byte, rb, g int)) func(dst []byte, w *model.Matrix) {
+	return func(dst []byte, w *model.Matrix) {
+		rb, whole := t.RowBytes(w.Cols), w.Rows/size*size
+		// The groups split over the CPUs: a large model's packing is
+		// seconds of work.
+		var wg sync.WaitGroup
+		n := max(1, runtime.GOMAXPROCS(0))
+		for s := range n {
+			wg.Go(func() {
+				for g := s * (whole / size) / n; g < (s+1)*(whole/size)/n; g++ {
+					pack(dst[g*size*rb:(g+1)*size*rb], w.Data, rb, g)
+				}
+			})
+		}
+		copy(dst[whole*rb:], w.Data[whole*rb:])
+		wg.Wait()
+	}
 }

@@ -42,7 +42,7 @@ func (j *matmulJob) do(share, lo, hi int) {
 // matmulRange takes the int8 path when the input came quantized (q8) and w
 // has int8 kernels, else the float one.
 func (kn *kernels) matmulRange(out, x []float32, q8 *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
-	if q8 != nil && kn.form(w.Type) != actNone {
+	if q8 != nil && kn.form(w.Type, q8.prompt) != actNone {
 		kn.matmulInt8(out, q8, n, w, lo, hi, scratch)
 		return
 	}

@@ -56,7 +56,7 @@ func (j *expertsJob) width() int {
 
 // view points v at rows g.. of a's quantized rows.
 func (a *acts) view(g int, v *acts) {
-	v.has = a.has
+	v.has, v.prompt = a.has, a.prompt
 	if a.has[actQ8_0] {
 		c, nb := a.q8.cols, a.q8.cols/q8Block
 		v.q8 = q8Acts{cols: c, qs: a.q8.qs[g*c:], d: a.q8.d[g*nb:], sums: a.q8.sums[g*c/4:], nsum: a.q8.nsum[g*nb:]}
