@@ -66,11 +66,11 @@ func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.MXFP4 
 func floatWithoutVNNI(t quant.DType) bool { return needsVNNI(t) || t == quant.Q8_0 }
 
 // promptInt8 is whether t's prompt tokens take the int8 path under
-// QuantDot "auto" without VNNI, as generated tokens do: Q4_K, whose AVX2
-// row kernel (int8rows8.go) runs 2.4-2.9x the float path's tiles from four
-// tokens (BenchmarkQ4KRows8), and whose packed copy is then the only one
-// read.
-func promptInt8(t quant.DType) bool { return t == quant.Q4_K }
+// QuantDot "auto" without VNNI, as generated tokens do: the formats with
+// AVX2 row kernels (int8rows8.go), which run 1.8-2.9x the float path's
+// tiles from four tokens (BenchmarkRows8), and whose packed copies are
+// then the only ones read.
+func promptInt8(t quant.DType) bool { return rows8Format(t) >= 0 }
 
 // form is the activation form w's type takes on this backend's int8 path
 // for a run of prompt or generated tokens, actNone where it takes the
@@ -265,22 +265,23 @@ func dotQ40Go(w []byte, qs []int8, d []float32, nb int) float32 {
 
 // matmulInt8 computes out[t*w.Rows+r] for rows [lo, hi) and n tokens from
 // the quantized activations, by the weights' format: its row kernel with
-// VNNI (int8rows.go), else its AVX2 kernels; Q5_K and MXFP4 have none,
-// so matmulRows16 runs their Go loops (rowTail).
+// VNNI (int8rows.go), else its AVX2 kernels (Q4_K's and Q6_K's on their
+// packed rows, int8rows8.go); Q5_K and MXFP4 have none, so matmulRows16
+// runs their Go loops (rowTail).
 func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo, hi int, scratch []float32) {
 	if kern := rowKernel(w.Type); kn.simd && kn.vnni || needsVNNI(w.Type) {
 		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
+		return
+	}
+	if f := rows8Format(w.Type); f >= 0 && kn.simd && w.Packed() != nil {
+		kn.matmulRows8(out, a, n, w, w.Packed(), lo, hi, scratch, f)
 		return
 	}
 	switch w.Type {
 	case quant.Q4_0:
 		kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 	case quant.Q4_K:
-		if p := w.Packed(); p != nil && kn.simd {
-			kn.matmulQ4KRows8(out, &a.q8k, n, w, p, lo, hi, scratch)
-		} else {
-			kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
-		}
+		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q6_K:
 		kn.matmulK(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q4_1:

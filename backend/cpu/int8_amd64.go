@@ -102,6 +102,9 @@ func q4kLanesAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, 
 func q4kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 
 //go:noescape
+func q6kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
+
+//go:noescape
 func q6kNAVX2(w *byte, qs *int8, qstride int, d *float32, dstride int, bs *int16, bstride, nsb, ntok int, sc *int16, acc, out *float32, ostride int)
 
 //go:noescape

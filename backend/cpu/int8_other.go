@@ -118,6 +118,10 @@ func q4kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok i
 	panic("no simd")
 }
 
+func q6kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func dotQ80AVX2(w *byte, qs *int8, d *float32, nb int) float32 { panic("no simd") }
 
 func attnAccumQ8AVX2(p *float32, v *byte, rb, hd, n int, out *float32) { panic("no simd") }

@@ -81,9 +81,13 @@ func repack(m *model.Model, kn *kernels) error {
 			}
 		}
 	default:
-		// Q4_K's AVX2 row kernel; its prompts take it too (promptInt8),
+		// The AVX2 row kernels; their prompts take them too (promptInt8),
 		// so the file's layout is not read again.
-		return m.Repack(quant.Q4_K, want, packGroups(8, quant.Q4_K, packQ4K8))
+		for _, f := range rows8Formats {
+			if err := m.Repack(f.t, want, packGroups(8, f.t, f.pack)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -2,14 +2,16 @@ package cpu
 
 import (
 	"github.com/batchd/batchd/model"
+	"github.com/batchd/batchd/quant"
 )
 
-// The row form of Q4_K on AVX2 without VNNI (q4kRows8AVX2): eight rows a
-// call, each in a dword lane, from a copy packed at load so the kernel
-// reads a dword of every row with one load and transposes nothing. Its
-// float work per token and super-block is two products and two adds for
-// eight rows, where the lane form (int8lanes.go) spent 24 lanes' for one;
-// its result is dotQ4KRowGo's, as the VNNI row kernels' is.
+// The row form of Q4_K and Q6_K on AVX2 without VNNI (q4kRows8AVX2,
+// q6kRows8AVX2): eight rows a call, each in a dword lane, from a copy
+// packed at load so the kernel reads a dword of every row with one load
+// and transposes nothing. Its float work per token and super-block is a
+// few products and adds for eight rows, where the lane forms (int8lanes.go,
+// q6kNAVX2) spent 24 lanes' for one; its result is dotQ4KRowGo's (as the
+// VNNI row kernels') or dotQ6KGo's.
 
 // packQ4K8 writes rows [8g, 8g+8) of src (Q4_K, rb bytes a row) packed into
 // dst: per super-block the rows' head dwords (d and dmin, then scale bytes
@@ -30,30 +32,65 @@ func packQ4K8(dst, src []byte, rb, g int) {
 	}
 }
 
-// rows8Scratch is q4kRows8AVX2's scratch before its tokens' sums (eight
-// floats a token), in floats.
-const rows8Scratch = 576 / 4
+// packQ6K8 is packQ4K8 for Q6_K: per super-block the rows' scale dwords
+// k at 32k+4j, ql's dwords c at 128+32c+4j, qh's at 1152+32c+4j, then
+// the rows' d at 1664+2j.
+func packQ6K8(dst, src []byte, rb, g int) {
+	for b := range rb / 210 {
+		out := dst[8*210*b : 8*210*(b+1)]
+		for j := range 8 {
+			blk := src[(8*g+j)*rb+210*b:][:210]
+			for k := range 4 {
+				copy(out[32*k+4*j:][:4], blk[192+4*k:])
+			}
+			for c := range 32 {
+				copy(out[128+32*c+4*j:][:4], blk[4*c:])
+			}
+			for c := range 16 {
+				copy(out[1152+32*c+4*j:][:4], blk[128+4*c:])
+			}
+			copy(out[1664+2*j:][:2], blk[208:])
+		}
+	}
+}
 
-// matmulQ4KRows8 is matmulInt8 for Q4_K on AVX2 without VNNI, on w's packed
-// copy p: groups of eight rows aligned to the matrix (a share's first and
-// last may reach outside [lo, hi): computed whole, only its own rows kept),
-// tokens in passes of up to rowsTokens, each pass over all the groups so
-// its activations stay in cache while the weights stream; rows past the
-// last group by dotQ4KRowGo (packing copies them as they are).
-func (kn *kernels) matmulQ4KRows8(out []float32, a *q8KActs, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32) {
+// rows8Kernel is an eight-row AVX2 kernel on packed groups: ntok tokens'
+// q8_K activations (qstride apart, their 16-sums and scales after), its
+// scratch scr, results ostride apart.
+type rows8Kernel func(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
+
+// rows8Formats are the formats with eight-row AVX2 kernels: each one's
+// packer, kernel and scratch before its tokens' sums (eight floats a
+// token), in floats.
+var rows8Formats = []struct {
+	t       quant.DType
+	pack    func(dst, src []byte, rb, g int)
+	kern    rows8Kernel
+	scratch int
+}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4}, {quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4}}
+
+// matmulRows8 is matmulInt8 for a format of rows8Formats (f) on AVX2
+// without VNNI, on w's packed copy p: groups of eight rows aligned to the
+// matrix (a share's first and last may reach outside [lo, hi): computed
+// whole, only its own rows kept), tokens in passes of up to rowsTokens,
+// each pass over all the groups so its activations stay in cache while
+// the weights stream; rows past the last group by the format's Go loop
+// (packing copies them as they are).
+func (kn *kernels) matmulRows8(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, f int) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
-	nsb, whole := cols/qkK, rows&^7
+	nsb, whole, kern := cols/qkK, rows&^7, rows8Formats[f].kern
 	pass := min(n, rowsTokens)
-	scr, res := scratch[:rows8Scratch+8*pass], scratch[rows8Scratch+8*pass:rows8Scratch+16*pass]
+	pre := rows8Formats[f].scratch
+	scr, res := scratch[:pre+8*pass], scratch[pre+8*pass:pre+16*pass]
 	for t := 0; t < n; t += pass {
 		k := min(pass, n-t)
-		qs, bs, d := &a.qs[t*cols], &a.bs[t*cols/16], &a.d[t*nsb]
+		qs, bs, d := &a.q8k.qs[t*cols], &a.q8k.bs[t*cols/16], &a.q8k.d[t*nsb]
 		for g := lo &^ 7; g < min(hi, whole); g += 8 {
 			if g >= lo && g+8 <= hi {
-				q4kRows8AVX2(&p[g*rb], qs, bs, d, cols, nsb, k, &scr[0], &out[t*rows+g], rows)
+				kern(&p[g*rb], qs, bs, d, cols, nsb, k, &scr[0], &out[t*rows+g], rows)
 				continue
 			}
-			q4kRows8AVX2(&p[g*rb], qs, bs, d, cols, nsb, k, &scr[0], &res[0], 8)
+			kern(&p[g*rb], qs, bs, d, cols, nsb, k, &scr[0], &res[0], 8)
 			for j := range k {
 				for r := max(g, lo); r < min(g+8, hi); r++ {
 					out[(t+j)*rows+r] = res[j*8+r-g]
@@ -63,7 +100,17 @@ func (kn *kernels) matmulQ4KRows8(out []float32, a *q8KActs, n int, w *model.Mat
 	}
 	for r := max(lo, whole); r < hi; r++ {
 		for t := range n {
-			out[t*rows+r] = dotQ4KRowGo(p[r*rb:(r+1)*rb], a.qs[t*cols:(t+1)*cols], a.d[t*nsb:(t+1)*nsb], a.nsum[t*cols/32:(t+1)*cols/32], nsb)
+			out[t*rows+r] = rowTail(p[r*rb:(r+1)*rb], a, t, w.Type, cols)
 		}
 	}
+}
+
+// rows8Format is t's index in rows8Formats, or -1.
+func rows8Format(t quant.DType) int {
+	for i, f := range rows8Formats {
+		if f.t == t {
+			return i
+		}
+	}
+	return -1
 }

@@ -1,0 +1,371 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// q6kRows8AVX2: Q6_K rows packed eight to a group (packQ6K8) against q8_K
+// activations on AVX2, each row in a dword lane: dotQ6KGo's integers and
+// float step, so its bits. Per super-block the rows' int8 scales are
+// decoded once into scr as 16-bit pairs; per token each sub-block of 16
+// is four VPMADDUBSW of the 6-bit values (assembled from the packed ql and
+// qh dwords) by the token's activations broadcast, summed two at a time in
+// 16 bits (a word at most 4 products of 63 by 127), then VPMADDWD by the
+// scale pair: s exact; c, the scales by the activations' 16-sums, takes
+// off the values' offset of 32.
+//
+// scr (bytes): 0 the scale pairs (sc_j, sc_j) of sub-blocks 0-15, 512 the
+// pairs (sc_2k, sc_2k+1), 768 d as floats, 800 each token's eight sums.
+
+DATA q6nib<>+0(SB)/4, $0x0f0f0f0f
+GLOBL q6nib<>(SB), RODATA|NOPTR, $4
+DATA q6hi<>+0(SB)/4, $0x30303030
+GLOBL q6hi<>(SB), RODATA|NOPTR, $4
+
+// q6same<>+32i: VPSHUFB masks taking byte i of every dword to the high
+// byte of both its words; q6two<>+32i (i 0 or 1): bytes 2i and 2i+1 to
+// the high bytes of its two words. VPSRAW $8 then sign-extends them.
+DATA q6same<>+0(SB)/8, $0x0480048000800080
+DATA q6same<>+8(SB)/8, $0x0c800c8008800880
+DATA q6same<>+16(SB)/8, $0x0480048000800080
+DATA q6same<>+24(SB)/8, $0x0c800c8008800880
+DATA q6same<>+32(SB)/8, $0x0580058001800180
+DATA q6same<>+40(SB)/8, $0x0d800d8009800980
+DATA q6same<>+48(SB)/8, $0x0580058001800180
+DATA q6same<>+56(SB)/8, $0x0d800d8009800980
+DATA q6same<>+64(SB)/8, $0x0680068002800280
+DATA q6same<>+72(SB)/8, $0x0e800e800a800a80
+DATA q6same<>+80(SB)/8, $0x0680068002800280
+DATA q6same<>+88(SB)/8, $0x0e800e800a800a80
+DATA q6same<>+96(SB)/8, $0x0780078003800380
+DATA q6same<>+104(SB)/8, $0x0f800f800b800b80
+DATA q6same<>+112(SB)/8, $0x0780078003800380
+DATA q6same<>+120(SB)/8, $0x0f800f800b800b80
+GLOBL q6same<>(SB), RODATA|NOPTR, $128
+
+DATA q6two<>+0(SB)/8, $0x0580048001800080
+DATA q6two<>+8(SB)/8, $0x0d800c8009800880
+DATA q6two<>+16(SB)/8, $0x0580048001800080
+DATA q6two<>+24(SB)/8, $0x0d800c8009800880
+DATA q6two<>+32(SB)/8, $0x0780068003800280
+DATA q6two<>+40(SB)/8, $0x0f800e800b800a80
+DATA q6two<>+48(SB)/8, $0x0780068003800280
+DATA q6two<>+56(SB)/8, $0x0f800e800b800a80
+GLOBL q6two<>(SB), RODATA|NOPTR, $64
+
+// Q6PF prefetches a super-block a few ahead: its 27 lines (R8PF's).
+#define Q6PF \
+	PREFETCHT0 (4096)(DI) \
+	PREFETCHT0 (4160)(DI) \
+	PREFETCHT0 (4224)(DI) \
+	PREFETCHT0 (4288)(DI) \
+	PREFETCHT0 (4352)(DI) \
+	PREFETCHT0 (4416)(DI) \
+	PREFETCHT0 (4480)(DI) \
+	PREFETCHT0 (4544)(DI) \
+	PREFETCHT0 (4608)(DI) \
+	PREFETCHT0 (4672)(DI) \
+	PREFETCHT0 (4736)(DI) \
+	PREFETCHT0 (4800)(DI) \
+	PREFETCHT0 (4864)(DI) \
+	PREFETCHT0 (4928)(DI) \
+	PREFETCHT0 (4992)(DI) \
+	PREFETCHT0 (5056)(DI) \
+	PREFETCHT0 (5120)(DI) \
+	PREFETCHT0 (5184)(DI) \
+	PREFETCHT0 (5248)(DI) \
+	PREFETCHT0 (5312)(DI) \
+	PREFETCHT0 (5376)(DI) \
+	PREFETCHT0 (5440)(DI) \
+	PREFETCHT0 (5504)(DI) \
+	PREFETCHT0 (5568)(DI) \
+	PREFETCHT0 (5632)(DI) \
+	PREFETCHT0 (5696)(DI) \
+	PREFETCHT0 (5760)(DI) 
+
+// Q6SC(k): scale dwords k (sub-blocks 4k..4k+3) into their pairs.
+#define Q6SC(k) \
+	VMOVDQU (32*(k))(DI), Y0 \
+	VPSHUFB q6same<>+0(SB), Y0, Y1 \
+	VPSHUFB q6same<>+32(SB), Y0, Y2 \
+	VPSHUFB q6same<>+64(SB), Y0, Y3 \
+	VPSHUFB q6same<>+96(SB), Y0, Y4 \
+	VPSHUFB q6two<>+0(SB), Y0, Y5 \
+	VPSHUFB q6two<>+32(SB), Y0, Y6 \
+	VPSRAW  $8, Y1, Y1 \
+	VPSRAW  $8, Y2, Y2 \
+	VPSRAW  $8, Y3, Y3 \
+	VPSRAW  $8, Y4, Y4 \
+	VPSRAW  $8, Y5, Y5 \
+	VPSRAW  $8, Y6, Y6 \
+	VMOVDQU Y1, (128*(k))(R9) \
+	VMOVDQU Y2, (128*(k)+32)(R9) \
+	VMOVDQU Y3, (128*(k)+64)(R9) \
+	VMOVDQU Y4, (128*(k)+96)(R9) \
+	VMOVDQU Y5, (512+64*(k))(R9) \
+	VMOVDQU Y6, (512+64*(k)+32)(R9)
+
+// Q6W0..Q6W3(ql, qh): values 32g+4v.. of a half (g = 0..3) for the rows,
+// into Y8: ql's low (g 0, 1) or high (2, 3) nibbles, qh's bits 2g and
+// 2g+1 as bits 4 and 5 (Y15: 0x0f, Y14: 0x30; Y13 clobbered).
+#define Q6W0(ql, qh) \
+	VPAND   (ql)(DI), Y15, Y8 \
+	VMOVDQU (qh)(DI), Y13 \
+	VPSLLW  $4, Y13, Y13 \
+	VPAND   Y14, Y13, Y13 \
+	VPOR    Y13, Y8, Y8
+
+#define Q6W1(ql, qh) \
+	VPAND   (ql)(DI), Y15, Y8 \
+	VMOVDQU (qh)(DI), Y13 \
+	VPSLLW  $2, Y13, Y13 \
+	VPAND   Y14, Y13, Y13 \
+	VPOR    Y13, Y8, Y8
+
+#define Q6W2(ql, qh) \
+	VMOVDQU (ql)(DI), Y8 \
+	VPSRLW  $4, Y8, Y8 \
+	VPAND   Y15, Y8, Y8 \
+	VPAND   (qh)(DI), Y14, Y13 \
+	VPOR    Y13, Y8, Y8
+
+#define Q6W3(ql, qh) \
+	VMOVDQU (ql)(DI), Y8 \
+	VPSRLW  $4, Y8, Y8 \
+	VPAND   Y15, Y8, Y8 \
+	VMOVDQU (qh)(DI), Y13 \
+	VPSRLW  $2, Y13, Y13 \
+	VPAND   Y14, Y13, Y13 \
+	VPOR    Y13, Y8, Y8
+
+// T4F(a), T4A(a): four tokens (BX, BX+R8, R11, R11+R8) against Y8 at
+// activation offset a, into Y0-Y3 (T4F) or added to them (T4A); T4S(j):
+// those sums by sub-block j's scale pairs, added to S in Y4-Y7.
+#define T4BC(a) \
+	VPBROADCASTD (a)(BX), Y9 \
+	VPBROADCASTD (a)(BX)(R8*1), Y10 \
+	VPBROADCASTD (a)(R11), Y11 \
+	VPBROADCASTD (a)(R11)(R8*1), Y12
+
+#define T4F(a) \
+	T4BC(a) \
+	VPMADDUBSW Y9, Y8, Y0 \
+	VPMADDUBSW Y10, Y8, Y1 \
+	VPMADDUBSW Y11, Y8, Y2 \
+	VPMADDUBSW Y12, Y8, Y3
+
+#define T4A(a) \
+	T4BC(a) \
+	VPMADDUBSW Y9, Y8, Y9 \
+	VPMADDUBSW Y10, Y8, Y10 \
+	VPMADDUBSW Y11, Y8, Y11 \
+	VPMADDUBSW Y12, Y8, Y12 \
+	VPADDW     Y9, Y0, Y0 \
+	VPADDW     Y10, Y1, Y1 \
+	VPADDW     Y11, Y2, Y2 \
+	VPADDW     Y12, Y3, Y3
+
+#define T4S(j) \
+	VPMADDWD (32*(j))(R9), Y0, Y0 \
+	VPMADDWD (32*(j))(R9), Y1, Y1 \
+	VPMADDWD (32*(j))(R9), Y2, Y2 \
+	VPMADDWD (32*(j))(R9), Y3, Y3 \
+	VPADDD   Y0, Y4, Y4 \
+	VPADDD   Y1, Y5, Y5 \
+	VPADDD   Y2, Y6, Y6 \
+	VPADDD   Y3, Y7, Y7
+
+// T1F, T1A, T1S: the same for one token (BX), S in Y4.
+#define T1F(a) \
+	VPBROADCASTD (a)(BX), Y9 \
+	VPMADDUBSW   Y9, Y8, Y0
+
+#define T1A(a) \
+	VPBROADCASTD (a)(BX), Y9 \
+	VPMADDUBSW   Y9, Y8, Y9 \
+	VPADDW       Y9, Y0, Y0
+
+#define T1S(j) \
+	VPMADDWD (32*(j))(R9), Y0, Y0 \
+	VPADDD   Y0, Y4, Y4
+
+// Q6QUARTER(W, F, A, S, ql, qh, a, j): values 32g.. of a half (W its Q6W
+// macro) at packed offsets ql and qh, activations a: sub-blocks j and j+1,
+// two VPMADDUBSW summed in 16 bits a scale product.
+#define Q6QUARTER(W, F, A, S, ql, qh, a, j) \
+	W(ql, qh) \
+	F(a) \
+	W(ql+32, qh+32) \
+	A(a+4) \
+	S(j) \
+	W(ql+64, qh+64) \
+	F(a+8) \
+	W(ql+96, qh+96) \
+	A(a+12) \
+	S(j) \
+	W(ql+128, qh+128) \
+	F(a+16) \
+	W(ql+160, qh+160) \
+	A(a+20) \
+	S(j+1) \
+	W(ql+192, qh+192) \
+	F(a+24) \
+	W(ql+224, qh+224) \
+	A(a+28) \
+	S(j+1)
+
+// Q6HALF(F, A, S, h): half h's four quarters (ql at 128+512h, the second
+// 32 bytes at +256; qh at 1152+256h).
+#define Q6HALF(F, A, S, h) \
+	Q6QUARTER(Q6W0, F, A, S, 128+512*(h), 1152+256*(h), 128*(h), 8*(h)) \
+	Q6QUARTER(Q6W1, F, A, S, 384+512*(h), 1152+256*(h), 128*(h)+32, 8*(h)+2) \
+	Q6QUARTER(Q6W2, F, A, S, 128+512*(h), 1152+256*(h), 128*(h)+64, 8*(h)+4) \
+	Q6QUARTER(Q6W3, F, A, S, 384+512*(h), 1152+256*(h), 128*(h)+96, 8*(h)+6)
+
+// Q6END(S, acc): a token's super-block: c from its 16-sums at SI, then
+// acc + (d_a d) (S - 32c), d_a at R11.
+#define Q6END(S, acc) \
+	VPBROADCASTD 0(SI), Y8 \
+	VPMADDWD     512(R9), Y8, Y9 \
+	VPBROADCASTD 4(SI), Y8 \
+	VPMADDWD     544(R9), Y8, Y10 \
+	VPBROADCASTD 8(SI), Y8 \
+	VPMADDWD     576(R9), Y8, Y8 \
+	VPADDD       Y8, Y9, Y9 \
+	VPBROADCASTD 12(SI), Y8 \
+	VPMADDWD     608(R9), Y8, Y8 \
+	VPADDD       Y8, Y10, Y10 \
+	VPBROADCASTD 16(SI), Y8 \
+	VPMADDWD     640(R9), Y8, Y8 \
+	VPADDD       Y8, Y9, Y9 \
+	VPBROADCASTD 20(SI), Y8 \
+	VPMADDWD     672(R9), Y8, Y8 \
+	VPADDD       Y8, Y10, Y10 \
+	VPBROADCASTD 24(SI), Y8 \
+	VPMADDWD     704(R9), Y8, Y8 \
+	VPADDD       Y8, Y9, Y9 \
+	VPBROADCASTD 28(SI), Y8 \
+	VPMADDWD     736(R9), Y8, Y8 \
+	VPADDD       Y8, Y10, Y10 \
+	VPADDD       Y10, Y9, Y9 \
+	VPSLLD       $5, Y9, Y9 \
+	VPSUBD       Y9, S, S \
+	VBROADCASTSS (R11), Y11 \
+	VMULPS       768(R9), Y11, Y12 \
+	VCVTDQ2PS    S, S \
+	VMULPS       S, Y12, S \
+	VADDPS       acc, S, S \
+	VMOVUPS      S, acc
+
+// func q6kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
+//
+// Registers as q4kRows8AVX2's; a packed super-block is 1680 bytes.
+TEXT ·q6kRows8AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), DI
+	MOVQ qstride+32(FP), R8
+	MOVQ scr+56(FP), R9
+	MOVQ R8, R13
+	SHRQ $3, R13
+	MOVQ nsb+40(FP), R14
+	SHLQ $2, R14
+	MOVQ ntok+48(FP), R10
+	LEAQ 800(R9), AX
+	VXORPS Y0, Y0, Y0
+
+zero:
+	VMOVUPS Y0, (AX)
+	ADDQ    $32, AX
+	DECQ    R10
+	JNZ     zero
+	XORQ    CX, CX
+
+block:
+	Q6PF
+	Q6SC(0)
+	Q6SC(1)
+	Q6SC(2)
+	Q6SC(3)
+	VMOVDQU      1664(DI), X0
+	VCVTPH2PS    X0, Y0
+	VMOVUPS      Y0, 768(R9)
+	VPBROADCASTD q6nib<>(SB), Y15
+	VPBROADCASTD q6hi<>(SB), Y14
+	MOVQ         CX, BX
+	SHLQ         $8, BX
+	ADDQ         qs+8(FP), BX
+	MOVQ         CX, DX
+	SHLQ         $5, DX
+	ADDQ         bs+16(FP), DX
+	MOVQ         CX, R12
+	SHLQ         $2, R12
+	ADDQ         d+24(FP), R12
+	LEAQ         800(R9), AX
+	MOVQ         ntok+48(FP), R10
+	CMPQ         R10, $4
+	JLT          one
+
+four:
+	LEAQ   (BX)(R8*2), R11
+	VPXOR  Y4, Y4, Y4
+	VPXOR  Y5, Y5, Y5
+	VPXOR  Y6, Y6, Y6
+	VPXOR  Y7, Y7, Y7
+	Q6HALF(T4F, T4A, T4S, 0)
+	Q6HALF(T4F, T4A, T4S, 1)
+	MOVQ   DX, SI
+	MOVQ   R12, R11
+	Q6END(Y4, (AX))
+	ADDQ   R13, SI
+	ADDQ   R14, R11
+	Q6END(Y5, 32(AX))
+	ADDQ   R13, SI
+	ADDQ   R14, R11
+	Q6END(Y6, 64(AX))
+	ADDQ   R13, SI
+	ADDQ   R14, R11
+	Q6END(Y7, 96(AX))
+	LEAQ   (BX)(R8*4), BX
+	LEAQ   (DX)(R13*4), DX
+	LEAQ   (R12)(R14*4), R12
+	SUBQ   $-128, AX
+	SUBQ   $4, R10
+	CMPQ   R10, $4
+	JGE    four
+
+one:
+	TESTQ R10, R10
+	JZ    next
+
+onetok:
+	VPXOR  Y4, Y4, Y4
+	Q6HALF(T1F, T1A, T1S, 0)
+	Q6HALF(T1F, T1A, T1S, 1)
+	MOVQ   DX, SI
+	MOVQ   R12, R11
+	Q6END(Y4, (AX))
+	ADDQ   R8, BX
+	ADDQ   R13, DX
+	ADDQ   R14, R12
+	ADDQ   $32, AX
+	DECQ   R10
+	JNZ    onetok
+
+next:
+	ADDQ $1680, DI
+	INCQ CX
+	CMPQ CX, nsb+40(FP)
+	JLT  block
+
+	MOVQ out+64(FP), DI
+	MOVQ ostride+72(FP), SI
+	SHLQ $2, SI
+	LEAQ 800(R9), AX
+	MOVQ ntok+48(FP), R10
+
+write:
+	VMOVUPS (AX), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, AX
+	ADDQ    SI, DI
+	DECQ    R10
+	JNZ     write
+	VZEROUPPER
+	RET
