@@ -273,17 +273,23 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
 		return
 	}
-	if f := rows8Format(w.Type); f >= 0 && kn.simd && w.Packed() != nil {
-		kn.matmulRows8(out, a, n, w, w.Packed(), lo, hi, scratch, f)
+	if f := rows8Format(w.Type); f >= 0 {
+		if p := w.Packed(); p != nil && kn.simd {
+			kn.matmulRows8(out, a, n, w, p, lo, hi, scratch, f)
+			return
+		}
+		// Unpacked (under 16 rows), or the Go loops.
+		rb := w.Type.RowBytes(w.Cols)
+		for r := lo; r < hi; r++ {
+			for t := range n {
+				out[t*w.Rows+r] = rowTail(w.Data[r*rb:(r+1)*rb], a, t, w.Type, w.Cols)
+			}
+		}
 		return
 	}
 	switch w.Type {
 	case quant.Q4_0:
 		kn.matmulQ40(out, &a.q8, n, w, lo, hi)
-	case quant.Q4_K:
-		kn.matmulKLanes(out, &a.q8k, n, w, lo, hi, scratch)
-	case quant.Q6_K:
-		kn.matmulK(out, &a.q8k, n, w, lo, hi, scratch)
 	case quant.Q4_1:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
 	case quant.Q5_0:

@@ -74,22 +74,9 @@ func dotQ80LanesAVX2(w *byte, qs *int8, d *float32, nb int) float32 {
 func dotQ80Lanesx4AVX2(w *byte, qs *int8, d *float32, qstride, dstride, nb int, out *float32) {
 	panic("no simd")
 }
-func dotQ6KRowsAVX2(w *byte, wstride int, qs *int8, d *float32, bs *int16, nsb, nrows int, out *float32) {
-	panic("no simd")
-}
 func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32 {
 	panic("no simd")
 }
-func q4kLanesAVX2(w *byte, qs *int8, d *float32, bs *int16, nsb int, sc *int16, acc *float32) {
-	panic("no simd")
-}
-func q6kNAVX2(w *byte, qs *int8, qstride int, d *float32, dstride int, bs *int16, bstride, nsb, ntok int, sc *int16, acc, out *float32, ostride int) {
-	panic("no simd")
-}
-func q4kLanesNAVX2(w *byte, qs *int8, qstride int, d *float32, dstride int, bs *int16, bstride, nsb, ntok int, sc *int16, acc, out *float32, ostride int) {
-	panic("no simd")
-}
-
 func iq4xsRows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }

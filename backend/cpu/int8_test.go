@@ -251,51 +251,6 @@ func checkRounding(t *testing.T, got float32, row, x, d []float32, block int) {
 	}
 }
 
-// TestQ6KInt8KernelMatchesGo: likewise for Q6_K's AVX2 kernel (CPUs
-// without VNNI).
-func TestQ6KInt8KernelMatchesGo(t *testing.T) {
-	if !haveSIMD {
-		t.Skip("no AVX2")
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	const rows, cols, n = 6, 512, 5
-	rb := quant.Q6_K.RowBytes(cols)
-	wb := make([]byte, rows*rb)
-	for i := range wb {
-		wb[i] = byte(rng.Uint32())
-	}
-	for r := range rows * cols / 256 {
-		d := quant.F32ToF16(rng.Float32() * 0.001)
-		wb[r*210+208], wb[r*210+209] = byte(d), byte(d>>8)
-	}
-	w, err := model.NewMatrix(quant.Q6_K, rows, cols, wb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := make([]float32, n*cols)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	var a q8KActs
-	a.quantize(x, n, cols)
-	nsb := cols / 256
-	row := make([]float32, cols)
-	for r := range rows {
-		wr := wb[r*rb : (r+1)*rb]
-		w.Row(r, row)
-		for tk := range n {
-			qs, d, bs := a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:]
-			want := dotQ6KGo(wr, qs, d, bs, nsb)
-			var got float32
-			dotQ6KRowsAVX2(&wr[0], rb, &qs[0], &d[0], &bs[0], nsb, 1, &got)
-			if math.Float32bits(got) != math.Float32bits(want) {
-				t.Fatalf("row %d token %d: AVX2 %v, Go %v", r, tk, got, want)
-			}
-			checkRounding(t, want, row, x[tk*cols:(tk+1)*cols], d, 256)
-		}
-	}
-}
-
 // TestInt8StaysNearTheReference: on llama.cpp's quantized files whose
 // formats the int8 path covers, its log-probabilities, with llama.cpp's
 // tokens fed back (teacher forcing), stay within 0.05 of llama.cpp's on the
@@ -329,48 +284,6 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 		if worst > 0.05 {
 			t.Errorf("%s: int8 drifts %.3g from the reference", name, worst)
 		}
-	}
-}
-
-// TestQ4KLanesMatchGo: Q4_K's AVX2 lane kernel (CPUs without VNNI) leaves
-// exactly the Go loop's lanes, and the folded result stays within the
-// activations' rounding of the float path.
-func TestQ4KLanesMatchGo(t *testing.T) {
-	if !haveSIMD {
-		t.Skip("no AVX2")
-	}
-	rng := rand.New(rand.NewPCG(7, 8))
-	const cols, n = 768, 8
-	wb := make([]byte, quant.Q4_K.RowBytes(cols))
-	for i := range wb {
-		wb[i] = byte(rng.Uint32())
-	}
-	for b := range cols / 256 {
-		d, dm := quant.F32ToF16(rng.Float32()*0.01), quant.F32ToF16(rng.Float32()*0.01)
-		wb[b*144], wb[b*144+1], wb[b*144+2], wb[b*144+3] = byte(d), byte(d>>8), byte(dm), byte(dm>>8)
-	}
-	x := make([]float32, n*cols)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	var a q8KActs
-	a.quantize(x, n, cols)
-	nsb := cols / 256
-	w, _ := model.NewMatrix(quant.Q4_K, 1, cols, wb)
-	row := make([]float32, cols)
-	w.Row(0, row)
-	var sc [16]int16
-	got, want := make([]float32, laneAcc), make([]float32, laneAcc)
-	for tk := range n {
-		clear(want)
-		q4kLanesGo(wb, a.qs[tk*cols:], a.d[tk*nsb:], a.bs[tk*cols/16:], nsb, want)
-		q4kLanesAVX2(&wb[0], &a.qs[tk*cols], &a.d[tk*nsb], &a.bs[tk*cols/16], nsb, &sc[0], &got[0])
-		for i, v := range got {
-			if math.Float32bits(v) != math.Float32bits(want[i]) {
-				t.Fatalf("token %d, lane %d: AVX2 %v, Go %v", tk, i, v, want[i])
-			}
-		}
-		checkRounding(t, foldLanes(want), row, x[tk*cols:(tk+1)*cols], a.d[tk*nsb:], 256)
 	}
 }
 
@@ -438,8 +351,6 @@ func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 		{quant.Q2_K, []int{80, 82}, []int{256, 768, 256 * 67}}, {quant.Q4_1, []int{0, 2}, []int{320}},
 		{quant.Q5_0, []int{0}, []int{320}}, {quant.Q5_1, []int{0, 2}, []int{320}}, {quant.IQ4_NL, []int{0}, []int{320}},
 		{quant.Q8_0, []int{0}, []int{320, 4096}},
-		{quant.Q6_K, []int{208}, []int{256, 768}},
-		{quant.Q4_K, []int{0, 2}, []int{256, 768, 256 * 67}},
 	}
 	simd, _ := chooseKernels("avx2")
 	gok, _ := chooseKernels("go")
@@ -451,7 +362,7 @@ func TestAVX2Int8KernelsMatchGo(t *testing.T) {
 				n      int
 			}{{true, 7}, {false, 7}, {true, 1}, {false, 1}} {
 				// Seven tokens: a group of four, then three one by one; one
-				// token: batch 1 (Q6_K's rows kernel), over a split of the rows.
+				// token: batch 1, over a split of the rows.
 				const rows = 3
 				random, n := tc.random, tc.n
 				wb := synth.RandomMatrix(rng, c.dt, rows, cols, 0.5)

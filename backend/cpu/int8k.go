@@ -2,9 +2,7 @@ package cpu
 
 import (
 	"math"
-	"unsafe"
 
-	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
 )
 
@@ -91,41 +89,6 @@ func quantizeQ8KGo(a *q8KActs, x []float32) {
 			a.nsum[b*8+j] = -(int32(a.bs[b*16+2*j]) + int32(a.bs[b*16+2*j+1]))
 		}
 		a.d[b] = 1 / iscale
-	}
-}
-
-// q6kScratch is q6kNAVX2's scratch before the sums, in floats.
-const q6kScratch = 320 / 4
-
-// matmulK is matmulInt8 for Q6_K without VNNI (with it, Q6_K runs in row
-// lanes, int8rows.go): one token (batch-1 decode) takes all its rows in
-// one call; more take each row's super-blocks decoded once for them all
-// (q6kNAVX2: a row a token at a time decoded it for each, and aggregate
-// decode stopped growing at 8 sequences).
-func (kn *kernels) matmulK(out []float32, a *q8KActs, n int, w *model.Matrix, lo, hi int, scratch []float32) {
-	cols, rows := w.Cols, w.Rows
-	nsb, rb := cols/qkK, w.Type.RowBytes(cols)
-	switch {
-	case hi <= lo:
-	case kn.simd && n == 1:
-		dotQ6KRowsAVX2(&w.Data[lo*rb], rb, &a.qs[0], &a.d[0], &a.bs[0], nsb, hi-lo, &out[lo])
-	case kn.simd:
-		sc := (*int16)(unsafe.Pointer(&scratch[0]))
-		step := min(n, len(scratch)-q6kScratch)
-		for r := lo; r < hi; r++ {
-			for t0 := 0; t0 < n; t0 += step {
-				m := min(step, n-t0)
-				q6kNAVX2(&w.Data[r*rb], &a.qs[t0*cols], cols, &a.d[t0*nsb], nsb, &a.bs[t0*cols/16], cols/16, nsb, m, sc,
-					&scratch[q6kScratch], &out[t0*rows+r], rows)
-			}
-		}
-	default:
-		for r := lo; r < hi; r++ {
-			row := w.Data[r*rb : (r+1)*rb]
-			for t := range n {
-				out[t*rows+r] = dotQ6KGo(row, a.qs[t*cols:(t+1)*cols], a.d[t*nsb:(t+1)*nsb], a.bs[t*cols/16:(t+1)*cols/16], nsb)
-			}
-		}
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 // q6kRows8AVX2): eight rows a call, each in a dword lane, from a copy
 // packed at load so the kernel reads a dword of every row with one load
 // and transposes nothing. Its float work per token and super-block is a
-// few products and adds for eight rows, where the lane forms (int8lanes.go,
-// q6kNAVX2) spent 24 lanes' for one; its result is dotQ4KRowGo's (as the
+// few products and adds for eight rows, where the lane kernels they
+// replace spent 24 lanes' for one; its result is dotQ4KRowGo's (as the
 // VNNI row kernels') or dotQ6KGo's.
 
 // packQ4K8 writes rows [8g, 8g+8) of src (Q4_K, rb bytes a row) packed into
