@@ -55,7 +55,7 @@ func int8Kind(t quant.DType) actKind {
 
 // needsVNNI reports whether t's int8 kernels need AVX512-VNNI (elsewhere
 // they run as Go loops); the others' need only AVX2.
-func needsVNNI(t quant.DType) bool { return t == quant.Q5_K || t == quant.MXFP4 }
+func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 
 // floatWithoutVNNI: formats "auto" keeps on the float path without VNNI:
 // those whose int8 kernels would be Go loops, and Q8_0, whose AVX2 int8

@@ -96,6 +96,9 @@ func dotQ40AVX2(w *byte, qs *int8, d *float32, sums *int32, nb int) float32
 func q4kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 
 //go:noescape
+func q5kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
+
+//go:noescape
 func q6kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 
 //go:noescape

@@ -5,13 +5,13 @@ import (
 	"github.com/batchd/batchd/quant"
 )
 
-// The row form of Q4_K and Q6_K on AVX2 without VNNI (q4kRows8AVX2,
-// q6kRows8AVX2): eight rows a call, each in a dword lane, from a copy
+// The row form of Q4_K, Q5_K and Q6_K on AVX2 without VNNI
+// (q4kRows8AVX2, q5kRows8AVX2, q6kRows8AVX2): eight rows a call, each in a dword lane, from a copy
 // packed at load so the kernel reads a dword of every row with one load
 // and transposes nothing. Its float work per token and super-block is a
 // few products and adds for eight rows, where the lane kernels they
-// replace spent 24 lanes' for one; its result is dotQ4KRowGo's (as the
-// VNNI row kernels') or dotQ6KGo's.
+// replace spent 24 lanes' for one; its result is dotQ4KRowGo's or
+// dotQ5KRowGo's (as the VNNI row kernels') or dotQ6KGo's.
 
 // packQ4K8 writes rows [8g, 8g+8) of src (Q4_K, rb bytes a row) packed into
 // dst: per super-block the rows' head dwords (d and dmin, then scale bytes
@@ -27,6 +27,26 @@ func packQ4K8(dst, src []byte, rb, g int) {
 			}
 			for c := range 32 {
 				copy(out[128+32*c+4*j:][:4], blk[16+4*c:])
+			}
+		}
+	}
+}
+
+// packQ5K8 is packQ4K8 for Q5_K: the same head and nibble dwords, then
+// qh's dwords c at 1152+32c+4j.
+func packQ5K8(dst, src []byte, rb, g int) {
+	for b := range rb / 176 {
+		out := dst[8*176*b : 8*176*(b+1)]
+		for j := range 8 {
+			blk := src[(8*g+j)*rb+176*b:][:176]
+			for k := range 4 {
+				copy(out[32*k+4*j:][:4], blk[4*k:])
+			}
+			for c := range 32 {
+				copy(out[128+32*c+4*j:][:4], blk[48+4*c:])
+			}
+			for c := range 8 {
+				copy(out[1152+32*c+4*j:][:4], blk[16+4*c:])
 			}
 		}
 	}
@@ -67,7 +87,8 @@ var rows8Formats = []struct {
 	pack    func(dst, src []byte, rb, g int)
 	kern    rows8Kernel
 	scratch int
-}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4}, {quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4}}
+}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4},
+	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4}}
 
 // matmulRows8 is matmulInt8 for a format of rows8Formats (f) on AVX2
 // without VNNI, on w's packed copy p: groups of eight rows aligned to the

@@ -27,6 +27,8 @@ DATA r8c0f<>+0(SB)/4, $0x0f0f0f0f
 GLOBL r8c0f<>(SB), RODATA|NOPTR, $4
 DATA r8c30<>+0(SB)/4, $0x30303030
 GLOBL r8c30<>(SB), RODATA|NOPTR, $4
+DATA r8c10<>+0(SB)/4, $0x10101010
+GLOBL r8c10<>(SB), RODATA|NOPTR, $4
 
 // r8pair<>+32k: VPSHUFB masks taking byte k of every dword to both its
 // words.
@@ -123,6 +125,13 @@ GLOBL r8dh<>(SB), RODATA|NOPTR, $32
 	PREFETCHT0 (5056)(DI) \
 	PREFETCHT0 (5120)(DI) \
 	PREFETCHT0 (5184)(DI) 
+
+// R8PF2: Q5_K's four more lines.
+#define R8PF2 \
+	PREFETCHT0 (5248)(DI) \
+	PREFETCHT0 (5312)(DI) \
+	PREFETCHT0 (5376)(DI) \
+	PREFETCHT0 (5440)(DI) 
 
 // R8LO(off) and R8HI(off): the packed dword vector at off(DI), its low or
 // its high nibbles, into Y8.
@@ -267,6 +276,23 @@ GLOBL r8dh<>(SB), RODATA|NOPTR, $32
 	VSUBPS       Y9, S, S \
 	VMOVUPS      S, acc
 
+// ROWS8OUT(lbl) copies the tokens' sums (576(R9) on) to out and returns.
+#define ROWS8OUT(lbl) \
+	MOVQ out+64(FP), DI \
+	MOVQ ostride+72(FP), SI \
+	SHLQ $2, SI \
+	LEAQ 576(R9), AX \
+	MOVQ ntok+48(FP), R10 \
+lbl: \
+	VMOVUPS (AX), Y0 \
+	VMOVUPS Y0, (DI) \
+	ADDQ    $32, AX \
+	ADDQ    SI, DI \
+	DECQ    R10 \
+	JNZ     lbl \
+	VZEROUPPER \
+	RET
+
 // func q4kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 //
 // DI the group's super-block, R9 scr, R8 qstride, CX the super-block; per
@@ -392,18 +418,186 @@ next:
 	CMPQ CX, nsb+40(FP)
 	JLT  block
 
-	MOVQ out+64(FP), DI
-	MOVQ ostride+72(FP), SI
-	SHLQ $2, SI
-	LEAQ 576(R9), AX
-	MOVQ ntok+48(FP), R10
+	ROWS8OUT(write)
 
-write:
-	VMOVUPS (AX), Y0
-	VMOVUPS Y0, (DI)
+// Q5_K (q5kRows8AVX2): the same frame and header, its qh dwords v at
+// 1152+32v; value l of sub-block j has bit j of qh byte l as its fifth,
+// so a word holds at most 4 products of 31 by 127 (sums of four
+// VPMADDUBSW a scale product).
+
+// R5BIT(qh, SH, k): bit j of the qh dword vector at qh(DI) moved to bit 4
+// (SH $k: VPSLLW 4-j or VPSRLW j-4) and ORed into Y8 (Y14: 0x10).
+#define R5BIT(qh, SH, k) \
+	VMOVDQU (qh)(DI), Y13 \
+	SH      $k, Y13, Y13 \
+	VPAND   Y14, Y13, Y13 \
+	VPOR    Y13, Y8, Y8
+
+// R5SUB(LD, w, SH, k, a, j): sub-block j for four tokens, S in Y4-Y7.
+#define R5SUB(LD, w, SH, k, a, j) \
+	LD(w) \
+	R5BIT(1152, SH, k) \
+	R4F(a) \
+	LD(w+32) \
+	R5BIT(1184, SH, k) \
+	R4(a+4) \
+	LD(w+64) \
+	R5BIT(1216, SH, k) \
+	R4(a+8) \
+	LD(w+96) \
+	R5BIT(1248, SH, k) \
+	R4(a+12) \
+	R4SC(j) \
+	LD(w+128) \
+	R5BIT(1280, SH, k) \
+	R4F(a+16) \
+	LD(w+160) \
+	R5BIT(1312, SH, k) \
+	R4(a+20) \
+	LD(w+192) \
+	R5BIT(1344, SH, k) \
+	R4(a+24) \
+	LD(w+224) \
+	R5BIT(1376, SH, k) \
+	R4(a+28) \
+	R4SC(j)
+
+// R5ONE(LD, w, SH, k, a, j): the same for one token, S in Y4.
+#define R5ONE(LD, w, SH, k, a, j) \
+	LD(w) \
+	R5BIT(1152, SH, k) \
+	R1F(a, Y0) \
+	LD(w+32) \
+	R5BIT(1184, SH, k) \
+	R1F(a+4, Y1) \
+	LD(w+64) \
+	R5BIT(1216, SH, k) \
+	R1(a+8, Y0) \
+	LD(w+96) \
+	R5BIT(1248, SH, k) \
+	R1(a+12, Y1) \
+	VPADDW   Y1, Y0, Y0 \
+	VPMADDWD (32*(j))(R9), Y0, Y0 \
+	VPADDD   Y0, Y4, Y4 \
+	LD(w+128) \
+	R5BIT(1280, SH, k) \
+	R1F(a+16, Y0) \
+	LD(w+160) \
+	R5BIT(1312, SH, k) \
+	R1F(a+20, Y1) \
+	LD(w+192) \
+	R5BIT(1344, SH, k) \
+	R1(a+24, Y0) \
+	LD(w+224) \
+	R5BIT(1376, SH, k) \
+	R1(a+28, Y1) \
+	VPADDW   Y1, Y0, Y0 \
+	VPMADDWD (32*(j))(R9), Y0, Y0 \
+	VPADDD   Y0, Y4, Y4
+
+// func q5kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
+//
+// As q4kRows8AVX2; a packed super-block is 1408 bytes.
+TEXT ·q5kRows8AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), DI
+	MOVQ qstride+32(FP), R8
+	MOVQ scr+56(FP), R9
+	MOVQ R8, R13
+	SHRQ $3, R13
+	MOVQ nsb+40(FP), R14
+	SHLQ $2, R14
+	MOVQ ntok+48(FP), R10
+	LEAQ 576(R9), AX
+	VXORPS Y0, Y0, Y0
+
+q5zero:
+	VMOVUPS Y0, (AX)
 	ADDQ    $32, AX
-	ADDQ    SI, DI
 	DECQ    R10
-	JNZ     write
-	VZEROUPPER
-	RET
+	JNZ     q5zero
+	XORQ    CX, CX
+
+q5block:
+	R8PF
+	R8PF2
+	R8SCALES
+	VMOVDQU      r8nib<>(SB), Y15
+	VPBROADCASTD r8c10<>(SB), Y14
+	MOVQ         CX, BX
+	SHLQ         $8, BX
+	ADDQ         qs+8(FP), BX
+	MOVQ         CX, DX
+	SHLQ         $5, DX
+	ADDQ         bs+16(FP), DX
+	MOVQ         CX, R12
+	SHLQ         $2, R12
+	ADDQ         d+24(FP), R12
+	LEAQ         576(R9), AX
+	MOVQ         ntok+48(FP), R10
+	CMPQ         R10, $4
+	JLT          q5one
+
+q5four:
+	LEAQ  (BX)(R8*2), R11
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	R5SUB(R8LO, 128, VPSLLW, 4, 0, 0)
+	R5SUB(R8HI, 128, VPSLLW, 3, 32, 1)
+	R5SUB(R8LO, 384, VPSLLW, 2, 64, 2)
+	R5SUB(R8HI, 384, VPSLLW, 1, 96, 3)
+	R5SUB(R8LO, 640, VPSLLW, 0, 128, 4)
+	R5SUB(R8HI, 640, VPSRLW, 1, 160, 5)
+	R5SUB(R8LO, 896, VPSRLW, 2, 192, 6)
+	R5SUB(R8HI, 896, VPSRLW, 3, 224, 7)
+	MOVQ  DX, SI
+	MOVQ  R12, R11
+	R8END(Y4, (AX))
+	ADDQ  R13, SI
+	ADDQ  R14, R11
+	R8END(Y5, 32(AX))
+	ADDQ  R13, SI
+	ADDQ  R14, R11
+	R8END(Y6, 64(AX))
+	ADDQ  R13, SI
+	ADDQ  R14, R11
+	R8END(Y7, 96(AX))
+	LEAQ  (BX)(R8*4), BX
+	LEAQ  (DX)(R13*4), DX
+	LEAQ  (R12)(R14*4), R12
+	SUBQ  $-128, AX
+	SUBQ  $4, R10
+	CMPQ  R10, $4
+	JGE   q5four
+
+q5one:
+	TESTQ R10, R10
+	JZ    q5next
+
+q5onetok:
+	VPXOR Y4, Y4, Y4
+	R5ONE(R8LO, 128, VPSLLW, 4, 0, 0)
+	R5ONE(R8HI, 128, VPSLLW, 3, 32, 1)
+	R5ONE(R8LO, 384, VPSLLW, 2, 64, 2)
+	R5ONE(R8HI, 384, VPSLLW, 1, 96, 3)
+	R5ONE(R8LO, 640, VPSLLW, 0, 128, 4)
+	R5ONE(R8HI, 640, VPSRLW, 1, 160, 5)
+	R5ONE(R8LO, 896, VPSRLW, 2, 192, 6)
+	R5ONE(R8HI, 896, VPSRLW, 3, 224, 7)
+	MOVQ DX, SI
+	MOVQ R12, R11
+	R8END(Y4, (AX))
+	ADDQ R8, BX
+	ADDQ R13, DX
+	ADDQ R14, R12
+	ADDQ $32, AX
+	DECQ R10
+	JNZ  q5onetok
+
+q5next:
+	ADDQ $1408, DI
+	INCQ CX
+	CMPQ CX, nsb+40(FP)
+	JLT  q5block
+	ROWS8OUT(q5write)
