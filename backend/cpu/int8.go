@@ -67,10 +67,10 @@ func floatWithoutVNNI(t quant.DType) bool { return needsVNNI(t) || t == quant.Q8
 
 // promptInt8 is whether t's prompt tokens take the int8 path under
 // QuantDot "auto" without VNNI, as generated tokens do: the formats with
-// AVX2 row kernels (int8rows8.go), which run 1.8-2.9x the float path's
-// tiles from four tokens (BenchmarkRows8), and whose packed copies are
-// then the only ones read.
-func promptInt8(t quant.DType) bool { return rows8Format(t) >= 0 }
+// AVX2 row kernels (int8rows8.go, int8rows8q40.go), which run 1.8-2.9x the
+// float path's tiles from four tokens (BenchmarkRows8; L110 Q4_0 pp512
+// 1.83x), and whose packed copies are then the only ones read.
+func promptInt8(t quant.DType) bool { return rows8Format(t) >= 0 || t == quant.Q4_0 }
 
 // form is the activation form w's type takes on this backend's int8 path
 // for a run of prompt or generated tokens, actNone where it takes the
@@ -289,7 +289,11 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	}
 	switch w.Type {
 	case quant.Q4_0:
-		kn.matmulQ40(out, &a.q8, n, w, lo, hi)
+		if p := w.Packed(); p != nil && kn.simd {
+			kn.matmulQ40Rows8(out, a, n, w, p, lo, hi, scratch)
+		} else {
+			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
+		}
 	case quant.Q4_1:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q41Int8)
 	case quant.Q5_0:

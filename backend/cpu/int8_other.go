@@ -109,6 +109,10 @@ func q5kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok i
 	panic("no simd")
 }
 
+func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func q6kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
 	panic("no simd")
 }

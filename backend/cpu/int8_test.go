@@ -291,7 +291,7 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 // the int8 path only where its kernels run natively: none with the Go
 // loops, the AVX2 ones without VNNI (MXFP4 and Q8_0 stay float), all
 // with VNNI, where prompt tokens take it too; without VNNI prompt tokens
-// take it for Q4_K, Q5_K and Q6_K only. Explicit "int8" takes it everywhere.
+// take it for Q4_0, Q4_K, Q5_K and Q6_K only. Explicit "int8" takes it everywhere.
 func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
 	m, err := model.Load(path, model.LoadOptions{})
@@ -318,8 +318,8 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)
 				}
 				// Prompt tokens: all of them with VNNI or under "int8",
-				// else the K-quants' with AVX2 row kernels only.
-				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_K || dt == quant.Q5_K || dt == quant.Q6_K)
+				// else those with AVX2 row kernels only.
+				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_0 || dt == quant.Q4_K || dt == quant.Q5_K || dt == quant.Q6_K)
 				if got := b.kern.form(dt, true) != actNone; got != prompt {
 					t.Errorf("kernels %q, %s, %s: prompt int8 path %v, want %v", k, qd, dt, got, prompt)
 				}

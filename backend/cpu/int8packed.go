@@ -88,6 +88,8 @@ func repack(m *model.Model, kn *kernels) error {
 				return err
 			}
 		}
+		// Q4_0 in the VNNI kernels' groups (q40Rows8AVX2 takes halves).
+		return m.Repack(quant.Q4_0, want, packGroups(16, quant.Q4_0, packQ40))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "int8rows8_amd64.h"
 
 // q6kRows8AVX2: Q6_K rows packed eight to a group (packQ6K8) against q8_K
 // activations on AVX2, each row in a dword lane: dotQ6KGo's integers and
@@ -257,25 +258,9 @@ GLOBL q6two<>(SB), RODATA|NOPTR, $64
 
 // func q6kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 //
-// Registers as q4kRows8AVX2's; a packed super-block is 1680 bytes.
+// The frame of int8rows8_amd64.h; a packed super-block is 1680 bytes.
 TEXT ·q6kRows8AVX2(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), DI
-	MOVQ qstride+32(FP), R8
-	MOVQ scr+56(FP), R9
-	MOVQ R8, R13
-	SHRQ $3, R13
-	MOVQ nsb+40(FP), R14
-	SHLQ $2, R14
-	MOVQ ntok+48(FP), R10
-	LEAQ 800(R9), AX
-	VXORPS Y0, Y0, Y0
-
-zero:
-	VMOVUPS Y0, (AX)
-	ADDQ    $32, AX
-	DECQ    R10
-	JNZ     zero
-	XORQ    CX, CX
+	R8ARGS(zero, 800)
 
 block:
 	Q6PF
@@ -288,17 +273,7 @@ block:
 	VMOVUPS      Y0, 768(R9)
 	VPBROADCASTD q6nib<>(SB), Y15
 	VPBROADCASTD q6hi<>(SB), Y14
-	MOVQ         CX, BX
-	SHLQ         $8, BX
-	ADDQ         qs+8(FP), BX
-	MOVQ         CX, DX
-	SHLQ         $5, DX
-	ADDQ         bs+16(FP), DX
-	MOVQ         CX, R12
-	SHLQ         $2, R12
-	ADDQ         d+24(FP), R12
-	LEAQ         800(R9), AX
-	MOVQ         ntok+48(FP), R10
+	R8TOKS(800)
 	CMPQ         R10, $4
 	JLT          one
 
@@ -310,23 +285,7 @@ four:
 	VPXOR  Y7, Y7, Y7
 	Q6HALF(T4F, T4A, T4S, 0)
 	Q6HALF(T4F, T4A, T4S, 1)
-	MOVQ   DX, SI
-	MOVQ   R12, R11
-	Q6END(Y4, (AX))
-	ADDQ   R13, SI
-	ADDQ   R14, R11
-	Q6END(Y5, 32(AX))
-	ADDQ   R13, SI
-	ADDQ   R14, R11
-	Q6END(Y6, 64(AX))
-	ADDQ   R13, SI
-	ADDQ   R14, R11
-	Q6END(Y7, 96(AX))
-	LEAQ   (BX)(R8*4), BX
-	LEAQ   (DX)(R13*4), DX
-	LEAQ   (R12)(R14*4), R12
-	SUBQ   $-128, AX
-	SUBQ   $4, R10
+	R8DONE4(Q6END)
 	CMPQ   R10, $4
 	JGE    four
 
@@ -338,34 +297,9 @@ onetok:
 	VPXOR  Y4, Y4, Y4
 	Q6HALF(T1F, T1A, T1S, 0)
 	Q6HALF(T1F, T1A, T1S, 1)
-	MOVQ   DX, SI
-	MOVQ   R12, R11
-	Q6END(Y4, (AX))
-	ADDQ   R8, BX
-	ADDQ   R13, DX
-	ADDQ   R14, R12
-	ADDQ   $32, AX
-	DECQ   R10
+	R8DONE1(Q6END)
 	JNZ    onetok
 
 next:
-	ADDQ $1680, DI
-	INCQ CX
-	CMPQ CX, nsb+40(FP)
-	JLT  block
-
-	MOVQ out+64(FP), DI
-	MOVQ ostride+72(FP), SI
-	SHLQ $2, SI
-	LEAQ 800(R9), AX
-	MOVQ ntok+48(FP), R10
-
-write:
-	VMOVUPS (AX), Y0
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, AX
-	ADDQ    SI, DI
-	DECQ    R10
-	JNZ     write
-	VZEROUPPER
-	RET
+	R8NEXT(1680, block)
+	ROWS8OUT(write, 800)

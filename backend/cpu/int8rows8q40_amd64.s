@@ -1,0 +1,223 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// q40Rows8AVX2: half of a group of sixteen Q4_0 rows packed for the VNNI
+// row kernels (packQ40: per block the sixteen fp16 scales, then dword v
+// of row j at 32+64v+4j) against q8_0 activations on AVX2, eight rows in
+// dword lanes: rows32Go's bits, as the VNNI kernels'. Per token and block,
+// eight VPMADDUBSW of the nibbles by the token's activations broadcast,
+// summed in 16 bits (a word at most 16 products of 15 by 127), widened,
+// less 8 times the activations' sum (their nsum), times d_w d_a.
+
+DATA ·r8ones+0(SB)/4, $0x00010001
+GLOBL ·r8ones(SB), RODATA|NOPTR, $4
+
+// Q4LO(v) and Q4HI(v): dword v's low and high nibbles of the half into
+// Y8 (DI the block's scales of the half, R9 = 16h: its dwords at
+// 32+64v+R9(DI); Y15: 0x0f).
+#define Q4LO(v) \
+	VPAND (32+64*(v))(DI)(R9*1), Y15, Y8
+
+#define Q4HI(v) \
+	VMOVDQU (32+64*(v))(DI)(R9*1), Y8 \
+	VPSRLW  $4, Y8, Y8 \
+	VPAND   Y15, Y8, Y8
+
+// Q4T4F(a) and Q4T4(a): four tokens (BX, BX+R8, R11, R11+R8) against Y8
+// at activation offset a, into Y0-Y3 or added to them.
+#define Q4T4BC(a) \
+	VPBROADCASTD (a)(BX), Y9 \
+	VPBROADCASTD (a)(BX)(R8*1), Y10 \
+	VPBROADCASTD (a)(R11), Y11 \
+	VPBROADCASTD (a)(R11)(R8*1), Y12
+
+#define Q4T4F(a) \
+	Q4T4BC(a) \
+	VPMADDUBSW Y9, Y8, Y0 \
+	VPMADDUBSW Y10, Y8, Y1 \
+	VPMADDUBSW Y11, Y8, Y2 \
+	VPMADDUBSW Y12, Y8, Y3
+
+#define Q4T4(a) \
+	Q4T4BC(a) \
+	VPMADDUBSW Y9, Y8, Y9 \
+	VPMADDUBSW Y10, Y8, Y10 \
+	VPMADDUBSW Y11, Y8, Y11 \
+	VPMADDUBSW Y12, Y8, Y12 \
+	VPADDW     Y9, Y0, Y0 \
+	VPADDW     Y10, Y1, Y1 \
+	VPADDW     Y11, Y2, Y2 \
+	VPADDW     Y12, Y3, Y3
+
+// Q4END(P, nsum, d, acc): a token's block: P (16-bit sums) widened, plus
+// 8 nsum, as floats times d_w (Y13) d_a, added to acc.
+#define Q4END(P, nsum, d, acc) \
+	VPMADDWD     Y14, P, P \
+	VPBROADCASTD nsum, Y9 \
+	VPSLLD       $3, Y9, Y9 \
+	VPADDD       Y9, P, P \
+	VCVTDQ2PS    P, P \
+	VBROADCASTSS d, Y10 \
+	VMULPS       Y10, Y13, Y10 \
+	VMULPS       Y10, P, P \
+	VADDPS       P, acc, acc
+
+// func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+//
+// DI the block (at its half's scales), R9 16*half, CX the blocks left;
+// per token group BX its activations (R11 two tokens on), DX its sums
+// and R12 its scales (R13 apart; SI and R14 two tokens on), walked
+// through the blocks and walked back; AX its results, Y4-Y7 its sums, R10
+// the tokens left.
+TEXT ·q40Rows8AVX2(SB), NOSPLIT, $0-80
+	MOVQ         half+8(FP), R9
+	SHLQ         $4, R9
+	MOVQ         qstride+40(FP), R8
+	MOVQ         nb+48(FP), R13
+	SHLQ         $2, R13
+	MOVQ         out+64(FP), AX
+	VPBROADCASTD ·r8c0f(SB), Y15
+	VPBROADCASTD ·r8ones(SB), Y14
+	MOVQ         qs+16(FP), BX
+	MOVQ         nsum+24(FP), DX
+	MOVQ         d+32(FP), R12
+	MOVQ         ntok+56(FP), R10
+	CMPQ         R10, $4
+	JLT          one
+
+four:
+	MOVQ  w+0(FP), DI
+	ADDQ  R9, DI
+	MOVQ  nb+48(FP), CX
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	LEAQ  (BX)(R8*2), R11
+	LEAQ  (DX)(R13*2), SI
+	LEAQ  (R12)(R13*2), R14
+
+fourblock:
+	VCVTPH2PS (DI), Y13
+	Q4LO(0)
+	Q4T4F(0)
+	Q4LO(1)
+	Q4T4(4)
+	Q4LO(2)
+	Q4T4(8)
+	Q4LO(3)
+	Q4T4(12)
+	Q4HI(0)
+	Q4T4(16)
+	Q4HI(1)
+	Q4T4(20)
+	Q4HI(2)
+	Q4T4(24)
+	Q4HI(3)
+	Q4T4(28)
+	Q4END(Y0, (DX), (R12), Y4)
+	Q4END(Y1, (DX)(R13*1), (R12)(R13*1), Y5)
+	Q4END(Y2, (SI), (R14), Y6)
+	Q4END(Y3, (SI)(R13*1), (R14)(R13*1), Y7)
+	ADDQ $288, DI
+	ADDQ $32, BX
+	ADDQ $32, R11
+	ADDQ $4, DX
+	ADDQ $4, SI
+	ADDQ $4, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ  fourblock
+
+	MOVQ    R13, CX
+	SHLQ    $3, CX
+	SUBQ    CX, BX
+	SUBQ    R13, DX
+	SUBQ    R13, R12
+	MOVQ    ostride+72(FP), CX
+	SHLQ    $2, CX
+	VMOVUPS Y4, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y5, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y6, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y7, (AX)
+	ADDQ    CX, AX
+	LEAQ    (BX)(R8*4), BX
+	LEAQ    (DX)(R13*4), DX
+	LEAQ    (R12)(R13*4), R12
+	SUBQ    $4, R10
+	CMPQ    R10, $4
+	JGE     four
+
+one:
+	TESTQ R10, R10
+	JZ    done
+
+onetok:
+	MOVQ  w+0(FP), DI
+	ADDQ  R9, DI
+	MOVQ  nb+48(FP), CX
+	VPXOR Y4, Y4, Y4
+
+oneblock:
+	VCVTPH2PS    (DI), Y13
+	Q4LO(0)
+	VPBROADCASTD (BX), Y9
+	VPMADDUBSW   Y9, Y8, Y0
+	Q4LO(1)
+	VPBROADCASTD 4(BX), Y9
+	VPMADDUBSW   Y9, Y8, Y1
+	Q4LO(2)
+	VPBROADCASTD 8(BX), Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPADDW       Y9, Y0, Y0
+	Q4LO(3)
+	VPBROADCASTD 12(BX), Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPADDW       Y9, Y1, Y1
+	Q4HI(0)
+	VPBROADCASTD 16(BX), Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPADDW       Y9, Y0, Y0
+	Q4HI(1)
+	VPBROADCASTD 20(BX), Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPADDW       Y9, Y1, Y1
+	Q4HI(2)
+	VPBROADCASTD 24(BX), Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPADDW       Y9, Y0, Y0
+	Q4HI(3)
+	VPBROADCASTD 28(BX), Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPADDW       Y9, Y1, Y1
+	VPADDW       Y1, Y0, Y0
+	Q4END(Y0, (DX), (R12), Y4)
+	ADDQ         $288, DI
+	ADDQ         $32, BX
+	ADDQ         $4, DX
+	ADDQ         $4, R12
+	DECQ         CX
+	JNZ          oneblock
+
+	MOVQ    R13, CX
+	SHLQ    $3, CX
+	SUBQ    CX, BX
+	SUBQ    R13, DX
+	SUBQ    R13, R12
+	VMOVUPS Y4, (AX)
+	MOVQ    ostride+72(FP), CX
+	SHLQ    $2, CX
+	ADDQ    CX, AX
+	ADDQ    R8, BX
+	ADDQ    R13, DX
+	ADDQ    R13, R12
+	DECQ    R10
+	JNZ     onetok
+
+done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,134 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "int8rows8_amd64.h"
+
+// Q5_K (q5kRows8AVX2): the same frame and header, its qh dwords v at
+// 1152+32v; value l of sub-block j has bit j of qh byte l as its fifth,
+// so a word holds at most 4 products of 31 by 127 (sums of four
+// VPMADDUBSW a scale product).
+
+// R5BIT(qh, SH, k): bit j of the qh dword vector at qh(DI) moved to bit 4
+// (SH $k: VPSLLW 4-j or VPSRLW j-4) and ORed into Y8 (Y14: 0x10).
+#define R5BIT(qh, SH, k) \
+	VMOVDQU (qh)(DI), Y13 \
+	SH      $k, Y13, Y13 \
+	VPAND   Y14, Y13, Y13 \
+	VPOR    Y13, Y8, Y8
+
+// R5SUB(LD, w, SH, k, a, j): sub-block j for four tokens, S in Y4-Y7.
+#define R5SUB(LD, w, SH, k, a, j) \
+	LD(w) \
+	R5BIT(1152, SH, k) \
+	R4F(a) \
+	LD(w+32) \
+	R5BIT(1184, SH, k) \
+	R4(a+4) \
+	LD(w+64) \
+	R5BIT(1216, SH, k) \
+	R4(a+8) \
+	LD(w+96) \
+	R5BIT(1248, SH, k) \
+	R4(a+12) \
+	R4SC(j) \
+	LD(w+128) \
+	R5BIT(1280, SH, k) \
+	R4F(a+16) \
+	LD(w+160) \
+	R5BIT(1312, SH, k) \
+	R4(a+20) \
+	LD(w+192) \
+	R5BIT(1344, SH, k) \
+	R4(a+24) \
+	LD(w+224) \
+	R5BIT(1376, SH, k) \
+	R4(a+28) \
+	R4SC(j)
+
+// R5ONE(LD, w, SH, k, a, j): the same for one token, S in Y4.
+#define R5ONE(LD, w, SH, k, a, j) \
+	LD(w) \
+	R5BIT(1152, SH, k) \
+	R1F(a, Y0) \
+	LD(w+32) \
+	R5BIT(1184, SH, k) \
+	R1F(a+4, Y1) \
+	LD(w+64) \
+	R5BIT(1216, SH, k) \
+	R1(a+8, Y0) \
+	LD(w+96) \
+	R5BIT(1248, SH, k) \
+	R1(a+12, Y1) \
+	VPADDW   Y1, Y0, Y0 \
+	VPMADDWD (32*(j))(R9), Y0, Y0 \
+	VPADDD   Y0, Y4, Y4 \
+	LD(w+128) \
+	R5BIT(1280, SH, k) \
+	R1F(a+16, Y0) \
+	LD(w+160) \
+	R5BIT(1312, SH, k) \
+	R1F(a+20, Y1) \
+	LD(w+192) \
+	R5BIT(1344, SH, k) \
+	R1(a+24, Y0) \
+	LD(w+224) \
+	R5BIT(1376, SH, k) \
+	R1(a+28, Y1) \
+	VPADDW   Y1, Y0, Y0 \
+	VPMADDWD (32*(j))(R9), Y0, Y0 \
+	VPADDD   Y0, Y4, Y4
+
+// func q5kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
+//
+// As q4kRows8AVX2; a packed super-block is 1408 bytes.
+TEXT ·q5kRows8AVX2(SB), NOSPLIT, $0-80
+	R8ARGS(zero, 576)
+	VMOVDQU      ·r8nib(SB), Y15
+	VPBROADCASTD ·r8c10(SB), Y14
+
+block:
+	R8PF
+	R8PF2
+	R8SCALES
+	R8TOKS(576)
+	CMPQ R10, $4
+	JLT  one
+
+four:
+	LEAQ  (BX)(R8*2), R11
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	R5SUB(R8LO, 128, VPSLLW, 4, 0, 0)
+	R5SUB(R8HI, 128, VPSLLW, 3, 32, 1)
+	R5SUB(R8LO, 384, VPSLLW, 2, 64, 2)
+	R5SUB(R8HI, 384, VPSLLW, 1, 96, 3)
+	R5SUB(R8LO, 640, VPSLLW, 0, 128, 4)
+	R5SUB(R8HI, 640, VPSRLW, 1, 160, 5)
+	R5SUB(R8LO, 896, VPSRLW, 2, 192, 6)
+	R5SUB(R8HI, 896, VPSRLW, 3, 224, 7)
+	R8DONE4(R8END)
+	CMPQ  R10, $4
+	JGE   four
+
+one:
+	TESTQ R10, R10
+	JZ    next
+
+onetok:
+	VPXOR Y4, Y4, Y4
+	R5ONE(R8LO, 128, VPSLLW, 4, 0, 0)
+	R5ONE(R8HI, 128, VPSLLW, 3, 32, 1)
+	R5ONE(R8LO, 384, VPSLLW, 2, 64, 2)
+	R5ONE(R8HI, 384, VPSLLW, 1, 96, 3)
+	R5ONE(R8LO, 640, VPSLLW, 0, 128, 4)
+	R5ONE(R8HI, 640, VPSRLW, 1, 160, 5)
+	R5ONE(R8LO, 896, VPSRLW, 2, 192, 6)
+	R5ONE(R8HI, 896, VPSRLW, 3, 224, 7)
+	R8DONE1(R8END)
+	JNZ  onetok
+
+next:
+	R8NEXT(1408, block)
+	ROWS8OUT(write, 576)
