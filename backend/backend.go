@@ -171,8 +171,9 @@ type Options struct {
 	Windowed bool
 	// KV is how K and V are stored (KVTypes). The zero value is F32.
 	KV KVTypes
-	// Kernels picks a SIMD kernel family by name ("avx2", "avx512", "amx"; "" is
-	// the best the machine has). Backends without families ignore it.
+	// Kernels picks a SIMD kernel family by name ("avx2", "avxvnni", "avx512",
+	// "amx"; "" is the best the machine has). Backends without families
+	// ignore it.
 	Kernels string
 	// QuantDot is how quantized weights meet activations: "float" (the
 	// default; the reference mode): weights dequantized exactly, dots in

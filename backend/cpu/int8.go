@@ -67,10 +67,13 @@ func floatWithoutVNNI(t quant.DType) bool { return needsVNNI(t) || t == quant.Q8
 
 // promptInt8 is whether t's prompt tokens take the int8 path under
 // QuantDot "auto" without VNNI, as generated tokens do: the formats with
-// AVX2 row kernels (int8rows8.go, int8rows8q40.go), which run 1.8-2.9x the
-// float path's tiles from four tokens (BenchmarkRows8; L110 Q4_0 pp512
-// 1.83x), and whose packed copies are then the only ones read.
-func promptInt8(t quant.DType) bool { return rows8Format(t) >= 0 || t == quant.Q4_0 }
+// AVX2 row kernels (int8rows8.go, int8rows8q40.go; Q8_0's with AVX-VNNI),
+// which run 1.8-2.9x the float path's tiles from four tokens
+// (BenchmarkRows8; L110 Q4_0 pp512 1.83x), and whose packed copies are
+// then the only ones read.
+func (kn *kernels) promptInt8(t quant.DType) bool {
+	return rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0 && kn.avxvnni
+}
 
 // form is the activation form w's type takes on this backend's int8 path
 // for a run of prompt or generated tokens, actNone where it takes the
@@ -79,10 +82,10 @@ func promptInt8(t quant.DType) bool { return rows8Format(t) >= 0 || t == quant.Q
 // for promptInt8's (decided once per process and role, so batching stays
 // invisible).
 func (kn *kernels) form(t quant.DType, prompt bool) actKind {
-	if kn.auto && !(kn.simd && (kn.vnni || !floatWithoutVNNI(t))) {
+	if kn.auto && !(kn.simd && (kn.vnni || !floatWithoutVNNI(t) || t == quant.Q8_0 && kn.avxvnni)) {
 		return actNone
 	}
-	if kn.auto && prompt && !promptInt8(t) {
+	if kn.auto && prompt && !kn.promptInt8(t) {
 		return actNone
 	}
 	return int8Kind(t)
@@ -290,7 +293,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	switch w.Type {
 	case quant.Q4_0:
 		if p := w.Packed(); p != nil && kn.simd {
-			kn.matmulQ40Rows8(out, a, n, w, p, lo, hi, scratch)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2)
 		} else {
 			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 		}
@@ -303,7 +306,11 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.IQ4_NL:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
 	case quant.Q8_0:
-		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q80Int8)
+		if p := w.Packed(); p != nil && kn.avxvnni {
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI)
+		} else {
+			kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q80Int8)
+		}
 	case quant.IQ4_XS:
 		kn.matmulSuper(out, &a.q8k, n, w, lo, hi, scratch, iq4xsInt8)
 	case quant.Q3_K:

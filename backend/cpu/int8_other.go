@@ -4,6 +4,8 @@ package cpu
 
 const haveVNNI = false
 
+const haveAVXVNNI = false
+
 func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
@@ -110,6 +112,10 @@ func q5kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok i
 }
 
 func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
+	panic("no simd")
+}
+
+func q80Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
 	panic("no simd")
 }
 

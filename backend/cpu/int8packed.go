@@ -88,8 +88,12 @@ func repack(m *model.Model, kn *kernels) error {
 				return err
 			}
 		}
-		// Q4_0 in the VNNI kernels' groups (q40Rows8AVX2 takes halves).
-		return m.Repack(quant.Q4_0, want, packGroups(16, quant.Q4_0, packQ40))
+		// Q4_0 and (with AVX-VNNI) Q8_0 in the VNNI kernels' groups
+		// (q40Rows8AVX2 and q80Rows8AVXVNNI take halves).
+		if err := m.Repack(quant.Q4_0, want, packGroups(16, quant.Q4_0, packQ40)); err != nil || !kn.avxvnni {
+			return err
+		}
+		return m.Repack(quant.Q8_0, want, packGroups(16, quant.Q8_0, packQ80))
 	}
 	return nil
 }

@@ -109,48 +109,64 @@ func BenchmarkRows8(b *testing.B) {
 	}
 }
 
-// TestQ40Rows8MatchGo: Q4_0's AVX2 row kernel, on the VNNI kernels' packed
-// groups of sixteen rows taken in halves, gives rows32Go's bits, on random
-// bytes and quantized rows, over halves split between shares, rows past
-// the last group, one to three tokens after groups of four and more
-// tokens than a pass takes.
-func TestQ40Rows8MatchGo(t *testing.T) {
+// TestHalvesMatchGo: Q4_0's AVX2 row kernel and Q8_0's AVX-VNNI one, on
+// the VNNI kernels' packed groups of sixteen rows taken in halves, give
+// rows32Go's bits, on random bytes and quantized rows, over halves split
+// between shares, rows past the last group, one to three tokens after
+// groups of four and more tokens than a pass takes.
+func TestHalvesMatchGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
 	}
 	rng := rand.New(rand.NewPCG(23, 24))
 	kn, _ := chooseKernels("avx2")
+	cases := []struct {
+		t    quant.DType
+		pack func(dst, src []byte, rb, g int)
+		kern halfKernel
+	}{{quant.Q4_0, packQ40, q40Rows8AVX2}}
+	if haveAVXVNNI {
+		cases = append(cases, struct {
+			t    quant.DType
+			pack func(dst, src []byte, rb, g int)
+			kern halfKernel
+		}{quant.Q8_0, packQ80, q80Rows8AVXVNNI})
+	} else {
+		t.Log("no AVX-VNNI: Q8_0's kernel untested")
+	}
 	shapes := []struct{ rows, n, mid, cols int }{{16, 1, 8, 32}, {40, 7, 19, 256}, {35, 3, 13, 96}, {48, 70, 21, 64}, {32, 5, 4, 1024}}
-	for _, sh := range shapes {
-		for _, random := range []bool{true, false} {
-			rows, n, cols := sh.rows, sh.n, sh.cols
-			wb := synth.RandomMatrix(rng, quant.Q4_0, rows, cols, 0.5)
-			if random {
-				scrambleBlocks(rng, wb, quant.Q4_0, []int{0})
-			}
-			w, err := model.NewMatrix(quant.Q4_0, rows, cols, wb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := make([]byte, len(wb))
-			packGroups(16, quant.Q4_0, packQ40)(p, w)
-			x := randVec(rng, n*cols)
-			var a acts
-			a.need(x, n, w, actQ8_0)
-			got := make([]float32, n*rows)
-			scratch := make([]float32, scratchLen(cols))
-			kn.matmulQ40Rows8(got, &a, n, w, p, 0, sh.mid, scratch)
-			kn.matmulQ40Rows8(got, &a, n, w, p, sh.mid, rows, scratch)
-			rb := w.Type.RowBytes(cols)
-			row := make([]float32, cols)
-			for i := range got {
-				tok, r := i/rows, i%rows
-				want := rowTail(wb[r*rb:(r+1)*rb], &a, tok, quant.Q4_0, cols)
-				if math.Float32bits(got[i]) != math.Float32bits(want) {
-					t.Fatalf("%d rows, %d tokens, %d cols, random %v: row %d token %d: kernel %v, Go %v", rows, n, cols, random, r, tok, got[i], want)
+	for _, c := range cases {
+		for _, sh := range shapes {
+			for _, random := range []bool{true, false} {
+				rows, n, cols := sh.rows, sh.n, sh.cols
+				wb := synth.RandomMatrix(rng, c.t, rows, cols, 0.5)
+				if random {
+					scrambleBlocks(rng, wb, c.t, []int{0})
 				}
-				w.Row(r, row)
-				checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
+				w, err := model.NewMatrix(c.t, rows, cols, wb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := make([]byte, len(wb))
+				packGroups(16, c.t, c.pack)(p, w)
+				x := randVec(rng, n*cols)
+				var a acts
+				a.need(x, n, w, actQ8_0)
+				got := make([]float32, n*rows)
+				scratch := make([]float32, scratchLen(cols))
+				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern)
+				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern)
+				rb := w.Type.RowBytes(cols)
+				row := make([]float32, cols)
+				for i := range got {
+					tok, r := i/rows, i%rows
+					want := rowTail(wb[r*rb:(r+1)*rb], &a, tok, c.t, cols)
+					if math.Float32bits(got[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %d rows, %d tokens, %d cols, random %v: row %d token %d: kernel %v, Go %v", c.t, rows, n, cols, random, r, tok, got[i], want)
+					}
+					w.Row(r, row)
+					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
+				}
 			}
 		}
 	}

@@ -2,18 +2,23 @@ package cpu
 
 import "github.com/batchd/batchd/model"
 
-// Q4_0 on AVX2 without VNNI reads the VNNI kernels' packed groups of
-// sixteen rows (packQ40) as two halves of eight, each row in a dword lane
-// (q40Rows8AVX2): rows32Go's bits, as the VNNI kernels' are, so a model's
-// Q4_0 results are the same on both.
+// Q4_0 on AVX2 without VNNI, and Q8_0 with AVX-VNNI, read the VNNI
+// kernels' packed groups of sixteen rows (packQ40, packQ80) as two halves
+// of eight, each row in a dword lane (q40Rows8AVX2, q80Rows8AVXVNNI):
+// rows32Go's bits, as the VNNI kernels' are, so a model's results are the
+// same on both.
 
-// matmulQ40Rows8 is matmulInt8 for Q4_0 on AVX2 without VNNI, on w's
-// packed copy p: halves of sixteen-row groups aligned to the matrix (a
+// halfKernel is such a kernel: half (0 or 1) of the sixteen-row group at
+// w against ntok tokens' q8_0 activations (qstride apart, their negated
+// sums and scales nb apart), results ostride apart.
+type halfKernel func(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+
+// matmulHalves is matmulInt8 on a halfKernel, on w's packed copy p: halves of sixteen-row groups aligned to the matrix (a
 // share's first and last may reach outside [lo, hi): computed whole, only
 // its own rows kept), tokens in passes of up to rowsTokens, each pass
 // over all the groups; rows past the last group by rows32Go (packing
 // copies them as they are).
-func (kn *kernels) matmulQ40Rows8(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32) {
+func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, kern halfKernel) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	nb, whole := cols/q8Block, rows&^15
 	pass := min(n, rowsTokens)
@@ -24,10 +29,10 @@ func (kn *kernels) matmulQ40Rows8(out []float32, a *acts, n int, w *model.Matrix
 		for g := lo &^ 7; g < min(hi, whole); g += 8 {
 			grp, half := &p[(g&^15)*rb], (g/8)%2
 			if g >= lo && g+8 <= hi {
-				q40Rows8AVX2(grp, half, qs, nsum, d, cols, nb, k, &out[t*rows+g], rows)
+				kern(grp, half, qs, nsum, d, cols, nb, k, &out[t*rows+g], rows)
 				continue
 			}
-			q40Rows8AVX2(grp, half, qs, nsum, d, cols, nb, k, &res[0], 8)
+			kern(grp, half, qs, nsum, d, cols, nb, k, &res[0], 8)
 			for j := range k {
 				for r := max(g, lo); r < min(g+8, hi); r++ {
 					out[(t+j)*rows+r] = res[j*8+r-g]

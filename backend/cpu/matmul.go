@@ -47,6 +47,7 @@ type kernels struct {
 	int8    bool                                       // QuantDot "int8" or "auto": formats with int8 kernels (int8Kind) take the int8 path
 	auto    bool                                       // QuantDot "auto": only generated tokens take it
 	vnni    bool                                       // its VNNI kernels run (else its Go loops)
+	avxvnni bool                                       // AVX2 family on a CPU with AVX-VNNI: Q8_0 on q80Rows8AVXVNNI
 	amx     bool                                       // AMX-INT8 kernels take the formats they have (amxKernel) at amxTokens or more
 	attn4   *attn4Kernels                              // the four-query attention kernels, nil: none
 }
@@ -65,7 +66,8 @@ var (
 
 // chooseKernels picks a kernel set by name: "" the best this CPU runs,
 // "amx" (AVX-512 with the AMX-INT8 kernels), "avx512" (without them),
-// "avx2", or "go" (the pure-Go loops, also where there is no SIMD).
+// "avxvnni" (AVX2 with AVX-VNNI, as on Alder Lake), "avx2" (without it, as
+// on Zen 3), or "go" (the pure-Go loops, also where there is no SIMD).
 func chooseKernels(name string) (*kernels, error) {
 	k := &kernels{simd: haveSIMD, f: avx2Float, dequant: dequantQ8AVX2}
 	if haveAVX512 {
@@ -75,7 +77,7 @@ func chooseKernels(name string) (*kernels, error) {
 	case name == "":
 	case name == "go":
 		k.simd = false
-	case name == "avx2" && haveSIMD:
+	case name == "avx2" && haveSIMD, name == "avxvnni" && haveAVXVNNI:
 		k.f, k.dequant = avx2Float, dequantQ8AVX2
 	case name == "avx512" && haveAVX512, name == "amx" && haveAMX:
 		k.f = avx512Float
@@ -87,6 +89,7 @@ func chooseKernels(name string) (*kernels, error) {
 	}
 	k.vnni = k.simd && haveVNNI && k.f.name == "avx512"
 	k.amx = k.vnni && haveAMX && name != "avx512"
+	k.avxvnni = k.simd && haveAVXVNNI && k.f.name == "avx2" && name != "avx2"
 	switch {
 	case k.simd && k.f.name == "avx512":
 		k.attn4 = avx512Attn4
@@ -102,6 +105,8 @@ func available() string {
 		return "amx, avx512, avx2, go"
 	case haveAVX512:
 		return "avx512, avx2, go"
+	case haveAVXVNNI:
+		return "avxvnni, avx2, go"
 	case haveSIMD:
 		return "avx2, go"
 	}
@@ -117,6 +122,8 @@ func (kn *kernels) name() string {
 			int8 = "+int8-vnni-amx"
 		case kn.vnni:
 			int8 = "+int8-vnni"
+		case kn.avxvnni:
+			int8 = "+int8-avxvnni"
 		case kn.simd:
 			int8 = "+int8-avx2"
 		default:

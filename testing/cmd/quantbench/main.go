@@ -17,7 +17,9 @@
 // sides. llama.cpp runs with its defaults (F16 K and V, flash attention
 // where it can), batchd with F16 K and V. --isa avx2 runs batchd with
 // AVX-512 off (its avx2 kernels) and llama.cpp's haswell build: what an
-// AVX2-only CPU runs. A --quant-dot mode written MODE@FAMILY runs batchd on
+// AVX2-only CPU runs; --isa avxvnni adds AVX-VNNI on both sides (batchd's
+// avxvnni kernels, llama.cpp's alderlake build), as Alder Lake and later
+// run. A --quant-dot mode written MODE@FAMILY runs batchd on
 // that kernel family (auto,auto@avx512: with and without AMX, in one run).
 package main
 
@@ -70,7 +72,7 @@ func run() error {
 	rounds := flag.Int("rounds", 3, "interleaved rounds per format")
 	threads := flag.Int("threads", 2, "threads for both engines")
 	batches := flag.String("batches", "1,8,32", "decode batch sizes (sequences)")
-	isa := flag.String("isa", "", `"" the best this CPU has; avx2: AVX-512 off on both sides`)
+	isa := flag.String("isa", "", `"" the best this CPU has; avx2: AVX-512 off on both sides; avxvnni: and AVX-VNNI on (Alder Lake)`)
 	out := flag.String("dir", "build/quantbench", "where the quantized files go")
 	files := flag.String("files", "", "measure these GGUF files as they are (comma-separated) instead of quantizing --f32")
 	kvTypes := flag.String("kv", "f16", "K/V types to measure, comma-separated (f16, q8_0, q4_0, q8_0/q4_0, ...): llama.cpp runs each with -ctk/-ctv")
@@ -94,8 +96,11 @@ func run() error {
 	}
 	o := llamacpp.Options{}
 	kernels := ""
-	if *isa == "avx2" {
+	switch *isa {
+	case "avx2":
 		o.Variant, kernels = "haswell", "avx2"
+	case "avxvnni":
+		o.Variant, kernels = "alderlake", "avxvnni"
 	}
 	ref, err := llamacpp.Start(in, o)
 	if err != nil {

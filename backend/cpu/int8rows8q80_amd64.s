@@ -1,0 +1,179 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// q80Rows8AVXVNNI: half of a group of sixteen Q8_0 rows packed for the
+// VNNI row kernels (packQ80: per block the sixteen fp16 scales, then dword
+// v of row j at 32+64v+4j, each byte XORed with 0x80: w+128) against q8_0
+// activations on AVX-VNNI (Alder Lake and later; without AVX-512), eight
+// rows in dword lanes: per token and block eight VPDPBUSD of the unsigned
+// values by the token's activations broadcast, exact in 32 bits, less 128
+// times the activations' sum (their nsum), times d_w d_a: rows32Go's bits,
+// as the VNNI kernels'.
+
+// VPDPBUSDY(acc, w, a) is the VEX form of VPDPBUSD Y(acc) += Y(w) (u8) by
+// Y(a) (s8), as bytes: the Go assembler knows only the EVEX form, which
+// needs AVX512-VNNI. C4, then R-bar X-bar B-bar with map 0F38, then W0,
+// vvvv = w inverted, L1, pp 66; opcode 50; ModRM 11 acc a.
+#define VPDPBUSDY(acc, w, a) \
+	BYTE $0xc4; BYTE $(((1-((acc)>>3))<<7) | 0x40 | ((1-((a)>>3))<<5) | 0x02); BYTE $(((15-(w))<<3) | 0x05); BYTE $0x50; BYTE $(0xc0 | (((acc)&7)<<3) | ((a)&7))
+
+// Q8T4(v): dword v of the half (Y8) against four tokens' activations
+// (BX, BX+R8, R11, R11+R8) at 4v, into Y0-Y3.
+#define Q8T4(v) \
+	VMOVDQU      (32+64*(v))(DI)(R9*1), Y8 \
+	VPBROADCASTD (4*(v))(BX), Y9 \
+	VPBROADCASTD (4*(v))(BX)(R8*1), Y10 \
+	VPBROADCASTD (4*(v))(R11), Y11 \
+	VPBROADCASTD (4*(v))(R11)(R8*1), Y12 \
+	VPDPBUSDY(0, 8, 9) \
+	VPDPBUSDY(1, 8, 10) \
+	VPDPBUSDY(2, 8, 11) \
+	VPDPBUSDY(3, 8, 12)
+
+// Q8T1(v, acc): the same for one token (BX) into Y(acc).
+#define Q8T1(v, acc) \
+	VMOVDQU      (32+64*(v))(DI)(R9*1), Y8 \
+	VPBROADCASTD (4*(v))(BX), Y9 \
+	VPDPBUSDY(acc, 8, 9)
+
+// Q8END(P, nsum, d, acc): a token's block: P plus 128 nsum, as floats
+// times d_w (Y13) d_a, added to acc.
+#define Q8END(P, nsum, d, acc) \
+	VPBROADCASTD nsum, Y9 \
+	VPSLLD       $7, Y9, Y9 \
+	VPADDD       Y9, P, P \
+	VCVTDQ2PS    P, P \
+	VBROADCASTSS d, Y10 \
+	VMULPS       Y10, Y13, Y10 \
+	VMULPS       Y10, P, P \
+	VADDPS       P, acc, acc
+
+// func q80Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+//
+// q40Rows8AVX2's frame; a packed block is 544 bytes.
+TEXT ·q80Rows8AVXVNNI(SB), NOSPLIT, $0-80
+	MOVQ half+8(FP), R9
+	SHLQ $4, R9
+	MOVQ qstride+40(FP), R8
+	MOVQ nb+48(FP), R13
+	SHLQ $2, R13
+	MOVQ out+64(FP), AX
+	MOVQ qs+16(FP), BX
+	MOVQ nsum+24(FP), DX
+	MOVQ d+32(FP), R12
+	MOVQ ntok+56(FP), R10
+	CMPQ R10, $4
+	JLT  one
+
+four:
+	MOVQ  w+0(FP), DI
+	ADDQ  R9, DI
+	MOVQ  nb+48(FP), CX
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	LEAQ  (BX)(R8*2), R11
+	LEAQ  (DX)(R13*2), SI
+	LEAQ  (R12)(R13*2), R14
+
+fourblock:
+	VCVTPH2PS (DI), Y13
+	VPXOR     Y0, Y0, Y0
+	VPXOR     Y1, Y1, Y1
+	VPXOR     Y2, Y2, Y2
+	VPXOR     Y3, Y3, Y3
+	Q8T4(0)
+	Q8T4(1)
+	Q8T4(2)
+	Q8T4(3)
+	Q8T4(4)
+	Q8T4(5)
+	Q8T4(6)
+	Q8T4(7)
+	Q8END(Y0, (DX), (R12), Y4)
+	Q8END(Y1, (DX)(R13*1), (R12)(R13*1), Y5)
+	Q8END(Y2, (SI), (R14), Y6)
+	Q8END(Y3, (SI)(R13*1), (R14)(R13*1), Y7)
+	ADDQ      $544, DI
+	ADDQ      $32, BX
+	ADDQ      $32, R11
+	ADDQ      $4, DX
+	ADDQ      $4, SI
+	ADDQ      $4, R12
+	ADDQ      $4, R14
+	DECQ      CX
+	JNZ       fourblock
+
+	MOVQ    R13, CX
+	SHLQ    $3, CX
+	SUBQ    CX, BX
+	SUBQ    R13, DX
+	SUBQ    R13, R12
+	MOVQ    ostride+72(FP), CX
+	SHLQ    $2, CX
+	VMOVUPS Y4, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y5, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y6, (AX)
+	ADDQ    CX, AX
+	VMOVUPS Y7, (AX)
+	ADDQ    CX, AX
+	LEAQ    (BX)(R8*4), BX
+	LEAQ    (DX)(R13*4), DX
+	LEAQ    (R12)(R13*4), R12
+	SUBQ    $4, R10
+	CMPQ    R10, $4
+	JGE     four
+
+one:
+	TESTQ R10, R10
+	JZ    done
+
+onetok:
+	MOVQ  w+0(FP), DI
+	ADDQ  R9, DI
+	MOVQ  nb+48(FP), CX
+	VPXOR Y4, Y4, Y4
+
+oneblock:
+	VCVTPH2PS (DI), Y13
+	VPXOR     Y0, Y0, Y0
+	VPXOR     Y1, Y1, Y1
+	Q8T1(0, 0)
+	Q8T1(1, 1)
+	Q8T1(2, 0)
+	Q8T1(3, 1)
+	Q8T1(4, 0)
+	Q8T1(5, 1)
+	Q8T1(6, 0)
+	Q8T1(7, 1)
+	VPADDD    Y1, Y0, Y0
+	Q8END(Y0, (DX), (R12), Y4)
+	ADDQ      $544, DI
+	ADDQ      $32, BX
+	ADDQ      $4, DX
+	ADDQ      $4, R12
+	DECQ      CX
+	JNZ       oneblock
+
+	MOVQ    R13, CX
+	SHLQ    $3, CX
+	SUBQ    CX, BX
+	SUBQ    R13, DX
+	SUBQ    R13, R12
+	VMOVUPS Y4, (AX)
+	MOVQ    ostride+72(FP), CX
+	SHLQ    $2, CX
+	ADDQ    CX, AX
+	ADDQ    R8, BX
+	ADDQ    R13, DX
+	ADDQ    R13, R12
+	DECQ    R10
+	JNZ     onetok
+
+done:
+	VZEROUPPER
+	RET
