@@ -18,58 +18,43 @@ import (
 // 0-3, 4-7 and 8-11) at 32k+4j for row j, then dword c of the 128 nibble
 // bytes at 128+32c+4j: the group's eight super-blocks again.
 func packQ4K8(dst, src []byte, rb, g int) {
-	for b := range rb / 144 {
-		out := dst[8*144*b : 8*144*(b+1)]
-		for j := range 8 {
-			blk := src[(8*g+j)*rb+144*b:][:144]
-			for k := range 4 {
-				copy(out[32*k+4*j:][:4], blk[4*k:])
-			}
-			for c := range 32 {
-				copy(out[128+32*c+4*j:][:4], blk[16+4*c:])
-			}
-		}
-	}
+	packDwords8(dst, src, rb, g, 144, [2]int{0, 4}, [2]int{16, 32})
 }
 
 // packQ5K8 is packQ4K8 for Q5_K: the same head and nibble dwords, then
 // qh's dwords c at 1152+32c+4j.
 func packQ5K8(dst, src []byte, rb, g int) {
-	for b := range rb / 176 {
-		out := dst[8*176*b : 8*176*(b+1)]
-		for j := range 8 {
-			blk := src[(8*g+j)*rb+176*b:][:176]
-			for k := range 4 {
-				copy(out[32*k+4*j:][:4], blk[4*k:])
-			}
-			for c := range 32 {
-				copy(out[128+32*c+4*j:][:4], blk[48+4*c:])
-			}
-			for c := range 8 {
-				copy(out[1152+32*c+4*j:][:4], blk[16+4*c:])
-			}
-		}
-	}
+	packDwords8(dst, src, rb, g, 176, [2]int{0, 4}, [2]int{48, 32}, [2]int{16, 8})
 }
 
 // packQ6K8 is packQ4K8 for Q6_K: per super-block the rows' scale dwords
 // k at 32k+4j, ql's dwords c at 128+32c+4j, qh's at 1152+32c+4j, then
 // the rows' d at 1664+2j.
 func packQ6K8(dst, src []byte, rb, g int) {
+	packDwords8(dst, src, rb, g, 210, [2]int{192, 4}, [2]int{0, 32}, [2]int{128, 16})
 	for b := range rb / 210 {
-		out := dst[8*210*b : 8*210*(b+1)]
 		for j := range 8 {
-			blk := src[(8*g+j)*rb+210*b:][:210]
-			for k := range 4 {
-				copy(out[32*k+4*j:][:4], blk[192+4*k:])
+			copy(dst[8*210*b+1664+2*j:][:2], src[(8*g+j)*rb+210*b+208:])
+		}
+	}
+}
+
+// packDwords8 writes rows [8g, 8g+8) of src (super-blocks of size bytes)
+// into dst as dword vectors, per super-block: for each run {off, n} in
+// order, dword c of the n at off in row j's super-block to vector c's
+// lane j.
+func packDwords8(dst, src []byte, rb, g, size int, runs ...[2]int) {
+	for b := range rb / size {
+		out := dst[8*size*b : 8*size*(b+1)]
+		for j := range 8 {
+			blk := src[(8*g+j)*rb+size*b:][:size]
+			v := 0
+			for _, r := range runs {
+				for c := range r[1] {
+					copy(out[32*v+4*j:][:4], blk[r[0]+4*c:])
+					v++
+				}
 			}
-			for c := range 32 {
-				copy(out[128+32*c+4*j:][:4], blk[4*c:])
-			}
-			for c := range 16 {
-				copy(out[1152+32*c+4*j:][:4], blk[128+4*c:])
-			}
-			copy(out[1664+2*j:][:2], blk[208:])
 		}
 	}
 }

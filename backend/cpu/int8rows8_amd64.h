@@ -224,33 +224,38 @@ lbl: \
 	VPMADDUBSW   Y9, Y8, Y9 \
 	VPADDW       Y9, y, y
 
+// BSDOT(pairs) is sum over k of the 16-bit pairs at pairs+32k(R9) (k 0-7)
+// by a token's 16-sums dword k at SI, in Y9 (Y8, Y10 clobbered).
+#define BSDOT(pairs) \
+	VPBROADCASTD 0(SI), Y8 \
+	VPMADDWD     (pairs)(R9), Y8, Y9 \
+	VPBROADCASTD 4(SI), Y8 \
+	VPMADDWD     (pairs+32)(R9), Y8, Y10 \
+	VPBROADCASTD 8(SI), Y8 \
+	VPMADDWD     (pairs+64)(R9), Y8, Y8 \
+	VPADDD       Y8, Y9, Y9 \
+	VPBROADCASTD 12(SI), Y8 \
+	VPMADDWD     (pairs+96)(R9), Y8, Y8 \
+	VPADDD       Y8, Y10, Y10 \
+	VPBROADCASTD 16(SI), Y8 \
+	VPMADDWD     (pairs+128)(R9), Y8, Y8 \
+	VPADDD       Y8, Y9, Y9 \
+	VPBROADCASTD 20(SI), Y8 \
+	VPMADDWD     (pairs+160)(R9), Y8, Y8 \
+	VPADDD       Y8, Y10, Y10 \
+	VPBROADCASTD 24(SI), Y8 \
+	VPMADDWD     (pairs+192)(R9), Y8, Y8 \
+	VPADDD       Y8, Y9, Y9 \
+	VPBROADCASTD 28(SI), Y8 \
+	VPMADDWD     (pairs+224)(R9), Y8, Y8 \
+	VPADDD       Y8, Y10, Y10 \
+	VPADDD       Y10, Y9, Y9
+
 // R8END(S, acc): a token's super-block: its sums S, the mins by its
 // 16-sums at SI, both scaled by its scale at R11, into its sums at acc:
 // acc + (d_a d) S - (d_a dmin) M', M' = sum of m_j (bs_2j + bs_2j+1).
 #define R8END(S, acc) \
-	VPBROADCASTD 0(SI), Y8 \
-	VPMADDWD     256(R9), Y8, Y9 \
-	VPBROADCASTD 4(SI), Y8 \
-	VPMADDWD     288(R9), Y8, Y10 \
-	VPBROADCASTD 8(SI), Y8 \
-	VPMADDWD     320(R9), Y8, Y8 \
-	VPADDD       Y8, Y9, Y9 \
-	VPBROADCASTD 12(SI), Y8 \
-	VPMADDWD     352(R9), Y8, Y8 \
-	VPADDD       Y8, Y10, Y10 \
-	VPBROADCASTD 16(SI), Y8 \
-	VPMADDWD     384(R9), Y8, Y8 \
-	VPADDD       Y8, Y9, Y9 \
-	VPBROADCASTD 20(SI), Y8 \
-	VPMADDWD     416(R9), Y8, Y8 \
-	VPADDD       Y8, Y10, Y10 \
-	VPBROADCASTD 24(SI), Y8 \
-	VPMADDWD     448(R9), Y8, Y8 \
-	VPADDD       Y8, Y9, Y9 \
-	VPBROADCASTD 28(SI), Y8 \
-	VPMADDWD     480(R9), Y8, Y8 \
-	VPADDD       Y8, Y10, Y10 \
-	VPADDD       Y10, Y9, Y9 \
+	BSDOT(256) \
 	VBROADCASTSS (R11), Y11 \
 	VMULPS       512(R9), Y11, Y12 \
 	VCVTDQ2PS    S, S \

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "int8half_amd64.h"
 
 // q40Rows8AVX2: half of a group of sixteen Q4_0 rows packed for the VNNI
 // row kernels (packQ40: per block the sixteen fp16 scales, then dword v
@@ -65,38 +66,16 @@ GLOBL ·r8ones(SB), RODATA|NOPTR, $4
 
 // func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 //
-// DI the block (at its half's scales), R9 16*half, CX the blocks left;
-// per token group BX its activations (R11 two tokens on), DX its sums
-// and R12 its scales (R13 apart; SI and R14 two tokens on), walked
-// through the blocks and walked back; AX its results, Y4-Y7 its sums, R10
-// the tokens left.
+// The frame of int8half_amd64.h; a packed block is 288 bytes.
 TEXT ·q40Rows8AVX2(SB), NOSPLIT, $0-80
-	MOVQ         half+8(FP), R9
-	SHLQ         $4, R9
-	MOVQ         qstride+40(FP), R8
-	MOVQ         nb+48(FP), R13
-	SHLQ         $2, R13
-	MOVQ         out+64(FP), AX
+	HALFARGS
 	VPBROADCASTD ·r8c0f(SB), Y15
 	VPBROADCASTD ·r8ones(SB), Y14
-	MOVQ         qs+16(FP), BX
-	MOVQ         nsum+24(FP), DX
-	MOVQ         d+32(FP), R12
-	MOVQ         ntok+56(FP), R10
-	CMPQ         R10, $4
-	JLT          one
+	CMPQ R10, $4
+	JLT  one
 
 four:
-	MOVQ  w+0(FP), DI
-	ADDQ  R9, DI
-	MOVQ  nb+48(FP), CX
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	LEAQ  (BX)(R8*2), R11
-	LEAQ  (DX)(R13*2), SI
-	LEAQ  (R12)(R13*2), R14
+	HALF4BEGIN
 
 fourblock:
 	VCVTPH2PS (DI), Y13
@@ -120,35 +99,10 @@ fourblock:
 	Q4END(Y1, (DX)(R13*1), (R12)(R13*1), Y5)
 	Q4END(Y2, (SI), (R14), Y6)
 	Q4END(Y3, (SI)(R13*1), (R14)(R13*1), Y7)
-	ADDQ $288, DI
-	ADDQ $32, BX
-	ADDQ $32, R11
-	ADDQ $4, DX
-	ADDQ $4, SI
-	ADDQ $4, R12
-	ADDQ $4, R14
-	DECQ CX
+	HALF4STEP(288)
 	JNZ  fourblock
 
-	MOVQ    R13, CX
-	SHLQ    $3, CX
-	SUBQ    CX, BX
-	SUBQ    R13, DX
-	SUBQ    R13, R12
-	MOVQ    ostride+72(FP), CX
-	SHLQ    $2, CX
-	VMOVUPS Y4, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Y5, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Y6, (AX)
-	ADDQ    CX, AX
-	VMOVUPS Y7, (AX)
-	ADDQ    CX, AX
-	LEAQ    (BX)(R8*4), BX
-	LEAQ    (DX)(R13*4), DX
-	LEAQ    (R12)(R13*4), R12
-	SUBQ    $4, R10
+	HALF4END
 	CMPQ    R10, $4
 	JGE     four
 
@@ -157,10 +111,7 @@ one:
 	JZ    done
 
 onetok:
-	MOVQ  w+0(FP), DI
-	ADDQ  R9, DI
-	MOVQ  nb+48(FP), CX
-	VPXOR Y4, Y4, Y4
+	HALF1BEGIN
 
 oneblock:
 	VCVTPH2PS    (DI), Y13
@@ -196,26 +147,10 @@ oneblock:
 	VPADDW       Y9, Y1, Y1
 	VPADDW       Y1, Y0, Y0
 	Q4END(Y0, (DX), (R12), Y4)
-	ADDQ         $288, DI
-	ADDQ         $32, BX
-	ADDQ         $4, DX
-	ADDQ         $4, R12
-	DECQ         CX
+	HALF1STEP(288)
 	JNZ          oneblock
 
-	MOVQ    R13, CX
-	SHLQ    $3, CX
-	SUBQ    CX, BX
-	SUBQ    R13, DX
-	SUBQ    R13, R12
-	VMOVUPS Y4, (AX)
-	MOVQ    ostride+72(FP), CX
-	SHLQ    $2, CX
-	ADDQ    CX, AX
-	ADDQ    R8, BX
-	ADDQ    R13, DX
-	ADDQ    R13, R12
-	DECQ    R10
+	HALF1END
 	JNZ     onetok
 
 done:

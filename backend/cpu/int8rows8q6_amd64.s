@@ -137,56 +137,16 @@ GLOBL q6two<>(SB), RODATA|NOPTR, $64
 	VPAND   Y14, Y13, Y13 \
 	VPOR    Y13, Y8, Y8
 
-// T4F(a), T4A(a): four tokens (BX, BX+R8, R11, R11+R8) against Y8 at
-// activation offset a, into Y0-Y3 (T4F) or added to them (T4A); T4S(j):
-// those sums by sub-block j's scale pairs, added to S in Y4-Y7.
-#define T4BC(a) \
-	VPBROADCASTD (a)(BX), Y9 \
-	VPBROADCASTD (a)(BX)(R8*1), Y10 \
-	VPBROADCASTD (a)(R11), Y11 \
-	VPBROADCASTD (a)(R11)(R8*1), Y12
-
-#define T4F(a) \
-	T4BC(a) \
-	VPMADDUBSW Y9, Y8, Y0 \
-	VPMADDUBSW Y10, Y8, Y1 \
-	VPMADDUBSW Y11, Y8, Y2 \
-	VPMADDUBSW Y12, Y8, Y3
-
-#define T4A(a) \
-	T4BC(a) \
-	VPMADDUBSW Y9, Y8, Y9 \
-	VPMADDUBSW Y10, Y8, Y10 \
-	VPMADDUBSW Y11, Y8, Y11 \
-	VPMADDUBSW Y12, Y8, Y12 \
-	VPADDW     Y9, Y0, Y0 \
-	VPADDW     Y10, Y1, Y1 \
-	VPADDW     Y11, Y2, Y2 \
-	VPADDW     Y12, Y3, Y3
-
-#define T4S(j) \
-	VPMADDWD (32*(j))(R9), Y0, Y0 \
-	VPMADDWD (32*(j))(R9), Y1, Y1 \
-	VPMADDWD (32*(j))(R9), Y2, Y2 \
-	VPMADDWD (32*(j))(R9), Y3, Y3 \
-	VPADDD   Y0, Y4, Y4 \
-	VPADDD   Y1, Y5, Y5 \
-	VPADDD   Y2, Y6, Y6 \
-	VPADDD   Y3, Y7, Y7
-
-// T1F, T1A, T1S: the same for one token (BX), S in Y4.
-#define T1F(a) \
-	VPBROADCASTD (a)(BX), Y9 \
-	VPMADDUBSW   Y9, Y8, Y0
-
-#define T1A(a) \
-	VPBROADCASTD (a)(BX), Y9 \
-	VPMADDUBSW   Y9, Y8, Y9 \
-	VPADDW       Y9, Y0, Y0
-
+// T1S(j): one token's sub-block sums (Y0) by sub-block j's scale pairs,
+// added to S in Y4. The four-token steps are R4F, R4 and R4SC; the
+// one-token ones R1F and R1 into Y0 (int8rows8_amd64.h).
 #define T1S(j) \
 	VPMADDWD (32*(j))(R9), Y0, Y0 \
 	VPADDD   Y0, Y4, Y4
+
+#define T1F(a) R1F(a, Y0)
+
+#define T1A(a) R1(a, Y0)
 
 // Q6QUARTER(W, F, A, S, ql, qh, a, j): values 32g.. of a half (W its Q6W
 // macro) at packed offsets ql and qh, activations a: sub-blocks j and j+1,
@@ -224,29 +184,7 @@ GLOBL q6two<>(SB), RODATA|NOPTR, $64
 // Q6END(S, acc): a token's super-block: c from its 16-sums at SI, then
 // acc + (d_a d) (S - 32c), d_a at R11.
 #define Q6END(S, acc) \
-	VPBROADCASTD 0(SI), Y8 \
-	VPMADDWD     512(R9), Y8, Y9 \
-	VPBROADCASTD 4(SI), Y8 \
-	VPMADDWD     544(R9), Y8, Y10 \
-	VPBROADCASTD 8(SI), Y8 \
-	VPMADDWD     576(R9), Y8, Y8 \
-	VPADDD       Y8, Y9, Y9 \
-	VPBROADCASTD 12(SI), Y8 \
-	VPMADDWD     608(R9), Y8, Y8 \
-	VPADDD       Y8, Y10, Y10 \
-	VPBROADCASTD 16(SI), Y8 \
-	VPMADDWD     640(R9), Y8, Y8 \
-	VPADDD       Y8, Y9, Y9 \
-	VPBROADCASTD 20(SI), Y8 \
-	VPMADDWD     672(R9), Y8, Y8 \
-	VPADDD       Y8, Y10, Y10 \
-	VPBROADCASTD 24(SI), Y8 \
-	VPMADDWD     704(R9), Y8, Y8 \
-	VPADDD       Y8, Y9, Y9 \
-	VPBROADCASTD 28(SI), Y8 \
-	VPMADDWD     736(R9), Y8, Y8 \
-	VPADDD       Y8, Y10, Y10 \
-	VPADDD       Y10, Y9, Y9 \
+	BSDOT(512) \
 	VPSLLD       $5, Y9, Y9 \
 	VPSUBD       Y9, S, S \
 	VBROADCASTSS (R11), Y11 \
@@ -283,8 +221,8 @@ four:
 	VPXOR  Y5, Y5, Y5
 	VPXOR  Y6, Y6, Y6
 	VPXOR  Y7, Y7, Y7
-	Q6HALF(T4F, T4A, T4S, 0)
-	Q6HALF(T4F, T4A, T4S, 1)
+	Q6HALF(R4F, R4, R4SC, 0)
+	Q6HALF(R4F, R4, R4SC, 1)
 	R8DONE4(Q6END)
 	CMPQ   R10, $4
 	JGE    four

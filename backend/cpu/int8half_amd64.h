@@ -1,0 +1,95 @@
+// The frame of the half kernels (q40Rows8AVX2, q80Rows8AVXVNNI), whose
+// arguments are (w *byte, half int, qs *int8, nsum *int32, d *float32,
+// qstride, nb, ntok int, out *float32, ostride int): DI the block (at its
+// half's scales), R9 16*half, CX the blocks left; per token group BX its
+// activations (R11 two tokens on), DX its sums and R12 its scales (R13
+// apart; SI and R14 two tokens on), walked through the blocks and walked
+// back; AX its results, Y4-Y7 its sums, R10 the tokens left.
+
+// HALFARGS loads the arguments.
+#define HALFARGS \
+	MOVQ half+8(FP), R9 \
+	SHLQ $4, R9 \
+	MOVQ qstride+40(FP), R8 \
+	MOVQ nb+48(FP), R13 \
+	SHLQ $2, R13 \
+	MOVQ out+64(FP), AX \
+	MOVQ qs+16(FP), BX \
+	MOVQ nsum+24(FP), DX \
+	MOVQ d+32(FP), R12 \
+	MOVQ ntok+56(FP), R10
+
+// HALF4BEGIN starts a group of four tokens at the first block.
+#define HALF4BEGIN \
+	MOVQ  w+0(FP), DI \
+	ADDQ  R9, DI \
+	MOVQ  nb+48(FP), CX \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	LEAQ  (BX)(R8*2), R11 \
+	LEAQ  (DX)(R13*2), SI \
+	LEAQ  (R12)(R13*2), R14
+
+// HALF4STEP(size) moves the group to the next block (size bytes on);
+// CX's flags say whether one is left.
+#define HALF4STEP(size) \
+	ADDQ $size, DI \
+	ADDQ $32, BX \
+	ADDQ $32, R11 \
+	ADDQ $4, DX \
+	ADDQ $4, SI \
+	ADDQ $4, R12 \
+	ADDQ $4, R14 \
+	DECQ CX
+
+// HALFBACK walks BX, DX and R12 back to the first block; CX the stride
+// of results in bytes.
+#define HALFBACK \
+	MOVQ R13, CX \
+	SHLQ $3, CX \
+	SUBQ CX, BX \
+	SUBQ R13, DX \
+	SUBQ R13, R12 \
+	MOVQ ostride+72(FP), CX \
+	SHLQ $2, CX
+
+// HALF4END stores the group's results and moves to the next four tokens.
+#define HALF4END \
+	HALFBACK \
+	VMOVUPS Y4, (AX) \
+	ADDQ    CX, AX \
+	VMOVUPS Y5, (AX) \
+	ADDQ    CX, AX \
+	VMOVUPS Y6, (AX) \
+	ADDQ    CX, AX \
+	VMOVUPS Y7, (AX) \
+	ADDQ    CX, AX \
+	LEAQ    (BX)(R8*4), BX \
+	LEAQ    (DX)(R13*4), DX \
+	LEAQ    (R12)(R13*4), R12 \
+	SUBQ    $4, R10
+
+// HALF1BEGIN, HALF1STEP(size) and HALF1END: the same for one token.
+#define HALF1BEGIN \
+	MOVQ  w+0(FP), DI \
+	ADDQ  R9, DI \
+	MOVQ  nb+48(FP), CX \
+	VPXOR Y4, Y4, Y4
+
+#define HALF1STEP(size) \
+	ADDQ $size, DI \
+	ADDQ $32, BX \
+	ADDQ $4, DX \
+	ADDQ $4, R12 \
+	DECQ CX
+
+#define HALF1END \
+	HALFBACK \
+	VMOVUPS Y4, (AX) \
+	ADDQ    CX, AX \
+	ADDQ    R8, BX \
+	ADDQ    R13, DX \
+	ADDQ    R13, R12 \
+	DECQ    R10
