@@ -62,8 +62,10 @@ func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 // kernel (element lanes, four tokens a pass) trails the float path's
 // dequantized FMAs at every batch size (kernelbench --kernels avx2:
 // batch 1 93-153 against 140-166 tok/s, 32 sequences 449-458 against
-// 497-512).
-func floatWithoutVNNI(t quant.DType) bool { return needsVNNI(t) || t == quant.Q8_0 }
+// 497-512), but for AVX-VNNI's (q80Rows8AVXVNNI).
+func (kn *kernels) floatWithoutVNNI(t quant.DType) bool {
+	return needsVNNI(t) || t == quant.Q8_0 && !kn.avxvnni
+}
 
 // promptInt8 is whether t's prompt tokens take the int8 path under
 // QuantDot "auto" without VNNI, as generated tokens do: the formats with
@@ -82,7 +84,7 @@ func (kn *kernels) promptInt8(t quant.DType) bool {
 // for promptInt8's (decided once per process and role, so batching stays
 // invisible).
 func (kn *kernels) form(t quant.DType, prompt bool) actKind {
-	if kn.auto && !(kn.simd && (kn.vnni || !floatWithoutVNNI(t) || t == quant.Q8_0 && kn.avxvnni)) {
+	if kn.auto && !(kn.simd && (kn.vnni || !kn.floatWithoutVNNI(t))) {
 		return actNone
 	}
 	if kn.auto && prompt && !kn.promptInt8(t) {

@@ -314,7 +314,7 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 				t.Errorf("kernels %q, %s: by role %v, want %v", k, qd, got, want)
 			}
 			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0, quant.Q8_0} {
-				native := b.kern.simd && (b.kern.vnni || !floatWithoutVNNI(dt) || dt == quant.Q8_0 && b.kern.avxvnni)
+				native := b.kern.simd && (b.kern.vnni || !needsVNNI(dt) && (dt != quant.Q8_0 || b.kern.avxvnni))
 				if got, want := b.kern.form(dt, false) != actNone, qd == "int8" || native; got != want {
 					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)
 				}

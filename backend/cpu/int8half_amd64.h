@@ -32,6 +32,14 @@
 	LEAQ  (DX)(R13*2), SI \
 	LEAQ  (R12)(R13*2), R14
 
+// HALF4ENDS(END) ends the block for the four tokens (END its float step:
+// sums P in Y0-Y3, nsum, d, into Y4-Y7).
+#define HALF4ENDS(END) \
+	END(Y0, (DX), (R12), Y4) \
+	END(Y1, (DX)(R13*1), (R12)(R13*1), Y5) \
+	END(Y2, (SI), (R14), Y6) \
+	END(Y3, (SI)(R13*1), (R14)(R13*1), Y7)
+
 // HALF4STEP(size) moves the group to the next block (size bytes on);
 // CX's flags say whether one is left.
 #define HALF4STEP(size) \

@@ -129,27 +129,23 @@ lbl: \
 	VMOVUPS      Y1, 512(R9) \
 	VMOVUPS      Y2, 544(R9)
 
+// PF9(off) prefetches the nine lines from off(DI).
+#define PF9(off) \
+	PREFETCHT0 (off)(DI) \
+	PREFETCHT0 (off+64)(DI) \
+	PREFETCHT0 (off+128)(DI) \
+	PREFETCHT0 (off+192)(DI) \
+	PREFETCHT0 (off+256)(DI) \
+	PREFETCHT0 (off+320)(DI) \
+	PREFETCHT0 (off+384)(DI) \
+	PREFETCHT0 (off+448)(DI) \
+	PREFETCHT0 (off+512)(DI)
+
 // R8PF prefetches a super-block a few ahead: its 18 lines (the hardware's
 // prefetch alone left batch-1 decode short of the bandwidth).
 #define R8PF \
-	PREFETCHT0 (4096)(DI) \
-	PREFETCHT0 (4160)(DI) \
-	PREFETCHT0 (4224)(DI) \
-	PREFETCHT0 (4288)(DI) \
-	PREFETCHT0 (4352)(DI) \
-	PREFETCHT0 (4416)(DI) \
-	PREFETCHT0 (4480)(DI) \
-	PREFETCHT0 (4544)(DI) \
-	PREFETCHT0 (4608)(DI) \
-	PREFETCHT0 (4672)(DI) \
-	PREFETCHT0 (4736)(DI) \
-	PREFETCHT0 (4800)(DI) \
-	PREFETCHT0 (4864)(DI) \
-	PREFETCHT0 (4928)(DI) \
-	PREFETCHT0 (4992)(DI) \
-	PREFETCHT0 (5056)(DI) \
-	PREFETCHT0 (5120)(DI) \
-	PREFETCHT0 (5184)(DI) 
+	PF9(4096) \
+	PF9(4672)
 
 // R8PF2: Q5_K's four more lines.
 #define R8PF2 \

@@ -95,10 +95,7 @@ fourblock:
 	Q4T4(24)
 	Q4HI(3)
 	Q4T4(28)
-	Q4END(Y0, (DX), (R12), Y4)
-	Q4END(Y1, (DX)(R13*1), (R12)(R13*1), Y5)
-	Q4END(Y2, (SI), (R14), Y6)
-	Q4END(Y3, (SI)(R13*1), (R14)(R13*1), Y7)
+	HALF4ENDS(Q4END)
 	HALF4STEP(288)
 	JNZ  fourblock
 

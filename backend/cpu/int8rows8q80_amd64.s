@@ -75,10 +75,7 @@ fourblock:
 	Q8T4(5)
 	Q8T4(6)
 	Q8T4(7)
-	Q8END(Y0, (DX), (R12), Y4)
-	Q8END(Y1, (DX)(R13*1), (R12)(R13*1), Y5)
-	Q8END(Y2, (SI), (R14), Y6)
-	Q8END(Y3, (SI)(R13*1), (R14)(R13*1), Y7)
+	HALF4ENDS(Q8END)
 	HALF4STEP(544)
 	JNZ       fourblock
 
