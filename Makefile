@@ -65,8 +65,8 @@ test: build
 	# on 2 cores: past go test's default 10, a busy machine fails it.
 	$(GO) test -race -timeout 30m ./...
 	# The CPU backend's kernel, golden and exactness suites again with
-	# AVX-512 masked off: every path an AVX2-only CPU (AMD Zen 2/3, Intel
-	# desktops) runs, against llama.cpp's haswell build where they compare.
+	# AVX-512 and AVX-VNNI masked off: every path an AVX2-only CPU (AMD
+	# Zen 2/3) runs, against llama.cpp's haswell build where they compare.
 	$(GO) test -tags noavx512 ./backend/cpu ./quant
 	$(GO) test -tags noavx512 -run 'Golden|LlamaCpp|Quant|Batching|Speculat|Constrained' ./engine
 	# The chart and the image (deploy/, a module of its own so that Helm's

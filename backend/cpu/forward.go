@@ -471,7 +471,7 @@ func (b *Backend) matmulRoles(x []float32, n int, gen []bool, parts ...mmPart) {
 			}
 		}
 		if int8 {
-			b.q8.has = [3]bool{}
+			b.q8.has = [actKinds]bool{}
 			for _, p := range parts {
 				b.q8.need(xs, e-s, p.w, b.kern.form(p.w.Type, b.q8.prompt))
 			}
@@ -515,7 +515,7 @@ func (b *Backend) quantized(x []float32, n int, gate, up *model.Matrix) *acts {
 	if !b.kern.int8 {
 		return nil
 	}
-	b.q8.has = [3]bool{}
+	b.q8.has = [actKinds]bool{}
 	if gate != nil {
 		b.q8.need(x, n, gate, b.kern.form(gate.Type, b.q8.prompt))
 	}

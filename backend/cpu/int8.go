@@ -31,15 +31,19 @@ type q8Acts struct {
 	d    []float32
 	sums []int32
 	nsum []int32 // per block: minus its values' sum (the row kernels)
+	// split: qs split for q80Rows8AVX2 (splitQ8AVX2), two bytes a value.
+	split []int8
 }
 
 // actKind is the activation form a weight format's int8 kernels take.
 type actKind uint8
 
 const (
-	actNone actKind = iota // no int8 kernels: the float path
-	actQ8_0                // blocks of 32, fp16 scale (Q4_0, Q8_0, ...)
-	actQ8_K                // blocks of 256, float32 scale, 16-sums (K-quants)
+	actNone  actKind = iota // no int8 kernels: the float path
+	actQ8_0                 // blocks of 32, fp16 scale (Q4_0, Q8_0, ...)
+	actQ8_K                 // blocks of 256, float32 scale, 16-sums (K-quants)
+	actQ8_0S                // actQ8_0 and its values split (Q8_0 on plain AVX2)
+	actKinds
 )
 
 // int8Kind says which activations the int8 path's kernels for t take.
@@ -57,38 +61,32 @@ func int8Kind(t quant.DType) actKind {
 // they run as Go loops); the others' need only AVX2.
 func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 
-// floatWithoutVNNI: formats "auto" keeps on the float path without VNNI:
-// those whose int8 kernels would be Go loops, and Q8_0, whose AVX2 int8
-// kernel (element lanes, four tokens a pass) trails the float path's
-// dequantized FMAs at every batch size (kernelbench --kernels avx2:
-// batch 1 93-153 against 140-166 tok/s, 32 sequences 449-458 against
-// 497-512), but for AVX-VNNI's (q80Rows8AVXVNNI).
-func (kn *kernels) floatWithoutVNNI(t quant.DType) bool {
-	return needsVNNI(t) || t == quant.Q8_0 && !kn.avxvnni
-}
-
 // promptInt8 is whether t's prompt tokens take the int8 path under
 // QuantDot "auto" without VNNI, as generated tokens do: the formats with
-// AVX2 row kernels (int8rows8.go, int8rows8q40.go; Q8_0's with AVX-VNNI),
-// which run 1.8-2.9x the float path's tiles from four tokens
-// (BenchmarkRows8; L110 Q4_0 pp512 1.83x), and whose packed copies are
-// then the only ones read.
+// AVX2 row kernels (int8rows8.go, int8rows8q40.go), which run 1.8-2.9x
+// the float path's tiles from four tokens (BenchmarkRows8; L110 Q4_0
+// pp512 1.83x; Q8_0 on plain AVX2, whose kernel takes the activations
+// split in halves, 1.22-1.23x), and whose packed copies are then the only
+// ones read.
 func (kn *kernels) promptInt8(t quant.DType) bool {
-	return rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0 && kn.avxvnni
+	return rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0
 }
 
 // form is the activation form w's type takes on this backend's int8 path
 // for a run of prompt or generated tokens, actNone where it takes the
-// float path: under QuantDot "auto", formats floatWithoutVNNI names stay
+// float path: under QuantDot "auto", formats needsVNNI names stay
 // on the float path on a CPU without VNNI, and prompt tokens take it but
 // for promptInt8's (decided once per process and role, so batching stays
 // invisible).
 func (kn *kernels) form(t quant.DType, prompt bool) actKind {
-	if kn.auto && !(kn.simd && (kn.vnni || !kn.floatWithoutVNNI(t))) {
+	if kn.auto && !(kn.simd && (kn.vnni || !needsVNNI(t))) {
 		return actNone
 	}
 	if kn.auto && prompt && !kn.promptInt8(t) {
 		return actNone
+	}
+	if t == quant.Q8_0 && kn.simd && !kn.vnni && !kn.avxvnni {
+		return actQ8_0S
 	}
 	return int8Kind(t)
 }
@@ -97,7 +95,7 @@ func (kn *kernels) form(t quant.DType, prompt bool) actKind {
 type acts struct {
 	q8  q8Acts
 	q8k q8KActs
-	has [3]bool
+	has [actKinds]bool
 	// prompt: the tokens are a run of prompt tokens under QuantDot "auto"
 	// (form's role).
 	prompt bool
@@ -114,6 +112,12 @@ const quantShare = 16384
 // need quantizes x (n rows of cols) in form k (w's), once per input.
 func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
 	if k == actNone || a.has[k] {
+		return
+	}
+	if k == actQ8_0S {
+		a.need(x, n, w, actQ8_0)
+		a.has[k] = true
+		a.q8.splitValues()
 		return
 	}
 	a.has[k] = true
@@ -168,6 +172,15 @@ func (a *q8Acts) size(n, cols int) {
 		a.nsum = make([]int32, n*cols/q8Block)
 	}
 	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
+}
+
+// splitValues fills a.split from a.qs.
+func (a *q8Acts) splitValues() {
+	if cap(a.split) < 2*len(a.qs) {
+		a.split = make([]int8, 2*len(a.qs))
+	}
+	a.split = a.split[:2*len(a.qs)]
+	splitQ8AVX2(&a.qs[0], &a.split[0], len(a.qs))
 }
 
 // blocks quantizes x's blocks lo..hi into a (sized).
@@ -295,7 +308,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	switch w.Type {
 	case quant.Q4_0:
 		if p := w.Packed(); p != nil && kn.simd {
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2, false)
 		} else {
 			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 		}
@@ -308,9 +321,12 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.IQ4_NL:
 		kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], iq4nlInt8)
 	case quant.Q8_0:
-		if p := w.Packed(); p != nil && kn.avxvnni {
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI)
-		} else {
+		switch p := w.Packed(); {
+		case p != nil && kn.avxvnni:
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI, false)
+		case p != nil && kn.simd:
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVX2, true)
+		default:
 			kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q80Int8)
 		}
 	case quant.IQ4_XS:

@@ -9,8 +9,8 @@ import "golang.org/x/sys/cpu"
 var haveVNNI = haveAVX512 && cpu.X86.HasAVX512VNNI
 
 // haveAVXVNNI reports whether the VEX form of VPDPBUSD runs (AVX-VNNI:
-// Alder Lake and later), for the AVX2 kernels.
-var haveAVXVNNI = haveSIMD && cpu.X86.HasAVXVNNI
+// Alder Lake and later), for the AVX2 kernels; noavx512 masks it too.
+var haveAVXVNNI = !maskAVX512 && haveSIMD && cpu.X86.HasAVXVNNI
 
 //go:noescape
 func q80Rows16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
@@ -104,6 +104,12 @@ func q5kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok i
 
 //go:noescape
 func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+
+//go:noescape
+func splitQ8AVX2(qs, out *int8, n int)
+
+//go:noescape
+func q80Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
 //go:noescape
 func q80Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)

@@ -115,6 +115,12 @@ func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride,
 	panic("no simd")
 }
 
+func splitQ8AVX2(qs, out *int8, n int) { panic("no simd") }
+
+func q80Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func q80Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
 	panic("no simd")
 }

@@ -289,10 +289,10 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 
 // TestAutoRunsOnlyNativeInt8Kernels: under QuantDot "auto", a format takes
 // the int8 path only where its kernels run natively: none with the Go
-// loops, the AVX2 ones without VNNI (MXFP4 stays float, and Q8_0 but with
-// AVX-VNNI), all with VNNI, where prompt tokens take it too; without VNNI
-// prompt tokens take it for the formats with row kernels only (Q4_0, Q4_K,
-// Q5_K, Q6_K; Q8_0 with AVX-VNNI). Explicit "int8" takes it everywhere.
+// loops, the AVX2 ones without VNNI (MXFP4 stays float), all with VNNI,
+// where prompt tokens take it too; without VNNI prompt tokens take it for
+// the formats with row kernels only (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0).
+// Explicit "int8" takes it everywhere.
 func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
 	m, err := model.Load(path, model.LoadOptions{})
@@ -314,14 +314,13 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 				t.Errorf("kernels %q, %s: by role %v, want %v", k, qd, got, want)
 			}
 			for _, dt := range []quant.DType{quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ4_XS, quant.Q5_0, quant.Q8_0} {
-				native := b.kern.simd && (b.kern.vnni || !needsVNNI(dt) && (dt != quant.Q8_0 || b.kern.avxvnni))
+				native := b.kern.simd && (b.kern.vnni || !needsVNNI(dt))
 				if got, want := b.kern.form(dt, false) != actNone, qd == "int8" || native; got != want {
 					t.Errorf("kernels %q, %s, %s: int8 path %v, want %v", k, qd, dt, got, want)
 				}
 				// Prompt tokens: all of them with VNNI or under "int8",
 				// else those with AVX2 row kernels only.
-				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_0 || dt == quant.Q4_K || dt == quant.Q5_K || dt == quant.Q6_K ||
-					dt == quant.Q8_0)
+				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_0 || dt == quant.Q4_K || dt == quant.Q5_K || dt == quant.Q6_K || dt == quant.Q8_0)
 				if got := b.kern.form(dt, true) != actNone; got != prompt {
 					t.Errorf("kernels %q, %s, %s: prompt int8 path %v, want %v", k, qd, dt, got, prompt)
 				}

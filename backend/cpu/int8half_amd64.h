@@ -1,10 +1,17 @@
-// The frame of the half kernels (q40Rows8AVX2, q80Rows8AVXVNNI), whose
+// The frame of the half kernels (q40Rows8AVX2, q80Rows8AVX2,
+// q80Rows8AVXVNNI), whose
 // arguments are (w *byte, half int, qs *int8, nsum *int32, d *float32,
 // qstride, nb, ntok int, out *float32, ostride int): DI the block (at its
 // half's scales), R9 16*half, CX the blocks left; per token group BX its
 // activations (R11 two tokens on), DX its sums and R12 its scales (R13
 // apart; SI and R14 two tokens on), walked through the blocks and walked
 // back; AX its results, Y4-Y7 its sums, R10 the tokens left.
+
+// HALFX is log2 of the activations' bytes a block: 5 (q8_0 values), 6
+// for q80Rows8AVX2's split ones; a kernel's file may define it first.
+#ifndef HALFX
+#define HALFX 5
+#endif
 
 // HALFARGS loads the arguments.
 #define HALFARGS \
@@ -44,8 +51,8 @@
 // CX's flags say whether one is left.
 #define HALF4STEP(size) \
 	ADDQ $size, DI \
-	ADDQ $32, BX \
-	ADDQ $32, R11 \
+	ADDQ $(1<<HALFX), BX \
+	ADDQ $(1<<HALFX), R11 \
 	ADDQ $4, DX \
 	ADDQ $4, SI \
 	ADDQ $4, R12 \
@@ -56,7 +63,7 @@
 // of results in bytes.
 #define HALFBACK \
 	MOVQ R13, CX \
-	SHLQ $3, CX \
+	SHLQ $(HALFX-2), CX \
 	SUBQ CX, BX \
 	SUBQ R13, DX \
 	SUBQ R13, R12 \
@@ -88,7 +95,7 @@
 
 #define HALF1STEP(size) \
 	ADDQ $size, DI \
-	ADDQ $32, BX \
+	ADDQ $(1<<HALFX), BX \
 	ADDQ $4, DX \
 	ADDQ $4, R12 \
 	DECQ CX
@@ -101,3 +108,15 @@
 	ADDQ    R13, DX \
 	ADDQ    R13, R12 \
 	DECQ    R10
+
+// Q8END(P, nsum, d, acc): a token's block: P plus 128 nsum, as floats
+// times d_w (Y13) d_a, added to acc.
+#define Q8END(P, nsum, d, acc) \
+	VPBROADCASTD nsum, Y9 \
+	VPSLLD       $7, Y9, Y9 \
+	VPADDD       Y9, P, P \
+	VCVTDQ2PS    P, P \
+	VBROADCASTSS d, Y10 \
+	VMULPS       Y10, Y13, Y10 \
+	VMULPS       Y10, P, P \
+	VADDPS       P, acc, acc

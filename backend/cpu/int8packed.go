@@ -88,9 +88,9 @@ func repack(m *model.Model, kn *kernels) error {
 				return err
 			}
 		}
-		// Q4_0 and (with AVX-VNNI) Q8_0 in the VNNI kernels' groups
-		// (q40Rows8AVX2 and q80Rows8AVXVNNI take halves).
-		if err := m.Repack(quant.Q4_0, want, packGroups(16, quant.Q4_0, packQ40)); err != nil || !kn.avxvnni {
+		// Q4_0 and Q8_0 in the VNNI kernels' groups (q40Rows8AVX2,
+		// q80Rows8AVX2 and q80Rows8AVXVNNI take halves).
+		if err := m.Repack(quant.Q4_0, want, packGroups(16, quant.Q4_0, packQ40)); err != nil {
 			return err
 		}
 		return m.Repack(quant.Q8_0, want, packGroups(16, quant.Q8_0, packQ80))

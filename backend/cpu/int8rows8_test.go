@@ -109,9 +109,10 @@ func BenchmarkRows8(b *testing.B) {
 	}
 }
 
-// TestHalvesMatchGo: Q4_0's AVX2 row kernel and Q8_0's AVX-VNNI one, on
-// the VNNI kernels' packed groups of sixteen rows taken in halves, give
-// rows32Go's bits, on random bytes and quantized rows, over halves split
+// TestHalvesMatchGo: Q4_0's AVX2 row kernel and Q8_0's AVX2 and AVX-VNNI
+// ones, on the VNNI kernels' packed groups of sixteen rows taken in
+// halves, give rows32Go's bits, on random bytes, quantized rows and
+// extreme ones (Q8_0's 16-bit sums at their bound), over halves split
 // between shares, rows past the last group, one to three tokens after
 // groups of four and more tokens than a pass takes.
 func TestHalvesMatchGo(t *testing.T) {
@@ -120,28 +121,30 @@ func TestHalvesMatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(23, 24))
 	kn, _ := chooseKernels("avx2")
-	cases := []struct {
-		t    quant.DType
-		pack func(dst, src []byte, rb, g int)
-		kern halfKernel
-	}{{quant.Q4_0, packQ40, q40Rows8AVX2}}
+	type halfCase struct {
+		t     quant.DType
+		pack  func(dst, src []byte, rb, g int)
+		kern  halfKernel
+		split bool // it takes the activations split (actQ8_0S)
+	}
+	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2, false}, {quant.Q8_0, packQ80, q80Rows8AVX2, true}}
 	if haveAVXVNNI {
-		cases = append(cases, struct {
-			t    quant.DType
-			pack func(dst, src []byte, rb, g int)
-			kern halfKernel
-		}{quant.Q8_0, packQ80, q80Rows8AVXVNNI})
+		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, false})
 	} else {
-		t.Log("no AVX-VNNI: Q8_0's kernel untested")
+		t.Log("no AVX-VNNI: q80Rows8AVXVNNI untested")
 	}
 	shapes := []struct{ rows, n, mid, cols int }{{16, 1, 8, 32}, {40, 7, 19, 256}, {35, 3, 13, 96}, {48, 70, 21, 64}, {32, 5, 4, 1024}}
 	for _, c := range cases {
 		for _, sh := range shapes {
-			for _, random := range []bool{true, false} {
+			for _, form := range []string{"random", "quantized", "extreme"} {
 				rows, n, cols := sh.rows, sh.n, sh.cols
 				wb := synth.RandomMatrix(rng, c.t, rows, cols, 0.5)
-				if random {
+				x := randVec(rng, n*cols)
+				switch form {
+				case "random":
 					scrambleBlocks(rng, wb, c.t, []int{0})
+				case "extreme":
+					extremeRows(rng, wb, c.t, x)
 				}
 				w, err := model.NewMatrix(c.t, rows, cols, wb)
 				if err != nil {
@@ -149,25 +152,55 @@ func TestHalvesMatchGo(t *testing.T) {
 				}
 				p := make([]byte, len(wb))
 				packGroups(16, c.t, c.pack)(p, w)
-				x := randVec(rng, n*cols)
 				var a acts
-				a.need(x, n, w, actQ8_0)
+				k := actQ8_0
+				if c.split {
+					k = actQ8_0S
+				}
+				a.need(x, n, w, k)
 				got := make([]float32, n*rows)
 				scratch := make([]float32, scratchLen(cols))
-				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern)
-				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern)
+				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern, c.split)
+				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern, c.split)
 				rb := w.Type.RowBytes(cols)
 				row := make([]float32, cols)
 				for i := range got {
 					tok, r := i/rows, i%rows
 					want := rowTail(wb[r*rb:(r+1)*rb], &a, tok, c.t, cols)
 					if math.Float32bits(got[i]) != math.Float32bits(want) {
-						t.Fatalf("%s %d rows, %d tokens, %d cols, random %v: row %d token %d: kernel %v, Go %v", c.t, rows, n, cols, random, r, tok, got[i], want)
+						t.Fatalf("%s %d rows, %d tokens, %d cols, %s: row %d token %d: kernel %v, Go %v", c.t, rows, n, cols, form, r, tok, got[i], want)
 					}
 					w.Row(r, row)
 					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
 				}
 			}
 		}
+	}
+}
+
+// extremeRows sets every value of wb's blocks (Q4_0, Q8_0) to its largest
+// or its smallest and x to 1 or -1 (127 or -127 quantized), a block each,
+// so the kernels' 16-bit sums reach their bounds.
+func extremeRows(rng *rand.Rand, wb []byte, t quant.DType, x []float32) {
+	bb, head := 34, 2
+	hi, lo := byte(0x7f), byte(0x80)
+	if t == quant.Q4_0 {
+		bb, hi, lo = 18, 0xff, 0x00
+	}
+	for b := 0; b+bb <= len(wb); b += bb {
+		v := hi
+		if rng.IntN(2) == 0 {
+			v = lo
+		}
+		for i := b + head; i < b+bb; i++ {
+			wb[i] = v
+		}
+	}
+	sign := float32(1)
+	for i := range x {
+		if i%32 == 0 && rng.IntN(2) == 0 {
+			sign = -sign
+		}
+		x[i] = sign
 	}
 }

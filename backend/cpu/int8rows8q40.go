@@ -2,15 +2,16 @@ package cpu
 
 import "github.com/batchd/batchd/model"
 
-// Q4_0 on AVX2 without VNNI, and Q8_0 with AVX-VNNI, read the VNNI
-// kernels' packed groups of sixteen rows (packQ40, packQ80) as two halves
-// of eight, each row in a dword lane (q40Rows8AVX2, q80Rows8AVXVNNI):
-// rows32Go's bits, as the VNNI kernels' are, so a model's results are the
-// same on both.
+// Q4_0 and Q8_0 on AVX2 without VNNI read the VNNI kernels' packed groups
+// of sixteen rows (packQ40, packQ80) as two halves of eight, each row in a
+// dword lane (q40Rows8AVX2; q80Rows8AVX2, or q80Rows8AVXVNNI with
+// AVX-VNNI): rows32Go's bits, as the VNNI kernels' are, so a model's
+// results are the same on both.
 
 // halfKernel is such a kernel: half (0 or 1) of the sixteen-row group at
 // w against ntok tokens' q8_0 activations (qstride apart, their negated
-// sums and scales nb apart), results ostride apart.
+// sums and scales nb apart; split: in q80Rows8AVX2's form), results
+// ostride apart.
 type halfKernel func(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
 // matmulHalves is matmulInt8 on a halfKernel, on w's packed copy p: halves of sixteen-row groups aligned to the matrix (a
@@ -18,21 +19,25 @@ type halfKernel func(w *byte, half int, qs *int8, nsum *int32, d *float32, qstri
 // its own rows kept), tokens in passes of up to rowsTokens, each pass
 // over all the groups; rows past the last group by rows32Go (packing
 // copies them as they are).
-func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, kern halfKernel) {
+func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, kern halfKernel, split bool) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
+	src, stride := a.q8.qs, cols
+	if split {
+		src, stride = a.q8.split, 2*cols
+	}
 	nb, whole := cols/q8Block, rows&^15
 	pass := min(n, rowsTokens)
 	res := scratch[:8*pass]
 	for t := 0; t < n; t += pass {
 		k := min(pass, n-t)
-		qs, nsum, d := &a.q8.qs[t*cols], &a.q8.nsum[t*nb], &a.q8.d[t*nb]
+		qs, nsum, d := &src[t*stride], &a.q8.nsum[t*nb], &a.q8.d[t*nb]
 		for g := lo &^ 7; g < min(hi, whole); g += 8 {
 			grp, half := &p[(g&^15)*rb], (g/8)%2
 			if g >= lo && g+8 <= hi {
-				kern(grp, half, qs, nsum, d, cols, nb, k, &out[t*rows+g], rows)
+				kern(grp, half, qs, nsum, d, stride, nb, k, &out[t*rows+g], rows)
 				continue
 			}
-			kern(grp, half, qs, nsum, d, cols, nb, k, &res[0], 8)
+			kern(grp, half, qs, nsum, d, stride, nb, k, &res[0], 8)
 			for j := range k {
 				for r := max(g, lo); r < min(g+8, hi); r++ {
 					out[(t+j)*rows+r] = res[j*8+r-g]

@@ -38,18 +38,6 @@
 	VPBROADCASTD (4*(v))(BX), Y9 \
 	VPDPBUSDY(acc, 8, 9)
 
-// Q8END(P, nsum, d, acc): a token's block: P plus 128 nsum, as floats
-// times d_w (Y13) d_a, added to acc.
-#define Q8END(P, nsum, d, acc) \
-	VPBROADCASTD nsum, Y9 \
-	VPSLLD       $7, Y9, Y9 \
-	VPADDD       Y9, P, P \
-	VCVTDQ2PS    P, P \
-	VBROADCASTSS d, Y10 \
-	VMULPS       Y10, Y13, Y10 \
-	VMULPS       Y10, P, P \
-	VADDPS       P, acc, acc
-
 // func q80Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 //
 // The frame of int8half_amd64.h; a packed block is 544 bytes.
@@ -113,3 +101,4 @@ oneblock:
 done:
 	VZEROUPPER
 	RET
+

@@ -8,10 +8,10 @@ import "golang.org/x/sys/cpu"
 var haveSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
 // haveAVX512 reports whether it also runs the AVX-512F float kernels (and
-// so the VNNI ones). The build tag noavx512 masks AVX-512 off, so that an
-// AVX-512 machine runs every path a CPU with AVX2 only (AMD Zen 2/3, Intel
-// desktops) runs: make test runs the kernel, golden and exactness suites
-// both ways.
+// so the VNNI ones). The build tag noavx512 masks AVX-512 (and AVX-VNNI)
+// off, so that any machine runs every path a CPU with AVX2 only (AMD Zen
+// 2/3) runs: make test runs the kernel, golden and exactness suites both
+// ways.
 var haveAVX512 = !maskAVX512 && haveSIMD && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
 //go:noescape
