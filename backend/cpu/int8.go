@@ -63,20 +63,20 @@ func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 
 // promptInt8 is whether t's prompt tokens take the int8 path under
 // QuantDot "auto" without VNNI, as generated tokens do: the formats with
-// AVX2 row kernels (int8rows8.go, int8rows8q40.go), which run 1.8-2.9x
-// the float path's tiles from four tokens (BenchmarkRows8; L110 Q4_0
-// pp512 1.83x; Q8_0 on plain AVX2, whose kernel takes the activations
-// split in halves, 1.22-1.23x), and whose packed copies are then the only
-// ones read.
+// AVX2 row kernels (int8rows8.go, int8rows8q40.go), whose packed copies
+// are then the only ones read. They beat the float path's tiles: 1.8-2.9x
+// from four tokens (BenchmarkRows8), L110 pp512 Q4_0 1.83x, Q8_0 on plain
+// AVX2 (its kernel takes the activations split in halves) 1.22-1.23x,
+// IQ4_XS with AVX-VNNI 1.9x.
 func (kn *kernels) promptInt8(t quant.DType) bool {
-	return rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0
+	return kn.rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0
 }
 
 // form is the activation form w's type takes on this backend's int8 path
 // for a run of prompt or generated tokens, actNone where it takes the
-// float path: under QuantDot "auto", formats needsVNNI names stay
-// on the float path on a CPU without VNNI, and prompt tokens take it but
-// for promptInt8's (decided once per process and role, so batching stays
+// float path: under QuantDot "auto", formats needsVNNI names stay on the
+// float path on a CPU without VNNI, and prompt tokens take it but for
+// promptInt8's (decided once per process and role, so batching stays
 // invisible).
 func (kn *kernels) form(t quant.DType, prompt bool) actKind {
 	if kn.auto && !(kn.simd && (kn.vnni || !needsVNNI(t))) {
@@ -291,7 +291,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 		kn.matmulRows16(out, a, n, w, lo, hi, scratch, kern)
 		return
 	}
-	if f := rows8Format(w.Type); f >= 0 {
+	if f := kn.rows8Format(w.Type); f >= 0 {
 		if p := w.Packed(); p != nil && kn.simd {
 			kn.matmulRows8(out, a, n, w, p, lo, hi, scratch, f)
 			return

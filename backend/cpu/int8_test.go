@@ -254,8 +254,20 @@ func checkRounding(t *testing.T, got float32, row, x, d []float32, block int) {
 // TestInt8StaysNearTheReference: on llama.cpp's quantized files whose
 // formats the int8 path covers, its log-probabilities, with llama.cpp's
 // tokens fed back (teacher forcing), stay within 0.05 of llama.cpp's on the
-// dequantized twin: the rounding of 8-bit activations, nothing worse.
+// dequantized twin: the rounding of 8-bit activations, nothing worse. On
+// this CPU's best kernels, and on the avxvnni family's where it has
+// AVX-VNNI (Alder Lake's row kernels: Q8_0's and IQ4_XS's are its own).
 func TestInt8StaysNearTheReference(t *testing.T) {
+	families := []string{""}
+	if _, err := chooseKernels("avxvnni"); err == nil {
+		families = append(families, "avxvnni")
+	}
+	for _, k := range families {
+		t.Run("kernels="+k, func(t *testing.T) { int8NearReference(t, k) })
+	}
+}
+
+func int8NearReference(t *testing.T, kernels string) {
 	dir := filepath.Join(testmodels.Dir(t), "quant")
 	for _, name := range []string{"Q4_0", "Q4_K_M", "Q4_K_M-mix", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "Q8_0"} {
 		b, err := os.ReadFile(filepath.Join(dir, "tiny-quant-"+name+".dequant-f32.golden.json"))
@@ -270,7 +282,7 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "int8"})
+		be, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F32), QuantDot: "int8", Kernels: kernels})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +303,8 @@ func TestInt8StaysNearTheReference(t *testing.T) {
 // the int8 path only where its kernels run natively: none with the Go
 // loops, the AVX2 ones without VNNI (MXFP4 stays float), all with VNNI,
 // where prompt tokens take it too; without VNNI prompt tokens take it for
-// the formats with row kernels only (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0).
+// the formats with row kernels only (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0; IQ4_XS
+// with AVX-VNNI).
 // Explicit "int8" takes it everywhere.
 func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
@@ -320,7 +333,8 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 				}
 				// Prompt tokens: all of them with VNNI or under "int8",
 				// else those with AVX2 row kernels only.
-				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_0 || dt == quant.Q4_K || dt == quant.Q5_K || dt == quant.Q6_K || dt == quant.Q8_0)
+				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_0 || dt == quant.Q4_K || dt == quant.Q5_K || dt == quant.Q6_K || dt == quant.Q8_0 ||
+					dt == quant.IQ4_XS && b.kern.avxvnni)
 				if got := b.kern.form(dt, true) != actNone; got != prompt {
 					t.Errorf("kernels %q, %s, %s: prompt int8 path %v, want %v", k, qd, dt, got, prompt)
 				}

@@ -6,12 +6,13 @@ import (
 )
 
 // The row form of Q4_K, Q5_K and Q6_K on AVX2 without VNNI
-// (q4kRows8AVX2, q5kRows8AVX2, q6kRows8AVX2): eight rows a call, each in a dword lane, from a copy
+// (q4kRows8AVX2, q5kRows8AVX2, q6kRows8AVX2; IQ4_XS's iq4xsRows8AVXVNNI
+// with AVX-VNNI): eight rows a call, each in a dword lane, from a copy
 // packed at load so the kernel reads a dword of every row with one load
 // and transposes nothing. Its float work per token and super-block is a
 // few products and adds for eight rows, where the lane kernels they
 // replace spent 24 lanes' for one; its result is dotQ4KRowGo's or
-// dotQ5KRowGo's (as the VNNI row kernels') or dotQ6KGo's.
+// dotQ5KRowGo's (as the VNNI row kernels'), dotQ6KGo's or dotIQ4XSGo's.
 
 // packQ4K8 writes rows [8g, 8g+8) of src (Q4_K, rb bytes a row) packed into
 // dst: per super-block the rows' head dwords (d and dmin, then scale bytes
@@ -37,6 +38,13 @@ func packQ6K8(dst, src []byte, rb, g int) {
 			copy(dst[8*210*b+1664+2*j:][:2], src[(8*g+j)*rb+210*b+208:])
 		}
 	}
+}
+
+// packIQ4XS8 is packQ4K8 for IQ4_XS: per super-block the rows' head dwords
+// (d and scales_h, then scales_l) at 32k+4j, then the nibbles' dwords c
+// at 64+32c+4j.
+func packIQ4XS8(dst, src []byte, rb, g int) {
+	packDwords8(dst, src, rb, g, 136, [2]int{0, 2}, [2]int{8, 32})
 }
 
 // packDwords8 writes rows [8g, 8g+8) of src (super-blocks of size bytes)
@@ -65,15 +73,16 @@ func packDwords8(dst, src []byte, rb, g, size int, runs ...[2]int) {
 type rows8Kernel func(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 
 // rows8Formats are the formats with eight-row AVX2 kernels: each one's
-// packer, kernel and scratch before its tokens' sums (eight floats a
-// token), in floats.
+// packer, kernel, scratch before its tokens' sums (eight floats a token)
+// in floats, and whether the kernel needs AVX-VNNI.
 var rows8Formats = []struct {
 	t       quant.DType
 	pack    func(dst, src []byte, rb, g int)
 	kern    rows8Kernel
 	scratch int
-}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4},
-	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4}}
+	avxvnni bool
+}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false},
+	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false}, {quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 576 / 4, true}}
 
 // matmulRows8 is matmulInt8 for a format of rows8Formats (f) on AVX2
 // without VNNI, on w's packed copy p: groups of eight rows aligned to the
@@ -111,10 +120,11 @@ func (kn *kernels) matmulRows8(out []float32, a *acts, n int, w *model.Matrix, p
 	}
 }
 
-// rows8Format is t's index in rows8Formats, or -1.
-func rows8Format(t quant.DType) int {
+// rows8Format is t's index in rows8Formats, or -1 where it has none or
+// its kernel needs AVX-VNNI these kernels leave out.
+func (kn *kernels) rows8Format(t quant.DType) int {
 	for i, f := range rows8Formats {
-		if f.t == t {
+		if f.t == t && (kn.avxvnni || !f.avxvnni) {
 			return i
 		}
 	}

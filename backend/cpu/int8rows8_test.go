@@ -11,8 +11,9 @@ import (
 	"github.com/batchd/batchd/testing/synth"
 )
 
-// TestRows8MatchGo: the AVX2 row kernels (Q4_K, Q5_K, Q6_K), on rows packed
-// eight to a group, give their Go loops' bits (dotQ4KRowGo, dotQ5KRowGo, dotQ6KGo), on
+// TestRows8MatchGo: the AVX2 row kernels (Q4_K, Q5_K, Q6_K; IQ4_XS with
+// AVX-VNNI), on rows packed eight to a group, give their Go loops' bits
+// (dotQ4KRowGo, dotQ5KRowGo, dotQ6KGo, dotIQ4XSGo), on
 // random bytes (every nibble, high bit, scale and min) and on quantized
 // rows; over groups split between shares, rows past the last group, one
 // to three tokens after groups of four, and more tokens than a pass
@@ -23,9 +24,16 @@ func TestRows8MatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
 	kn, _ := chooseKernels("avx2")
-	halves := map[quant.DType][]int{quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}}
+	halves := map[quant.DType][]int{quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.IQ4_XS: {0}}
 	shapes := []struct{ rows, n, mid, cols int }{{8, 1, 8, 256}, {40, 7, 19, 512}, {35, 3, 13, 768}, {24, 70, 11, 256}, {16, 5, 16, 1024}, {16, 2, 8, 256 * 67}}
 	for f, ff := range rows8Formats {
+		kn := kn
+		if ff.avxvnni {
+			if kn, _ = chooseKernels("avxvnni"); kn == nil {
+				t.Logf("no AVX-VNNI: %s's kernel untested", ff.t)
+				continue
+			}
+		}
 		for _, sh := range shapes {
 			for _, random := range []bool{true, false} {
 				rows, n, cols := sh.rows, sh.n, sh.cols
@@ -81,6 +89,12 @@ func BenchmarkRows8(b *testing.B) {
 	const rows, cols = 1024, 4096
 	rng := rand.New(rand.NewPCG(1, 2))
 	for f, ff := range rows8Formats {
+		kn := kn
+		if ff.avxvnni {
+			if kn, _ = chooseKernels("avxvnni"); kn == nil {
+				continue
+			}
+		}
 		wb := synth.RandomMatrix(rng, ff.t, rows, cols, 0.5)
 		w, _ := model.NewMatrix(ff.t, rows, cols, wb)
 		p := packed8(wb, w, ff.pack)

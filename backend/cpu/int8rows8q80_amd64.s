@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "int8half_amd64.h"
+#include "avxvnni_amd64.h"
 
 // q80Rows8AVXVNNI: half of a group of sixteen Q8_0 rows packed for the
 // VNNI row kernels (packQ80: per block the sixteen fp16 scales, then dword
@@ -11,13 +12,6 @@
 // values by the token's activations broadcast, exact in 32 bits, less 128
 // times the activations' sum (their nsum), times d_w d_a: rows32Go's bits,
 // as the VNNI kernels'.
-
-// VPDPBUSDY(acc, w, a) is the VEX form of VPDPBUSD Y(acc) += Y(w) (u8) by
-// Y(a) (s8), as bytes: the Go assembler knows only the EVEX form, which
-// needs AVX512-VNNI. C4, then R-bar X-bar B-bar with map 0F38, then W0,
-// vvvv = w inverted, L1, pp 66; opcode 50; ModRM 11 acc a.
-#define VPDPBUSDY(acc, w, a) \
-	BYTE $0xc4; BYTE $(((1-((acc)>>3))<<7) | 0x40 | ((1-((a)>>3))<<5) | 0x02); BYTE $(((15-(w))<<3) | 0x05); BYTE $0x50; BYTE $(0xc0 | (((acc)&7)<<3) | ((a)&7))
 
 // Q8T4(v): dword v of the half (Y8) against four tokens' activations
 // (BX, BX+R8, R11, R11+R8) at 4v, into Y0-Y3.
