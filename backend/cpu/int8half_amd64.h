@@ -109,14 +109,44 @@
 	ADDQ    R13, R12 \
 	DECQ    R10
 
-// Q8END(P, nsum, d, acc): a token's block: P plus 128 nsum, as floats
-// times d_w (Y13) d_a, added to acc.
-#define Q8END(P, nsum, d, acc) \
+// HALFEND(P, nsum, k, d, acc): a token's block: P plus nsum shifted left
+// by k (the values' offset, a power of two, times their sum), as floats
+// times d_w (Y13) d_a, added to acc (Y9, Y10 clobbered).
+#define HALFEND(P, nsum, k, d, acc) \
 	VPBROADCASTD nsum, Y9 \
-	VPSLLD       $7, Y9, Y9 \
+	VPSLLD       $k, Y9, Y9 \
 	VPADDD       Y9, P, P \
 	VCVTDQ2PS    P, P \
 	VBROADCASTSS d, Y10 \
 	VMULPS       Y10, Y13, Y10 \
 	VMULPS       Y10, P, P \
 	VADDPS       P, acc, acc
+
+// Q8END(P, nsum, d, acc): the Q8_0 kernels' HALFEND (values stored +128).
+#define Q8END(P, nsum, d, acc) HALFEND(P, nsum, 7, d, acc)
+
+// HALF4NEXT ends a group of four tokens and loops to the label four while
+// four are left; HALFONE (labels one and onetok) starts the tokens left
+// one at a time, or leaves for done.
+#define HALF4NEXT \
+	HALF4END \
+	CMPQ R10, $4 \
+	JGE  four
+
+// HALFDONE(size) steps one token's block (size bytes), loops to oneblock
+// and onetok, and returns (label done).
+#define HALFDONE(size) \
+	HALF1STEP(size) \
+	JNZ oneblock \
+	HALF1END \
+	JNZ onetok \
+done: \
+	VZEROUPPER \
+	RET
+
+#define HALFONE \
+one: \
+	TESTQ R10, R10 \
+	JZ    done \
+onetok: \
+	HALF1BEGIN

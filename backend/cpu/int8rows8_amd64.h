@@ -75,6 +75,35 @@ lbl: \
 	ADDQ $32, AX \
 	DECQ R10
 
+// R8LOOP4(END) ends a group of four tokens (R8DONE4) and loops to the
+// label four while four are left; R8ONE (labels one and onetok) starts
+// the tokens left one at a time, or leaves for next.
+#define R8LOOP4(END) \
+	R8DONE4(END) \
+	CMPQ R10, $4 \
+	JGE  four
+
+#define R8ONE \
+one: \
+	TESTQ R10, R10 \
+	JZ    next \
+onetok:
+
+// OFFEND(pairs, k, dd, S, acc): a token's super-block with the values'
+// offset 2^k taken off: c, the scale pairs at pairs(R9) by its 16-sums
+// at SI (BSDOT), then acc + (d_a d)(S - 2^k c), d_a at R11, the rows' d
+// at dd(R9).
+#define OFFEND(pairs, k, dd, S, acc) \
+	BSDOT(pairs) \
+	VPSLLD       $k, Y9, Y9 \
+	VPSUBD       Y9, S, S \
+	VBROADCASTSS (R11), Y11 \
+	VMULPS       dd(R9), Y11, Y12 \
+	VCVTDQ2PS    S, S \
+	VMULPS       S, Y12, S \
+	VADDPS       acc, S, S \
+	VMOVUPS      S, acc
+
 // R8NEXT(size, lbl) moves to the next super-block of size bytes, or on.
 #define R8NEXT(size, lbl) \
 	ADDQ $size, DI \

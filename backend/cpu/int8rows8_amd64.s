@@ -127,15 +127,8 @@ four:
 	R4SC(6)
 	R4SUB(R8HI, 896, 224)
 	R4SC(7)
-	R8DONE4(R8END)
-	CMPQ  R10, $4
-	JGE   four
-
-one:
-	TESTQ R10, R10
-	JZ    next
-
-onetok:
+	R8LOOP4(R8END)
+	R8ONE
 	R1SUB(R8LO, 128, 0)
 	VPMADDWD (R9), Y0, Y4
 	R1SUB(R8HI, 128, 32)

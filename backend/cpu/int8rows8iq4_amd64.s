@@ -149,19 +149,8 @@ GLOBL iq4c32<>(SB), RODATA|NOPTR, $4
 	IQ1V(ib, 3) \
 	VPADDD Y1, Y0, Y0
 
-// IQEND(S, acc): a token's super-block: S less 128 times the scales by its
-// 16-sums at SI, times its scale at R11 by d, added to its sums at acc:
-// acc + (d_a d) s.
-#define IQEND(S, acc) \
-	BSDOT(256) \
-	VPSLLD       $7, Y9, Y9 \
-	VPSUBD       Y9, S, S \
-	VBROADCASTSS (R11), Y11 \
-	VMULPS       512(R9), Y11, Y12 \
-	VCVTDQ2PS    S, S \
-	VMULPS       S, Y12, S \
-	VADDPS       acc, S, S \
-	VMOVUPS      S, acc
+// IQEND(S, acc): a token's super-block, the 128s off (OFFEND).
+#define IQEND(S, acc) OFFEND(256, 7, 512, S, acc)
 
 // func iq4xsRows8AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 TEXT ·iq4xsRows8AVXVNNI(SB), NOSPLIT, $0-80
@@ -194,15 +183,8 @@ four:
 	IQ4SC(6)
 	IQ4SUB(7)
 	IQ4SC(7)
-	R8DONE4(IQEND)
-	CMPQ R10, $4
-	JGE  four
-
-one:
-	TESTQ R10, R10
-	JZ    next
-
-onetok:
+	R8LOOP4(IQEND)
+	R8ONE
 	IQ1SUB(0)
 	VMOVDQA Y0, Y4
 	VPMULLD (R9), Y4, Y4

@@ -51,18 +51,11 @@ GLOBL ·r8ones(SB), RODATA|NOPTR, $4
 	VPADDW     Y11, Y2, Y2 \
 	VPADDW     Y12, Y3, Y3
 
-// Q4END(P, nsum, d, acc): a token's block: P (16-bit sums) widened, plus
-// 8 nsum, as floats times d_w (Y13) d_a, added to acc.
+// Q4END(P, nsum, d, acc): a token's block, its 16-bit sums P widened
+// (Y14: ones), the values' offset 8.
 #define Q4END(P, nsum, d, acc) \
-	VPMADDWD     Y14, P, P \
-	VPBROADCASTD nsum, Y9 \
-	VPSLLD       $3, Y9, Y9 \
-	VPADDD       Y9, P, P \
-	VCVTDQ2PS    P, P \
-	VBROADCASTSS d, Y10 \
-	VMULPS       Y10, Y13, Y10 \
-	VMULPS       Y10, P, P \
-	VADDPS       P, acc, acc
+	VPMADDWD Y14, P, P \
+	HALFEND(P, nsum, 3, d, acc)
 
 // func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 //
@@ -99,16 +92,8 @@ fourblock:
 	HALF4STEP(288)
 	JNZ  fourblock
 
-	HALF4END
-	CMPQ    R10, $4
-	JGE     four
-
-one:
-	TESTQ R10, R10
-	JZ    done
-
-onetok:
-	HALF1BEGIN
+	HALF4NEXT
+	HALFONE
 
 oneblock:
 	VCVTPH2PS    (DI), Y13
@@ -144,12 +129,4 @@ oneblock:
 	VPADDW       Y9, Y1, Y1
 	VPADDW       Y1, Y0, Y0
 	Q4END(Y0, (DX), (R12), Y4)
-	HALF1STEP(288)
-	JNZ          oneblock
-
-	HALF1END
-	JNZ     onetok
-
-done:
-	VZEROUPPER
-	RET
+	HALFDONE(288)

@@ -156,18 +156,8 @@ GLOBL q6two<>(SB), RODATA|NOPTR, $64
 	Q6QUARTER(Q6W2, F, A, S, 128+512*(h), 1152+256*(h), 128*(h)+64, 8*(h)+4) \
 	Q6QUARTER(Q6W3, F, A, S, 384+512*(h), 1152+256*(h), 128*(h)+96, 8*(h)+6)
 
-// Q6END(S, acc): a token's super-block: c from its 16-sums at SI, then
-// acc + (d_a d) (S - 32c), d_a at R11.
-#define Q6END(S, acc) \
-	BSDOT(512) \
-	VPSLLD       $5, Y9, Y9 \
-	VPSUBD       Y9, S, S \
-	VBROADCASTSS (R11), Y11 \
-	VMULPS       768(R9), Y11, Y12 \
-	VCVTDQ2PS    S, S \
-	VMULPS       S, Y12, S \
-	VADDPS       acc, S, S \
-	VMOVUPS      S, acc
+// Q6END(S, acc): a token's super-block, the offset 32 off (OFFEND).
+#define Q6END(S, acc) OFFEND(512, 5, 768, S, acc)
 
 // func q6kRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 //
@@ -198,15 +188,8 @@ four:
 	VPXOR  Y7, Y7, Y7
 	Q6HALF(R4F, R4, R4SC, 0)
 	Q6HALF(R4F, R4, R4SC, 1)
-	R8DONE4(Q6END)
-	CMPQ   R10, $4
-	JGE    four
-
-one:
-	TESTQ R10, R10
-	JZ    next
-
-onetok:
+	R8LOOP4(Q6END)
+	R8ONE
 	VPXOR  Y4, Y4, Y4
 	Q6HALF(T1F, T1A, T1S, 0)
 	Q6HALF(T1F, T1A, T1S, 1)

@@ -61,16 +61,8 @@ fourblock:
 	HALF4STEP(544)
 	JNZ       fourblock
 
-	HALF4END
-	CMPQ    R10, $4
-	JGE     four
-
-one:
-	TESTQ R10, R10
-	JZ    done
-
-onetok:
-	HALF1BEGIN
+	HALF4NEXT
+	HALFONE
 
 oneblock:
 	VCVTPH2PS (DI), Y13
@@ -86,13 +78,5 @@ oneblock:
 	Q8T1(7, 1)
 	VPADDD    Y1, Y0, Y0
 	Q8END(Y0, (DX), (R12), Y4)
-	HALF1STEP(544)
-	JNZ       oneblock
-
-	HALF1END
-	JNZ     onetok
-
-done:
-	VZEROUPPER
-	RET
+	HALFDONE(544)
 

@@ -15,23 +15,17 @@
 // of dwords 2-3, their l (VPACKSSWB's lanes), so dword v's h is at
 // 32(v/4) + 16(v%4/2) + 4(v%2) and its l 8 bytes on.
 
-DATA ·q8w16+0(SB)/8, $0x0010001000100010
-DATA ·q8w16+8(SB)/8, $0x0010001000100010
-DATA ·q8w16+16(SB)/8, $0x0010001000100010
-DATA ·q8w16+24(SB)/8, $0x0010001000100010
-GLOBL ·q8w16(SB), RODATA|NOPTR, $32
+// FILL32(sym, v): 32 bytes, four times the quadword v.
+#define FILL32(sym, v) \
+	DATA sym+0(SB)/8, $v \
+	DATA sym+8(SB)/8, $v \
+	DATA sym+16(SB)/8, $v \
+	DATA sym+24(SB)/8, $v \
+	GLOBL sym(SB), RODATA|NOPTR, $32
 
-DATA ·q8w1+0(SB)/8, $0x0001000100010001
-DATA ·q8w1+8(SB)/8, $0x0001000100010001
-DATA ·q8w1+16(SB)/8, $0x0001000100010001
-DATA ·q8w1+24(SB)/8, $0x0001000100010001
-GLOBL ·q8w1(SB), RODATA|NOPTR, $32
-
-DATA ·q8eight+0(SB)/8, $0x0008000800080008
-DATA ·q8eight+8(SB)/8, $0x0008000800080008
-DATA ·q8eight+16(SB)/8, $0x0008000800080008
-DATA ·q8eight+24(SB)/8, $0x0008000800080008
-GLOBL ·q8eight(SB), RODATA|NOPTR, $32
+FILL32(q8w16<>, 0x0010001000100010)
+FILL32(q8w1<>, 0x0001000100010001)
+FILL32(q8eight<>, 0x0008000800080008)
 
 // Q8W(v): dword v of the half into Y8.
 #define Q8W(v) \
@@ -72,8 +66,8 @@ GLOBL ·q8eight(SB), RODATA|NOPTR, $32
 
 // Q8WIDEN(H, L): H = 16 H + L in 32 bits.
 #define Q8WIDEN(H, L) \
-	VPMADDWD ·q8w16(SB), H, H \
-	VPMADDWD ·q8w1(SB), L, L \
+	VPMADDWD q8w16<>(SB), H, H \
+	VPMADDWD q8w1<>(SB), L, L \
 	VPADDD   L, H, H
 
 // func q80Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
@@ -106,16 +100,8 @@ fourblock:
 	HALF4STEP(544)
 	JNZ       fourblock
 
-	HALF4END
-	CMPQ    R10, $4
-	JGE     four
-
-one:
-	TESTQ R10, R10
-	JZ    done
-
-onetok:
-	HALF1BEGIN
+	HALF4NEXT
+	HALFONE
 
 oneblock:
 	Q8W(0)
@@ -139,15 +125,7 @@ oneblock:
 	Q8WIDEN(Y0, Y1)
 	VCVTPH2PS (DI), Y13
 	Q8END(Y0, (DX), (R12), Y4)
-	HALF1STEP(544)
-	JNZ       oneblock
-
-	HALF1END
-	JNZ     onetok
-
-done:
-	VZEROUPPER
-	RET
+	HALFDONE(544)
 
 // func splitQ8AVX2(qs, out *int8, n int)
 //
@@ -160,7 +138,7 @@ TEXT ·splitQ8AVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), CX
 	SHRQ $4, CX
 	JZ   splitdone
-	VMOVDQU ·q8eight(SB), Y3
+	VMOVDQU q8eight<>(SB), Y3
 
 split:
 	VPMOVSXBW (SI), Y0
