@@ -304,8 +304,7 @@ func int8NearReference(t *testing.T, kernels string) {
 // loops, the AVX2 ones without VNNI (MXFP4 stays float), all with VNNI,
 // where prompt tokens take it too; without VNNI prompt tokens take it for
 // the formats with row kernels only (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0; IQ4_XS
-// with AVX-VNNI).
-// Explicit "int8" takes it everywhere.
+// with AVX-VNNI). Explicit "int8" takes it everywhere.
 func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
 	m, err := model.Load(path, model.LoadOptions{})
