@@ -13,7 +13,7 @@ import (
 )
 
 // TestAutoQuantDotInvisible: under QuantDot "auto" (prompt tokens on the
-// float path, generated ones on int8, on the AVX2 kernels for IQ4_XS: with
+// float path, generated ones on int8, on the AVX2 kernels for Q5_0: with
 // VNNI every token takes int8, and the prompt tokens of the formats with
 // AVX2 row kernels take it on AVX2 too) a request's tokens and
 // log-probabilities, bit for bit, are the same alone, batched, preempted,
@@ -21,13 +21,13 @@ import (
 // output (whose generated blocks must not be shared: they were computed
 // on the other path).
 func TestAutoQuantDotInvisible(t *testing.T) {
-	m, err := model.Load(filepath.Join(testmodels.Dir(t), "quant", "tiny-quant-IQ4_XS.gguf"), model.LoadOptions{})
+	m, err := model.Load(filepath.Join(testmodels.Dir(t), "quant", "tiny-quant-Q5_0.gguf"), model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	var prompts [][]int
-	for _, g := range testmodels.ArchGoldensFile(t, filepath.Join("quant", "tiny-quant-IQ4_XS.dequant-f32.golden.json")) {
+	for _, g := range testmodels.ArchGoldensFile(t, filepath.Join("quant", "tiny-quant-Q5_0.dequant-f32.golden.json")) {
 		if len(g.PromptTokens) > 0 {
 			prompts = append(prompts, g.PromptTokens)
 		}

@@ -43,6 +43,7 @@ const (
 	actQ8_0                 // blocks of 32, fp16 scale (Q4_0, Q8_0, ...)
 	actQ8_K                 // blocks of 256, float32 scale, 16-sums (K-quants)
 	actQ8_0S                // actQ8_0 and its values split (Q8_0 on plain AVX2)
+	actQ8_KS                // actQ8_K and its values split (IQ4_XS on plain AVX2)
 	actKinds
 )
 
@@ -67,7 +68,7 @@ func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 // are then the only ones read. They beat the float path's tiles: 1.8-2.9x
 // from four tokens (BenchmarkRows8), L110 pp512 Q4_0 1.83x, Q8_0 on plain
 // AVX2 (its kernel takes the activations split in halves) 1.22-1.23x,
-// IQ4_XS with AVX-VNNI 1.9x.
+// IQ4_XS with AVX-VNNI 1.9x, on plain AVX2 (split too) 1.07-1.11x.
 func (kn *kernels) promptInt8(t quant.DType) bool {
 	return kn.rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0
 }
@@ -85,8 +86,13 @@ func (kn *kernels) form(t quant.DType, prompt bool) actKind {
 	if kn.auto && prompt && !kn.promptInt8(t) {
 		return actNone
 	}
-	if t == quant.Q8_0 && kn.simd && !kn.vnni && !kn.avxvnni {
-		return actQ8_0S
+	if kn.simd && !kn.vnni && !kn.avxvnni {
+		switch t {
+		case quant.Q8_0:
+			return actQ8_0S
+		case quant.IQ4_XS:
+			return actQ8_KS
+		}
 	}
 	return int8Kind(t)
 }
@@ -114,10 +120,16 @@ func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
 	if k == actNone || a.has[k] {
 		return
 	}
-	if k == actQ8_0S {
+	switch k {
+	case actQ8_0S:
 		a.need(x, n, w, actQ8_0)
 		a.has[k] = true
-		a.q8.splitValues()
+		a.q8.split = splitValues(a.q8.split, a.q8.qs)
+		return
+	case actQ8_KS:
+		a.need(x, n, w, actQ8_K)
+		a.has[k] = true
+		a.q8k.split = splitValues(a.q8k.split, a.q8k.qs)
 		return
 	}
 	a.has[k] = true
@@ -174,13 +186,14 @@ func (a *q8Acts) size(n, cols int) {
 	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
 }
 
-// splitValues fills a.split from a.qs.
-func (a *q8Acts) splitValues() {
-	if cap(a.split) < 2*len(a.qs) {
-		a.split = make([]int8, 2*len(a.qs))
+// splitValues is qs split (splitQ8AVX2) into buf, grown as needed.
+func splitValues(buf, qs []int8) []int8 {
+	if cap(buf) < 2*len(qs) {
+		buf = make([]int8, 2*len(qs))
 	}
-	a.split = a.split[:2*len(a.qs)]
-	splitQ8AVX2(&a.qs[0], &a.split[0], len(a.qs))
+	buf = buf[:2*len(qs)]
+	splitQ8AVX2(&qs[0], &buf[0], len(qs))
+	return buf
 }
 
 // blocks quantizes x's blocks lo..hi into a (sized).

@@ -125,6 +125,10 @@ func q80Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstri
 	panic("no simd")
 }
 
+func iq4xsRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func iq4xsRows8AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
 	panic("no simd")
 }

@@ -303,8 +303,8 @@ func int8NearReference(t *testing.T, kernels string) {
 // the int8 path only where its kernels run natively: none with the Go
 // loops, the AVX2 ones without VNNI (MXFP4 stays float), all with VNNI,
 // where prompt tokens take it too; without VNNI prompt tokens take it for
-// the formats with row kernels only (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0; IQ4_XS
-// with AVX-VNNI). Explicit "int8" takes it everywhere.
+// the formats with row kernels only (Q4_0, Q4_K, Q5_K, Q6_K, Q8_0, IQ4_XS).
+// Explicit "int8" takes it everywhere.
 func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 	path, _ := synth.WriteFile(t, synth.Tiny(quant.Q4_K, 64, 3))
 	m, err := model.Load(path, model.LoadOptions{})
@@ -333,7 +333,7 @@ func TestAutoRunsOnlyNativeInt8Kernels(t *testing.T) {
 				// Prompt tokens: all of them with VNNI or under "int8",
 				// else those with AVX2 row kernels only.
 				prompt := qd == "int8" || native && (b.kern.vnni || dt == quant.Q4_0 || dt == quant.Q4_K || dt == quant.Q5_K || dt == quant.Q6_K || dt == quant.Q8_0 ||
-					dt == quant.IQ4_XS && b.kern.avxvnni)
+					dt == quant.IQ4_XS)
 				if got := b.kern.form(dt, true) != actNone; got != prompt {
 					t.Errorf("kernels %q, %s, %s: prompt int8 path %v, want %v", k, qd, dt, got, prompt)
 				}

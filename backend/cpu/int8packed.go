@@ -83,8 +83,8 @@ func repack(m *model.Model, kn *kernels) error {
 	default:
 		// The AVX2 row kernels; their prompts take them too (promptInt8),
 		// so the file's layout is not read again.
-		for _, f := range rows8Formats {
-			if f.avxvnni && !kn.avxvnni {
+		for i, f := range rows8Formats {
+			if kn.rows8Format(f.t) != i {
 				continue
 			}
 			if err := m.Repack(f.t, want, packGroups(8, f.t, f.pack)); err != nil {

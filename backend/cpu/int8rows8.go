@@ -74,15 +74,19 @@ type rows8Kernel func(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, nt
 
 // rows8Formats are the formats with eight-row AVX2 kernels: each one's
 // packer, kernel, scratch before its tokens' sums (eight floats a token)
-// in floats, and whether the kernel needs AVX-VNNI.
+// in floats, whether the kernel needs AVX-VNNI (the format's first entry
+// then; the next is the one without), and whether it takes the
+// activations split (actQ8_KS).
 var rows8Formats = []struct {
 	t       quant.DType
 	pack    func(dst, src []byte, rb, g int)
 	kern    rows8Kernel
 	scratch int
 	avxvnni bool
-}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false},
-	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false}, {quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 576 / 4, true}}
+	split   bool
+}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false, false}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false, false},
+	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false, false},
+	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 832 / 4, true, false}, {quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 832 / 4, false, true}}
 
 // matmulRows8 is matmulInt8 for a format of rows8Formats (f) on AVX2
 // without VNNI, on w's packed copy p: groups of eight rows aligned to the
@@ -100,12 +104,16 @@ func (kn *kernels) matmulRows8(out []float32, a *acts, n int, w *model.Matrix, p
 	for t := 0; t < n; t += pass {
 		k := min(pass, n-t)
 		qs, bs, d := &a.q8k.qs[t*cols], &a.q8k.bs[t*cols/16], &a.q8k.d[t*nsb]
+		stride := cols
+		if rows8Formats[f].split {
+			qs, stride = &a.q8k.split[2*t*cols], 2*cols
+		}
 		for g := lo &^ 7; g < min(hi, whole); g += 8 {
 			if g >= lo && g+8 <= hi {
-				kern(&p[g*rb], qs, bs, d, cols, nsb, k, &scr[0], &out[t*rows+g], rows)
+				kern(&p[g*rb], qs, bs, d, stride, nsb, k, &scr[0], &out[t*rows+g], rows)
 				continue
 			}
-			kern(&p[g*rb], qs, bs, d, cols, nsb, k, &scr[0], &res[0], 8)
+			kern(&p[g*rb], qs, bs, d, stride, nsb, k, &scr[0], &res[0], 8)
 			for j := range k {
 				for r := max(g, lo); r < min(g+8, hi); r++ {
 					out[(t+j)*rows+r] = res[j*8+r-g]

@@ -9,13 +9,20 @@
 // its 16-sums (R13 apart), R12 its scales (R14 apart), AX its float sums
 // (at sums(R9) on), R10 the tokens left.
 
-// R8ARGS(lbl, sums) loads the arguments and zeroes the tokens' sums.
+// R8X is log2 of a token's activation bytes a super-block: 8, or 9 for
+// split ones (iq4xsRows8AVX2); a kernel's file may define it first.
+#ifndef R8X
+#define R8X 8
+#endif
+
+// R8ARGS(lbl, sums) loads the arguments and zeroes the tokens' sums; R13
+// is the 16-sums' stride (a token's values/8 bytes, from qstride).
 #define R8ARGS(lbl, sums) \
 	MOVQ   w+0(FP), DI \
 	MOVQ   qstride+32(FP), R8 \
 	MOVQ   scr+56(FP), R9 \
 	MOVQ   R8, R13 \
-	SHRQ   $3, R13 \
+	SHRQ   $(R8X-5), R13 \
 	MOVQ   nsb+40(FP), R14 \
 	SHLQ   $2, R14 \
 	MOVQ   ntok+48(FP), R10 \
@@ -32,7 +39,7 @@ lbl: \
 // R10 the tokens.
 #define R8TOKS(sums) \
 	MOVQ CX, BX \
-	SHLQ $8, BX \
+	SHLQ $R8X, BX \
 	ADDQ qs+8(FP), BX \
 	MOVQ CX, DX \
 	SHLQ $5, DX \

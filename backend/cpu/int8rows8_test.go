@@ -11,8 +11,8 @@ import (
 	"github.com/batchd/batchd/testing/synth"
 )
 
-// TestRows8MatchGo: the AVX2 row kernels (Q4_K, Q5_K, Q6_K; IQ4_XS with
-// AVX-VNNI), on rows packed eight to a group, give their Go loops' bits
+// TestRows8MatchGo: the AVX2 row kernels (Q4_K, Q5_K, Q6_K, IQ4_XS; its
+// AVX-VNNI one too), on rows packed eight to a group, give their Go loops' bits
 // (dotQ4KRowGo, dotQ5KRowGo, dotQ6KGo, dotIQ4XSGo), on
 // random bytes (every nibble, high bit, scale and min) and on quantized
 // rows; over groups split between shares, rows past the last group, one
@@ -48,7 +48,7 @@ func TestRows8MatchGo(t *testing.T) {
 				p := packed8(wb, w, ff.pack)
 				x := randVec(rng, n*cols)
 				var a acts
-				a.need(x, n, w, actQ8_K)
+				a.need(x, n, w, rows8Acts(f))
 				got := make([]float32, n*rows)
 				scratch := make([]float32, scratchLen(cols))
 				kn.matmulRows8(got, &a, n, w, p, 0, sh.mid, scratch, f)
@@ -101,7 +101,7 @@ func BenchmarkRows8(b *testing.B) {
 		for _, n := range []int{1, 2, 4, 8, 32, 64, 128} {
 			x := randVec(rng, n*cols)
 			var a acts
-			a.need(x, n, w, actQ8_K)
+			a.need(x, n, w, rows8Acts(f))
 			out := make([]float32, n*rows)
 			scratch := make([]float32, scratchLen(cols))
 			for _, form := range []string{"rows8", "lanes", "float"} {
@@ -217,4 +217,12 @@ func extremeRows(rng *rand.Rand, wb []byte, t quant.DType, x []float32) {
 		}
 		x[i] = sign
 	}
+}
+
+// rows8Acts is the activation form rows8Formats[f]'s kernel takes.
+func rows8Acts(f int) actKind {
+	if rows8Formats[f].split {
+		return actQ8_KS
+	}
+	return actQ8_K
 }
