@@ -53,17 +53,7 @@ func TestRows8MatchGo(t *testing.T) {
 				scratch := make([]float32, scratchLen(cols))
 				kn.matmulRows8(got, &a, n, w, p, 0, sh.mid, scratch, f)
 				kn.matmulRows8(got, &a, n, w, p, sh.mid, rows, scratch, f)
-				rb := w.Type.RowBytes(cols)
-				row := make([]float32, cols)
-				for i := range got {
-					tok, r := i/rows, i%rows
-					want := rowTail(wb[r*rb:(r+1)*rb], &a, tok, ff.t, cols)
-					if math.Float32bits(got[i]) != math.Float32bits(want) {
-						t.Fatalf("%s %d rows, %d tokens, %d cols, random %v: row %d token %d: kernel %v, Go %v", ff.t, rows, n, cols, random, r, tok, got[i], want)
-					}
-					w.Row(r, row)
-					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8k.d[tok*cols/256:], 256)
-				}
+				matchRowTail(t, got, wb, w, &a, x, fmt.Sprintf("random %v", random), a.q8k.d, 256)
 			}
 		}
 	}
@@ -176,17 +166,7 @@ func TestHalvesMatchGo(t *testing.T) {
 				scratch := make([]float32, scratchLen(cols))
 				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern, c.split)
 				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern, c.split)
-				rb := w.Type.RowBytes(cols)
-				row := make([]float32, cols)
-				for i := range got {
-					tok, r := i/rows, i%rows
-					want := rowTail(wb[r*rb:(r+1)*rb], &a, tok, c.t, cols)
-					if math.Float32bits(got[i]) != math.Float32bits(want) {
-						t.Fatalf("%s %d rows, %d tokens, %d cols, %s: row %d token %d: kernel %v, Go %v", c.t, rows, n, cols, form, r, tok, got[i], want)
-					}
-					w.Row(r, row)
-					checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], a.q8.d[tok*cols/32:], 32)
-				}
+				matchRowTail(t, got, wb, w, &a, x, form, a.q8.d, 32)
 			}
 		}
 	}
@@ -225,4 +205,23 @@ func rows8Acts(f int) actKind {
 		return actQ8_KS
 	}
 	return actQ8_K
+}
+
+// matchRowTail fails t unless every result in got (tokens by w's rows,
+// from w's bytes wb and a's activations of x) has rowTail's bits and
+// stays within the activations' rounding (scales d, one per block values).
+func matchRowTail(t *testing.T, got []float32, wb []byte, w *model.Matrix, a *acts, x []float32, what string, d []float32, block int) {
+	t.Helper()
+	rows, cols := w.Rows, w.Cols
+	rb := w.Type.RowBytes(cols)
+	row := make([]float32, cols)
+	for i := range got {
+		tok, r := i/rows, i%rows
+		want := rowTail(wb[r*rb:(r+1)*rb], a, tok, w.Type, cols)
+		if math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Fatalf("%s %d rows, %d tokens, %d cols, %s: row %d token %d: kernel %v, Go %v", w.Type, rows, len(got)/rows, cols, what, r, tok, got[i], want)
+		}
+		w.Row(r, row)
+		checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], d[tok*cols/block:], block)
+	}
 }

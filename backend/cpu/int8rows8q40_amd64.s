@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "int8half_amd64.h"
+#include "int8rows8_amd64.h"
 
 // q40Rows8AVX2: half of a group of sixteen Q4_0 rows packed for the VNNI
 // row kernels (packQ40: per block the sixteen fp16 scales, then dword v
@@ -25,32 +26,6 @@ GLOBL ·r8ones(SB), RODATA|NOPTR, $4
 	VPSRLW  $4, Y8, Y8 \
 	VPAND   Y15, Y8, Y8
 
-// Q4T4F(a) and Q4T4(a): four tokens (BX, BX+R8, R11, R11+R8) against Y8
-// at activation offset a, into Y0-Y3 or added to them.
-#define Q4T4BC(a) \
-	VPBROADCASTD (a)(BX), Y9 \
-	VPBROADCASTD (a)(BX)(R8*1), Y10 \
-	VPBROADCASTD (a)(R11), Y11 \
-	VPBROADCASTD (a)(R11)(R8*1), Y12
-
-#define Q4T4F(a) \
-	Q4T4BC(a) \
-	VPMADDUBSW Y9, Y8, Y0 \
-	VPMADDUBSW Y10, Y8, Y1 \
-	VPMADDUBSW Y11, Y8, Y2 \
-	VPMADDUBSW Y12, Y8, Y3
-
-#define Q4T4(a) \
-	Q4T4BC(a) \
-	VPMADDUBSW Y9, Y8, Y9 \
-	VPMADDUBSW Y10, Y8, Y10 \
-	VPMADDUBSW Y11, Y8, Y11 \
-	VPMADDUBSW Y12, Y8, Y12 \
-	VPADDW     Y9, Y0, Y0 \
-	VPADDW     Y10, Y1, Y1 \
-	VPADDW     Y11, Y2, Y2 \
-	VPADDW     Y12, Y3, Y3
-
 // Q4END(P, nsum, d, acc): a token's block, its 16-bit sums P widened
 // (Y14: ones), the values' offset 8.
 #define Q4END(P, nsum, d, acc) \
@@ -73,21 +48,21 @@ four:
 fourblock:
 	VCVTPH2PS (DI), Y13
 	Q4LO(0)
-	Q4T4F(0)
+	R4F(0)
 	Q4LO(1)
-	Q4T4(4)
+	R4(4)
 	Q4LO(2)
-	Q4T4(8)
+	R4(8)
 	Q4LO(3)
-	Q4T4(12)
+	R4(12)
 	Q4HI(0)
-	Q4T4(16)
+	R4(16)
 	Q4HI(1)
-	Q4T4(20)
+	R4(20)
 	Q4HI(2)
-	Q4T4(24)
+	R4(24)
 	Q4HI(3)
-	Q4T4(28)
+	R4(28)
 	HALF4ENDS(Q4END)
 	HALF4STEP(288)
 	JNZ  fourblock
