@@ -192,7 +192,9 @@ func splitValues(buf, qs []int8) []int8 {
 		buf = make([]int8, 2*len(qs))
 	}
 	buf = buf[:2*len(qs)]
-	splitQ8AVX2(&qs[0], &buf[0], len(qs))
+	if len(qs) > 0 {
+		splitQ8AVX2(&qs[0], &buf[0], len(qs))
+	}
 	return buf
 }
 

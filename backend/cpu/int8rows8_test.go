@@ -225,3 +225,16 @@ func matchRowTail(t *testing.T, got []float32, wb []byte, w *model.Matrix, a *ac
 		checkRounding(t, got[i], row, x[tok*cols:(tok+1)*cols], d[tok*cols/block:], block)
 	}
 }
+
+// TestSplitNoTokens: an input of no tokens splits to nothing (no panic).
+func TestSplitNoTokens(t *testing.T) {
+	if !haveSIMD {
+		t.Skip("no AVX2")
+	}
+	w, _ := model.NewMatrix(quant.Q8_0, 16, 32, make([]byte, 16*34))
+	var a acts
+	a.need(nil, 0, w, actQ8_0S)
+	if len(a.q8.split) != 0 {
+		t.Fatalf("split %d bytes for no tokens", len(a.q8.split))
+	}
+}
