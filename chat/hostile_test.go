@@ -140,7 +140,10 @@ func TestRenderStopsWithItsContext(t *testing.T) {
 // their turn and all succeed; a hostile render among them ends alone.
 func TestConcurrentRendersShareTheWorkers(t *testing.T) {
 	tmpl, err := CompileLimits("chatml-ish", `{% for m in messages %}{% if m.content == 'boom' %}{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}{% endif %}<{{ m.content }}>{% endfor %}`,
-		Limits{Workers: 2})
+		// The race detector on a busy machine slows the recursion past the
+		// default 2 s (CI failed so): a small stack and a roomy clock make the
+		// stack what ends the hostile render.
+		Limits{Workers: 2, Stack: 16 << 20, Time: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
