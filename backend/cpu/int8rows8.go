@@ -86,7 +86,7 @@ var rows8Formats = []struct {
 	split   bool
 }{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false, false}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false, false},
 	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false, false},
-	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 832 / 4, true, false}, {quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 832 / 4, false, true}}
+	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 3008 / 4, true, false}, {quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 3008 / 4, false, true}}
 
 // matmulRows8 is matmulInt8 for a format of rows8Formats (f) on AVX2
 // without VNNI, on w's packed copy p: groups of eight rows aligned to the

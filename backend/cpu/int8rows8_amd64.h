@@ -104,6 +104,10 @@ onetok:
 	BSDOT(pairs) \
 	VPSLLD       $k, Y9, Y9 \
 	VPSUBD       Y9, S, S \
+	F8END(dd, S, acc)
+
+// F8END(dd, S, acc): acc + (d_a d)S, d_a at R11, the rows' d at dd(R9).
+#define F8END(dd, S, acc) \
 	VBROADCASTSS (R11), Y11 \
 	VMULPS       dd(R9), Y11, Y12 \
 	VCVTDQ2PS    S, S \

@@ -10,10 +10,18 @@
 // dotIQ4XSGo's integers and float step, so its bits. Per super-block the
 // rows' 6-bit scales are decoded once into scr; per token each sub-block
 // is eight VPDPBUSD of the values' grid entries plus 128 (a VPSHUFB of the
-// nibbles, unsigned) by the token's activations broadcast, exact in 32
+// nibbles, unsigned; for four tokens at a time decoded once a
+// super-block, IQDEC) by the token's activations broadcast, exact in 32
 // bits, times the scale (VPMULLD); the 128s come off as 128 times the
 // scales by the activations' 16-sums.
 // scr: int8rows8iq4_amd64.h's.
+
+// iq4m128: -128 as words.
+DATA iq4m128<>+0(SB)/8, $0xff80ff80ff80ff80
+DATA iq4m128<>+8(SB)/8, $0xff80ff80ff80ff80
+DATA iq4m128<>+16(SB)/8, $0xff80ff80ff80ff80
+DATA iq4m128<>+24(SB)/8, $0xff80ff80ff80ff80
+GLOBL iq4m128<>(SB), RODATA|NOPTR, $32
 
 // IQ4T(a): Y8 by four tokens' activations at a (R4BC), added to Y0-Y3.
 #define IQ4T(a) \
@@ -26,17 +34,33 @@
 // IQ4V(ib, v): packed dword v of sub-block ib (values 4v.. and 16+4v..)
 // for four tokens.
 #define IQ4V(ib, v) \
-	IQLO(64+32*(4*(ib)+(v))) \
+	IQLD(ib, v, 0) \
 	IQ4T(32*(ib)+4*(v)) \
-	IQHI(64+32*(4*(ib)+(v))) \
+	IQLD(ib, v, 1) \
 	IQ4T(32*(ib)+16+4*(v))
+
+// IQ4NEG stores the four tokens' -128 times each sub-block's activation
+// sum (pairs of their 16-sums, DX, R13 apart) at scr 2880, 32 bytes a
+// token: the sub-block sums start there, so the 128s come off in the
+// integers the scale multiplies, and the float step has no BSDOT.
+#define IQ4NEG \
+	VMOVDQU      iq4m128<>(SB), Y8 \
+	VPMADDWD     (DX), Y8, Y0 \
+	VPMADDWD     (DX)(R13*1), Y8, Y1 \
+	LEAQ         (DX)(R13*2), SI \
+	VPMADDWD     (SI), Y8, Y2 \
+	VPMADDWD     (SI)(R13*1), Y8, Y3 \
+	VMOVDQU      Y0, 2880(R9) \
+	VMOVDQU      Y1, 2912(R9) \
+	VMOVDQU      Y2, 2944(R9) \
+	VMOVDQU      Y3, 2976(R9)
 
 // IQ4SUB(ib): sub-block ib for four tokens, its sums in Y0-Y3.
 #define IQ4SUB(ib) \
-	VPXOR Y0, Y0, Y0 \
-	VPXOR Y1, Y1, Y1 \
-	VPXOR Y2, Y2, Y2 \
-	VPXOR Y3, Y3, Y3 \
+	VPBROADCASTD (2880+4*(ib))(R9), Y0 \
+	VPBROADCASTD (2912+4*(ib))(R9), Y1 \
+	VPBROADCASTD (2944+4*(ib))(R9), Y2 \
+	VPBROADCASTD (2976+4*(ib))(R9), Y3 \
 	IQ4V(ib, 0) \
 	IQ4V(ib, 1) \
 	IQ4V(ib, 2) \
@@ -60,6 +84,9 @@
 	VPADDD  Y2, Y6, Y6 \
 	VPADDD  Y3, Y7, Y7
 
+// IQ4END(S, acc): a token's super-block, its 128s off already.
+#define IQ4END(S, acc) F8END(512, S, acc)
+
 // IQ1V(ib, v) and IQ1SUB(ib): the same for one token (BX), in two chains
 // (Y0 low nibbles, Y1 high), then added in Y0.
 #define IQ1V(ib, v) \
@@ -82,6 +109,7 @@
 // func iq4xsRows8AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 TEXT ·iq4xsRows8AVXVNNI(SB), NOSPLIT, $0-80
 	IQBEGIN
+	IQ4NEG
 	IQ4SUB(0)
 	IQ4SCF(0)
 	IQ4SUB(1)
@@ -98,7 +126,7 @@ TEXT ·iq4xsRows8AVXVNNI(SB), NOSPLIT, $0-80
 	IQ4SC(6)
 	IQ4SUB(7)
 	IQ4SC(7)
-	R8LOOP4(IQEND)
+	R8LOOP4(IQ4END)
 	R8ONE
 	IQ1SUB(0)
 	VMOVDQA Y0, Y4
@@ -129,4 +157,4 @@ TEXT ·iq4xsRows8AVXVNNI(SB), NOSPLIT, $0-80
 
 next:
 	R8NEXT(1088, block)
-	ROWS8OUT(write, 832)
+	ROWS8OUT(write, 3008)

@@ -21,21 +21,21 @@
 // IQSPASS(ib, o): sub-block ib's values by four tokens' h (o 0) or l (o
 // 8), 16-bit sums in Y0-Y3.
 #define IQSPASS(ib, o) \
-	IQLO(64+32*(4*(ib))) \
+	IQLD(ib, 0, 0) \
 	R4F(IQSOFF(ib, 0, 0)+(o)) \
-	IQHI(64+32*(4*(ib))) \
+	IQLD(ib, 0, 1) \
 	R4(IQSOFF(ib, 0, 1)+(o)) \
-	IQLO(64+32*(4*(ib)+1)) \
+	IQLD(ib, 1, 0) \
 	R4(IQSOFF(ib, 1, 0)+(o)) \
-	IQHI(64+32*(4*(ib)+1)) \
+	IQLD(ib, 1, 1) \
 	R4(IQSOFF(ib, 1, 1)+(o)) \
-	IQLO(64+32*(4*(ib)+2)) \
+	IQLD(ib, 2, 0) \
 	R4(IQSOFF(ib, 2, 0)+(o)) \
-	IQHI(64+32*(4*(ib)+2)) \
+	IQLD(ib, 2, 1) \
 	R4(IQSOFF(ib, 2, 1)+(o)) \
-	IQLO(64+32*(4*(ib)+3)) \
+	IQLD(ib, 3, 0) \
 	R4(IQSOFF(ib, 3, 0)+(o)) \
-	IQHI(64+32*(4*(ib)+3)) \
+	IQLD(ib, 3, 1) \
 	R4(IQSOFF(ib, 3, 1)+(o))
 
 // IQSSUB(ib): sub-block ib for four tokens, S in Y4-Y7: the h sums by 16
@@ -108,4 +108,4 @@ TEXT ·iq4xsRows8AVX2(SB), NOSPLIT, $0-80
 
 next:
 	R8NEXT(1088, block)
-	ROWS8OUT(write, 832)
+	ROWS8OUT(write, 3008)
