@@ -45,8 +45,9 @@ func TestHostileTemplatesBreakTheirBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The time budget is short where time is what breaks, and roomy
-			// where it must not be what ends a render first.
-			limits := Limits{Time: 5 * time.Second, Memory: 256 << 20, Output: 1 << 20}
+			// where it must not be what ends a render first; a 16 MiB stack
+			// keeps the recursion well inside it under the race detector.
+			limits := Limits{Time: 5 * time.Second, Memory: 256 << 20, Stack: 16 << 20, Output: 1 << 20}
 			if strings.Contains(tc.budget, "time") {
 				limits.Time = 1500 * time.Millisecond
 			}
@@ -94,7 +95,7 @@ func TestTemplateThatFailsItsTestRender(t *testing.T) {
 	} {
 		// The race detector slows a deep recursion: a roomy time budget
 		// where the stack must be what breaks.
-		lim := Limits{Time: 10 * time.Second}
+		lim := Limits{Time: 10 * time.Second, Stack: 16 << 20}
 		if budget == "time" {
 			lim.Time = time.Second
 		}
