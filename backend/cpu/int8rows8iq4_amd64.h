@@ -20,6 +20,13 @@ DATA iq4d<>+16(SB)/8, $0x0d0c090805040100
 DATA iq4d<>+24(SB)/8, $0x8080808080808080
 GLOBL iq4d<>(SB), RODATA|NOPTR, $32
 
+// iq4m128: -128 as words.
+DATA iq4m128<>+0(SB)/8, $0xff80ff80ff80ff80
+DATA iq4m128<>+8(SB)/8, $0xff80ff80ff80ff80
+DATA iq4m128<>+16(SB)/8, $0xff80ff80ff80ff80
+DATA iq4m128<>+24(SB)/8, $0xff80ff80ff80ff80
+GLOBL iq4m128<>(SB), RODATA|NOPTR, $32
+
 DATA iq4c0f<>+0(SB)/4, $0x0f
 GLOBL iq4c0f<>(SB), RODATA|NOPTR, $4
 DATA iq4c30<>+0(SB)/4, $0x30

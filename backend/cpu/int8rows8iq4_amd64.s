@@ -16,13 +16,6 @@
 // scales by the activations' 16-sums.
 // scr: int8rows8iq4_amd64.h's.
 
-// iq4m128: -128 as words.
-DATA iq4m128<>+0(SB)/8, $0xff80ff80ff80ff80
-DATA iq4m128<>+8(SB)/8, $0xff80ff80ff80ff80
-DATA iq4m128<>+16(SB)/8, $0xff80ff80ff80ff80
-DATA iq4m128<>+24(SB)/8, $0xff80ff80ff80ff80
-GLOBL iq4m128<>(SB), RODATA|NOPTR, $32
-
 // IQ4T(a): Y8 by four tokens' activations at a (R4BC), added to Y0-Y3.
 #define IQ4T(a) \
 	R4BC(a) \
