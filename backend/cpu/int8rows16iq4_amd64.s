@@ -35,6 +35,17 @@
 	VPDPBUSDY(4, 12, 14) \
 	VPDPBUSDY(5, 13, 14)
 
+// T8V(V, ib): V on sub-block ib's eight value vectors.
+#define T8V(V, ib) \
+	V(ib, 0, 0) \
+	V(ib, 0, 1) \
+	V(ib, 1, 0) \
+	V(ib, 1, 1) \
+	V(ib, 2, 0) \
+	V(ib, 2, 1) \
+	V(ib, 3, 0) \
+	V(ib, 3, 1)
+
 // T3SUB(ib): sub-block ib for three tokens, its sums starting at the
 // tokens' -128s.
 #define T3SUB(ib) \
@@ -44,14 +55,7 @@
 	VMOVDQA      Y2, Y3 \
 	VPBROADCASTD (5824+4*(ib))(R9), Y4 \
 	VMOVDQA      Y4, Y5 \
-	T3V(ib, 0, 0) \
-	T3V(ib, 0, 1) \
-	T3V(ib, 1, 0) \
-	T3V(ib, 1, 1) \
-	T3V(ib, 2, 0) \
-	T3V(ib, 2, 1) \
-	T3V(ib, 3, 0) \
-	T3V(ib, 3, 1)
+	T8V(T3V, ib)
 
 // T3SCF(ib) and T3SC(ib): the sums times sub-block ib's scales (each
 // group's), into (or added to) S in Y6-Y11.
@@ -87,6 +91,12 @@
 	VADDPS       acc, S, S \
 	VMOVUPS      S, acc
 
+// T16TOK(da, S0, S1, o): a token's super-block, both groups (S0, S1),
+// into its sums at o(AX).
+#define T16TOK(da, S0, S1, o) \
+	T16END(da, 512, S0, (o)(AX)) \
+	T16END(da, 1344, S1, (o+32)(AX))
+
 // T1V(ib, v, hi) and T1SUB(ib): one token (BX), both groups, into Y0, Y1.
 #define T1V(ib, v, hi) \
 	VMOVDQU      (1664+64*(4*(ib)+(v))+32*(hi))(R9), Y12 \
@@ -98,38 +108,16 @@
 #define T1SUB(ib) \
 	VPBROADCASTD (5760+4*(ib))(R9), Y0 \
 	VMOVDQA      Y0, Y1 \
-	T1V(ib, 0, 0) \
-	T1V(ib, 0, 1) \
-	T1V(ib, 1, 0) \
-	T1V(ib, 1, 1) \
-	T1V(ib, 2, 0) \
-	T1V(ib, 2, 1) \
-	T1V(ib, 3, 0) \
-	T1V(ib, 3, 1) \
+	T8V(T1V, ib) \
 	VPMULLD      (32*(ib))(R9), Y0, Y0 \
 	VPMULLD      (832+32*(ib))(R9), Y1, Y1 \
 	VPADDD       Y0, Y6, Y6 \
 	VPADDD       Y1, Y7, Y7
 
-// PF17(off, b): prefetch the 17 lines of a group's super-block at off(b).
-#define PF17(off, b) \
-	PREFETCHT0 (off)(b) \
-	PREFETCHT0 (off+64)(b) \
-	PREFETCHT0 (off+128)(b) \
-	PREFETCHT0 (off+192)(b) \
-	PREFETCHT0 (off+256)(b) \
-	PREFETCHT0 (off+320)(b) \
-	PREFETCHT0 (off+384)(b) \
-	PREFETCHT0 (off+448)(b) \
-	PREFETCHT0 (off+512)(b) \
-	PREFETCHT0 (off+576)(b) \
-	PREFETCHT0 (off+640)(b) \
-	PREFETCHT0 (off+704)(b) \
-	PREFETCHT0 (off+768)(b) \
-	PREFETCHT0 (off+832)(b) \
-	PREFETCHT0 (off+896)(b) \
-	PREFETCHT0 (off+960)(b) \
-	PREFETCHT0 (off+1024)(b)
+// PF18(off, b): prefetch a group's super-block (17 lines) at off(b).
+#define PF18(off, b) \
+	PF9B(off, b) \
+	PF9B(off+576, b)
 
 // func iq4xsRows16AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 //
@@ -159,9 +147,9 @@ zero:
 block:
 	// Both groups' scales and grid entries, one at a time through the
 	// eight-row macros (R9 and DI moved to each's place).
-	PF17(4352, DI)
+	PF18(4352, DI)
 	LEAQ    (DI)(R11*1), SI
-	PF17(4352, SI)
+	PF18(4352, SI)
 	IQSCALES
 	VMOVDQU ·r8nib(SB), Y15
 	VMOVDQU iq4u<>(SB), Y13
@@ -201,12 +189,9 @@ three:
 	T3SC(6)
 	T3SUB(7)
 	T3SC(7)
-	T16END((R12), 512, Y6, (AX))
-	T16END((R12), 1344, Y7, 32(AX))
-	T16END((R12)(R14*1), 512, Y8, 64(AX))
-	T16END((R12)(R14*1), 1344, Y9, 96(AX))
-	T16END((R12)(R14*2), 512, Y10, 128(AX))
-	T16END((R12)(R14*2), 1344, Y11, 160(AX))
+	T16TOK((R12), Y6, Y7, 0)
+	T16TOK((R12)(R14*1), Y8, Y9, 64)
+	T16TOK((R12)(R14*2), Y10, Y11, 128)
 	LEAQ (BX)(R8*2), BX
 	ADDQ R8, BX
 	LEAQ (DX)(R13*2), DX
@@ -236,8 +221,7 @@ onetok:
 	T1SUB(5)
 	T1SUB(6)
 	T1SUB(7)
-	T16END((R12), 512, Y6, (AX))
-	T16END((R12), 1344, Y7, 32(AX))
+	T16TOK((R12), Y6, Y7, 0)
 	ADDQ R8, BX
 	ADDQ R13, DX
 	ADDQ R14, R12

@@ -169,17 +169,20 @@ onetok:
 	VMOVUPS      Y1, 512(R9) \
 	VMOVUPS      Y2, 544(R9)
 
-// PF9(off) prefetches the nine lines from off(DI).
-#define PF9(off) \
-	PREFETCHT0 (off)(DI) \
-	PREFETCHT0 (off+64)(DI) \
-	PREFETCHT0 (off+128)(DI) \
-	PREFETCHT0 (off+192)(DI) \
-	PREFETCHT0 (off+256)(DI) \
-	PREFETCHT0 (off+320)(DI) \
-	PREFETCHT0 (off+384)(DI) \
-	PREFETCHT0 (off+448)(DI) \
-	PREFETCHT0 (off+512)(DI)
+// PF9B(off, b) prefetches the nine lines from off(b), PF9(off) from
+// off(DI).
+#define PF9B(off, b) \
+	PREFETCHT0 (off)(b) \
+	PREFETCHT0 (off+64)(b) \
+	PREFETCHT0 (off+128)(b) \
+	PREFETCHT0 (off+192)(b) \
+	PREFETCHT0 (off+256)(b) \
+	PREFETCHT0 (off+320)(b) \
+	PREFETCHT0 (off+384)(b) \
+	PREFETCHT0 (off+448)(b) \
+	PREFETCHT0 (off+512)(b)
+
+#define PF9(off) PF9B(off, DI)
 
 // R8PF prefetches a super-block a few ahead: its 18 lines (the hardware's
 // prefetch alone left batch-1 decode short of the bandwidth).
