@@ -26,7 +26,7 @@ func TestRows8MatchGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	kn, _ := chooseKernels("avx2")
 	halves := map[quant.DType][]int{quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.IQ4_XS: {0}}
-	shapes := []struct{ rows, n, mid, cols int }{{8, 1, 8, 256}, {40, 7, 19, 512}, {35, 3, 13, 768}, {24, 70, 11, 256}, {16, 5, 16, 1024}, {16, 2, 8, 256 * 67}, {48, 65, 8, 512}, {32, 17, 32, 768}}
+	shapes := []struct{ rows, n, mid, cols int }{{8, 1, 8, 256}, {40, 7, 19, 512}, {35, 3, 13, 768}, {24, 70, 11, 256}, {16, 5, 16, 1024}, {16, 2, 8, 256 * 67}, {48, 65, 8, 512}, {32, 17, 32, 768}, {16, 16, 16, 256}}
 	for f, ff := range rows8Formats {
 		kn := kn
 		if ff.avxvnni {
