@@ -133,6 +133,10 @@ func iq4xsRows8AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, n
 	panic("no simd")
 }
 
+func iq4xsRows16AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func iq4xsRows16AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
 	panic("no simd")
 }

@@ -4,6 +4,7 @@
 #include "int8rows8_amd64.h"
 #include "avxvnni_amd64.h"
 #include "int8rows8iq4_amd64.h"
+#include "int8rows16iq4_amd64.h"
 
 // iq4xsRows16AVXVNNI is iq4xsRows8AVXVNNI on two adjacent groups at once
 // (sixteen rows: the second group nsb*1088 bytes on), for three tokens at
@@ -11,12 +12,6 @@
 // eight rows a broadcast fed one, and the loads and micro-ops around the
 // products, not the products, set its pace. The same integers and float
 // step, so dotIQ4XSGo's bits. For passes of three tokens or more.
-//
-// scr (bytes): 0 the first group's scales and d as IQSCALES leaves them
-// (dwords at 0, d at 512), 832 the second's (dwords at 832, d at 1344),
-// 1664 the first group's grid entries plus 128 (IQDEC), 3712 the
-// second's, 5760 three tokens' -128 times each sub-block's activation sum,
-// 5856 each token's sixteen float sums.
 
 // T3V(ib, v, hi): packed vector v of sub-block ib, its low (hi 0) or high
 // nibbles' entries, both groups (Y12, Y13), by three tokens (BX, R8
@@ -34,17 +29,6 @@
 	VPBROADCASTD (32*(ib)+16*(hi)+4*(v))(BX)(R8*2), Y14 \
 	VPDPBUSDY(4, 12, 14) \
 	VPDPBUSDY(5, 13, 14)
-
-// T8V(V, ib): V on sub-block ib's eight value vectors.
-#define T8V(V, ib) \
-	V(ib, 0, 0) \
-	V(ib, 0, 1) \
-	V(ib, 1, 0) \
-	V(ib, 1, 1) \
-	V(ib, 2, 0) \
-	V(ib, 2, 1) \
-	V(ib, 3, 0) \
-	V(ib, 3, 1)
 
 // T3SUB(ib): sub-block ib for three tokens, its sums starting at the
 // tokens' -128s.
@@ -81,16 +65,6 @@
 	VPADDD  Y4, Y10, Y10 \
 	VPADDD  Y5, Y11, Y11
 
-// T16END(da, dd, S, acc): acc + (d_a d)S as F8END, d_a at da, the rows' d
-// at dd(R9).
-#define T16END(da, dd, S, acc) \
-	VBROADCASTSS da, Y14 \
-	VMULPS       dd(R9), Y14, Y15 \
-	VCVTDQ2PS    S, S \
-	VMULPS       S, Y15, S \
-	VADDPS       acc, S, S \
-	VMOVUPS      S, acc
-
 // T16TOK(da, S0, S1, o): a token's super-block, both groups (S0, S1),
 // into its sums at o(AX).
 #define T16TOK(da, S0, S1, o) \
@@ -114,58 +88,11 @@
 	VPADDD       Y0, Y6, Y6 \
 	VPADDD       Y1, Y7, Y7
 
-// PF18(off, b): prefetch a group's super-block (17 lines) at off(b).
-#define PF18(off, b) \
-	PF9B(off, b) \
-	PF9B(off+576, b)
-
 // func iq4xsRows16AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 //
-// The registers of int8rows8_amd64.h's frame; R11 the second group's
-// offset (nsb*1088).
+// The frame of int8rows16iq4_amd64.h.
 TEXT ·iq4xsRows16AVXVNNI(SB), NOSPLIT, $0-80
-	MOVQ   w+0(FP), DI
-	MOVQ   qstride+32(FP), R8
-	MOVQ   scr+56(FP), R9
-	MOVQ   R8, R13
-	SHRQ   $3, R13
-	MOVQ   nsb+40(FP), R14
-	IMUL3Q $1088, R14, R11
-	SHLQ   $2, R14
-	MOVQ   ntok+48(FP), R10
-	LEAQ   5856(R9), AX
-	VXORPS Y0, Y0, Y0
-
-zero:
-	VMOVUPS Y0, (AX)
-	VMOVUPS Y0, 32(AX)
-	ADDQ    $64, AX
-	DECQ    R10
-	JNZ     zero
-	XORQ    CX, CX
-
-block:
-	// Both groups' scales and grid entries, one at a time through the
-	// eight-row macros (R9 and DI moved to each's place).
-	PF18(4352, DI)
-	LEAQ    (DI)(R11*1), SI
-	PF18(4352, SI)
-	IQSCALES
-	VMOVDQU ·r8nib(SB), Y15
-	VMOVDQU iq4u<>(SB), Y13
-	ADDQ    $832, R9
-	IQDEC
-	ADDQ    R11, DI
-	IQSCALES
-	ADDQ    $2048, R9
-	IQDEC
-	SUBQ    R11, DI
-	SUBQ    $2880, R9
-	R8TOKS(5856)
-	CMPQ    R10, $3
-	JLT     one
-
-three:
+	R16BEGIN
 	VMOVDQU  iq4m128<>(SB), Y15
 	VPMADDWD (DX), Y15, Y0
 	VPMADDWD (DX)(R13*1), Y15, Y1
@@ -192,22 +119,9 @@ three:
 	T16TOK((R12), Y6, Y7, 0)
 	T16TOK((R12)(R14*1), Y8, Y9, 64)
 	T16TOK((R12)(R14*2), Y10, Y11, 128)
-	LEAQ (BX)(R8*2), BX
-	ADDQ R8, BX
-	LEAQ (DX)(R13*2), DX
-	ADDQ R13, DX
-	LEAQ (R12)(R14*2), R12
-	ADDQ R14, R12
-	ADDQ $192, AX
-	SUBQ $3, R10
-	CMPQ R10, $3
-	JGE  three
+	R16STEP3
 
-one:
-	TESTQ R10, R10
-	JZ    next
-
-onetok:
+	R16ONE
 	VMOVDQU  iq4m128<>(SB), Y15
 	VPMADDWD (DX), Y15, Y0
 	VMOVDQU  Y0, 5760(R9)
@@ -222,29 +136,6 @@ onetok:
 	T1SUB(6)
 	T1SUB(7)
 	T16TOK((R12), Y6, Y7, 0)
-	ADDQ R8, BX
-	ADDQ R13, DX
-	ADDQ R14, R12
-	ADDQ $64, AX
-	DECQ R10
-	JNZ  onetok
+	R16STEP1
 
-next:
-	R8NEXT(1088, block)
-	MOVQ out+64(FP), DI
-	MOVQ ostride+72(FP), SI
-	SHLQ $2, SI
-	LEAQ 5856(R9), AX
-	MOVQ ntok+48(FP), R10
-
-write:
-	VMOVUPS (AX), Y0
-	VMOVUPS 32(AX), Y1
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	ADDQ    $64, AX
-	ADDQ    SI, DI
-	DECQ    R10
-	JNZ     write
-	VZEROUPPER
-	RET
+	R16END

@@ -91,7 +91,7 @@ var rows8Formats = []struct {
 }{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false, false, nil, 0}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false, false, nil, 0},
 	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false, false, nil, 0},
 	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 3008 / 4, true, false, iq4xsRows16AVXVNNI, 5856 / 4},
-	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 3008 / 4, false, true, nil, 0}}
+	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 3008 / 4, false, true, iq4xsRows16AVX2, 5856 / 4}}
 
 // rows16Tokens is the fewest tokens a pass gives a sixteen-row kernel:
 // with fewer, decoding two groups' values a super-block for so few tokens

@@ -15,17 +15,21 @@
 #define R8X 8
 #endif
 
-// R8ARGS(lbl, sums) loads the arguments and zeroes the tokens' sums; R13
-// is the 16-sums' stride (a token's values/8 bytes, from qstride).
+// R8LOAD loads the arguments; R13 is the 16-sums' stride (a token's
+// values/8 bytes, from qstride). R8ARGS(lbl, sums) then zeroes the
+// tokens' sums.
+#define R8LOAD \
+	MOVQ w+0(FP), DI \
+	MOVQ qstride+32(FP), R8 \
+	MOVQ scr+56(FP), R9 \
+	MOVQ R8, R13 \
+	SHRQ $(R8X-5), R13 \
+	MOVQ nsb+40(FP), R14 \
+	SHLQ $2, R14 \
+	MOVQ ntok+48(FP), R10
+
 #define R8ARGS(lbl, sums) \
-	MOVQ   w+0(FP), DI \
-	MOVQ   qstride+32(FP), R8 \
-	MOVQ   scr+56(FP), R9 \
-	MOVQ   R8, R13 \
-	SHRQ   $(R8X-5), R13 \
-	MOVQ   nsb+40(FP), R14 \
-	SHLQ   $2, R14 \
-	MOVQ   ntok+48(FP), R10 \
+	R8LOAD \
 	LEAQ   sums(R9), AX \
 	VXORPS Y0, Y0, Y0 \
 lbl: \

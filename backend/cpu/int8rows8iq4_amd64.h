@@ -120,6 +120,11 @@ GLOBL iq4c32<>(SB), RODATA|NOPTR, $4
 // nibbles' entries as IQDEC left them, into Y8.
 #define IQLD(ib, v, hi) VMOVDQU (832+64*(4*(ib)+(v))+32*(hi))(R9), Y8
 
+// IQSOFF(ib, v, hi): in split activations (splitQ8AVX2), where the h of
+// packed dword v's values sit (low nibbles: values 4v.., high: 16+4v..)
+// in sub-block ib's 64 bytes; their l are 8 on.
+#define IQSOFF(ib, v, hi) (64*(ib)+32*(hi)+16*((v)>>1)+4*((v)&1))
+
 // IQEND(S, acc): a token's super-block, the 128s off (OFFEND).
 #define IQEND(S, acc) OFFEND(256, 7, 512, S, acc)
 

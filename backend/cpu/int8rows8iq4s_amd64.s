@@ -14,10 +14,6 @@
 // products of 241 by 8), times the scale pairs times 16 and the scale
 // pairs (VPMADDWD): the same exact sums, so dotIQ4XSGo's bits.
 
-// IQSOFF(ib, v, hi): where the h of packed dword v's values sit (low
-// nibbles: values 4v.., high: 16+4v..) in sub-block ib's 64 split bytes.
-#define IQSOFF(ib, v, hi) (64*(ib)+32*(hi)+16*((v)>>1)+4*((v)&1))
-
 // IQSPASS(ib, o): sub-block ib's values by four tokens' h (o 0) or l (o
 // 8), 16-bit sums in Y0-Y3.
 #define IQSPASS(ib, o) \
