@@ -43,7 +43,7 @@ const (
 	actQ8_0                 // blocks of 32, fp16 scale (Q4_0, Q8_0, ...)
 	actQ8_K                 // blocks of 256, float32 scale, 16-sums (K-quants)
 	actQ8_0S                // actQ8_0 and its values split (Q8_0 on plain AVX2)
-	actQ8_KS                // actQ8_K and its values split (IQ4_XS on plain AVX2)
+	actQ8_KS                // actQ8_K and its values split and as words (IQ4_XS on plain AVX2)
 	actKinds
 )
 
@@ -68,7 +68,8 @@ func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 // are then the only ones read. They beat the float path's tiles: 1.8-2.9x
 // from four tokens (BenchmarkRows8), L110 pp512 Q4_0 1.83x, Q8_0 on plain
 // AVX2 (its kernel takes the activations split in halves) 1.22-1.23x,
-// IQ4_XS with AVX-VNNI 1.9x, on plain AVX2 (split too) 1.07-1.11x.
+// IQ4_XS with AVX-VNNI 1.9x, on plain AVX2 (split too) 1.07-1.11x, before
+// the kernels of issue46-q8-iq4xs.md's second pass.
 func (kn *kernels) promptInt8(t quant.DType) bool {
 	return kn.rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0
 }
@@ -124,12 +125,13 @@ func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
 	case actQ8_0S:
 		a.need(x, n, w, actQ8_0)
 		a.has[k] = true
-		a.q8.split = splitValues(a.q8.split, a.q8.qs)
+		a.q8.split = twoBytes(a.q8.split, a.q8.qs, splitQ8AVX2)
 		return
 	case actQ8_KS:
 		a.need(x, n, w, actQ8_K)
 		a.has[k] = true
-		a.q8k.split = splitValues(a.q8k.split, a.q8k.qs)
+		a.q8k.split = twoBytes(a.q8k.split, a.q8k.qs, splitQ8AVX2)
+		a.q8k.wide = twoBytes(a.q8k.wide, a.q8k.qs, widenQ8AVX2)
 		return
 	}
 	a.has[k] = true
@@ -186,14 +188,15 @@ func (a *q8Acts) size(n, cols int) {
 	a.qs, a.d, a.sums, a.nsum = a.qs[:n*cols], a.d[:n*cols/q8Block], a.sums[:n*cols/4], a.nsum[:n*cols/q8Block]
 }
 
-// splitValues is qs split (splitQ8AVX2) into buf, grown as needed.
-func splitValues(buf, qs []int8) []int8 {
+// twoBytes is qs in a form of two bytes a value (splitQ8AVX2's or
+// widenQ8AVX2's, by form) into buf, grown as needed.
+func twoBytes(buf, qs []int8, form func(qs, out *int8, n int)) []int8 {
 	if cap(buf) < 2*len(qs) {
 		buf = make([]int8, 2*len(qs))
 	}
 	buf = buf[:2*len(qs)]
 	if len(qs) > 0 {
-		splitQ8AVX2(&qs[0], &buf[0], len(qs))
+		form(&qs[0], &buf[0], len(qs))
 	}
 	return buf
 }

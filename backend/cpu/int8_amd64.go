@@ -121,7 +121,10 @@ func iq4xsRows8AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok
 func iq4xsRows8AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 
 //go:noescape
-func iq4xsRows16AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
+func widenQ8AVX2(qs, out *int8, n int)
+
+//go:noescape
+func iq4xsRows8AVX2W(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)
 
 //go:noescape
 func iq4xsRows16AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int)

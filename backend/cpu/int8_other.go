@@ -133,7 +133,9 @@ func iq4xsRows8AVXVNNI(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, n
 	panic("no simd")
 }
 
-func iq4xsRows16AVX2(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
+func widenQ8AVX2(qs, out *int8, n int) { panic("no simd") }
+
+func iq4xsRows8AVX2W(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, ntok int, scr, out *float32, ostride int) {
 	panic("no simd")
 }
 

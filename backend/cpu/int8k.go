@@ -23,8 +23,9 @@ type q8KActs struct {
 	d    []float32
 	bs   []int16
 	nsum []int32 // minus each 32 values' sum (IQ4_XS's row kernel)
-	// split: qs split for iq4xsRows8AVX2 (splitQ8AVX2), two bytes a value.
-	split []int8
+	// split: qs split for iq4xsRows8AVX2 (splitQ8AVX2), two bytes a value;
+	// wide: as little-endian words for iq4xsRows8AVX2W (widenQ8AVX2).
+	split, wide []int8
 }
 
 // quantize fills a from n rows of x (cols a multiple of 256): the value of

@@ -1,5 +1,5 @@
-// The sixteen-row IQ4_XS kernels' frame (int8rows16iq4_amd64.s,
-// int8rows16iq4s_amd64.s), after int8rows8iq4_amd64.h: two adjacent
+// The sixteen-row IQ4_XS kernel's frame (int8rows16iq4_amd64.s), after
+// int8rows8iq4_amd64.h: two adjacent
 // packed groups (the second nsb*1088 bytes on, R11), tokens three at a
 // time, then one at a time; otherwise int8rows8_amd64.h's registers.
 //
@@ -14,17 +14,6 @@
 #define PF18(off, b) \
 	PF9B(off, b) \
 	PF9B(off+576, b)
-
-// T8V(V, ib): V on sub-block ib's eight value vectors.
-#define T8V(V, ib) \
-	V(ib, 0, 0) \
-	V(ib, 0, 1) \
-	V(ib, 1, 0) \
-	V(ib, 1, 1) \
-	V(ib, 2, 0) \
-	V(ib, 2, 1) \
-	V(ib, 3, 0) \
-	V(ib, 3, 1)
 
 // T16END(da, dd, S, acc): acc + (d_a d)S as F8END, d_a at da, the rows' d
 // at dd(R9).

@@ -75,23 +75,32 @@ type rows8Kernel func(w *byte, qs *int8, bs *int16, d *float32, qstride, nsb, nt
 // rows8Formats are the formats with eight-row AVX2 kernels: each one's
 // packer, kernel, scratch before its tokens' sums (eight floats a token)
 // in floats, whether the kernel needs AVX-VNNI (the format's first entry
-// then; the next is the one without), and whether it takes the
-// activations split (actQ8_KS); then a kernel on two adjacent groups
-// (sixteen floats a token) for passes of at least three tokens (given
-// rows16Tokens), and its scratch.
+// then; the next is the one without), whether it takes the activations
+// split (actQ8_KS), and a kernel for passes of many tokens, if any.
 var rows8Formats = []struct {
-	t         quant.DType
-	pack      func(dst, src []byte, rb, g int)
-	kern      rows8Kernel
-	scratch   int
-	avxvnni   bool
-	split     bool
-	kern16    rows8Kernel
-	scratch16 int
-}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false, false, nil, 0}, {quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false, false, nil, 0},
-	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false, false, nil, 0},
-	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 3008 / 4, true, false, iq4xsRows16AVXVNNI, 5856 / 4},
-	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 3008 / 4, false, true, iq4xsRows16AVX2, 5856 / 4}}
+	t       quant.DType
+	pack    func(dst, src []byte, rb, g int)
+	kern    rows8Kernel
+	scratch int
+	avxvnni bool
+	split   bool
+	many    rows8Many
+}{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false, false, rows8Many{}},
+	{quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false, false, rows8Many{}},
+	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false, false, rows8Many{}},
+	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 3008 / 4, true, false, rows8Many{iq4xsRows16AVXVNNI, 5856 / 4, 16, rows16Tokens, false}},
+	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 3008 / 4, false, true, rows8Many{iq4xsRows8AVX2W, 4928 / 4, 8, 4, true}}}
+
+// rows8Many is a format's kernel for passes of at least tokens tokens, on
+// whole runs of rows (8, or 16: two adjacent groups) rows: its scratch
+// before the tokens' sums (rows floats a token), and whether it takes the
+// activations as words (actQ8_KS's wide).
+type rows8Many struct {
+	kern          rows8Kernel
+	scratch, rows int
+	tokens        int
+	wide          bool
+}
 
 // rows16Tokens is the fewest tokens a pass gives a sixteen-row kernel:
 // with fewer, decoding two groups' values a super-block for so few tokens
@@ -101,32 +110,38 @@ const rows16Tokens = 16
 // matmulRows8 is matmulInt8 for a format of rows8Formats (f) on AVX2
 // without VNNI, on w's packed copy p: groups of eight rows aligned to the
 // matrix (a share's first and last may reach outside [lo, hi): computed
-// whole, only its own rows kept), two whole ones at a time where the
-// format has a sixteen-row kernel and a pass rows16Tokens, tokens in
-// passes of up to rowsTokens, each pass over all the groups so its
-// activations stay in cache while the weights stream; rows past the last
-// group by the format's Go loop (packing copies them as they are).
+// whole, only its own rows kept; whole runs by the format's many-token
+// kernel where a pass has the tokens for it), tokens in passes of up to
+// rowsTokens, each pass over all the groups so its activations stay in
+// cache while the weights stream; rows past the last group by the
+// format's Go loop (packing copies them as they are).
 func (kn *kernels) matmulRows8(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, f int) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
-	nsb, whole, kern := cols/qkK, rows&^7, rows8Formats[f].kern
+	e := &rows8Formats[f]
+	nsb, whole, kern := cols/qkK, rows&^7, e.kern
 	pass := min(n, rowsTokens)
-	pre := rows8Formats[f].scratch
-	scr, res := scratch[:pre+8*pass], scratch[pre+8*pass:pre+16*pass]
-	kern16, scr16 := rows8Formats[f].kern16, scratch
-	if kern16 != nil {
-		scr16 = scratch[:rows8Formats[f].scratch16+16*pass]
+	scr, res := scratch[:e.scratch+8*pass], scratch[e.scratch+8*pass:e.scratch+16*pass]
+	mscr := scratch
+	if e.many.kern != nil {
+		mscr = scratch[:e.many.scratch+e.many.rows*pass]
 	}
 	for t := 0; t < n; t += pass {
 		k := min(pass, n-t)
 		qs, bs, d := &a.q8k.qs[t*cols], &a.q8k.bs[t*cols/16], &a.q8k.d[t*nsb]
 		stride := cols
-		if rows8Formats[f].split {
+		if e.split {
 			qs, stride = &a.q8k.split[2*t*cols], 2*cols
 		}
+		many, mqs, mstride := e.many.kern, qs, stride
+		if k < e.many.tokens {
+			many = nil
+		} else if e.many.wide {
+			mqs, mstride = &a.q8k.wide[2*t*cols], 2*cols
+		}
 		for g := lo &^ 7; g < min(hi, whole); g += 8 {
-			if kern16 != nil && k >= rows16Tokens && g >= lo && g+16 <= min(hi, whole) {
-				kern16(&p[g*rb], qs, bs, d, stride, nsb, k, &scr16[0], &out[t*rows+g], rows)
-				g += 8
+			if many != nil && g >= lo && g+e.many.rows <= min(hi, whole) {
+				many(&p[g*rb], mqs, bs, d, mstride, nsb, k, &mscr[0], &out[t*rows+g], rows)
+				g += e.many.rows - 8
 				continue
 			}
 			if g >= lo && g+8 <= hi {

@@ -17,7 +17,7 @@ import (
 // random bytes (every nibble, high bit, scale and min) and on quantized
 // rows; over groups split between shares, rows past the last group, one
 // to three tokens after groups of four (one or two after threes for
-// IQ4_XS's sixteen-row kernel), and more tokens than a pass takes; and
+// IQ4_XS's sixteen-row kernel on AVX-VNNI), and more tokens than a pass takes; and
 // stay within the activations' rounding of the float path.
 func TestRows8MatchGo(t *testing.T) {
 	if !haveSIMD {
@@ -227,7 +227,8 @@ func matchRowTail(t *testing.T, got []float32, wb []byte, w *model.Matrix, a *ac
 	}
 }
 
-// TestSplitNoTokens: an input of no tokens splits to nothing (no panic).
+// TestSplitNoTokens: an input of no tokens splits (or widens) to nothing
+// (no panic).
 func TestSplitNoTokens(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
@@ -237,5 +238,10 @@ func TestSplitNoTokens(t *testing.T) {
 	a.need(nil, 0, w, actQ8_0S)
 	if len(a.q8.split) != 0 {
 		t.Fatalf("split %d bytes for no tokens", len(a.q8.split))
+	}
+	wk, _ := model.NewMatrix(quant.IQ4_XS, 16, 256, make([]byte, 16*136))
+	a.need(nil, 0, wk, actQ8_KS)
+	if len(a.q8k.wide) != 0 {
+		t.Fatalf("widened %d bytes for no tokens", len(a.q8k.wide))
 	}
 }

@@ -125,6 +125,17 @@ GLOBL iq4c32<>(SB), RODATA|NOPTR, $4
 // in sub-block ib's 64 bytes; their l are 8 on.
 #define IQSOFF(ib, v, hi) (64*(ib)+32*(hi)+16*((v)>>1)+4*((v)&1))
 
+// T8V(V, ib): V on sub-block ib's eight value vectors.
+#define T8V(V, ib) \
+	V(ib, 0, 0) \
+	V(ib, 0, 1) \
+	V(ib, 1, 0) \
+	V(ib, 1, 1) \
+	V(ib, 2, 0) \
+	V(ib, 2, 1) \
+	V(ib, 3, 0) \
+	V(ib, 3, 1)
+
 // IQEND(S, acc): a token's super-block, the 128s off (OFFEND).
 #define IQEND(S, acc) OFFEND(256, 7, 512, S, acc)
 

@@ -68,7 +68,7 @@ func (a *acts) view(g int, v *acts) {
 		c := a.q8k.cols
 		v.q8k = q8KActs{cols: c, qs: a.q8k.qs[g*c:], d: a.q8k.d[g*c/qkK:], bs: a.q8k.bs[g*c/16:], nsum: a.q8k.nsum[g*c/32:]}
 		if a.has[actQ8_KS] {
-			v.q8k.split = a.q8k.split[2*g*c:]
+			v.q8k.split, v.q8k.wide = a.q8k.split[2*g*c:], a.q8k.wide[2*g*c:]
 		}
 	}
 }
