@@ -92,7 +92,7 @@ var rows8Formats = []struct {
 	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 3008 / 4, false, true, rows8Many{iq4xsRows8AVX2W, 4928 / 4, 8, 4, true}}}
 
 // rows8Many is a format's kernel for passes of at least tokens tokens, on
-// whole runs of rows (8, or 16: two adjacent groups) rows: its scratch
+// whole runs of rows rows (8, or 16: two adjacent groups): its scratch
 // before the tokens' sums (rows floats a token), and whether it takes the
 // activations as words (actQ8_KS's wide).
 type rows8Many struct {
