@@ -43,18 +43,53 @@ var amxConfigs = func() (c [17][64]byte) {
 //go:noescape
 func q80AMX16(cfg *byte, w *byte, qs *int8, d *float32, qstride, dstride, nb, ntok int, out *float32, ostride int)
 
+//go:noescape
+func q80AMX32(cfg *byte, w *byte, qs *int8, d *float32, qstride, dstride, nb, n0, n1 int, out *float32, ostride int)
+
+// amxConfigs32[k] is q80AMX32's configuration for k tokens (17 to 32) in
+// two tiles, (k+1)/2 and k/2: tiles 0, 1 and 6 the first's sums and
+// activations, 4, 5 and 7 the second's, 2 and 3 as in amxConfigs.
+var amxConfigs32 = func() (c [33][64]byte) {
+	for k := 17; k <= 32; k++ {
+		m0, m1 := byte((k+1)/2), byte(k/2)
+		c[k][0] = 1
+		for t, cr := range [8][2]byte{{64, m0}, {32, m0}, {64, 8}, {64, 8}, {64, m1}, {32, m1}, {64, m0}, {64, m1}} {
+			c[k][16+2*t], c[k][48+t] = cr[0], cr[1]
+		}
+	}
+	return c
+}()
+
 // q80PackedAMX is q80Packed16VNNI on AMX, up to sixteen tokens a tile: the
 // same integers (without nsum: the tile cancels the bias) and float work,
-// so the same bits. The tokens split evenly
-// over the tiles (20 as 10 and 10, not 16 and 4): a tile's cost is mostly
-// per block, whatever its rows.
+// so the same bits. The tokens split evenly over the tiles (20 as 10 and
+// 10, not 16 and 4): a tile's cost is mostly per block, whatever its rows.
 func q80PackedAMX(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
-	tiles := (ntok + 15) / 16
-	for i := range tiles {
-		t := i * ntok / tiles
-		k := (i+1)*ntok/tiles - t
-		q80AMX16(&amxConfigs[k][0], w, (*int8)(unsafe.Add(unsafe.Pointer(qs), t*qstride)),
-			(*float32)(unsafe.Add(unsafe.Pointer(d), 4*t*dstride)), qstride, dstride, nb, k, (*float32)(unsafe.Add(unsafe.Pointer(out), 4*t*ostride)), ostride)
+	q80AMXTiles(w, qs, d, qstride, dstride, nb, ntok, out, ostride, 16)
+}
+
+// q80PackedAMXOnce is q80PackedAMX in passes of up to 32 tokens, two tiles
+// sharing each block's weights (q80AMX32), for groups a matmul reads
+// once (decode steps): their weights stream from memory, and one pass
+// per block asks half the bandwidth of two. Groups read again from cache
+// (prompts) run faster on q80AMX16's double-buffered tiles.
+func q80PackedAMXOnce(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	q80AMXTiles(w, qs, d, qstride, dstride, nb, ntok, out, ostride, 32)
+}
+
+func q80AMXTiles(w *byte, qs *int8, d *float32, qstride, dstride, nb, ntok int, out *float32, ostride, most int) {
+	passes := (ntok + most - 1) / most
+	for i := range passes {
+		t := i * ntok / passes
+		k := (i+1)*ntok/passes - t
+		q := (*int8)(unsafe.Add(unsafe.Pointer(qs), t*qstride))
+		dt := (*float32)(unsafe.Add(unsafe.Pointer(d), 4*t*dstride))
+		o := (*float32)(unsafe.Add(unsafe.Pointer(out), 4*t*ostride))
+		if k <= 16 {
+			q80AMX16(&amxConfigs[k][0], w, q, dt, qstride, dstride, nb, k, o, ostride)
+			continue
+		}
+		q80AMX32(&amxConfigs32[k][0], w, q, dt, qstride, dstride, nb, (k+1)/2, k/2, o, ostride)
 	}
 }
 
@@ -90,8 +125,12 @@ func amxNibbles(t quant.DType) func(dst, src []byte, nb int) {
 	}
 }
 
-// amxKernel is t's AMX kernel on its packed rows, or nil.
-func amxKernel(t quant.DType) rows16Kernel {
+// amxKernel is t's AMX kernel on its packed rows, or nil; once, for a
+// matmul that reads each group once.
+func amxKernel(t quant.DType, once bool) rows16Kernel {
+	if t == quant.Q8_0 && once {
+		return q80PackedAMXOnce
+	}
 	if t == quant.Q8_0 {
 		return q80PackedAMX
 	}

@@ -9,7 +9,7 @@ import (
 
 const haveAMX = false
 
-func amxKernel(quant.DType) rows16Kernel { return nil }
+func amxKernel(quant.DType, bool) rows16Kernel { return nil }
 
 func (kn *kernels) matmulKAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
 	panic("no AMX")

@@ -30,6 +30,12 @@ const rowsTokens = 64
 // (docs/bench/issue46-amx.md), and Q4_K's expansion is paid per matmul.
 const amxTokens = 64
 
+// amxQ80Tokens is amxTokens for Q8_0's own packed groups: no expansion to
+// pay, and in a decode step (each group read once) two tiles of tokens
+// share each block's weights (q80PackedAMXOnce), which made Gemma-3 steps
+// of 32 sequences 1.23-1.29x the VNNI kernel's (docs/bench/issue42-46-amx32.md).
+const amxQ80Tokens = 16
+
 // rows16Kernel is a format's sixteen-row kernel.
 type rows16Kernel func(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 
@@ -184,18 +190,19 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 	// floats a token, results 16.
 	pass := min(rowsTokens, len(scratch)/64)
 	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
-	// AMX takes the passes of amxTokens or more: Q8_0's packed groups as
-	// they are, Q4_0's and IQ4_NL's once turned into Q8_0's (in grp).
-	data, many := w.Data, kern
+	// AMX takes the passes of amxTokens (Q8_0: amxQ80Tokens) or more:
+	// Q8_0's packed groups as they are, Q4_0's and IQ4_NL's once turned
+	// into Q8_0's (in grp).
+	data, many, manyFrom := w.Data, kern, amxTokens
 	var expand func(dst, src []byte, nb int)
 	var grp []byte
 	if p, pk := w.Packed(), packedKernel(w.Type); p != nil && pk != nil {
 		data, kern, many = p, pk, pk
-		if ak := amxKernel(w.Type); kn.amx && ak != nil {
-			many = ak
+		if ak := amxKernel(w.Type, n <= pass); kn.amx && ak != nil {
+			many, manyFrom = ak, amxQ80Tokens
 		} else if kn.amx && n >= amxTokens {
 			if expand = amxNibbles(w.Type); expand != nil {
-				many = amxKernel(quant.Q8_0)
+				many = amxKernel(quant.Q8_0, false)
 				var done func()
 				grp, done = amxScratch(nb * 544)
 				defer done()
@@ -207,7 +214,7 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 		for t := 0; t < n; t += pass {
 			k := min(pass, n-t)
 			kern, src := kern, &data[g*rb]
-			if k >= amxTokens {
+			if k >= manyFrom {
 				kern = many
 				if grp != nil {
 					if !expanded {
