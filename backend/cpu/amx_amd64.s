@@ -104,15 +104,7 @@
 // kernel sums, and the float work per token is that kernel's. cfg is the
 // tile configuration for ntok tokens (amxConfigs).
 TEXT ·q80AMX16(SB), 0, $2048-80
-	MOVQ cfg+0(FP), AX
-	LDTILECFG_AX
-	MOVQ w+8(FP), SI
-	MOVQ qs+16(FP), DI
-	MOVQ d+24(FP), R10
-	MOVQ qstride+32(FP), BX
-	MOVQ dstride+40(FP), R9
-	SHLQ $2, R9
-	MOVQ nb+48(FP), R14
+	AMXQ80ARGS
 	MOVQ ntok+56(FP), R15
 	MOVQ $64, CX
 	LEAQ ·amxm128(SB), AX
@@ -120,22 +112,7 @@ TEXT ·q80AMX16(SB), 0, $2048-80
 	TILELOADD_T3_AX_DX
 	LEAQ 0(SP), AX
 	LEAQ 1024(SP), DX
-	VPXORD Z0, Z0, Z0
-	VMOVDQA32 Z0, Z1
-	VMOVDQA32 Z0, Z2
-	VMOVDQA32 Z0, Z3
-	VMOVDQA32 Z0, Z4
-	VMOVDQA32 Z0, Z5
-	VMOVDQA32 Z0, Z6
-	VMOVDQA32 Z0, Z7
-	VMOVDQA32 Z0, Z8
-	VMOVDQA32 Z0, Z9
-	VMOVDQA32 Z0, Z10
-	VMOVDQA32 Z0, Z11
-	VMOVDQA32 Z0, Z12
-	VMOVDQA32 Z0, Z13
-	VMOVDQA32 Z0, Z14
-	VMOVDQA32 Z0, Z15
+	AMXZERO16
 
 	// Even blocks' products run on tiles 0-2 into the buffer at AX, odd
 	// blocks' on tiles 4-6 into DX. Tiles are not renamed: with one set,
