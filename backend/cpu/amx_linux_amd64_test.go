@@ -211,7 +211,8 @@ func BenchmarkAMXQ4K(b *testing.B) {
 // (a pass of 64 on AMX, the rest on VNNI) gives the same logits with the
 // AMX kernels as without (kernel family avx512), alone and beside other
 // sequences, on every format they take, so batching stays invisible; and
-// so does one of 24 (Q8_0's groups read once: two tiles of 12, q80AMX32).
+// so does one of 24 (Q8_0's groups read once: two tiles of 12, q80AMX32;
+// beside the other sequence's 40, two passes of 32).
 func TestAMXForwardInvisible(t *testing.T) {
 	if !haveAMX {
 		t.Skip("no AMX-INT8 (Sapphire Rapids or later, Linux 5.16 or later)")
@@ -228,13 +229,13 @@ func TestAMXForwardInvisible(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run := func(kernels string, mixed bool, prompt []int) []float32 {
+		run := func(kernels string, mixed bool, p []int) []float32 {
 			b, err := New(m, backend.Options{NumBlocks: 64, BlockSize: 16, KV: backend.SameKV(quant.F16), QuantDot: "int8", Kernels: kernels})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			seqs := []backend.SeqInput{{Tokens: prompt, Blocks: []int{0, 1, 2, 3, 4, 5, 6}, Logits: true}}
+			seqs := []backend.SeqInput{{Tokens: p, Blocks: []int{0, 1, 2, 3, 4, 5, 6}, Logits: true}}
 			if mixed {
 				seqs = append(seqs, backend.SeqInput{Tokens: prompt[:40], Blocks: []int{10, 11, 12}, Logits: true})
 			}
@@ -250,7 +251,7 @@ func TestAMXForwardInvisible(t *testing.T) {
 				kernels string
 				mixed   bool
 			}{{"amx", false}, {"amx", true}, {"avx512", true}} {
-				got := run(c.kernels, c.mixed && len(p) > 40, p)
+				got := run(c.kernels, c.mixed, p)
 				for i := range want {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("%s, %d tokens, kernels %s, mixed %v: logit %d: %v, want %v", dt, len(p), c.kernels, c.mixed, i, got[i], want[i])
