@@ -275,9 +275,17 @@ func blockIsolation(t *testing.T, open Open) {
 // steps are bit-identical whether a block holds every layer or one layer
 // group (Options.Windowed), the sliding group's blocks given back as the
 // queries move past them and taken again for new positions; and a share
-// whose window table lacks a block its queries see is refused.
+// whose window table lacks a block its queries see is refused. K and V in
+// F16, and K in Q8_0: heads of 64, so runs of four prompt tokens take the
+// CPU's four-query kernels, which must not read the blocks given back.
 func windowStore(t *testing.T, open Open) {
-	path, _ := synth.WriteFile(t, synth.Options{Arch: "gpt-oss", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32,
+	for _, kv := range []backend.KVTypes{backend.SameKV(quant.F16), {K: quant.Q8_0, V: quant.F16}} {
+		t.Run(kv.String(), func(t *testing.T) { windowStoreKV(t, open, kv) })
+	}
+}
+
+func windowStoreKV(t *testing.T, open Open, kv backend.KVTypes) {
+	path, _ := synth.WriteFile(t, synth.Options{Arch: "gpt-oss", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64,
 		FFN: 64, Vocab: 300, Context: 512, DType: quant.F32, Seed: 21, Std: 0.08, Experts: 4, ExpertsUsed: 2, ExpertFFN: 32})
 	m, err := model.Load(path, model.LoadOptions{})
 	if err != nil {
@@ -288,8 +296,8 @@ func windowStore(t *testing.T, open Open) {
 	if lay := m.Config.Layout(true); m.Config.SlidingWindow != win || lay.Tables != 1 || lay.Slots != 1 {
 		t.Fatalf("synth's gpt-oss: window %d, layout %+v", m.Config.SlidingWindow, lay)
 	}
-	all := start(t, open, m, backend.Options{NumBlocks: 13, BlockSize: bs})
-	split := start(t, open, m, backend.Options{NumBlocks: 32, BlockSize: bs, Windowed: true})
+	all := start(t, open, m, backend.Options{NumBlocks: 13, BlockSize: bs, KV: kv})
+	split := start(t, open, m, backend.Options{NumBlocks: 32, BlockSize: bs, Windowed: true, KV: kv})
 	toks := make([]int, 208)
 	for i := range toks {
 		toks[i] = 1 + (i*37+i*i)%299

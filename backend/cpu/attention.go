@@ -42,7 +42,9 @@ func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	kc, vc := b.k[l], b.v[l]
 	quadF16 := b.kern.attn4 != nil && kc.f16 != nil && vc.f16 != nil && b.c.HeadDim%64 == 0
 	quadQ := b.kern.vnni && kc.q != nil && b.blockSize%16 == 0
-	quad := (quadF16 || quadQ) && !b.c.Sliding(l) && !b.c.NonCausal
+	// On a sliding layer four() needs the last query's window to start by
+	// the first query's position: a window of four at least (seen).
+	quad := (quadF16 || quadQ) && (!b.c.Sliding(l) || b.c.SlidingWindow >= 4) && !b.c.NonCausal
 	j.groups = j.groups[:0]
 	for t := 0; t < n; {
 		j.groups = append(j.groups, int32(t))
@@ -205,24 +207,27 @@ func (j *attnJob) softmax(live []float32, scale float32, h int) float32 {
 }
 
 // four is attention for query head h of tokens t0..t0+3, at positions
-// p0..p0+3 of one sequence (F16 K and V, no sliding window), through the
-// family's four-query kernels (kernels.attn4). The positions all
-// four see go through the four-query kernels; each query's last 0-3 go
-// through the one-query kernels. Either way a pair's score and an output's
-// terms are computed, in order, as one() computes them.
+// p0..p0+3 of one sequence (F16 K and V), through the family's four-query
+// kernels (kernels.attn4). The positions all four see go through the
+// four-query kernels; each query's last 0-3 go through the one-query
+// kernels, and so do, on a sliding layer, the whole blocks a query sees
+// before the last query's window starts. Either way a pair's score and an
+// output's terms are computed, in order, as one() computes them.
 func (j *attnJob) four(share, t0, h int) {
 	b, c := j.b, j.b.c
 	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
 	span := bs * hd
 	p0, blocks, stride, buf := j.quad(share, t0)
+	lo := j.seen(p0)
+	first, common := lo[0]/bs, lo[3]/bs // the first query's first block, the last's
 	kc, vc, k4 := b.k[j.l], b.v[j.l], b.kern.attn4
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
 	row := func(p int) int { return at(p/bs) + p%bs*hd } // position p's K or V row
 	q := b.q[t0*qd+h*hd:]
-	for bi := 0; bi < min(ahead, len(blocks)); bi++ {
+	for bi := first; bi < min(first+ahead, len(blocks)); bi++ {
 		kc.prefetch(at(bi), span)
 	}
-	for bi, pb := 0, 0; pb <= p0; bi, pb = bi+1, pb+bs {
+	for bi, pb := first, first*bs; pb <= p0; bi, pb = bi+1, pb+bs {
 		if bi+ahead < len(blocks) {
 			kc.prefetch(at(bi+ahead), span)
 		}
@@ -233,19 +238,25 @@ func (j *attnJob) four(share, t0, h int) {
 			kc.dots(q[i*qd:i*qd+hd], nil, row(p), hd, 1, buf[i*stride+p:])
 		}
 	}
-	for bi := 0; bi < min(ahead, len(blocks)); bi++ {
+	for bi := first; bi < min(first+ahead, len(blocks)); bi++ {
 		vc.prefetch(at(bi), span)
 	}
 	var sums [4]float32
 	scale := b.attnScale()
 	for i := range 4 {
-		sums[i] = j.softmax(buf[i*stride:i*stride+p0+i+1], scale, h)
+		r := buf[i*stride : i*stride+p0+i+1]
+		sums[i] = j.softmax(r[lo[i]:], scale, h)
+		clear(r[lo[i]/bs*bs : lo[i]])
 	}
 	att := b.att[t0*qd+h*hd:]
 	for i := range 4 {
-		clear(att[i*qd : i*qd+hd])
+		out := att[i*qd : i*qd+hd]
+		clear(out)
+		for bi := lo[i] / bs; bi < common; bi++ {
+			vc.accum(buf[i*stride+bi*bs:i*stride+(bi+1)*bs], at(bi), hd, out, nil)
+		}
 	}
-	for bi, pb := 0, 0; pb <= p0; bi, pb = bi+1, pb+bs {
+	for bi, pb := common, common*bs; pb <= p0; bi, pb = bi+1, pb+bs {
 		if bi+ahead < len(blocks) {
 			vc.prefetch(at(bi+ahead), span)
 		}
@@ -261,6 +272,17 @@ func (j *attnJob) four(share, t0, h int) {
 			out[k] *= inv
 		}
 	}
+}
+
+// seen is each of four queries' first visible position, from p0 on: its
+// window's first on a sliding layer (as one() takes it), else 0.
+func (j *attnJob) seen(p0 int) (lo [4]int) {
+	if c := j.b.c; c.Sliding(j.l) {
+		for i := range lo {
+			lo[i] = max(0, p0+i-c.SlidingWindow+1)
+		}
+	}
+	return lo
 }
 
 // quad is a run of four queries' setting: the first one's position, the

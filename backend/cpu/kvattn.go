@@ -5,11 +5,14 @@ package cpu
 // (the rows are loaded and widened once for the four), and V is summed per
 // query as one() sums it. A row's score is its blocks' integer sums scaled
 // in block order whichever tokens share the call, so each query gets the
-// bits one() gives it.
+// bits one() gives it. On a sliding layer each query's scores and V start
+// at its own window, as one()'s do.
 func (j *attnJob) fourQ(share, t0, h int) {
 	b, c := j.b, j.b.c
 	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
 	p0, blocks, stride, buf := j.quad(share, t0)
+	lo := j.seen(p0)
+	first := lo[0] / bs
 	kc, vc := b.k[j.l], b.v[j.l]
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
 	x := j.q4[share][:4*hd]
@@ -23,7 +26,7 @@ func (j *attnJob) fourQ(share, t0, h int) {
 	rb := nb * kc.bb
 	var acc [48 * 4]float32
 	var res [16 * 4]float32
-	for bi, pb := 0, 0; pb <= p0+3; bi, pb = bi+1, pb+bs {
+	for bi, pb := first, first*bs; pb <= p0+3; bi, pb = bi+1, pb+bs {
 		if bi+ahead < len(blocks) {
 			kc.prefetch(at(bi+ahead), bs*hd)
 		}
@@ -40,10 +43,12 @@ func (j *attnJob) fourQ(share, t0, h int) {
 	scale := b.attnScale()
 	for i := range 4 {
 		pos := p0 + i
-		sum := j.softmax(buf[i*stride:i*stride+pos+1], scale, h)
+		r, b0 := buf[i*stride:i*stride+pos+1], lo[i]/bs
+		sum := j.softmax(r[lo[i]:], scale, h)
+		clear(r[b0*bs : lo[i]])
 		out := b.att[(t0+i)*qd+h*hd : (t0+i)*qd+(h+1)*hd]
 		clear(out)
-		for bi, pb := 0, 0; pb <= pos; bi, pb = bi+1, pb+bs {
+		for bi, pb := b0, b0*bs; pb <= pos; bi, pb = bi+1, pb+bs {
 			vc.accum(buf[i*stride+pb:i*stride+min(pb+bs, pos+1)], at(bi), hd, out, j.vbuf[share])
 		}
 		inv := 1 / sum
