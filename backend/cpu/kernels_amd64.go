@@ -104,6 +104,11 @@ func expSumAVX2(x *float32, n int, sub, scale float32, c *float32) float32
 //go:noescape
 func swigluAVX2(h, h2 *float32, n int, c *float32)
 
+// siluAVX2 is swigluAVX2's gate alone: h[i] = silu(h[i]).
+//
+//go:noescape
+func siluAVX2(h *float32, n int, c *float32)
+
 //go:noescape
 func dot4rQ8F32AVX512(w *byte, wstride int, x *float32, nblocks int, out *float32)
 

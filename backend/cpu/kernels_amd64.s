@@ -325,9 +325,18 @@ deq_done:
 	VZEROUPPER
 	RET
 
+// SILU_Y5 sets Y5 = silu(Y5) = Y5/(1+exp(-Y5)) with EXP_Y0 (its argument
+// also clamped above, at 88): c at R8, Y15 zero.
+#define SILU_Y5 \
+	VSUBPS Y5, Y15, Y0 \
+	VMINPS 384(R8), Y0, Y0 \
+	VMAXPS 320(R8), Y0, Y0 \
+	EXP_Y0(R8) \
+	VADDPS 288(R8), Y2, Y2 \
+	VDIVPS Y2, Y5, Y5
+
 // func swigluAVX2(h, h2 *float32, n int, c *float32)
-// h[i] = silu(h[i]) * h2[i] = h/(1+exp(-h)) * h2, for i < n (a multiple of
-// 8), with EXP_Y0 (its argument also clamped above, at 88).
+// h[i] = silu(h[i]) * h2[i], for i < n (a multiple of 8): SILU_Y5.
 TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
 	MOVQ h+0(FP), DI
 	MOVQ h2+8(FP), SI
@@ -339,12 +348,7 @@ TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
 
 swiglu_loop:
 	VMOVUPS (DI), Y5
-	VSUBPS Y5, Y15, Y0
-	VMINPS 384(R8), Y0, Y0
-	VMAXPS 320(R8), Y0, Y0
-	EXP_Y0(R8)
-	VADDPS 288(R8), Y2, Y2
-	VDIVPS Y2, Y5, Y5
+	SILU_Y5
 	VMULPS (SI), Y5, Y5
 	VMOVUPS Y5, (DI)
 	ADDQ $32, DI
@@ -353,6 +357,28 @@ swiglu_loop:
 	JNZ  swiglu_loop
 
 swiglu_done:
+	VZEROUPPER
+	RET
+
+// func siluAVX2(h *float32, n int, c *float32)
+// h[i] = silu(h[i]) for i < n (a multiple of 8): SILU_Y5.
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ h+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ c+16(FP), R8
+	VXORPS Y15, Y15, Y15
+	SHRQ $3, CX
+	JZ   silu_done
+
+silu_loop:
+	VMOVUPS (DI), Y5
+	SILU_Y5
+	VMOVUPS Y5, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  silu_loop
+
+silu_done:
 	VZEROUPPER
 	RET
 

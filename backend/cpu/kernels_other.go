@@ -58,6 +58,7 @@ func dot4Q8F32AVX512(w *byte, x *float32, xstride, nblocks int, out *float32) {
 }
 func expSumAVX2(x *float32, n int, sub, scale float32, c *float32) float32 { panic("no simd") }
 func swigluAVX2(h, h2 *float32, n int, c *float32)                         { panic("no simd") }
+func siluAVX2(h *float32, n int, c *float32)                               { panic("no simd") }
 func dot4rQ8F32AVX512(w *byte, wstride int, x *float32, nblocks int, out *float32) {
 	panic("no simd")
 }
