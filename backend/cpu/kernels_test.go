@@ -207,8 +207,8 @@ func TestExpSum(t *testing.T) {
 	}
 }
 
-// TestSwiGLU: the SIMD gate matches silu(h)*h2 to 1e-6 relative, over
-// arguments that saturate both ways.
+// TestSwiGLU: the SIMD gate matches silu(h)*h2 (and siluAVX2 silu(h)) to
+// 1e-6 relative, over arguments that saturate both ways.
 func TestSwiGLU(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no SIMD kernels on this CPU")
@@ -222,10 +222,15 @@ func TestSwiGLU(t *testing.T) {
 	h2 := randVec(rng, len(h))
 	got := append([]float32(nil), h...)
 	swigluAVX2(&got[0], &h2[0], len(h)&^7, &expConsts[0][0])
+	gate := append([]float32(nil), h...)
+	siluAVX2(&gate[0], len(h)&^7, &expConsts[0][0])
 	for i := range len(h) &^ 7 {
 		want := silu(h[i]) * h2[i]
 		if d := math.Abs(float64(got[i] - want)); d > 1e-6*math.Max(1, math.Abs(float64(want))) {
 			t.Fatalf("swiglu(%g, %g) = %g, want %g", h[i], h2[i], got[i], want)
+		}
+		if d := math.Abs(float64(gate[i] - silu(h[i]))); d > 1e-6*math.Max(1, math.Abs(float64(silu(h[i])))) {
+			t.Fatalf("silu(%g) = %g, want %g", h[i], gate[i], silu(h[i]))
 		}
 	}
 }
