@@ -44,10 +44,37 @@ func TestHybridSynthMatchesLlamaCppLive(t *testing.T) {
 	}
 }
 
+// TestHybridChunksMatchOneByOne: a Gated DeltaNet hybrid's prompt
+// prefilled in chunks of 3 to 24 tokens gives the logits it gives fed one
+// token at a time, bit for bit (slidingLogits: attention_test.go).
+func TestHybridChunksMatchOneByOne(t *testing.T) {
+	path, _ := synth.WriteFile(t, synth.Options{Arch: "qwen35", Dim: 256, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 64,
+		FFN: 256, Vocab: 512, Context: 512, DType: quant.F32, Seed: 23, Std: 0.08, SSM: synth.SSMOptions{State: 32, Groups: 2, VHeads: 4}})
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prompt := make([]int, 41)
+	for i := range prompt {
+		prompt[i] = 3 + (i*37+11)%500
+	}
+	opts := backend.Options{NumBlocks: 4, BlockSize: 16, KV: backend.SameKV(quant.F16)}
+	table := []int{2, 0, 3}
+	chunks := slidingLogits(t, m, opts, prompt, table, func(pos int) int { return max(3, pos) })
+	ones := slidingLogits(t, m, opts, prompt, table, func(int) int { return 1 })
+	for i := range chunks {
+		if math.Float32bits(chunks[i]) != math.Float32bits(ones[i]) {
+			t.Fatalf("logit %d: %v prefilled in chunks, %v one token at a time", i, chunks[i], ones[i])
+		}
+	}
+}
+
 // TestRollingSnapshots: a sequence that passes block after block keeps one
 // rolling state (each replacing the last, its buffers reused) beside its
 // kept ones, and another sequence restored from the latest computes what
-// the first computes from there.
+// the first computes from there; one restored from the state kept within
+// the first's prompt computes the prompt's last logits again.
 func TestRollingSnapshots(t *testing.T) {
 	m, err := model.Load(filepath.Join(testmodels.Dir(t), "arch2", "tiny-qwen35.gguf"), model.LoadOptions{})
 	if err != nil {
@@ -73,7 +100,15 @@ func TestRollingSnapshots(t *testing.T) {
 		}
 		return append([]float32(nil), out[0]...)
 	}
-	step(backend.SeqInput{Tokens: toks[:20], Blocks: blocks, Logits: true, Seq: 1, Snapshots: []backend.StateKey{{At: 16, Key: key(16)}}})
+	first := step(backend.SeqInput{Tokens: toks[:20], Blocks: blocks, Logits: true, Seq: 1, Snapshots: []backend.StateKey{{At: 16, Key: key(16)}}})
+	// The state kept within that prompt, at 16, gives its last logits again.
+	k16 := key(16)
+	again := step(backend.SeqInput{Tokens: toks[16:20], Pos: 16, Blocks: []int{0, 5}, Logits: true, Seq: 3, Restore: &k16})
+	for i := range first {
+		if math.Float32bits(first[i]) != math.Float32bits(again[i]) {
+			t.Fatalf("logit %d: %g through the prompt, %g resumed at 16", i, first[i], again[i])
+		}
+	}
 	var last []float32
 	for p := 20; p < 70; p++ {
 		in := backend.SeqInput{Tokens: toks[p : p+1], Pos: p, Blocks: blocks, Logits: true, Seq: 1}
