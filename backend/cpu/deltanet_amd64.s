@@ -2,11 +2,14 @@
 
 #include "textflag.h"
 
-// func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o *float32)
+// func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o, next *float32)
 // The gated delta rule's update of one head's state, ggml's layout (row j
 // holds S[.][j]), and its output, in one pass over the rows:
 // row_j = decay*row_j + d[j]*k, then o[j] = row_j . q. s is a multiple of 8.
-TEXT ·deltaUpdateAVX2(SB), NOSPLIT, $0-56
+// Meanwhile the s*s floats at next (the next head's state, whose first
+// pass would otherwise wait on memory) are fetched into L2, a line for
+// each two vectors of m.
+TEXT ·deltaUpdateAVX2(SB), NOSPLIT, $0-64
 	MOVQ         m+0(FP), SI
 	MOVQ         s+8(FP), CX
 	MOVQ         k+16(FP), R8
@@ -14,6 +17,8 @@ TEXT ·deltaUpdateAVX2(SB), NOSPLIT, $0-56
 	VBROADCASTSS decay+32(FP), Y15
 	MOVQ         d+40(FP), R10
 	MOVQ         o+48(FP), DX
+	MOVQ         next+56(FP), R12
+	SUBQ         SI, R12
 	MOVQ         CX, BX
 	SHLQ         $2, BX
 	MOVQ         CX, R11
@@ -25,6 +30,8 @@ delta_row:
 	XORQ         AX, AX
 
 delta_col:
+	LEAQ        (SI)(AX*1), R13
+	PREFETCHT1  (R13)(R12*1)
 	VMULPS      (SI)(AX*1), Y15, Y1
 	VFMADD231PS (R8)(AX*1), Y14, Y1
 	VMOVUPS     Y1, (SI)(AX*1)

@@ -164,7 +164,7 @@ func dot1BF16AVX2(w *uint16, x *float32, n int) float32
 // output (deltanet.go; deltanet_amd64.s).
 //
 //go:noescape
-func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o *float32)
+func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o, next *float32)
 
 //go:noescape
 func ropeNeoXAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)

@@ -87,7 +87,7 @@ func q3kAVX2(qs, hm *byte, dl *float32, y *float32)       { panic("no simd") }
 func dot1BF16AVX512(w *uint16, x *float32, n int) float32 { panic("no simd") }
 func dot1BF16AVX2(w *uint16, x *float32, n int) float32   { panic("no simd") }
 
-func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o *float32) {
+func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o, next *float32) {
 	panic("no simd")
 }
 func quantizeQ80AVX2(x *float32, nb int, qs *int8, d *float32, sums, nsum *int32) {
