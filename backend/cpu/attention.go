@@ -23,6 +23,7 @@ type attnJob struct {
 	// groups[g] is the first token of query group g (groups[g+1] ends it):
 	// four consecutive positions of one sequence, or a single token.
 	groups []int32
+	heads4 bool // a single token's query heads go four at a time (heads)
 }
 
 // attention computes, for every token and query head, softmax(q.K/sqrt(d)) V
@@ -45,6 +46,7 @@ func (b *Backend) attention(l int, batch *backend.Batch, n int) {
 	// On a sliding layer four() needs the last query's window to start by
 	// the first query's position: a window of four at least (seen).
 	quad := (quadF16 || quadQ) && (!b.c.Sliding(l) || b.c.SlidingWindow >= 4) && !b.c.NonCausal
+	j.heads4 = quadF16 && (b.c.Heads/b.c.KVHeads)%4 == 0 && !b.c.NonCausal
 	j.groups = j.groups[:0]
 	for t := 0; t < n; {
 		j.groups = append(j.groups, int32(t))
@@ -76,6 +78,12 @@ func (j *attnJob) do(share, lo, hi int) {
 				j.fourQ(share, t0, h)
 			} else {
 				j.four(share, t0, h)
+			}
+			continue
+		}
+		if t1-t0 == 1 && j.heads4 {
+			if h%4 == 0 { // heads h+1..h+3 are this unit's too
+				j.heads(share, t0, h)
 			}
 			continue
 		}
@@ -270,6 +278,63 @@ func (j *attnJob) four(share, t0, h int) {
 		inv := 1 / sums[i]
 		for k := range out {
 			out[k] *= inv
+		}
+	}
+}
+
+// heads is attention for query heads h0..h0+3 of token t, which share a
+// KV head (F16 K and V, four or more query heads to a KV head), through
+// the family's four-query kernels: each K and V row is read once for the
+// four, where one() reads it once a head, and each head gets one()'s bits.
+func (j *attnJob) heads(share, t, h0 int) {
+	b, c := j.b, j.b.c
+	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
+	span := bs * hd
+	pos, lo := b.tokPos[t], 0
+	if c.Sliding(j.l) && pos >= c.SlidingWindow {
+		lo = pos - c.SlidingWindow + 1
+	}
+	b0 := lo / bs
+	blocks := b.table(&j.batch.Seqs[b.tokSeq[t]], j.l)[:pos/bs+1]
+	stride := pos + 1
+	if cap(j.scores4[share]) < 4*stride {
+		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, c.Context+4))
+	}
+	buf := j.scores4[share][:4*stride]
+	kc, vc, k4 := b.k[j.l], b.v[j.l], b.kern.attn4
+	at := func(bi int) int { return b.kvAt(blocks[bi], h0/(c.Heads/c.KVHeads), 0) }
+	q := b.q[t*qd+h0*hd:]
+	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+		kc.prefetch(at(bi), span)
+	}
+	for bi, pb := b0, b0*bs; pb <= pos; bi, pb = bi+1, pb+bs {
+		if bi+ahead < len(blocks) {
+			kc.prefetch(at(bi+ahead), span)
+		}
+		k4.dots(&q[0], hd, &kc.f16[at(bi)], hd, hd, min(bs, pos+1-pb), &buf[pb], stride)
+	}
+	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+		vc.prefetch(at(bi), span)
+	}
+	var sums [4]float32
+	scale := b.attnScale()
+	for i := range 4 {
+		r := buf[i*stride : (i+1)*stride]
+		sums[i] = j.softmax(r[lo:], scale, h0+i)
+		clear(r[b0*bs : lo])
+	}
+	att := b.att[t*qd+h0*hd : t*qd+(h0+4)*hd]
+	clear(att)
+	for bi, pb := b0, b0*bs; pb <= pos; bi, pb = bi+1, pb+bs {
+		if bi+ahead < len(blocks) {
+			vc.prefetch(at(bi+ahead), span)
+		}
+		k4.accum(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, pos+1-pb), &att[0], hd)
+	}
+	for i := range 4 {
+		inv := 1 / sums[i]
+		for k := i * hd; k < (i+1)*hd; k++ {
+			att[k] *= inv
 		}
 	}
 }

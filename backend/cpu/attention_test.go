@@ -11,22 +11,28 @@ import (
 	"github.com/batchd/batchd/testing/synth"
 )
 
-// TestSlidingFourQueriesMatchOne: on sliding layers, runs of four prompt
-// tokens take the four-query kernels, each query from its own window's
-// first position (F16 K and V; a q8_0 K with VNNI), and give the logits
-// that the same prompt fed three tokens at a time (the one-query path)
+// TestFourQueryPathsMatchOne: runs of four prompt tokens take the
+// four-query kernels, on sliding layers each query from its own window's
+// first position (F16 K and V; a q8_0 K with VNNI), and a single token's
+// query heads go four at a time where four or more share a KV head (F16);
+// either gives the logits that the same prompt fed three tokens at a time
 // gives, bit for bit: gemma3's window of 21 (the four windows' starts
 // cross block edges of 16) and of 2 (too narrow for four queries: one()
-// takes them), and gpt-oss's of 128 with its sinks, on prompts shorter
-// and longer than the window.
-func TestSlidingFourQueriesMatchOne(t *testing.T) {
+// takes them), with two and four query heads to a KV head, gpt-oss's
+// window of 128 with its sinks and four heads to a KV head, and a llama
+// with four, on prompts shorter and longer than the windows.
+func TestFourQueryPathsMatchOne(t *testing.T) {
 	files := []synth.Options{
 		{Arch: "gemma3", Dim: 128, Layers: 6, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 128, Vocab: 300,
 			Context: 256, DType: quant.F32, Seed: 7, Std: 0.05, Gemma: synth.GemmaOptions{Window: 21}},
+		{Arch: "gemma3", Dim: 128, Layers: 6, Heads: 4, KVHeads: 1, HeadDim: 64, FFN: 128, Vocab: 300,
+			Context: 256, DType: quant.F32, Seed: 9, Std: 0.05, Gemma: synth.GemmaOptions{Window: 21}},
 		{Arch: "gemma3", Dim: 128, Layers: 6, Heads: 2, KVHeads: 1, HeadDim: 64, FFN: 128, Vocab: 300,
 			Context: 256, DType: quant.F32, Seed: 8, Std: 0.05, Gemma: synth.GemmaOptions{Window: 2}},
-		{Arch: "gpt-oss", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 64, Vocab: 300,
+		{Arch: "gpt-oss", Dim: 64, Layers: 2, Heads: 8, KVHeads: 2, HeadDim: 64, FFN: 64, Vocab: 300,
 			Context: 256, DType: quant.F32, Seed: 21, Std: 0.08, Experts: 4, ExpertsUsed: 2, ExpertFFN: 32},
+		{Dim: 128, Layers: 2, Heads: 8, KVHeads: 2, HeadDim: 64, FFN: 128, Vocab: 300,
+			Context: 256, DType: quant.F32, Seed: 11, Std: 0.05},
 	}
 	const bs = 16
 	for _, o := range files {
@@ -35,12 +41,12 @@ func TestSlidingFourQueriesMatchOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !m.Config.Sliding(0) {
-			t.Fatalf("%s: layer 0 does not slide", o.Arch)
+		if (o.Arch == "") == m.Config.Sliding(0) {
+			t.Fatalf("%s: layer 0 slides: %v", o.Arch, m.Config.Sliding(0))
 		}
 		for _, kv := range []backend.KVTypes{backend.SameKV(quant.F16), {K: quant.Q8_0, V: quant.F16}} {
 			for _, n := range []int{19, 50, 173} {
-				t.Run(fmt.Sprintf("%s-window%d/%s/%d", o.Arch, m.Config.SlidingWindow, kv, n), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s-window%d-heads%d/%s/%d", o.Arch, m.Config.SlidingWindow, o.Heads/o.KVHeads, kv, n), func(t *testing.T) {
 					prompt := make([]int, n)
 					for i := range prompt {
 						prompt[i] = 1 + (i*37+i*i)%299
