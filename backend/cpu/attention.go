@@ -224,30 +224,18 @@ func (j *attnJob) softmax(live []float32, scale float32, h int) float32 {
 func (j *attnJob) four(share, t0, h int) {
 	b, c := j.b, j.b.c
 	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
-	span := bs * hd
 	p0, blocks, stride, buf := j.quad(share, t0)
 	lo := j.seen(p0)
 	first, common := lo[0]/bs, lo[3]/bs // the first query's first block, the last's
-	kc, vc, k4 := b.k[j.l], b.v[j.l], b.kern.attn4
+	kc, vc := b.k[j.l], b.v[j.l]
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/(c.Heads/c.KVHeads), 0) }
 	row := func(p int) int { return at(p/bs) + p%bs*hd } // position p's K or V row
 	q := b.q[t0*qd+h*hd:]
-	for bi := first; bi < min(first+ahead, len(blocks)); bi++ {
-		kc.prefetch(at(bi), span)
-	}
-	for bi, pb := first, first*bs; pb <= p0; bi, pb = bi+1, pb+bs {
-		if bi+ahead < len(blocks) {
-			kc.prefetch(at(bi+ahead), span)
-		}
-		k4.dots(&q[0], qd, &kc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &buf[pb], stride)
-	}
+	j.dots4(q, qd, at, len(blocks), first, p0, buf, stride)
 	for i := 1; i < 4; i++ {
 		for p := p0 + 1; p <= p0+i; p++ {
 			kc.dots(q[i*qd:i*qd+hd], nil, row(p), hd, 1, buf[i*stride+p:])
 		}
-	}
-	for bi := first; bi < min(first+ahead, len(blocks)); bi++ {
-		vc.prefetch(at(bi), span)
 	}
 	var sums [4]float32
 	scale := b.attnScale()
@@ -264,12 +252,7 @@ func (j *attnJob) four(share, t0, h int) {
 			vc.accum(buf[i*stride+bi*bs:i*stride+(bi+1)*bs], at(bi), hd, out, nil)
 		}
 	}
-	for bi, pb := common, common*bs; pb <= p0; bi, pb = bi+1, pb+bs {
-		if bi+ahead < len(blocks) {
-			vc.prefetch(at(bi+ahead), span)
-		}
-		k4.accum(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, p0+1-pb), &att[0], qd)
-	}
+	j.accum4(buf, stride, at, len(blocks), common, p0, att, qd)
 	for i := range 4 {
 		out := att[i*qd : i*qd+hd]
 		for p := p0 + 1; p <= p0+i; p++ {
@@ -289,7 +272,6 @@ func (j *attnJob) four(share, t0, h int) {
 func (j *attnJob) heads(share, t, h0 int) {
 	b, c := j.b, j.b.c
 	hd, bs, qd := c.HeadDim, b.blockSize, c.QDim()
-	span := bs * hd
 	pos, lo := b.tokPos[t], 0
 	if c.Sliding(j.l) && pos >= c.SlidingWindow {
 		lo = pos - c.SlidingWindow + 1
@@ -297,25 +279,9 @@ func (j *attnJob) heads(share, t, h0 int) {
 	b0 := lo / bs
 	blocks := b.table(&j.batch.Seqs[b.tokSeq[t]], j.l)[:pos/bs+1]
 	stride := pos + 1
-	if cap(j.scores4[share]) < 4*stride {
-		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, c.Context+4))
-	}
-	buf := j.scores4[share][:4*stride]
-	kc, vc, k4 := b.k[j.l], b.v[j.l], b.kern.attn4
+	buf := j.rows4(share, stride)
 	at := func(bi int) int { return b.kvAt(blocks[bi], h0/(c.Heads/c.KVHeads), 0) }
-	q := b.q[t*qd+h0*hd:]
-	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
-		kc.prefetch(at(bi), span)
-	}
-	for bi, pb := b0, b0*bs; pb <= pos; bi, pb = bi+1, pb+bs {
-		if bi+ahead < len(blocks) {
-			kc.prefetch(at(bi+ahead), span)
-		}
-		k4.dots(&q[0], hd, &kc.f16[at(bi)], hd, hd, min(bs, pos+1-pb), &buf[pb], stride)
-	}
-	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
-		vc.prefetch(at(bi), span)
-	}
+	j.dots4(b.q[t*qd+h0*hd:], hd, at, len(blocks), b0, pos, buf, stride)
 	var sums [4]float32
 	scale := b.attnScale()
 	for i := range 4 {
@@ -325,12 +291,7 @@ func (j *attnJob) heads(share, t, h0 int) {
 	}
 	att := b.att[t*qd+h0*hd : t*qd+(h0+4)*hd]
 	clear(att)
-	for bi, pb := b0, b0*bs; pb <= pos; bi, pb = bi+1, pb+bs {
-		if bi+ahead < len(blocks) {
-			vc.prefetch(at(bi+ahead), span)
-		}
-		k4.accum(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, pos+1-pb), &att[0], hd)
-	}
+	j.accum4(buf, stride, at, len(blocks), b0, pos, att, hd)
 	for i := range 4 {
 		inv := 1 / sums[i]
 		for k := i * hd; k < (i+1)*hd; k++ {
@@ -357,10 +318,52 @@ func (j *attnJob) quad(share, t0 int) (p0 int, blocks []int, stride int, buf []f
 	p0 = b.tokPos[t0]
 	blocks = b.table(&j.batch.Seqs[b.tokSeq[t0]], j.l)[:(p0+3)/b.blockSize+1]
 	stride = p0 + 4
+	return p0, blocks, stride, j.rows4(share, stride)
+}
+
+// rows4 is the share's four score rows, stride apart.
+func (j *attnJob) rows4(share, stride int) []float32 {
 	if cap(j.scores4[share]) < 4*stride {
-		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, b.c.Context+4))
+		j.scores4[share] = make([]float32, 4*stride, 4*max(stride, j.b.c.Context+4))
 	}
-	return p0, blocks, stride, j.scores4[share][:4*stride]
+	return j.scores4[share][:4*stride]
+}
+
+// dots4 sets four queries' scores (q, rows qstride apart) against the
+// F16 K of the positions from block first through last (rows of buf,
+// stride apart), the blocks at at(0..n-1), prefetched ahead; then it
+// fetches the first V blocks.
+func (j *attnJob) dots4(q []float32, qstride int, at func(int) int, n, first, last int, buf []float32, stride int) {
+	b := j.b
+	hd, bs := b.c.HeadDim, b.blockSize
+	kc, vc := b.k[j.l], b.v[j.l]
+	for bi := first; bi < min(first+ahead, n); bi++ {
+		kc.prefetch(at(bi), bs*hd)
+	}
+	for bi, pb := first, first*bs; pb <= last; bi, pb = bi+1, pb+bs {
+		if bi+ahead < n {
+			kc.prefetch(at(bi+ahead), bs*hd)
+		}
+		b.kern.attn4.dots(&q[0], qstride, &kc.f16[at(bi)], hd, hd, min(bs, last+1-pb), &buf[pb], stride)
+	}
+	for bi := first; bi < min(first+ahead, n); bi++ {
+		vc.prefetch(at(bi), bs*hd)
+	}
+}
+
+// accum4 adds four queries' V terms (their probabilities in buf's rows)
+// for the positions from block first through last into out's rows,
+// ostride apart.
+func (j *attnJob) accum4(buf []float32, stride int, at func(int) int, n, first, last int, out []float32, ostride int) {
+	b := j.b
+	hd, bs := b.c.HeadDim, b.blockSize
+	vc := b.v[j.l]
+	for bi, pb := first, first*bs; pb <= last; bi, pb = bi+1, pb+bs {
+		if bi+ahead < n {
+			vc.prefetch(at(bi+ahead), bs*hd)
+		}
+		b.kern.attn4.accum(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, last+1-pb), &out[0], ostride)
+	}
 }
 
 // expConsts are the constants of EXP_Y0 (exp_amd64.h), each repeated across a vector:
