@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -24,8 +25,15 @@ type Ref struct {
 	in     io.WriteCloser
 	out    *bufio.Reader
 	mu     sync.Mutex
+	wait   sync.Once
+	waited error  // the process's exit, once waited for
 	System string // llama.cpp's system info: the CPU features its ggml variant uses
 }
+
+// ErrExited: the llama.cpp process ended (a crash inside ggml, or killed)
+// before it answered. The error wrapping it says how the process ended;
+// the Ref is dead, so start another to go on.
+var ErrExited = errors.New("llama.cpp exited")
 
 // Options start a Ref.
 type Options struct {
@@ -69,11 +77,24 @@ func Start(in *Install, o Options) (*Ref, error) {
 // Close stops the process.
 func (r *Ref) Close() error {
 	_ = r.in.Close()
-	return r.cmd.Wait()
+	return r.exit()
+}
+
+// exit waits for the process once and returns how it ended.
+func (r *Ref) exit() error {
+	r.wait.Do(func() { r.waited = r.cmd.Wait() })
+	return r.waited
 }
 
 func (r *Ref) read(v any) error {
 	line, err := r.out.ReadBytes('\n')
+	if errors.Is(err, io.EOF) {
+		how := r.exit()
+		if how == nil {
+			how = errors.New("exit status 0")
+		}
+		return fmt.Errorf("%w (%v)", ErrExited, how)
+	}
 	if err != nil {
 		return err
 	}
@@ -115,6 +136,9 @@ func (r *Ref) call(v any, op string, args ...any) error {
 	}
 	b.WriteByte('\n')
 	if _, err := io.WriteString(r.in, b.String()); err != nil {
+		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
+			return fmt.Errorf("%w (%v)", ErrExited, r.exit())
+		}
 		return err
 	}
 	return r.read(v)

@@ -1,8 +1,10 @@
 package llamacpp
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/batchd/batchd/testing/testmodels"
@@ -33,5 +35,29 @@ func TestReference(t *testing.T) {
 	g, err := r.SchemaGBNF([]byte(`{"type": "integer"}`))
 	if err != nil || !strings.Contains(g, "root ::=") {
 		t.Fatalf("schema: %q %v", g, err)
+	}
+}
+
+// TestReferenceCrashIsTyped: when the process dies under a call (ggml
+// crashing, as v0.5.0's AMX matmul does on some shapes), the call returns
+// ErrExited saying how it ended, the next call too, and Close reports the
+// same exit rather than failing to wait twice.
+func TestReferenceCrashIsTyped(t *testing.T) {
+	r, err := Start(Installed(t), Options{})
+	if err != nil {
+		t.Skipf("llama.cpp %s: %v", Release, err)
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGSEGV); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(testmodels.Dir(t), "arch", "tiny-llama3.gguf")
+	for range 2 {
+		_, err := r.LoadModel(path, false)
+		if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "segmentation fault") {
+			t.Fatalf("call after the process died: %v", err)
+		}
+	}
+	if err := r.Close(); err == nil || !strings.Contains(err.Error(), "segmentation fault") {
+		t.Fatalf("close: %v", err)
 	}
 }

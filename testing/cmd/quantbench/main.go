@@ -27,8 +27,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +108,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer ref.Close()
+	defer func() { _ = ref.Close() }()
 	fmt.Printf("llama.cpp %s (%s, commit %s), CPU build: %s\n\n", llamacpp.Release, llamacpp.Package, llamacpp.Commit,
 		strings.TrimSpace(ref.System))
 	var bs []int
@@ -123,7 +125,7 @@ func run() error {
 	if *files != "" {
 		list = strings.Split(*files, ",")
 	}
-	var roofs []string
+	var roofs, crashes []string
 	for _, f := range list {
 		file := f
 		if *files != "" {
@@ -159,7 +161,15 @@ func run() error {
 			}
 			for range *rounds {
 				llcp, err := llamaCpp(ref, file, *threads, bs, kv, *kvCtx)
-				if err != nil {
+				if errors.Is(err, llamacpp.ErrExited) {
+					// v0.5.0's AMX matmul segfaults on some files from 24
+					// sequences: keep batchd's figures, say so, go on.
+					crashes = append(crashes, fmt.Sprintf("%s: %v", label, err))
+					_ = ref.Close()
+					if ref, err = llamacpp.Start(in, o); err != nil {
+						return err
+					}
+				} else if err != nil {
 					return err
 				}
 				for mi, mode := range modes {
@@ -182,6 +192,10 @@ func run() error {
 					var rs []float64
 					for j := range m.batchd {
 						r := m.batchd[j] / m.llcp[j]
+						if math.IsNaN(r) {
+							ratios = append(ratios, "n/a")
+							continue
+						}
 						rs = append(rs, r)
 						ratios = append(ratios, fmt.Sprintf("x%.2f", r))
 					}
@@ -189,11 +203,14 @@ func run() error {
 					if len(m.touched) > 0 {
 						touched = fmt.Sprintf("%.1f of %d", median(m.touched), roof[mi].experts)
 					}
-					fmt.Printf("| %s | %s | %s | %.0f | %.0f | %s | x%.2f | %s |\n", label, m.name, mode, median(m.llcp), median(m.batchd),
-						strings.Join(ratios, " "), median(rs), touched)
+					fmt.Printf("| %s | %s | %s | %s | %.0f | %s | %s | %s |\n", label, m.name, mode, num("%.0f", median(m.llcp)), median(m.batchd),
+						strings.Join(ratios, " "), num("x%.2f", median(rs)), touched)
 				}
 			}
 			for mi, mode := range modes {
+				if !slices.Contains(bs, 1) {
+					break // no batch-1 decode, no roofline to report
+				}
 				r := roof[mi]
 				roofs = append(roofs, fmt.Sprintf("%s, %s: batch-1 decode reads %.1f MiB a token; at %.0f GB/s read bandwidth (median) that is %.0f%% of the roofline (rounds %s)",
 					label, mode, float64(r.active)/(1<<20), median(r.bwGBs), 100*median(r.frac), percents(r.frac)))
@@ -203,6 +220,9 @@ func run() error {
 	fmt.Println()
 	for _, r := range roofs {
 		fmt.Println(r)
+	}
+	for _, c := range crashes {
+		fmt.Printf("llama.cpp's process died (its cells there are n/a): %s\n", c)
 	}
 	return nil
 }
@@ -221,9 +241,18 @@ const genSteps = 64
 
 // llamaCpp measures the file in llama.cpp: pp512, then decode at each
 // batch size after 128 tokens of KV per sequence, inside llama_decode.
+// Where its process dies (llamacpp.ErrExited), that measure and the
+// ones after it are NaN, returned with the error.
 func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int, kv backend.KVTypes, kvCtx int) ([]float64, error) {
+	out := make([]float64, 0, 1+len(bs))
+	fail := func(err error) ([]float64, error) {
+		for len(out) < 1+len(bs) {
+			out = append(out, math.NaN())
+		}
+		return out, err
+	}
 	if _, err := ref.LoadModel(file, false); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defaults := llamacpp.ContextOptions{TypeK: int(kv.K), TypeV: int(kv.V), Flash: llamacpp.FlashAuto, Threads: threads}
 	if kv.Quantized() {
@@ -232,22 +261,22 @@ func llamaCpp(ref *llamacpp.Ref, file string, threads int, bs []int, kv backend.
 	c := defaults
 	c.Ctx, c.Batch = 1024, 512
 	if err := ref.Context(c); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	pp, err := ref.BenchPrefill(512, 2)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	out := []float64{512 / slices.Min(pp)}
+	out = append(out, 512/slices.Min(pp))
 	for _, b := range bs {
 		c := defaults
 		c.Ctx, c.Batch, c.Seqs = b*(kvCtx+64), 512, b
 		if err := ref.Context(c); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		g, err := ref.BenchGenerate(b, kvCtx, genSteps)
 		if err != nil {
-			return nil, err
+			return fail(fmt.Errorf("decode at %d: %w", b, err))
 		}
 		out = append(out, float64(g.Tokens)/g.DecodeS)
 	}
@@ -315,11 +344,20 @@ func output(name string, args ...string) ([]byte, error) {
 	return b, nil
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
+// num formats v, or says n/a where it was not measured (NaN).
+func num(format string, v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
 	}
-	s := slices.Clone(v)
+	return fmt.Sprintf(format, v)
+}
+
+// median of v's numbers, NaNs (not measured) left out; NaN if none.
+func median(v []float64) float64 {
+	s := slices.DeleteFunc(slices.Clone(v), math.IsNaN)
+	if len(s) == 0 {
+		return math.NaN()
+	}
 	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
