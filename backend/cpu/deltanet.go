@@ -216,7 +216,7 @@ func (j *deltaJob) deltaRule(u int) {
 		if t == len(s.Tokens)-1 && u+1 < len(j.batch.Seqs)*r.VHeads {
 			pf = b.states[j.batch.Seqs[(u+1)/r.VHeads].Seq].ssm[j.l][(u+1)%r.VHeads*S*S:]
 		}
-		deltaUpdate(b.kern.simd, M, S, k, q, g, dl, o, pf)
+		b.kern.deltaUpdate(M, S, k, q, g, dl, o, pf)
 		ds.snapHead(si, t, j.l, h, M)
 		for jj := range o {
 			o[jj] *= scale
@@ -228,10 +228,14 @@ func (j *deltaJob) deltaRule(u int) {
 }
 
 // deltaUpdate sets row_j = g*row_j + d[j]*k for each row of M, and
-// o[j] = row_j . q (deltaUpdateAVX2's Go twin; the SIMD kernel fetches
-// next's S*S floats into L2 meanwhile).
-func deltaUpdate(simd bool, M []float32, S int, k, q []float32, g float32, d, o, next []float32) {
-	if simd && S%8 == 0 {
+// o[j] = row_j . q (deltaUpdateAVX2's Go twin; the SIMD kernels fetch
+// next's S*S floats into L2 meanwhile, and give the same bits as each other).
+func (kn *kernels) deltaUpdate(M []float32, S int, k, q []float32, g float32, d, o, next []float32) {
+	switch {
+	case kn.simd && kn.f.name == "avx512" && S%16 == 0:
+		deltaUpdateAVX512(&M[0], S, &k[0], &q[0], g, &d[0], &o[0], &next[0])
+		return
+	case kn.simd && S%8 == 0:
 		deltaUpdateAVX2(&M[0], S, &k[0], &q[0], g, &d[0], &o[0], &next[0])
 		return
 	}

@@ -61,3 +61,54 @@ delta_sum:
 	JNZ          delta_row
 	VZEROUPPER
 	RET
+
+// func deltaUpdateAVX512(m *float32, s int, k, q *float32, decay float32, d, o, next *float32)
+// deltaUpdateAVX2 sixteen floats at a time, s a multiple of 16, with its
+// bits: the AVX2 kernel sums a row's even and odd eight-float vectors in
+// two accumulators, which here are one accumulator's low and high halves
+// (a sixteen-float vector is an even and the next odd one), added, then
+// reduced as there. The update is per element. Half the instructions.
+TEXT ·deltaUpdateAVX512(SB), NOSPLIT, $0-64
+	MOVQ         m+0(FP), SI
+	MOVQ         s+8(FP), CX
+	MOVQ         k+16(FP), R8
+	MOVQ         q+24(FP), R9
+	VBROADCASTSS decay+32(FP), Z15
+	MOVQ         d+40(FP), R10
+	MOVQ         o+48(FP), DX
+	MOVQ         next+56(FP), R12
+	SUBQ         SI, R12
+	MOVQ         CX, BX
+	SHLQ         $2, BX
+	MOVQ         CX, R11
+
+delta512_row:
+	VBROADCASTSS (R10), Z14
+	VXORPS       Z0, Z0, Z0
+	XORQ         AX, AX
+
+delta512_col:
+	LEAQ        (SI)(AX*1), R13
+	PREFETCHT1  (R13)(R12*1)
+	VMULPS      (SI)(AX*1), Z15, Z1
+	VFMADD231PS (R8)(AX*1), Z14, Z1
+	VMOVUPS     Z1, (SI)(AX*1)
+	VFMADD231PS (R9)(AX*1), Z1, Z0
+	ADDQ        $64, AX
+	CMPQ        AX, BX
+	JLT         delta512_col
+
+	VEXTRACTF32X8 $1, Z0, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         BX, SI
+	ADDQ         $4, R10
+	ADDQ         $4, DX
+	DECQ         R11
+	JNZ          delta512_row
+	VZEROUPPER
+	RET

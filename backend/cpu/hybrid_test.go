@@ -2,7 +2,9 @@ package cpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/batchd/batchd/backend"
@@ -127,5 +129,83 @@ func TestRollingSnapshots(t *testing.T) {
 		if d := math.Abs(float64(last[i] - resumed[i])); d > 1e-5 {
 			t.Fatalf("logit %d: %g continued, %g resumed", i, last[i], resumed[i])
 		}
+	}
+}
+
+// TestDeltaUpdateKernelsAgree: the AVX-512 delta rule gives the AVX2
+// kernel's state and outputs bit for bit (heads of 16 to 256), and both
+// stay within float rounding of the Go loop.
+func TestDeltaUpdateKernelsAgree(t *testing.T) {
+	if !haveSIMD || !haveAVX512 {
+		t.Skip("needs AVX2 and AVX-512")
+	}
+	k512, err := chooseKernels("avx512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := chooseKernels("avx2")
+	kgo, _ := chooseKernels("go")
+	rng := rand.New(rand.NewPCG(7, 11))
+	vec := func(n int, scale float32) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = (rng.Float32()*2 - 1) * scale
+		}
+		return v
+	}
+	for _, S := range []int{16, 32, 64, 128, 256} {
+		M, k, q, d := vec(S*S, 1), vec(S, 0.3), vec(S, 0.3), vec(S, 2)
+		next := vec(S*S, 1)
+		run := func(kn *kernels) ([]float32, []float32) {
+			m, o := slices.Clone(M), make([]float32, S)
+			for range 3 { // a few tokens, each on the state the last left
+				kn.deltaUpdate(m, S, k, q, 0.93, d, o, next)
+			}
+			return m, o
+		}
+		m512, o512 := run(k512)
+		m2, o2 := run(k2)
+		mgo, ogo := run(kgo)
+		for i := range m2 {
+			if math.Float32bits(m512[i]) != math.Float32bits(m2[i]) {
+				t.Fatalf("S=%d: state[%d] %v (AVX-512) against %v (AVX2)", S, i, m512[i], m2[i])
+			}
+			if math.Abs(float64(m2[i]-mgo[i])) > 1e-5*(1+math.Abs(float64(mgo[i]))) {
+				t.Fatalf("S=%d: state[%d] %v (AVX2) against %v (Go)", S, i, m2[i], mgo[i])
+			}
+		}
+		for j := range o2 {
+			if math.Float32bits(o512[j]) != math.Float32bits(o2[j]) {
+				t.Fatalf("S=%d: o[%d] %v (AVX-512) against %v (AVX2)", S, j, o512[j], o2[j])
+			}
+			if math.Abs(float64(o2[j]-ogo[j])) > 1e-4*(1+math.Abs(float64(ogo[j]))) {
+				t.Fatalf("S=%d: o[%d] %v (AVX2) against %v (Go)", S, j, o2[j], ogo[j])
+			}
+		}
+	}
+}
+
+// BenchmarkDeltaUpdate: one head's decode-step update (S = 128) per
+// kernel family, its state in L2 as a step's heads find theirs.
+func BenchmarkDeltaUpdate(b *testing.B) {
+	const S, heads = 128, 32
+	M := make([]float32, heads*S*S)
+	for i := range M {
+		M[i] = float32(i%7) * 0.01
+	}
+	k, q, d, o := make([]float32, S), make([]float32, S), make([]float32, S), make([]float32, S)
+	for _, name := range []string{"avx2", "avx512"} {
+		kn, err := chooseKernels(name)
+		if err != nil || !kn.simd {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := range b.N {
+				h := i % heads
+				// decay 1: repeated decays would leave denormal states, which
+				// time microcode assists, not the kernel
+				kn.deltaUpdate(M[h*S*S:(h+1)*S*S], S, k, q, 1, d, o, M[(h+1)%heads*S*S:])
+			}
+		})
 	}
 }

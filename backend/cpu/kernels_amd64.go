@@ -166,6 +166,11 @@ func dot1BF16AVX2(w *uint16, x *float32, n int) float32
 //go:noescape
 func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o, next *float32)
 
+// deltaUpdateAVX512 is deltaUpdateAVX2 sixteen floats a step, its bits.
+//
+//go:noescape
+func deltaUpdateAVX512(m *float32, s int, k, q *float32, decay float32, d, o, next *float32)
+
 //go:noescape
 func ropeNeoXAVX2(v *float32, hd, heads int, cos, sin *float32, pairs int)
 

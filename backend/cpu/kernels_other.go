@@ -90,6 +90,9 @@ func dot1BF16AVX2(w *uint16, x *float32, n int) float32   { panic("no simd") }
 func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o, next *float32) {
 	panic("no simd")
 }
+func deltaUpdateAVX512(m *float32, s int, k, q *float32, decay float32, d, o, next *float32) {
+	panic("no simd")
+}
 func quantizeQ80AVX2(x *float32, nb int, qs *int8, d *float32, sums, nsum *int32) {
 	panic("no simd")
 }
