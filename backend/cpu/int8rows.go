@@ -204,39 +204,65 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 			if expand = amxNibbles(w.Type); expand != nil {
 				many = amxKernel(quant.Q8_0, false)
 				var done func()
-				grp, done = amxScratch(nb * 544)
+				grp, done = amxScratch(max(1, groupChunk/(nb*544)) * nb * 544)
 				defer done()
 			}
 		}
 	}
-	for g := lo &^ 15; g < min(hi, whole); g += 16 {
+	one := func(g, t int, src *byte) {
+		k := min(pass, n-t)
+		kern := kern
+		if k >= manyFrom {
+			kern = many
+		}
+		if g >= lo && g+16 <= hi {
+			kern(src, rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
+			return
+		}
+		kern(src, rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
+		for j := range k {
+			for r := max(g, lo); r < min(g+16, hi); r++ {
+				out[(t+j)*rows+r] = res[j*16+r-g]
+			}
+		}
+	}
+	// Groups in chunks of about groupChunk bytes (as the kernel reads them),
+	// each chunk swept by every pass of tokens: its weights stay in L2 from
+	// one pass to the next while a pass's activations stay in cache across
+	// its groups. Group by group, every group streamed all the tokens'
+	// activations from L2 again.
+	end := min(hi, whole)
+	chunk := 16 * max(1, groupChunk/(16*rb))
+	if grp != nil {
+		chunk = 16 * max(1, groupChunk/(nb*544))
+	}
+	for c0 := lo &^ 15; c0 < end; c0 += chunk {
+		c1 := min(c0+chunk, end)
 		expanded := false
 		for t := 0; t < n; t += pass {
-			k := min(pass, n-t)
-			kern, src := kern, &data[g*rb]
-			if k >= manyFrom {
-				kern = many
-				if grp != nil {
+			for g := c0; g < c1; g += 16 {
+				src := &data[g*rb]
+				if grp != nil && min(pass, n-t) >= manyFrom {
 					if !expanded {
-						expand(grp, data[g*rb:(g+16)*rb], nb)
+						for e := c0; e < c1; e += 16 {
+							expand(grp[(e-c0)/16*nb*544:], data[e*rb:(e+16)*rb], nb)
+						}
 						expanded = true
 					}
-					src = &grp[0]
+					src = &grp[(g-c0)/16*nb*544]
 				}
-			}
-			if g >= lo && g+16 <= hi {
-				kern(src, rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &out[t*rows+g], rows)
-				continue
-			}
-			kern(src, rb, &qs[t*cols], &d[t*dn], &nsum[t*cols/q8Block], cols, dn, nb, k, &acc[0], &res[0], 16)
-			for j := range k {
-				for r := max(g, lo); r < min(g+16, hi); r++ {
-					out[(t+j)*rows+r] = res[j*16+r-g]
-				}
+				one(g, t, src)
 			}
 		}
 	}
 }
+
+// groupChunk is how many bytes of packed (or expanded) groups a matmul's
+// passes of tokens sweep together: half an L2 of Sapphire Rapids, which
+// AMX needs, leaving the rest to the passes' activations. Prompts ran
+// 4-12% faster (pp512, Gemma-3, Qwen3.5 and L110 Q8_0) than group by
+// group.
+var groupChunk = 1 << 20 // a variable for tests
 
 // rowTail is one row's result for token t by its format's Go loop (a
 // switch, not a function value: nothing escapes).

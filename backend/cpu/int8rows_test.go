@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/batchd/batchd/backend"
 	"github.com/batchd/batchd/model"
 	"github.com/batchd/batchd/quant"
 	"github.com/batchd/batchd/testing/synth"
@@ -85,5 +86,60 @@ func scrambleBlocks(rng *rand.Rand, wb []byte, dt quant.DType, halves []int) {
 		if dt == quant.MXFP4 {
 			wb[b*f.BlockBytes] = []byte{0, 1, 2, 3, 100, 115, 120, 125, 127, 128, 131, 140}[rng.IntN(12)]
 		}
+	}
+}
+
+// TestGroupChunksInvisible: a prompt's matmuls give the same logits
+// whatever size of chunk their groups are swept in (one group, three,
+// all): over two passes of tokens (64 on AMX, 36 on the VNNI kernels, so
+// Q4_0's and IQ4_NL's expanded copies serve one pass and the nibbles the
+// other), with three threads, whose shares split groups.
+func TestGroupChunksInvisible(t *testing.T) {
+	if !haveVNNI || !haveSIMD {
+		t.Skip("no AVX512-VNNI: the sixteen-row kernels do not run")
+	}
+	rng := rand.New(rand.NewPCG(61, 62))
+	prompt := make([]int, 100)
+	for i := range prompt {
+		prompt[i] = 1 + rng.IntN(299)
+	}
+	families := []string{"avx512"}
+	if haveAMX {
+		families = append(families, "amx")
+	}
+	defer func(c int) { groupChunk = c }(groupChunk)
+	for _, dt := range []quant.DType{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q6_K} {
+		path, _ := synth.WriteFile(t, synth.Options{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 300,
+			Context: 256, DType: dt, Seed: 9})
+		m, err := model.Load(path, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fam := range families {
+			run := func(chunk int) []float32 {
+				groupChunk = chunk
+				b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F16),
+					QuantDot: "int8", Kernels: fam, Threads: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				logits, err := b.Forward(&backend.Batch{Seqs: []backend.SeqInput{{Tokens: prompt, Blocks: []int{0, 1, 2, 3, 4, 5, 6}, Logits: true}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return logits[0]
+			}
+			want := run(1 << 30)
+			for _, chunk := range []int{1, 3 * 16 * 300} {
+				got := run(chunk)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s, %s, chunks of %d bytes: logit %d: %v, want %v", dt, fam, chunk, i, got[i], want[i])
+					}
+				}
+			}
+		}
+		_ = m.Close()
 	}
 }
