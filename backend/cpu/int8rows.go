@@ -258,11 +258,10 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 }
 
 // groupChunk is how many bytes of packed (or expanded) groups a matmul's
-// passes of tokens sweep together: half an L2 of Sapphire Rapids, which
-// AMX needs, leaving the rest to the passes' activations. Prompts ran
-// 4-12% faster (pp512, Gemma-3, Qwen3.5 and L110 Q8_0) than group by
-// group.
-var groupChunk = 1 << 20 // a variable for tests
+// passes of tokens sweep together: half the L2, leaving the rest to the
+// passes' activations. On Sapphire Rapids (2 MiB) prompts ran 4-12%
+// faster (pp512, Gemma-3, Qwen3.5 and L110 Q8_0) than group by group.
+var groupChunk = l2Bytes(2<<20) / 2 // a variable for tests
 
 // rowTail is one row's result for token t by its format's Go loop (a
 // switch, not a function value: nothing escapes).

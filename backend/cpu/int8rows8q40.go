@@ -28,19 +28,23 @@ func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, 
 	nb, whole := cols/q8Block, rows&^15
 	pass := min(n, rowsTokens)
 	res := scratch[:8*pass]
-	for t := 0; t < n; t += pass {
-		k := min(pass, n-t)
-		qs, nsum, d := &src[t*stride], &a.q8.nsum[t*nb], &a.q8.d[t*nb]
-		for g := lo &^ 7; g < min(hi, whole); g += 8 {
-			grp, half := &p[(g&^15)*rb], (g/8)%2
-			if g >= lo && g+8 <= hi {
-				kern(grp, half, qs, nsum, d, stride, nb, k, &out[t*rows+g], rows)
-				continue
-			}
-			kern(grp, half, qs, nsum, d, stride, nb, k, &res[0], 8)
-			for j := range k {
-				for r := max(g, lo); r < min(g+8, hi); r++ {
-					out[(t+j)*rows+r] = res[j*8+r-g]
+	chunk := 8 * max(1, rows8Chunk/(8*rb)) // half-groups: 8 rows
+	for c0 := lo &^ 7; c0 < min(hi, whole); c0 += chunk {
+		c1 := min(c0+chunk, hi, whole)
+		for t := 0; t < n; t += pass {
+			k := min(pass, n-t)
+			qs, nsum, d := &src[t*stride], &a.q8.nsum[t*nb], &a.q8.d[t*nb]
+			for g := c0; g < c1; g += 8 {
+				grp, half := &p[(g&^15)*rb], (g/8)%2
+				if g >= lo && g+8 <= hi {
+					kern(grp, half, qs, nsum, d, stride, nb, k, &out[t*rows+g], rows)
+					continue
+				}
+				kern(grp, half, qs, nsum, d, stride, nb, k, &res[0], 8)
+				for j := range k {
+					for r := max(g, lo); r < min(g+8, hi); r++ {
+						out[(t+j)*rows+r] = res[j*8+r-g]
+					}
 				}
 			}
 		}

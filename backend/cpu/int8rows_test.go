@@ -93,22 +93,29 @@ func scrambleBlocks(rng *rand.Rand, wb []byte, dt quant.DType, halves []int) {
 // whatever size of chunk their groups are swept in (one group, three,
 // all): over two passes of tokens (64 on AMX, 36 on the VNNI kernels, so
 // Q4_0's and IQ4_NL's expanded copies serve one pass and the nibbles the
-// other), with three threads, whose shares split groups.
+// other), with three threads, whose shares split groups; on the AVX2
+// families' eight-row kernels too.
 func TestGroupChunksInvisible(t *testing.T) {
-	if !haveVNNI || !haveSIMD {
-		t.Skip("no AVX512-VNNI: the sixteen-row kernels do not run")
+	if !haveSIMD {
+		t.Skip("no AVX2: only the Go loops run")
 	}
 	rng := rand.New(rand.NewPCG(61, 62))
 	prompt := make([]int, 100)
 	for i := range prompt {
 		prompt[i] = 1 + rng.IntN(299)
 	}
-	families := []string{"avx512"}
+	families := []string{"avx2"}
+	if haveAVXVNNI {
+		families = append(families, "avxvnni")
+	}
+	if haveVNNI {
+		families = append(families, "avx512")
+	}
 	if haveAMX {
 		families = append(families, "amx")
 	}
-	defer func(c int) { groupChunk = c }(groupChunk)
-	for _, dt := range []quant.DType{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q6_K} {
+	defer func(c, c8 int) { groupChunk, rows8Chunk = c, c8 }(groupChunk, rows8Chunk)
+	for _, dt := range []quant.DType{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.IQ4_XS, quant.Q4_K, quant.Q6_K} {
 		path, _ := synth.WriteFile(t, synth.Options{Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 300,
 			Context: 256, DType: dt, Seed: 9})
 		m, err := model.Load(path, model.LoadOptions{})
@@ -117,7 +124,7 @@ func TestGroupChunksInvisible(t *testing.T) {
 		}
 		for _, fam := range families {
 			run := func(chunk int) []float32 {
-				groupChunk = chunk
+				groupChunk, rows8Chunk = chunk, chunk
 				b, err := New(m, backend.Options{NumBlocks: 16, BlockSize: 16, KV: backend.SameKV(quant.F16),
 					QuantDot: "int8", Kernels: fam, Threads: 3})
 				if err != nil {

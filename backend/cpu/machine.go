@@ -1,9 +1,31 @@
 package cpu
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
+
+// l2Bytes is one core's L2 as Linux's sysfs gives it (cpu0), or def where
+// it cannot be read (other systems, containers without sysfs).
+func l2Bytes(def int) int {
+	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
+	for _, d := range dirs {
+		level, _ := os.ReadFile(filepath.Join(d, "level"))
+		size, _ := os.ReadFile(filepath.Join(d, "size"))
+		s := strings.TrimSpace(string(size))
+		if strings.TrimSpace(string(level)) != "2" || !strings.HasSuffix(s, "K") {
+			continue
+		}
+		if k, err := strconv.Atoi(strings.TrimSuffix(s, "K")); err == nil && k > 0 {
+			return k << 10
+		}
+	}
+	return def
+}
 
 // MeasureReadBandwidth streams a buffer of size bytes with threads readers
 // and returns the best of a few passes, in GB/s.
