@@ -208,7 +208,7 @@ func BenchmarkAMXQ4K(b *testing.B) {
 }
 
 // TestAMXForwardInvisible: through whole forwards, a prompt of 100 tokens
-// (a pass of 64 on AMX, the rest on VNNI) gives the same logits with the
+// (three passes of 32 on AMX, the last 4 on VNNI) gives the same logits with the
 // AMX kernels as without (kernel family avx512), alone and beside other
 // sequences, on every format they take, so batching stays invisible; and
 // so does one of 24 (Q8_0's groups read once: two tiles of 12, q80AMX32;

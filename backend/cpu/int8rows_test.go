@@ -91,10 +91,10 @@ func scrambleBlocks(rng *rand.Rand, wb []byte, dt quant.DType, halves []int) {
 
 // TestGroupChunksInvisible: a prompt's matmuls give the same logits
 // whatever size of chunk their groups are swept in (one group, three,
-// all): over two passes of tokens (64 on AMX, 36 on the VNNI kernels, so
-// Q4_0's and IQ4_NL's expanded copies serve one pass and the nibbles the
-// other), with three threads, whose shares split groups; on the AVX2
-// families' eight-row kernels too.
+// all): over four passes of tokens (three of 32 on AMX, 4 on the VNNI
+// kernels, so Q4_0's and IQ4_NL's expanded copies serve three passes and
+// the nibbles the last), with three threads, whose shares split groups;
+// on the AVX2 families' eight-row kernels too (two passes, 64 and 36).
 func TestGroupChunksInvisible(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2: only the Go loops run")
