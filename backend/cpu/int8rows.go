@@ -200,26 +200,9 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 		pass = min(pass, promptPass)
 	}
 	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
-	// AMX takes the passes of amxTokens (Q8_0: amxQ80Tokens) or more:
-	// Q8_0's packed groups as they are, Q4_0's and IQ4_NL's turned into
-	// Q8_0's (in grp) where the matmul has amxTokens to pay for that, and
-	// then each pass of amxQ80Tokens or more.
-	data, many, manyFrom := w.Data, kern, amxTokens
-	var expand func(dst, src []byte, nb int)
-	var grp []byte
-	if p, pk := w.Packed(), packedKernel(w.Type); p != nil && pk != nil {
-		data, kern, many = p, pk, pk
-		if ak := amxKernel(w.Type, n <= pass); kn.amx && ak != nil {
-			many, manyFrom = ak, amxQ80Tokens
-		} else if kn.amx && n >= amxTokens {
-			if expand = amxNibbles(w.Type); expand != nil {
-				many, manyFrom = amxKernel(quant.Q8_0, false), amxQ80Tokens
-				var done func()
-				grp, done = amxScratch(max(1, groupChunk/(nb*544)) * nb * 544)
-				defer done()
-			}
-		}
-	}
+	r := kn.rows16Route(w, n, pass, nb, kern)
+	defer r.done()
+	data, kern, many, manyFrom, expand, grp := r.data, r.kern, r.many, r.manyFrom, r.expand, r.grp
 	one := func(g, t int, src *byte) {
 		k := min(pass, n-t)
 		kern := kern
@@ -266,6 +249,38 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 			}
 		}
 	}
+}
+
+// rows16Route is what matmulRows16Groups runs a matrix's groups on.
+type rows16Route struct {
+	data       []byte       // the groups: the file's, or their packed copy
+	kern, many rows16Kernel // for passes of fewer than manyFrom tokens, and of more
+	manyFrom   int
+	expand     func(dst, src []byte, nb int) // packed groups to Q8_0's for many (AMX), or nil
+	grp        []byte                        // where expand writes a chunk of groups
+	done       func()
+}
+
+// rows16Route picks the kernels. AMX takes the passes of amxTokens (Q8_0:
+// amxQ80Tokens) or more: Q8_0's packed groups as they are, Q4_0's and
+// IQ4_NL's turned into Q8_0's (in grp) where the matmul has amxTokens to
+// pay for that, and then each pass of amxQ80Tokens or more.
+func (kn *kernels) rows16Route(w *model.Matrix, n, pass, nb int, kern rows16Kernel) rows16Route {
+	r := rows16Route{data: w.Data, kern: kern, many: kern, manyFrom: amxTokens, done: func() {}}
+	p, pk := w.Packed(), packedKernel(w.Type)
+	if p == nil || pk == nil {
+		return r
+	}
+	r.data, r.kern, r.many = p, pk, pk
+	if ak := amxKernel(w.Type, n <= pass); kn.amx && ak != nil {
+		r.many, r.manyFrom = ak, amxQ80Tokens
+	} else if kn.amx && n >= amxTokens {
+		if r.expand = amxNibbles(w.Type); r.expand != nil {
+			r.many, r.manyFrom = amxKernel(quant.Q8_0, false), amxQ80Tokens
+			r.grp, r.done = amxScratch(max(1, groupChunk/(nb*544)) * nb * 544)
+		}
+	}
+	return r
 }
 
 // groupChunk is how many bytes of packed (or expanded) groups a matmul's
