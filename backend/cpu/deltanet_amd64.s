@@ -2,6 +2,37 @@
 
 #include "textflag.h"
 
+// DELTAARGS loads both kernels' arguments, decay broadcast into dec (Y15
+// or Z15): SI the state, R8 k, R9 q, R10 d, DX o, R12 next less m, BX a
+// row's bytes, R11 the rows.
+#define DELTAARGS(dec) \
+	MOVQ         m+0(FP), SI \
+	MOVQ         s+8(FP), CX \
+	MOVQ         k+16(FP), R8 \
+	MOVQ         q+24(FP), R9 \
+	VBROADCASTSS decay+32(FP), dec \
+	MOVQ         d+40(FP), R10 \
+	MOVQ         o+48(FP), DX \
+	MOVQ         next+56(FP), R12 \
+	SUBQ         SI, R12 \
+	MOVQ         CX, BX \
+	SHLQ         $2, BX \
+	MOVQ         CX, R11
+
+// DELTAROWEND sums a row's output from X0's (Y0's) eight lanes, in the
+// order both kernels share, stores it and moves to the next row (to row).
+#define DELTAROWEND(row) \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VHADDPS      X0, X0, X0 \
+	VHADDPS      X0, X0, X0 \
+	VMOVSS       X0, (DX) \
+	ADDQ         BX, SI \
+	ADDQ         $4, R10 \
+	ADDQ         $4, DX \
+	DECQ         R11 \
+	JNZ          row
+
 // func deltaUpdateAVX2(m *float32, s int, k, q *float32, decay float32, d, o, next *float32)
 // The gated delta rule's update of one head's state, ggml's layout (row j
 // holds S[.][j]), and its output, in one pass over the rows:
@@ -10,18 +41,7 @@
 // pass would otherwise wait on memory) are fetched into L2, a line for
 // each two vectors of m.
 TEXT ·deltaUpdateAVX2(SB), NOSPLIT, $0-64
-	MOVQ         m+0(FP), SI
-	MOVQ         s+8(FP), CX
-	MOVQ         k+16(FP), R8
-	MOVQ         q+24(FP), R9
-	VBROADCASTSS decay+32(FP), Y15
-	MOVQ         d+40(FP), R10
-	MOVQ         o+48(FP), DX
-	MOVQ         next+56(FP), R12
-	SUBQ         SI, R12
-	MOVQ         CX, BX
-	SHLQ         $2, BX
-	MOVQ         CX, R11
+	DELTAARGS(Y15)
 
 delta_row:
 	VBROADCASTSS (R10), Y14
@@ -49,16 +69,7 @@ delta_col:
 
 delta_sum:
 	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMOVSS       X0, (DX)
-	ADDQ         BX, SI
-	ADDQ         $4, R10
-	ADDQ         $4, DX
-	DECQ         R11
-	JNZ          delta_row
+	DELTAROWEND(delta_row)
 	VZEROUPPER
 	RET
 
@@ -69,18 +80,7 @@ delta_sum:
 // (a sixteen-float vector is an even and the next odd one), added, then
 // reduced as there. The update is per element. Half the instructions.
 TEXT ·deltaUpdateAVX512(SB), NOSPLIT, $0-64
-	MOVQ         m+0(FP), SI
-	MOVQ         s+8(FP), CX
-	MOVQ         k+16(FP), R8
-	MOVQ         q+24(FP), R9
-	VBROADCASTSS decay+32(FP), Z15
-	MOVQ         d+40(FP), R10
-	MOVQ         o+48(FP), DX
-	MOVQ         next+56(FP), R12
-	SUBQ         SI, R12
-	MOVQ         CX, BX
-	SHLQ         $2, BX
-	MOVQ         CX, R11
+	DELTAARGS(Z15)
 
 delta512_row:
 	VBROADCASTSS (R10), Z14
@@ -99,16 +99,7 @@ delta512_col:
 	JLT         delta512_col
 
 	VEXTRACTF32X8 $1, Z0, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
-	VMOVSS       X0, (DX)
-	ADDQ         BX, SI
-	ADDQ         $4, R10
-	ADDQ         $4, DX
-	DECQ         R11
-	JNZ          delta512_row
+	VADDPS        Y2, Y0, Y0
+	DELTAROWEND(delta512_row)
 	VZEROUPPER
 	RET
