@@ -285,8 +285,9 @@ func (kn *kernels) rows16Route(w *model.Matrix, n, pass, nb int, kern rows16Kern
 
 // groupChunk is how many bytes of packed (or expanded) groups a matmul's
 // passes of tokens sweep together: half the L2 (within 128 KiB to 2 MiB),
-// leaving the rest to the passes' activations. On Sapphire Rapids (2 MiB) prompts ran 4-12%
-// faster (pp512, Gemma-3, Qwen3.5 and L110 Q8_0) than group by group.
+// leaving the rest to the passes' activations. On Sapphire Rapids (2 MiB)
+// prompts ran 4-12% faster (pp512, Gemma-3, Qwen3.5 and L110 Q8_0) than
+// group by group.
 var groupChunk = min(max(l2Bytes(2<<20)/2, 128<<10), 2<<20) // a variable for tests
 
 // rowTail is one row's result for token t by its format's Go loop (a
