@@ -103,43 +103,60 @@ func amxScratch(n int) (b []byte, done func()) {
 	return x.e[:n], func() { amxKPool.Put(x) }
 }
 
-// expand fills the buffer from the sixteen rows at w (rb bytes apart) of
-// size-byte super-blocks through rt's expansion.
-func (x *amxKBuf) expand(rt amxKRoute, w []byte, rb, nsb, size int) {
-	if len(x.e) < nsb*rt.bytes {
-		x.e = make([]byte, nsb*rt.bytes)
+// expand fills the buffer's i-th group from the sixteen rows at w (rb
+// bytes apart) of size-byte super-blocks through rt's expansion, growing it
+// to hold groups of them.
+func (x *amxKBuf) expand(rt amxKRoute, w []byte, rb, nsb, size, i, groups int) {
+	if len(x.e) < groups*nsb*rt.bytes {
+		x.e = make([]byte, groups*nsb*rt.bytes)
 	}
-	if len(x.dd) < nsb*32 {
-		x.dd = make([]float32, nsb*32)
+	if len(x.dd) < groups*nsb*32 {
+		x.dd = make([]float32, groups*nsb*32)
 	}
-	rt.expand(&w[0], rb, nsb, &x.e[0], &x.dd[0], size)
+	rt.expand(&w[0], rb, nsb, &x.e[i*nsb*rt.bytes], &x.dd[i*nsb*32], size)
 }
 
 // matmulKAMX is matmulRows16 for the K-quants AMX takes (amxKFormat):
-// each group of sixteen rows expanded, then every token, in tiles of up to
-// sixteen.
+// the groups of sixteen rows expanded a chunk at a time (groupChunk), then
+// every pass of promptPass tokens over the chunk's groups, in tiles of up
+// to sixteen (matmulRows16Groups' order, for the same reason).
 func (kn *kernels) matmulKAMX(out []float32, a *acts, n int, w *model.Matrix, lo, hi, whole int) {
 	rt, _ := amxKFormat(w.Type)
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	nsb := cols / qkK
 	x := amxKPool.Get().(*amxKBuf)
 	defer amxKPool.Put(x)
-	if len(x.acc) < 16*n {
-		x.acc = make([]float32, 16*n)
+	pass := min(n, promptPass)
+	if len(x.acc) < 16*pass {
+		x.acc = make([]float32, 16*pass)
 	}
-	acc := x.acc[:16*n]
-	r := (n + (n+15)/16 - 1) / ((n + 15) / 16) // n over the fewest tiles, evenly
-	for g := lo &^ 15; g < min(hi, whole); g += 16 {
-		x.expand(rt, w.Data[g*rb:(g+16)*rb], rb, nsb, rb/nsb)
-		r0, r1 := max(g, lo), min(g+16, hi)
-		cfg := &rt.cfgs[r][0]
-		if r0 == g && r1 == g+16 { // straight into the output's rows
-			rt.kernel(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &out[g], 4*rows)
-			continue
+	acc := x.acc[:16*pass]
+	groups := max(1, groupChunk/(nsb*rt.bytes))
+	end := min(hi, whole)
+	for c0 := lo &^ 15; c0 < end; c0 += 16 * groups {
+		c1 := min(c0+16*groups, end)
+		for g := c0; g < c1; g += 16 {
+			x.expand(rt, w.Data[g*rb:(g+16)*rb], rb, nsb, rb/nsb, (g-c0)/16, groups)
 		}
-		rt.kernel(cfg, &x.e[0], &x.dd[0], &a.q8k.qs[0], &a.q8k.d[0], cols, nsb, nsb, n, r, &acc[0], 64)
-		for t := range n {
-			copy(out[t*rows+r0:t*rows+r1], acc[16*t+r0-g:16*t+r1-g])
+		for t := 0; t < n; t += pass {
+			k := min(pass, n-t)
+			tiles := (k + 15) / 16
+			r := (k + tiles - 1) / tiles // k over the fewest tiles, evenly
+			cfg := &rt.cfgs[r][0]
+			qs, d := &a.q8k.qs[t*cols], &a.q8k.d[t*nsb]
+			for g := c0; g < c1; g += 16 {
+				i := (g - c0) / 16
+				e, dd := &x.e[i*nsb*rt.bytes], &x.dd[i*nsb*32]
+				r0, r1 := max(g, lo), min(g+16, hi)
+				if r0 == g && r1 == g+16 { // straight into the output's rows
+					rt.kernel(cfg, e, dd, qs, d, cols, nsb, nsb, k, r, &out[t*rows+g], 4*rows)
+					continue
+				}
+				rt.kernel(cfg, e, dd, qs, d, cols, nsb, nsb, k, r, &acc[0], 64)
+				for j := range k {
+					copy(out[(t+j)*rows+r0:(t+j)*rows+r1], acc[16*j+r0-g:16*j+r1-g])
+				}
+			}
 		}
 	}
 }
