@@ -200,9 +200,9 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 		pass = min(pass, promptPass)
 	}
 	acc, res := scratch[:48*pass], scratch[48*pass:64*pass]
-	r := kn.rows16Route(w, n, pass, nb, kern)
+	r := kn.rows16Route(w, n, pass, nb, rb, kern)
 	defer r.done()
-	data, kern, many, manyFrom, expand, grp := r.data, r.kern, r.many, r.manyFrom, r.expand, r.grp
+	data, kern, many, manyFrom, expand, grp, chunk := r.data, r.kern, r.many, r.manyFrom, r.expand, r.grp, r.chunk
 	one := func(g, t int, src *byte) {
 		k := min(pass, n-t)
 		kern := kern
@@ -226,10 +226,6 @@ func (kn *kernels) matmulRows16Groups(out []float32, a *acts, n int, w *model.Ma
 	// its groups. Group by group, every group streamed all the tokens'
 	// activations from L2 again.
 	end := min(hi, whole)
-	chunk := 16 * max(1, groupChunk/(16*rb))
-	if grp != nil {
-		chunk = 16 * max(1, groupChunk/(nb*544))
-	}
 	for c0 := lo &^ 15; c0 < end; c0 += chunk {
 		c1 := min(c0+chunk, end)
 		expanded := false
@@ -258,6 +254,7 @@ type rows16Route struct {
 	manyFrom   int
 	expand     func(dst, src []byte, nb int) // packed groups to Q8_0's for many (AMX), or nil
 	grp        []byte                        // where expand writes a chunk of groups
+	chunk      int                           // rows a chunk: about groupChunk bytes as the kernels read them
 	done       func()
 }
 
@@ -265,8 +262,9 @@ type rows16Route struct {
 // amxQ80Tokens) or more: Q8_0's packed groups as they are, Q4_0's and
 // IQ4_NL's turned into Q8_0's (in grp) where the matmul has amxTokens to
 // pay for that, and then each pass of amxQ80Tokens or more.
-func (kn *kernels) rows16Route(w *model.Matrix, n, pass, nb int, kern rows16Kernel) rows16Route {
+func (kn *kernels) rows16Route(w *model.Matrix, n, pass, nb, rb int, kern rows16Kernel) rows16Route {
 	r := rows16Route{data: w.Data, kern: kern, many: kern, manyFrom: amxTokens, done: func() {}}
+	r.chunk = 16 * max(1, groupChunk/(16*rb))
 	p, pk := w.Packed(), packedKernel(w.Type)
 	if p == nil || pk == nil {
 		return r
@@ -277,7 +275,9 @@ func (kn *kernels) rows16Route(w *model.Matrix, n, pass, nb int, kern rows16Kern
 	} else if kn.amx && n >= amxTokens {
 		if r.expand = amxNibbles(w.Type); r.expand != nil {
 			r.many, r.manyFrom = amxKernel(quant.Q8_0, false), amxQ80Tokens
-			r.grp, r.done = amxScratch(max(1, groupChunk/(nb*544)) * nb * 544)
+			groups := max(1, groupChunk/(nb*544)) // expanded groups a chunk
+			r.chunk = 16 * groups
+			r.grp, r.done = amxScratch(groups * nb * 544)
 		}
 	}
 	return r
