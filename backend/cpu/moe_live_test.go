@@ -176,14 +176,17 @@ func TestMoEFamiliesMatchLlamaCppLive(t *testing.T) {
 			// ungated) in int8 part from llama.cpp's by ~2e-3 in log-probability
 			// on these weights, the attention's and the experts' not: those are
 			// held to the float bound with llama.cpp's own tokens fed back.
-			// Without VNNI (AVX-512 masked off, an AVX2 CPU, or the purego
-			// build's Go loops) batchd's int8 path takes the AVX2 kernels'
-			// definitions, which sum in other orders than llama.cpp's: a
-			// float ulp apart, an 8-bit activation rounds the other way here
-			// and there (up to 2e-2).
-			nearOnly := arch == "granite" || arch == "granitemoe" && c.shared > 0 || !haveVNNI
+			// The tight bound holds against the build llama.cpp loads on an
+			// AMX CPU (sapphirerapids). Its other x86 builds (zen4, icelake
+			// and haswell agree with each other here) sum these files' int8
+			// products in other orders than batchd's kernels: a float ulp
+			// apart, an 8-bit activation rounds the other way here and there,
+			// and these random-weight files carry that to 3e-2 (qwen2moe on a
+			// Zen 5: 2.7e-2 in every kernel family, the Go loops included).
+			loose := !haveAMX
+			nearOnly := arch == "granite" || arch == "granitemoe" && c.shared > 0 || loose
 			bound := 0.01
-			if !haveVNNI {
+			if loose {
 				bound = 0.05
 			}
 			for _, c := range []struct{ file, mode string }{{f32, "float"}, {q8, "int8"}} {
