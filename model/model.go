@@ -382,6 +382,9 @@ func (m *Model) WeightBytes() int {
 		for _, w := range []*Matrix{l.W1, l.W2, l.W3, l.Router, l.ShGate, l.ShUp, l.ShDown, l.PLEGate, l.PLEProj} {
 			n += w.Bytes()
 		}
+		if d := l.SSM; d != nil { // a Gated DeltaNet layer's projections
+			n += d.QKV.Bytes() + d.Gate.Bytes() + d.Beta.Bytes() + d.Alpha.Bytes() + d.Out.Bytes()
+		}
 		if len(l.ExpUp) > 0 { // one token reads Used experts' rows: the average expert's share
 			e := 0
 			for i := range l.ExpUp {
