@@ -31,8 +31,6 @@ type q8Acts struct {
 	d    []float32
 	sums []int32
 	nsum []int32 // per block: minus its values' sum (the row kernels)
-	// split: qs split for q80Rows8AVX2 (splitQ8AVX2), two bytes a value.
-	split []int8
 }
 
 // actKind is the activation form a weight format's int8 kernels take.
@@ -42,7 +40,6 @@ const (
 	actNone  actKind = iota // no int8 kernels: the float path
 	actQ8_0                 // blocks of 32, fp16 scale (Q4_0, Q8_0, ...)
 	actQ8_K                 // blocks of 256, float32 scale, 16-sums (K-quants)
-	actQ8_0S                // actQ8_0 and its values split (Q8_0 on plain AVX2)
 	actQ8_KS                // actQ8_K and its values split and as words (IQ4_XS on plain AVX2)
 	actKinds
 )
@@ -67,8 +64,7 @@ func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 // AVX2 row kernels (int8rows8.go, int8rows8q40.go), whose packed copies
 // are then the only ones read. They beat the float path's tiles: 1.8-2.9x
 // from four tokens (BenchmarkRows8), L110 pp512 Q4_0 1.83x, Q8_0 on plain
-// AVX2 (its kernel takes the activations split in halves) 1.22-1.23x,
-// IQ4_XS with AVX-VNNI 1.9x, on plain AVX2 (split too) 1.07-1.11x, before
+// AVX2 (then with split activations) 1.22-1.23x, IQ4_XS with AVX-VNNI 1.9x, on plain AVX2 (split too) 1.07-1.11x, before
 // the kernels of issue46-q8-iq4xs.md's second pass.
 func (kn *kernels) promptInt8(t quant.DType) bool {
 	return kn.rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0
@@ -88,10 +84,7 @@ func (kn *kernels) form(t quant.DType, prompt bool) actKind {
 		return actNone
 	}
 	if kn.simd && !kn.vnni && !kn.avxvnni {
-		switch t {
-		case quant.Q8_0:
-			return actQ8_0S
-		case quant.IQ4_XS:
+		if t == quant.IQ4_XS {
 			return actQ8_KS
 		}
 	}
@@ -122,11 +115,6 @@ func (a *acts) need(x []float32, n int, w *model.Matrix, k actKind) {
 		return
 	}
 	switch k {
-	case actQ8_0S:
-		a.need(x, n, w, actQ8_0)
-		a.has[k] = true
-		a.q8.split = twoBytes(a.q8.split, a.q8.qs, splitQ8AVX2)
-		return
 	case actQ8_KS:
 		a.need(x, n, w, actQ8_K)
 		a.has[k] = true
@@ -326,7 +314,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	switch w.Type {
 	case quant.Q4_0:
 		if p := w.Packed(); p != nil && kn.simd {
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2, false)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2)
 		} else {
 			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 		}
@@ -341,9 +329,9 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q8_0:
 		switch p := w.Packed(); {
 		case p != nil && kn.avxvnni:
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI, false)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI)
 		case p != nil && kn.simd:
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVX2, true)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVX2)
 		default:
 			kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q80Int8)
 		}

@@ -127,14 +127,13 @@ func TestHalvesMatchGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	kn, _ := chooseKernels("avx2")
 	type halfCase struct {
-		t     quant.DType
-		pack  func(dst, src []byte, rb, g int)
-		kern  halfKernel
-		split bool // it takes the activations split (actQ8_0S)
+		t    quant.DType
+		pack func(dst, src []byte, rb, g int)
+		kern halfKernel
 	}
-	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2, false}, {quant.Q8_0, packQ80, q80Rows8AVX2, true}}
+	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2}, {quant.Q8_0, packQ80, q80Rows8AVX2}}
 	if haveAVXVNNI {
-		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, false})
+		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI})
 	} else {
 		t.Log("no AVX-VNNI: q80Rows8AVXVNNI untested")
 	}
@@ -158,15 +157,11 @@ func TestHalvesMatchGo(t *testing.T) {
 				p := make([]byte, len(wb))
 				packGroups(16, c.t, c.pack)(p, w)
 				var a acts
-				k := actQ8_0
-				if c.split {
-					k = actQ8_0S
-				}
-				a.need(x, n, w, k)
+				a.need(x, n, w, actQ8_0)
 				got := make([]float32, n*rows)
 				scratch := make([]float32, scratchLen(cols))
-				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern, c.split)
-				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern, c.split)
+				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern)
+				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern)
 				matchRowTail(t, got, wb, w, &a, x, form, a.q8.d, 32)
 			}
 		}
@@ -233,15 +228,10 @@ func TestSplitNoTokens(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
 	}
-	w, _ := model.NewMatrix(quant.Q8_0, 16, 32, make([]byte, 16*34))
 	var a acts
-	a.need(nil, 0, w, actQ8_0S)
-	if len(a.q8.split) != 0 {
-		t.Fatalf("split %d bytes for no tokens", len(a.q8.split))
-	}
 	wk, _ := model.NewMatrix(quant.IQ4_XS, 16, 256, make([]byte, 16*136))
 	a.need(nil, 0, wk, actQ8_KS)
-	if len(a.q8k.wide) != 0 {
+	if len(a.q8k.split) != 0 || len(a.q8k.wide) != 0 {
 		t.Fatalf("widened %d bytes for no tokens", len(a.q8k.wide))
 	}
 }

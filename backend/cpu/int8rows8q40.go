@@ -10,8 +10,7 @@ import "github.com/batchd/batchd/model"
 
 // halfKernel is such a kernel: half (0 or 1) of the sixteen-row group at
 // w against ntok tokens' q8_0 activations (qstride apart, their negated
-// sums and scales nb apart; split: in q80Rows8AVX2's form), results
-// ostride apart.
+// sums and scales nb apart), results ostride apart.
 type halfKernel func(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
 // matmulHalves is matmulInt8 on a halfKernel, on w's packed copy p: halves of sixteen-row groups aligned to the matrix (a
@@ -19,12 +18,9 @@ type halfKernel func(w *byte, half int, qs *int8, nsum *int32, d *float32, qstri
 // its own rows kept), tokens in passes of up to rowsTokens, each pass
 // over all the groups; rows past the last group by rows32Go (packing
 // copies them as they are).
-func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, kern halfKernel, split bool) {
+func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, kern halfKernel) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	src, stride := a.q8.qs, cols
-	if split {
-		src, stride = a.q8.split, 2*cols
-	}
 	nb, whole := cols/q8Block, rows&^15
 	pass := min(n, rowsTokens)
 	res := scratch[:8*pass]

@@ -60,9 +60,6 @@ func (a *acts) view(g int, v *acts) {
 	if a.has[actQ8_0] {
 		c, nb := a.q8.cols, a.q8.cols/q8Block
 		v.q8 = q8Acts{cols: c, qs: a.q8.qs[g*c:], d: a.q8.d[g*nb:], sums: a.q8.sums[g*c/4:], nsum: a.q8.nsum[g*nb:]}
-		if a.has[actQ8_0S] {
-			v.q8.split = a.q8.split[2*g*c:]
-		}
 	}
 	if a.has[actQ8_K] {
 		c := a.q8k.cols
