@@ -40,6 +40,11 @@ GLOBL s8bias<>(SB), RODATA|NOPTR, $4
 	S8T((4*(v)), (R11), Y11, Y2) \
 	S8T((4*(v)), (R11)(R8*1), Y9, Y3)
 
+// S8T1(v, T, acc): dword v against one token (BX) into Y(acc).
+#define S8T1(v, T, acc) \
+	S8W(v) \
+	S8T((4*(v)), (BX), T, acc)
+
 // S8END(P, nsum, d, acc): the float step of HALFEND without the offset.
 #define S8END(P, nsum, d, acc) \
 	VCVTDQ2PS    P, P \
@@ -86,22 +91,14 @@ oneblock:
 	VCVTPH2PS (DI), Y13
 	VPXOR     Y0, Y0, Y0
 	VPXOR     Y1, Y1, Y1
-	S8W(0)
-	S8T(0, (BX), Y9, Y0)
-	S8W(1)
-	S8T(4, (BX), Y11, Y1)
-	S8W(2)
-	S8T(8, (BX), Y9, Y0)
-	S8W(3)
-	S8T(12, (BX), Y11, Y1)
-	S8W(4)
-	S8T(16, (BX), Y9, Y0)
-	S8W(5)
-	S8T(20, (BX), Y11, Y1)
-	S8W(6)
-	S8T(24, (BX), Y9, Y0)
-	S8W(7)
-	S8T(28, (BX), Y11, Y1)
+	S8T1(0, Y9, Y0)
+	S8T1(1, Y11, Y1)
+	S8T1(2, Y9, Y0)
+	S8T1(3, Y11, Y1)
+	S8T1(4, Y9, Y0)
+	S8T1(5, Y11, Y1)
+	S8T1(6, Y9, Y0)
+	S8T1(7, Y11, Y1)
 	VPADDD    Y1, Y0, Y0
 	S8END(Y0, (DX), (R12), Y4)
 	HALFDONE(544)
