@@ -64,8 +64,9 @@ func needsVNNI(t quant.DType) bool { return t == quant.MXFP4 }
 // AVX2 row kernels (int8rows8.go, int8rows8q40.go), whose packed copies
 // are then the only ones read. They beat the float path's tiles: 1.8-2.9x
 // from four tokens (BenchmarkRows8), L110 pp512 Q4_0 1.83x, Q8_0 on plain
-// AVX2 (then with split activations) 1.22-1.23x, IQ4_XS with AVX-VNNI 1.9x, on plain AVX2 (split too) 1.07-1.11x, before
-// the kernels of issue46-q8-iq4xs.md's second pass.
+// AVX2 (then with split activations) 1.22-1.23x, IQ4_XS with AVX-VNNI
+// 1.9x, on plain AVX2 (split too) 1.07-1.11x, before the kernels of
+// issue46-q8-iq4xs.md's second pass.
 func (kn *kernels) promptInt8(t quant.DType) bool {
 	return kn.rows8Format(t) >= 0 || t == quant.Q4_0 || t == quant.Q8_0
 }

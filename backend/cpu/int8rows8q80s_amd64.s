@@ -24,7 +24,7 @@ GLOBL s8bias<>(SB), RODATA|NOPTR, $4
 	VPABSB  Y8, Y14
 
 // S8T(o, x, T, acc): the token's dword at o(x) against the half's dword,
-// added to Y(acc) through the temporary T.
+// added to acc through the temporary T.
 #define S8T(o, x, T, acc) \
 	VPBROADCASTD (o)x, T \
 	VPSIGNB      Y8, T, T \
@@ -40,7 +40,7 @@ GLOBL s8bias<>(SB), RODATA|NOPTR, $4
 	S8T((4*(v)), (R11), Y11, Y2) \
 	S8T((4*(v)), (R11)(R8*1), Y9, Y3)
 
-// S8T1(v, T, acc): dword v against one token (BX) into Y(acc).
+// S8T1(v, T, acc): dword v against one token (BX) into acc.
 #define S8T1(v, T, acc) \
 	S8W(v) \
 	S8T((4*(v)), (BX), T, acc)
