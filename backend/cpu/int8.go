@@ -315,7 +315,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	switch w.Type {
 	case quant.Q4_0:
 		if p := w.Packed(); p != nil && kn.simd {
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2, q40Rows16AVX2)
 		} else {
 			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 		}
@@ -330,9 +330,9 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q8_0:
 		switch p := w.Packed(); {
 		case p != nil && kn.avxvnni:
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI, nil)
 		case p != nil && kn.simd:
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVX2)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVX2, q80Rows16AVX2)
 		default:
 			kn.matmulBlock32(out, &a.q8, n, w, lo, hi, scratch[len(scratch)-resLen:], q80Int8)
 		}

@@ -150,3 +150,52 @@ one: \
 	JZ    done \
 onetok: \
 	HALF1BEGIN
+
+// The frame of the whole-group kernels (q40Rows16AVX2, q80Rows16AVX2),
+// whose arguments are (w *byte, qs *int8, nsum *int32, d *float32,
+// qstride, nb, ntok int, out *float32, ostride int): per token DI the
+// block, BX its activations, R14 its nsum and DX its scale, walked
+// through the blocks (CX left) from SI, R9 and R12 (R13 apart); AX its
+// results (R11 apart), Y4 and Y5 its sums for rows 0-7 and 8-15, R10 the
+// tokens left.
+#define G16ARGS \
+	MOVQ qs+8(FP), BX \
+	MOVQ nsum+16(FP), R9 \
+	MOVQ d+24(FP), R12 \
+	MOVQ qstride+32(FP), R8 \
+	MOVQ nb+40(FP), R13 \
+	SHLQ $2, R13 \
+	MOVQ ntok+48(FP), R10 \
+	MOVQ out+56(FP), AX \
+	MOVQ ostride+64(FP), R11 \
+	SHLQ $2, R11
+
+// G16BEGIN starts a token at the first block.
+#define G16BEGIN \
+	MOVQ   w+0(FP), DI \
+	MOVQ   BX, SI \
+	MOVQ   R9, R14 \
+	MOVQ   R12, DX \
+	MOVQ   nb+40(FP), CX \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5
+
+// G16STEP(size) moves to the next block (size bytes on); CX's flags say
+// whether one is left.
+#define G16STEP(size) \
+	ADDQ $size, DI \
+	ADDQ $32, BX \
+	ADDQ $4, R14 \
+	ADDQ $4, DX \
+	DECQ CX
+
+// G16END stores the token's results and moves to the next; R10's flags
+// say whether one is left.
+#define G16END \
+	VMOVUPS Y4, (AX) \
+	VMOVUPS Y5, 32(AX) \
+	ADDQ    R11, AX \
+	LEAQ    (SI)(R8*1), BX \
+	ADDQ    R13, R9 \
+	ADDQ    R13, R12 \
+	DECQ    R10

@@ -116,7 +116,8 @@ func BenchmarkRows8(b *testing.B) {
 
 // TestHalvesMatchGo: Q4_0's AVX2 row kernel and Q8_0's AVX2 and AVX-VNNI
 // ones, on the VNNI kernels' packed groups of sixteen rows taken in
-// halves, give rows32Go's bits, on random bytes, quantized rows and
+// halves (or whole, q40Rows16AVX2 and q80Rows16AVX2, for passes of one to
+// three tokens), give rows32Go's bits, on random bytes, quantized rows and
 // extreme ones (Q8_0's 16-bit sums at their bound), over halves split
 // between shares, rows past the last group, one to three tokens after
 // groups of four and more tokens than a pass takes.
@@ -127,17 +128,18 @@ func TestHalvesMatchGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	kn, _ := chooseKernels("avx2")
 	type halfCase struct {
-		t    quant.DType
-		pack func(dst, src []byte, rb, g int)
-		kern halfKernel
+		t     quant.DType
+		pack  func(dst, src []byte, rb, g int)
+		kern  halfKernel
+		group groupKernel
 	}
-	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2}, {quant.Q8_0, packQ80, q80Rows8AVX2}}
+	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2, nil}, {quant.Q4_0, packQ40, q40Rows8AVX2, q40Rows16AVX2}, {quant.Q8_0, packQ80, q80Rows8AVX2, nil}, {quant.Q8_0, packQ80, q80Rows8AVX2, q80Rows16AVX2}}
 	if haveAVXVNNI {
-		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI})
+		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, nil})
 	} else {
 		t.Log("no AVX-VNNI: q80Rows8AVXVNNI untested")
 	}
-	shapes := []struct{ rows, n, mid, cols int }{{16, 1, 8, 32}, {40, 7, 19, 256}, {35, 3, 13, 96}, {48, 70, 21, 64}, {32, 5, 4, 1024}}
+	shapes := []struct{ rows, n, mid, cols int }{{16, 1, 8, 32}, {40, 7, 19, 256}, {35, 3, 13, 96}, {48, 70, 21, 64}, {32, 5, 4, 1024}, {48, 2, 16, 64}, {64, 67, 32, 256}}
 	for _, c := range cases {
 		for _, sh := range shapes {
 			for _, form := range []string{"random", "quantized", "extreme"} {
@@ -160,8 +162,8 @@ func TestHalvesMatchGo(t *testing.T) {
 				a.need(x, n, w, actQ8_0)
 				got := make([]float32, n*rows)
 				scratch := make([]float32, scratchLen(cols))
-				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern)
-				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern)
+				kn.matmulHalves(got, &a, n, w, p, 0, sh.mid, scratch, c.kern, c.group)
+				kn.matmulHalves(got, &a, n, w, p, sh.mid, rows, scratch, c.kern, c.group)
 				matchRowTail(t, got, wb, w, &a, x, form, a.q8.d, 32)
 			}
 		}

@@ -13,12 +13,17 @@ import "github.com/batchd/batchd/model"
 // sums and scales nb apart), results ostride apart.
 type halfKernel func(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
+// groupKernel takes a whole group of sixteen rows, a token at a time, for
+// passes of fewer than four tokens (q80Rows16AVX2).
+type groupKernel func(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+
 // matmulHalves is matmulInt8 on a halfKernel, on w's packed copy p: halves of sixteen-row groups aligned to the matrix (a
 // share's first and last may reach outside [lo, hi): computed whole, only
 // its own rows kept), tokens in passes of up to rowsTokens, each pass
-// over all the groups; rows past the last group by rows32Go (packing
-// copies them as they are).
-func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, kern halfKernel) {
+// over all the groups (passes of under four tokens by group where a
+// whole group is the share's); rows past the last group by rows32Go
+// (packing copies them as they are).
+func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, p []byte, lo, hi int, scratch []float32, kern halfKernel, group groupKernel) {
 	cols, rows, rb := w.Cols, w.Rows, w.Type.RowBytes(w.Cols)
 	src, stride := a.q8.qs, cols
 	nb, whole := cols/q8Block, rows&^15
@@ -32,6 +37,11 @@ func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, 
 			qs, nsum, d := &src[t*stride], &a.q8.nsum[t*nb], &a.q8.d[t*nb]
 			for g := c0; g < c1; g += 8 {
 				grp, half := &p[(g&^15)*rb], (g/8)%2
+				if group != nil && k < 4 && g%16 == 0 && g >= lo && g+16 <= min(c1, hi) {
+					group(grp, qs, nsum, d, stride, nb, k, &out[t*rows+g], rows)
+					g += 8
+					continue
+				}
 				if g >= lo && g+8 <= hi {
 					kern(grp, half, qs, nsum, d, stride, nb, k, &out[t*rows+g], rows)
 					continue

@@ -1,0 +1,76 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "int8half_amd64.h"
+
+// q80Rows16AVX2 is q80Rows8AVX2's sign trick on a whole packed group of
+// sixteen rows, a token at a time, for passes of one to three tokens
+// (batch-1 decode): the halves would each read half of every line of the
+// group, the second from cache after the first has streamed it all, so
+// a group's lines are consumed as they arrive here. The sums and the
+// float step are the half kernel's, so are the bits.
+
+DATA g8ones<>+0(SB)/4, $0x00010001
+GLOBL g8ones<>(SB), RODATA|NOPTR, $4
+DATA g8bias<>+0(SB)/4, $0x80808080
+GLOBL g8bias<>(SB), RODATA|NOPTR, $4
+
+// G16(v): dword vector v of both halves against the token's dword v (BX):
+// rows 0-7 into Y0, 8-15 into Y2.
+#define G16(v) \
+	VPBROADCASTD (4*(v))(BX), Y6 \
+	VMOVDQU      (32+64*(v))(DI), Y8 \
+	VMOVDQU      (64+64*(v))(DI), Y9 \
+	VPXOR        Y12, Y8, Y8 \
+	VPXOR        Y12, Y9, Y9 \
+	VPABSB       Y8, Y10 \
+	VPABSB       Y9, Y11 \
+	VPSIGNB      Y8, Y6, Y7 \
+	VPSIGNB      Y9, Y6, Y3 \
+	VPMADDUBSW   Y7, Y10, Y7 \
+	VPMADDUBSW   Y3, Y11, Y3 \
+	VPMADDWD     Y15, Y7, Y7 \
+	VPMADDWD     Y15, Y3, Y3 \
+	VPADDD       Y7, Y0, Y0 \
+	VPADDD       Y3, Y2, Y2
+
+// func q80Rows16AVX2(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+//
+// The frame of G16ARGS (int8half_amd64.h); a packed block is 544 bytes,
+// nsum is not read.
+TEXT ·q80Rows16AVX2(SB), NOSPLIT, $0-72
+	G16ARGS
+	VPBROADCASTD g8ones<>(SB), Y15
+	VPBROADCASTD g8bias<>(SB), Y12
+
+tok:
+	G16BEGIN
+
+block:
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y2, Y2, Y2
+	G16(0)
+	G16(1)
+	G16(2)
+	G16(3)
+	G16(4)
+	G16(5)
+	G16(6)
+	G16(7)
+	VCVTPH2PS    (DI), Y13
+	VCVTPH2PS    16(DI), Y14
+	VBROADCASTSS (DX), Y6
+	VMULPS       Y6, Y13, Y13
+	VMULPS       Y6, Y14, Y14
+	VCVTDQ2PS    Y0, Y0
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y13, Y0, Y0
+	VMULPS       Y14, Y2, Y2
+	VADDPS       Y0, Y4, Y4
+	VADDPS       Y2, Y5, Y5
+	G16STEP(544)
+	JNZ          block
+	G16END
+	JNZ          tok
+	VZEROUPPER
+	RET
