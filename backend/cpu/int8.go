@@ -330,7 +330,7 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	case quant.Q8_0:
 		switch p := w.Packed(); {
 		case p != nil && kn.avxvnni:
-			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI, nil)
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVXVNNI, q80Rows16AVXVNNI)
 		case p != nil && kn.simd:
 			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q80Rows8AVX2, q80Rows16AVX2)
 		default:

@@ -115,6 +115,9 @@ func q80Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride,
 func q40Rows16AVX2(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
 //go:noescape
+func q80Rows16AVXVNNI(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+
+//go:noescape
 func q80Rows16AVX2(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
 //go:noescape

@@ -125,6 +125,10 @@ func q40Rows16AVX2(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok
 	panic("no simd")
 }
 
+func q80Rows16AVXVNNI(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func q80Rows16AVX2(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
 	panic("no simd")
 }

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "int8half_amd64.h"
+#include "avxvnni_amd64.h"
 
 // q80Rows16AVX2 is q80Rows8AVX2's sign trick on a whole packed group of
 // sixteen rows, a token at a time, for passes of one to three tokens
@@ -72,5 +73,62 @@ block:
 	JNZ          block
 	G16END
 	JNZ          tok
+	VZEROUPPER
+	RET
+
+// V16(v, a, b): dword vector v of both halves by VPDPBUSD against the
+// token's dword v (BX): rows 0-7 into Y(a), 8-15 into Y(b).
+#define V16(v, a, b) \
+	VMOVDQU      (32+64*(v))(DI), Y8 \
+	VMOVDQU      (64+64*(v))(DI), Y10 \
+	VPBROADCASTD (4*(v))(BX), Y9 \
+	VPDPBUSDY(a, 8, 9) \
+	VPDPBUSDY(b, 10, 9)
+
+// func q80Rows16AVXVNNI(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+//
+// q80Rows8AVXVNNI's one-token loop on the whole group, as q80Rows16AVX2
+// is the sign trick's: the G16ARGS frame, nsum taking off the values'
+// offset of 128.
+TEXT ·q80Rows16AVXVNNI(SB), NOSPLIT, $0-72
+	G16ARGS
+
+vtok:
+	G16BEGIN
+
+vblock:
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	V16(0, 0, 2)
+	V16(1, 1, 3)
+	V16(2, 0, 2)
+	V16(3, 1, 3)
+	V16(4, 0, 2)
+	V16(5, 1, 3)
+	V16(6, 0, 2)
+	V16(7, 1, 3)
+	VPADDD       Y1, Y0, Y0
+	VPADDD       Y3, Y2, Y2
+	VPBROADCASTD (R14), Y6
+	VPSLLD       $7, Y6, Y6
+	VPADDD       Y6, Y0, Y0
+	VPADDD       Y6, Y2, Y2
+	VCVTDQ2PS    Y0, Y0
+	VCVTDQ2PS    Y2, Y2
+	VCVTPH2PS    (DI), Y13
+	VCVTPH2PS    16(DI), Y14
+	VBROADCASTSS (DX), Y6
+	VMULPS       Y6, Y13, Y13
+	VMULPS       Y6, Y14, Y14
+	VMULPS       Y13, Y0, Y0
+	VMULPS       Y14, Y2, Y2
+	VADDPS       Y0, Y4, Y4
+	VADDPS       Y2, Y5, Y5
+	G16STEP(544)
+	JNZ          vblock
+	G16END
+	JNZ          vtok
 	VZEROUPPER
 	RET

@@ -116,8 +116,8 @@ func BenchmarkRows8(b *testing.B) {
 
 // TestHalvesMatchGo: Q4_0's AVX2 row kernel and Q8_0's AVX2 and AVX-VNNI
 // ones, on the VNNI kernels' packed groups of sixteen rows taken in
-// halves (or whole, q40Rows16AVX2 and q80Rows16AVX2, for passes of one to
-// three tokens), give rows32Go's bits, on random bytes, quantized rows and
+// halves (or whole, q40Rows16AVX2, q80Rows16AVX2 and q80Rows16AVXVNNI, for
+// passes of one to three tokens), give rows32Go's bits, on random bytes, quantized rows and
 // extreme ones (Q8_0's 16-bit sums at their bound), over halves split
 // between shares, rows past the last group, one to three tokens after
 // groups of four and more tokens than a pass takes.
@@ -135,7 +135,7 @@ func TestHalvesMatchGo(t *testing.T) {
 	}
 	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2, nil}, {quant.Q4_0, packQ40, q40Rows8AVX2, q40Rows16AVX2}, {quant.Q8_0, packQ80, q80Rows8AVX2, nil}, {quant.Q8_0, packQ80, q80Rows8AVX2, q80Rows16AVX2}}
 	if haveAVXVNNI {
-		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, nil})
+		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, nil}, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, q80Rows16AVXVNNI})
 	} else {
 		t.Log("no AVX-VNNI: q80Rows8AVXVNNI untested")
 	}
