@@ -314,9 +314,12 @@ func (kn *kernels) matmulInt8(out []float32, a *acts, n int, w *model.Matrix, lo
 	}
 	switch w.Type {
 	case quant.Q4_0:
-		if p := w.Packed(); p != nil && kn.simd {
+		switch p := w.Packed(); {
+		case p != nil && kn.avxvnni:
+			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVXVNNI, q40Rows16AVXVNNI)
+		case p != nil && kn.simd:
 			kn.matmulHalves(out, a, n, w, p, lo, hi, scratch, q40Rows8AVX2, q40Rows16AVX2)
-		} else {
+		default:
 			kn.matmulQ40(out, &a.q8, n, w, lo, hi)
 		}
 	case quant.Q4_1:

@@ -121,6 +121,14 @@ func q80Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride,
 	panic("no simd")
 }
 
+func q40Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
+	panic("no simd")
+}
+
+func q40Rows16AVXVNNI(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
+	panic("no simd")
+}
+
 func q40Rows16AVX2(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int) {
 	panic("no simd")
 }

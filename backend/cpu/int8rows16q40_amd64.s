@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "int8half_amd64.h"
+#include "avxvnni_amd64.h"
 
 // q40Rows16AVX2 is q40Rows8AVX2's one-token loop on a whole packed group
 // of sixteen rows, for passes of one to three tokens, as q80Rows16AVX2 is
@@ -70,5 +71,63 @@ block:
 	JNZ          block
 	G16END
 	JNZ          tok
+	VZEROUPPER
+	RET
+
+// QV16(v): dword vector v's nibbles of both halves by VPDPBUSD against
+// the token's activations (BX): rows 0-7 into Y0, 8-15 into Y2.
+#define QV16(v) \
+	VMOVDQU      (32+64*(v))(DI), Y10 \
+	VMOVDQU      (64+64*(v))(DI), Y11 \
+	VPBROADCASTD (4*(v))(BX), Y6 \
+	VPAND        Y15, Y10, Y8 \
+	VPAND        Y15, Y11, Y9 \
+	VPDPBUSDY(0, 8, 6) \
+	VPDPBUSDY(2, 9, 6) \
+	VPBROADCASTD (16+4*(v))(BX), Y6 \
+	VPSRLW       $4, Y10, Y10 \
+	VPSRLW       $4, Y11, Y11 \
+	VPAND        Y15, Y10, Y10 \
+	VPAND        Y15, Y11, Y11 \
+	VPDPBUSDY(0, 10, 6) \
+	VPDPBUSDY(2, 11, 6)
+
+// func q40Rows16AVXVNNI(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+//
+// q40Rows16AVX2 with AVX-VNNI (q40Rows8AVXVNNI's one-token loop on the
+// whole group).
+TEXT ·q40Rows16AVXVNNI(SB), NOSPLIT, $0-72
+	G16ARGS
+	VPBROADCASTD ·r8c0f(SB), Y15
+
+vtok:
+	G16BEGIN
+
+vblock:
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y2, Y2, Y2
+	QV16(0)
+	QV16(1)
+	QV16(2)
+	QV16(3)
+	VPBROADCASTD (R14), Y6
+	VPSLLD       $3, Y6, Y6
+	VPADDD       Y6, Y0, Y0
+	VPADDD       Y6, Y2, Y2
+	VCVTDQ2PS    Y0, Y0
+	VCVTDQ2PS    Y2, Y2
+	VCVTPH2PS    (DI), Y13
+	VCVTPH2PS    16(DI), Y14
+	VBROADCASTSS (DX), Y6
+	VMULPS       Y6, Y13, Y13
+	VMULPS       Y6, Y14, Y14
+	VMULPS       Y13, Y0, Y0
+	VMULPS       Y14, Y2, Y2
+	VADDPS       Y0, Y4, Y4
+	VADDPS       Y2, Y5, Y5
+	G16STEP(288)
+	JNZ          vblock
+	G16END
+	JNZ          vtok
 	VZEROUPPER
 	RET

@@ -114,13 +114,13 @@ func BenchmarkRows8(b *testing.B) {
 	}
 }
 
-// TestHalvesMatchGo: Q4_0's AVX2 row kernel and Q8_0's AVX2 and AVX-VNNI
-// ones, on the VNNI kernels' packed groups of sixteen rows taken in
-// halves (or whole, q40Rows16AVX2, q80Rows16AVX2 and q80Rows16AVXVNNI, for
-// passes of one to three tokens), give rows32Go's bits, on random bytes, quantized rows and
-// extreme ones (Q8_0's 16-bit sums at their bound), over halves split
-// between shares, rows past the last group, one to three tokens after
-// groups of four and more tokens than a pass takes.
+// TestHalvesMatchGo: Q4_0's and Q8_0's AVX2 and AVX-VNNI row kernels, on
+// the VNNI kernels' packed groups of sixteen rows taken in halves (or
+// whole, q40Rows16AVX2, q80Rows16AVX2 and their AVX-VNNI forms, for passes
+// of one to three tokens), give rows32Go's bits, on random bytes,
+// quantized rows and extreme ones (Q8_0's 16-bit sums at their bound),
+// over halves split between shares, rows past the last group, one to three
+// tokens after groups of four and more tokens than a pass takes.
 func TestHalvesMatchGo(t *testing.T) {
 	if !haveSIMD {
 		t.Skip("no AVX2")
@@ -135,7 +135,7 @@ func TestHalvesMatchGo(t *testing.T) {
 	}
 	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2, nil}, {quant.Q4_0, packQ40, q40Rows8AVX2, q40Rows16AVX2}, {quant.Q8_0, packQ80, q80Rows8AVX2, nil}, {quant.Q8_0, packQ80, q80Rows8AVX2, q80Rows16AVX2}}
 	if haveAVXVNNI {
-		cases = append(cases, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, nil}, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, q80Rows16AVXVNNI})
+		cases = append(cases, halfCase{quant.Q4_0, packQ40, q40Rows8AVXVNNI, nil}, halfCase{quant.Q4_0, packQ40, q40Rows8AVXVNNI, q40Rows16AVXVNNI}, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, nil}, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, q80Rows16AVXVNNI})
 	} else {
 		t.Log("no AVX-VNNI: q80Rows8AVXVNNI untested")
 	}

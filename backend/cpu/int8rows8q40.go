@@ -4,9 +4,9 @@ import "github.com/batchd/batchd/model"
 
 // Q4_0 and Q8_0 on AVX2 without VNNI read the VNNI kernels' packed groups
 // of sixteen rows (packQ40, packQ80) as two halves of eight, each row in a
-// dword lane (q40Rows8AVX2; q80Rows8AVX2, or q80Rows8AVXVNNI with
-// AVX-VNNI): rows32Go's bits, as the VNNI kernels' are, so a model's
-// results are the same on both.
+// dword lane (q40Rows8AVX2 and q80Rows8AVX2, or q40Rows8AVXVNNI and
+// q80Rows8AVXVNNI with AVX-VNNI): rows32Go's bits, as the VNNI kernels'
+// are, so a model's results are the same on both.
 
 // halfKernel is such a kernel: half (0 or 1) of the sixteen-row group at
 // w against ntok tokens' q8_0 activations (qstride apart, their negated

@@ -3,6 +3,7 @@
 #include "textflag.h"
 #include "int8half_amd64.h"
 #include "int8rows8_amd64.h"
+#include "avxvnni_amd64.h"
 
 // q40Rows8AVX2: half of a group of sixteen Q4_0 rows packed for the VNNI
 // row kernels (packQ40: per block the sixteen fp16 scales, then dword v
@@ -105,3 +106,102 @@ oneblock:
 	VPADDW       Y1, Y0, Y0
 	Q4END(Y0, (DX), (R12), Y4)
 	HALFDONE(288)
+
+// V4(a): the nibbles in Y8 by VPDPBUSD against four tokens' activations
+// at a (R4BC), added to Y0-Y3.
+#define V4(a) \
+	R4BC(a) \
+	VPDPBUSDY(0, 8, 9) \
+	VPDPBUSDY(1, 8, 10) \
+	VPDPBUSDY(2, 8, 11) \
+	VPDPBUSDY(3, 8, 12)
+
+// V1(a, acc): the same for one token (BX) into Y(acc).
+#define V1(a, acc) \
+	VPBROADCASTD (a)(BX), Y9 \
+	VPDPBUSDY(acc, 8, 9)
+
+// Q4VEND(P, nsum, d, acc): a token's block, the values' offset 8.
+#define Q4VEND(P, nsum, d, acc) HALFEND(P, nsum, 3, d, acc)
+
+// func q40Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
+//
+// q40Rows8AVX2 with AVX-VNNI: per token and block eight VPDPBUSD of the
+// nibbles by its activations, exact in 32 bits, so the sums and the float
+// step are the same.
+TEXT ·q40Rows8AVXVNNI(SB), NOSPLIT, $0-80
+	HALFARGS
+	VPBROADCASTD ·r8c0f(SB), Y15
+	CMPQ R10, $4
+	JLT  vone
+
+vfour:
+	HALF4BEGIN
+
+vfourblock:
+	VCVTPH2PS (DI), Y13
+	VPXOR     Y0, Y0, Y0
+	VPXOR     Y1, Y1, Y1
+	VPXOR     Y2, Y2, Y2
+	VPXOR     Y3, Y3, Y3
+	Q4LO(0)
+	V4(0)
+	Q4LO(1)
+	V4(4)
+	Q4LO(2)
+	V4(8)
+	Q4LO(3)
+	V4(12)
+	Q4HI(0)
+	V4(16)
+	Q4HI(1)
+	V4(20)
+	Q4HI(2)
+	V4(24)
+	Q4HI(3)
+	V4(28)
+	HALF4ENDS(Q4VEND)
+	HALF4STEP(288)
+	JNZ       vfourblock
+
+	HALF4END
+	CMPQ R10, $4
+	JGE  vfour
+
+vone:
+	TESTQ R10, R10
+	JZ    vdone
+
+vonetok:
+	HALF1BEGIN
+
+voneblock:
+	VCVTPH2PS (DI), Y13
+	VPXOR     Y0, Y0, Y0
+	VPXOR     Y1, Y1, Y1
+	Q4LO(0)
+	V1(0, 0)
+	Q4LO(1)
+	V1(4, 1)
+	Q4LO(2)
+	V1(8, 0)
+	Q4LO(3)
+	V1(12, 1)
+	Q4HI(0)
+	V1(16, 0)
+	Q4HI(1)
+	V1(20, 1)
+	Q4HI(2)
+	V1(24, 0)
+	Q4HI(3)
+	V1(28, 1)
+	VPADDD    Y1, Y0, Y0
+	Q4VEND(Y0, (DX), (R12), Y4)
+	HALF1STEP(288)
+	JNZ       voneblock
+	HALF1END
+	JNZ       vonetok
+
+vdone:
+	VZEROUPPER
+	RET
