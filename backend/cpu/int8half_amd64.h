@@ -199,3 +199,42 @@ onetok: \
 	ADDQ    R13, R9 \
 	ADDQ    R13, R12 \
 	DECQ    R10
+
+// HALFPF9 and HALFPF5 prefetch the lines of a block 4 KiB on (Q8_0's 544
+// bytes, Q4_0's 288).
+#define HALFPF5 \
+	PREFETCHT0 4096(DI) \
+	PREFETCHT0 4160(DI) \
+	PREFETCHT0 4224(DI) \
+	PREFETCHT0 4288(DI) \
+	PREFETCHT0 4352(DI)
+
+#define HALFPF9 \
+	HALFPF5 \
+	PREFETCHT0 4416(DI) \
+	PREFETCHT0 4480(DI) \
+	PREFETCHT0 4544(DI) \
+	PREFETCHT0 4608(DI)
+
+// HALF4PASS(PF, BODY, size, pf, lbl, end) is a group of four tokens'
+// pass over the blocks (BODY a block's work, size bytes; labels pf, lbl
+// and end), with PF's prefetches on the first pass, which streams the
+// half from memory, and the last, whose lines 4 KiB on are the next
+// group's: the hardware's prefetch alone left 8 and 32 sequences 9-20%
+// short, and prefetching on every pass cost prompts up to 7%.
+#define HALF4PASS(PF, BODY, size, pf, lbl, end) \
+	CMPQ R10, ntok+56(FP) \
+	JEQ  pf \
+	CMPQ R10, $8 \
+	JGE  lbl \
+pf: \
+	PF \
+	BODY \
+	HALF4STEP(size) \
+	JNZ  pf \
+	JMP  end \
+lbl: \
+	BODY \
+	HALF4STEP(size) \
+	JNZ  lbl \
+end:

@@ -33,6 +33,27 @@ GLOBL ·r8ones(SB), RODATA|NOPTR, $4
 	VPMADDWD Y14, P, P \
 	HALFEND(P, nsum, 3, d, acc)
 
+// Q4BLOCK: a block against four tokens (HALF4PASS).
+#define Q4BLOCK \
+	VCVTPH2PS (DI), Y13 \
+	Q4LO(0) \
+	R4F(0) \
+	Q4LO(1) \
+	R4(4) \
+	Q4LO(2) \
+	R4(8) \
+	Q4LO(3) \
+	R4(12) \
+	Q4HI(0) \
+	R4(16) \
+	Q4HI(1) \
+	R4(20) \
+	Q4HI(2) \
+	R4(24) \
+	Q4HI(3) \
+	R4(28) \
+	HALF4ENDS(Q4END)
+
 // func q40Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 //
 // The frame of int8half_amd64.h; a packed block is 288 bytes.
@@ -45,29 +66,7 @@ TEXT ·q40Rows8AVX2(SB), NOSPLIT, $0-80
 
 four:
 	HALF4BEGIN
-
-fourblock:
-	VCVTPH2PS (DI), Y13
-	Q4LO(0)
-	R4F(0)
-	Q4LO(1)
-	R4(4)
-	Q4LO(2)
-	R4(8)
-	Q4LO(3)
-	R4(12)
-	Q4HI(0)
-	R4(16)
-	Q4HI(1)
-	R4(20)
-	Q4HI(2)
-	R4(24)
-	Q4HI(3)
-	R4(28)
-	HALF4ENDS(Q4END)
-	HALF4STEP(288)
-	JNZ  fourblock
-
+	HALF4PASS(HALFPF5, Q4BLOCK, 288, fourpf, fourblock, fourend)
 	HALF4NEXT
 	HALFONE
 
@@ -124,6 +123,31 @@ oneblock:
 // Q4VEND(P, nsum, d, acc): a token's block, the values' offset 8.
 #define Q4VEND(P, nsum, d, acc) HALFEND(P, nsum, 3, d, acc)
 
+// Q4VBLOCK: a block against four tokens (HALF4PASS).
+#define Q4VBLOCK \
+	VCVTPH2PS (DI), Y13 \
+	VPXOR     Y0, Y0, Y0 \
+	VPXOR     Y1, Y1, Y1 \
+	VPXOR     Y2, Y2, Y2 \
+	VPXOR     Y3, Y3, Y3 \
+	Q4LO(0) \
+	V4(0) \
+	Q4LO(1) \
+	V4(4) \
+	Q4LO(2) \
+	V4(8) \
+	Q4LO(3) \
+	V4(12) \
+	Q4HI(0) \
+	V4(16) \
+	Q4HI(1) \
+	V4(20) \
+	Q4HI(2) \
+	V4(24) \
+	Q4HI(3) \
+	V4(28) \
+	HALF4ENDS(Q4VEND)
+
 // func q40Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 //
 // q40Rows8AVX2 with AVX-VNNI: per token and block eight VPDPBUSD of the
@@ -137,33 +161,7 @@ TEXT ·q40Rows8AVXVNNI(SB), NOSPLIT, $0-80
 
 vfour:
 	HALF4BEGIN
-
-vfourblock:
-	VCVTPH2PS (DI), Y13
-	VPXOR     Y0, Y0, Y0
-	VPXOR     Y1, Y1, Y1
-	VPXOR     Y2, Y2, Y2
-	VPXOR     Y3, Y3, Y3
-	Q4LO(0)
-	V4(0)
-	Q4LO(1)
-	V4(4)
-	Q4LO(2)
-	V4(8)
-	Q4LO(3)
-	V4(12)
-	Q4HI(0)
-	V4(16)
-	Q4HI(1)
-	V4(20)
-	Q4HI(2)
-	V4(24)
-	Q4HI(3)
-	V4(28)
-	HALF4ENDS(Q4VEND)
-	HALF4STEP(288)
-	JNZ       vfourblock
-
+	HALF4PASS(HALFPF5, Q4VBLOCK, 288, vfourpf, vfourblock, vfourend)
 	HALF4END
 	CMPQ R10, $4
 	JGE  vfour

@@ -32,6 +32,23 @@
 	VPBROADCASTD (4*(v))(BX), Y9 \
 	VPDPBUSDY(acc, 8, 9)
 
+// Q8BLOCK: a block against four tokens (HALF4PASS).
+#define Q8BLOCK \
+	VCVTPH2PS (DI), Y13 \
+	VPXOR     Y0, Y0, Y0 \
+	VPXOR     Y1, Y1, Y1 \
+	VPXOR     Y2, Y2, Y2 \
+	VPXOR     Y3, Y3, Y3 \
+	Q8T4(0) \
+	Q8T4(1) \
+	Q8T4(2) \
+	Q8T4(3) \
+	Q8T4(4) \
+	Q8T4(5) \
+	Q8T4(6) \
+	Q8T4(7) \
+	HALF4ENDS(Q8END)
+
 // func q80Rows8AVXVNNI(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 //
 // The frame of int8half_amd64.h; a packed block is 544 bytes.
@@ -42,25 +59,7 @@ TEXT ·q80Rows8AVXVNNI(SB), NOSPLIT, $0-80
 
 four:
 	HALF4BEGIN
-
-fourblock:
-	VCVTPH2PS (DI), Y13
-	VPXOR     Y0, Y0, Y0
-	VPXOR     Y1, Y1, Y1
-	VPXOR     Y2, Y2, Y2
-	VPXOR     Y3, Y3, Y3
-	Q8T4(0)
-	Q8T4(1)
-	Q8T4(2)
-	Q8T4(3)
-	Q8T4(4)
-	Q8T4(5)
-	Q8T4(6)
-	Q8T4(7)
-	HALF4ENDS(Q8END)
-	HALF4STEP(544)
-	JNZ       fourblock
-
+	HALF4PASS(HALFPF9, Q8BLOCK, 544, fourpf, fourblock, fourend)
 	HALF4NEXT
 	HALFONE
 

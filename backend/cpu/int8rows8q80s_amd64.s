@@ -53,6 +53,23 @@ GLOBL s8bias<>(SB), RODATA|NOPTR, $4
 	VMULPS       Y10, P, P \
 	VADDPS       P, acc, acc
 
+// S8BLOCK: a block against four tokens (HALF4PASS).
+#define S8BLOCK \
+	VCVTPH2PS (DI), Y13 \
+	VPXOR     Y0, Y0, Y0 \
+	VPXOR     Y1, Y1, Y1 \
+	VPXOR     Y2, Y2, Y2 \
+	VPXOR     Y3, Y3, Y3 \
+	S8T4(0) \
+	S8T4(1) \
+	S8T4(2) \
+	S8T4(3) \
+	S8T4(4) \
+	S8T4(5) \
+	S8T4(6) \
+	S8T4(7) \
+	HALF4ENDS(S8END)
+
 // func q80Rows8AVX2(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 //
 // The frame of int8half_amd64.h; a packed block is 544 bytes.
@@ -65,25 +82,7 @@ TEXT ·q80Rows8AVX2(SB), NOSPLIT, $0-80
 
 four:
 	HALF4BEGIN
-
-fourblock:
-	VCVTPH2PS (DI), Y13
-	VPXOR     Y0, Y0, Y0
-	VPXOR     Y1, Y1, Y1
-	VPXOR     Y2, Y2, Y2
-	VPXOR     Y3, Y3, Y3
-	S8T4(0)
-	S8T4(1)
-	S8T4(2)
-	S8T4(3)
-	S8T4(4)
-	S8T4(5)
-	S8T4(6)
-	S8T4(7)
-	HALF4ENDS(S8END)
-	HALF4STEP(544)
-	JNZ       fourblock
-
+	HALF4PASS(HALFPF9, S8BLOCK, 544, fourpf, fourblock, fourend)
 	HALF4NEXT
 	HALFONE
 
