@@ -57,6 +57,9 @@ func dequantQ8AVX2(src *byte, dst *float32, nblocks int)
 func fmaPeakAVX2(iters int)
 
 //go:noescape
+func int8PeakAVX2(form int, buf *byte, iters int)
+
+//go:noescape
 func attnDotsAVX2(q, k *float32, kstride, hd, n int, out *float32)
 
 //go:noescape

@@ -37,6 +37,7 @@ func dot4x4F32AVX512(w *float32, wstride int, x *float32, xstride, n int, out *f
 }
 func dequantQ8AVX2(src *byte, dst *float32, nblocks int) { panic("no simd") }
 func fmaPeakAVX2(iters int)                              { panic("no simd") }
+func int8PeakAVX2(form int, buf *byte, iters int)        { panic("no simd") }
 
 func attnDotsAVX2(q, k *float32, kstride, hd, n int, out *float32)  { panic("no simd") }
 func attnAccumAVX2(p, v *float32, vstride, hd, n int, out *float32) { panic("no simd") }

@@ -81,3 +81,45 @@ func MeasureFMAPeak(threads int) float64 {
 	}
 	return best
 }
+
+// Int8Peak is what one core's plain AVX2 int8 inner loops give at best,
+// in billions of products a second (MeasureInt8Peak).
+type Int8Peak struct {
+	Sign    float64 `json:"sign"`    // 8-bit values by the sign trick (Q8_0)
+	Words   float64 `json:"words"`   // values as words by VPMADDWD (IQ4_XS)
+	Nibbles float64 `json:"nibbles"` // 4-bit values summed in 16 bits (Q4_0, the K-quants)
+}
+
+// MeasureInt8Peak runs the plain AVX2 int8 kernels' inner loops alone, on
+// registers and a buffer in L1, on threads goroutines: the ceiling their
+// kernels approach, before memory and the float steps (zero without the
+// SIMD kernels).
+func MeasureInt8Peak(threads int) Int8Peak {
+	var p Int8Peak
+	if !haveSIMD {
+		return p
+	}
+	threads = max(threads, 1)
+	const iters = 4_000_000
+	for form, out := range []*float64{&p.Sign, &p.Words, &p.Nibbles} {
+		products := 256.0
+		if form == 2 {
+			products = 1024
+		}
+		for range 3 {
+			var wg sync.WaitGroup
+			start := time.Now()
+			for range threads {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var buf [256]byte
+					int8PeakAVX2(form, &buf[0], iters)
+				}()
+			}
+			wg.Wait()
+			*out = max(*out, float64(iters)*products*float64(threads)/time.Since(start).Seconds()/1e9)
+		}
+	}
+	return p
+}

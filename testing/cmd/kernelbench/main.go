@@ -30,6 +30,7 @@ type report struct {
 	Kernels        string             `json:"kernels"`
 	MemBWGBs       float64            `json:"mem_bw_gbs"`
 	PeakGFLOPs     float64            `json:"peak_gflops"`
+	Int8Peak       cpu.Int8Peak       `json:"int8_peak_gmacs"` // the plain AVX2 int8 inner loops alone
 	WeightBytes    int                `json:"weight_bytes"`
 	PrefillTokens  int                `json:"prefill_tokens"`
 	PrefillTokS    float64            `json:"prefill_tok_s"`
@@ -82,6 +83,7 @@ func run() error {
 	fmt.Fprintln(os.Stderr, "kernelbench: measuring memory bandwidth and FMA peak...")
 	r.MemBWGBs = cpu.MeasureReadBandwidth(1<<30, *threads)
 	r.PeakGFLOPs = cpu.MeasureFMAPeak(*threads)
+	r.Int8Peak = cpu.MeasureInt8Peak(*threads)
 
 	var bs []int
 	maxB := 1
