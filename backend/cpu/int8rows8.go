@@ -86,8 +86,8 @@ var rows8Formats = []struct {
 	split   bool
 	many    rows8Many
 }{{quant.Q4_K, packQ4K8, q4kRows8AVX2, 576 / 4, false, false, rows8Many{}},
-	{quant.Q5_K, packQ5K8, q5kRows8AVX2, 576 / 4, false, false, rows8Many{}},
-	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 800 / 4, false, false, rows8Many{}},
+	{quant.Q5_K, packQ5K8, q5kRows8AVX2, 2624 / 4, false, false, rows8Many{}},
+	{quant.Q6_K, packQ6K8, q6kRows8AVX2, 2848 / 4, false, false, rows8Many{}},
 	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVXVNNI, 3008 / 4, true, false, rows8Many{iq4xsRows16AVXVNNI, 5856 / 4, 16, rows16Tokens, false}},
 	{quant.IQ4_XS, packIQ4XS8, iq4xsRows8AVX2, 3008 / 4, false, true, rows8Many{iq4xsRows8AVX2W, 4928 / 4, 8, 4, true}}}
 

@@ -14,7 +14,8 @@
 // off the values' offset of 32.
 //
 // scr (bytes): 0 the scale pairs (sc_j, sc_j) of sub-blocks 0-15, 512 the
-// pairs (sc_2k, sc_2k+1), 768 d as floats, 800 each token's eight sums.
+// pairs (sc_2k, sc_2k+1), 768 d as floats, 800 the values assembled
+// (Q6DEC, passes of eight tokens or more), 2848 each token's eight sums.
 
 DATA q6nib<>+0(SB)/4, $0x0f0f0f0f
 GLOBL q6nib<>(SB), RODATA|NOPTR, $4
@@ -156,6 +157,70 @@ GLOBL q6two<>(SB), RODATA|NOPTR, $64
 	Q6QUARTER(Q6W2, F, A, S, 128+512*(h), 1152+256*(h), 128*(h)+64, 8*(h)+4) \
 	Q6QUARTER(Q6W3, F, A, S, 384+512*(h), 1152+256*(h), 128*(h)+96, 8*(h)+6)
 
+// Q6D(ql, hi) loads the values Q6DEC assembled from the ql dword vector
+// at ql (hi: its high nibbles') into Y8.
+#define Q6DOFF(ql, hi) (800+2*((ql)-128)+32*(hi))
+
+#define Q6D(ql, hi) \
+	VMOVDQU Q6DOFF(ql, hi)(R9), Y8
+
+// Q6DEC1(W, ql, qh, hi): one vector assembled (W a Q6W macro) into scr.
+#define Q6DEC1(W, ql, qh, hi) \
+	W(ql, qh) \
+	VMOVDQU Y8, Q6DOFF(ql, hi)(R9)
+
+#define Q6DECQ(W, ql, qh, hi) \
+	Q6DEC1(W, ql, qh, hi) \
+	Q6DEC1(W, ql+32, qh+32, hi) \
+	Q6DEC1(W, ql+64, qh+64, hi) \
+	Q6DEC1(W, ql+96, qh+96, hi) \
+	Q6DEC1(W, ql+128, qh+128, hi) \
+	Q6DEC1(W, ql+160, qh+160, hi) \
+	Q6DEC1(W, ql+192, qh+192, hi) \
+	Q6DEC1(W, ql+224, qh+224, hi)
+
+#define Q6DECH(h) \
+	Q6DECQ(Q6W0, 128+512*(h), 1152+256*(h), 0) \
+	Q6DECQ(Q6W1, 384+512*(h), 1152+256*(h), 0) \
+	Q6DECQ(Q6W2, 128+512*(h), 1152+256*(h), 1) \
+	Q6DECQ(Q6W3, 384+512*(h), 1152+256*(h), 1)
+
+// Q6DEC assembles the super-block's 64 value vectors into scr once, for
+// passes of eight tokens or more: then each group of four reads them
+// rather than assembling each again (four operations a vector).
+#define Q6DEC \
+	Q6DECH(0) \
+	Q6DECH(1)
+
+// Q6DQUARTER and Q6DHALF are Q6QUARTER and Q6HALF on the assembled values.
+#define Q6DQUARTER(hi, F, A, S, ql, a, j) \
+	Q6D(ql, hi) \
+	F(a) \
+	Q6D(ql+32, hi) \
+	A(a+4) \
+	S(j) \
+	Q6D(ql+64, hi) \
+	F(a+8) \
+	Q6D(ql+96, hi) \
+	A(a+12) \
+	S(j) \
+	Q6D(ql+128, hi) \
+	F(a+16) \
+	Q6D(ql+160, hi) \
+	A(a+20) \
+	S(j+1) \
+	Q6D(ql+192, hi) \
+	F(a+24) \
+	Q6D(ql+224, hi) \
+	A(a+28) \
+	S(j+1)
+
+#define Q6DHALF(F, A, S, h) \
+	Q6DQUARTER(0, F, A, S, 128+512*(h), 128*(h), 8*(h)) \
+	Q6DQUARTER(0, F, A, S, 384+512*(h), 128*(h)+32, 8*(h)+2) \
+	Q6DQUARTER(1, F, A, S, 128+512*(h), 128*(h)+64, 8*(h)+4) \
+	Q6DQUARTER(1, F, A, S, 384+512*(h), 128*(h)+96, 8*(h)+6)
+
 // Q6END(S, acc): a token's super-block, the offset 32 off (OFFEND).
 #define Q6END(S, acc) OFFEND(512, 5, 768, S, acc)
 
@@ -163,7 +228,7 @@ GLOBL q6two<>(SB), RODATA|NOPTR, $64
 //
 // The frame of int8rows8_amd64.h; a packed super-block is 1680 bytes.
 TEXT ·q6kRows8AVX2(SB), NOSPLIT, $0-80
-	R8ARGS(zero, 800)
+	R8ARGS(zero, 2848)
 
 block:
 	Q6PF
@@ -176,9 +241,27 @@ block:
 	VMOVUPS      Y0, 768(R9)
 	VPBROADCASTD q6nib<>(SB), Y15
 	VPBROADCASTD q6hi<>(SB), Y14
-	R8TOKS(800)
-	CMPQ         R10, $4
-	JLT          one
+	R8TOKS(2848)
+	CMPQ         R10, $8
+	JLT          fewer
+	Q6DEC
+
+dfour:
+	LEAQ  (BX)(R8*2), R11
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	Q6DHALF(R4F, R4, R4SC, 0)
+	Q6DHALF(R4F, R4, R4SC, 1)
+	R8DONE4(Q6END)
+	CMPQ  R10, $4
+	JGE   dfour
+	JMP   one
+
+fewer:
+	CMPQ R10, $4
+	JLT  one
 
 four:
 	LEAQ   (BX)(R8*2), R11
@@ -198,4 +281,4 @@ four:
 
 next:
 	R8NEXT(1680, block)
-	ROWS8OUT(write, 800)
+	ROWS8OUT(write, 2848)
