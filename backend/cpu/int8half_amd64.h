@@ -151,8 +151,8 @@ one: \
 onetok: \
 	HALF1BEGIN
 
-// The frame of the whole-group kernels (q40Rows16AVX2, q80Rows16AVX2),
-// whose arguments are (w *byte, qs *int8, nsum *int32, d *float32,
+// The frame of the whole-group kernels (q40Rows16AVX2, q80Rows16AVX2 and
+// their AVX-VNNI forms), whose arguments are (w *byte, qs *int8, nsum *int32, d *float32,
 // qstride, nb, ntok int, out *float32, ostride int): per token DI the
 // block, BX its activations, R14 its nsum and DX its scale, walked
 // through the blocks (CX left) from SI, R9 and R12 (R13 apart); AX its

@@ -14,7 +14,8 @@ import "github.com/batchd/batchd/model"
 type halfKernel func(w *byte, half int, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
 // groupKernel takes a whole group of sixteen rows, a token at a time, for
-// passes of fewer than four tokens (q80Rows16AVX2).
+// passes of fewer than four tokens (q40Rows16AVX2, q80Rows16AVX2 and their
+// AVX-VNNI forms).
 type groupKernel func(w *byte, qs *int8, nsum *int32, d *float32, qstride, nb, ntok int, out *float32, ostride int)
 
 // matmulHalves is matmulInt8 on a halfKernel, on w's packed copy p: halves of sixteen-row groups aligned to the matrix (a
@@ -37,7 +38,7 @@ func (kn *kernels) matmulHalves(out []float32, a *acts, n int, w *model.Matrix, 
 			qs, nsum, d := &src[t*stride], &a.q8.nsum[t*nb], &a.q8.d[t*nb]
 			for g := c0; g < c1; g += 8 {
 				grp, half := &p[(g&^15)*rb], (g/8)%2
-				if group != nil && k < 4 && g%16 == 0 && g >= lo && g+16 <= min(c1, hi) {
+				if group != nil && k < 4 && g%16 == 0 && g >= lo && g+16 <= c1 {
 					group(grp, qs, nsum, d, stride, nb, k, &out[t*rows+g], rows)
 					g += 8
 					continue
