@@ -200,6 +200,31 @@ onetok: \
 	ADDQ    R13, R12 \
 	DECQ    R10
 
+// G16FLOAT is a token's block for both halves: the sums in Y0 (rows 0-7)
+// and Y2 (8-15) as floats times d_w d_a (the rows' scales at DI, d_a at
+// DX), added to Y4 and Y5 (Y6, Y13, Y14 clobbered): HALFEND's float step.
+#define G16FLOAT \
+	VCVTDQ2PS    Y0, Y0 \
+	VCVTDQ2PS    Y2, Y2 \
+	VCVTPH2PS    (DI), Y13 \
+	VCVTPH2PS    16(DI), Y14 \
+	VBROADCASTSS (DX), Y6 \
+	VMULPS       Y6, Y13, Y13 \
+	VMULPS       Y6, Y14, Y14 \
+	VMULPS       Y13, Y0, Y0 \
+	VMULPS       Y14, Y2, Y2 \
+	VADDPS       Y0, Y4, Y4 \
+	VADDPS       Y2, Y5, Y5
+
+// G16OFF(k) is G16FLOAT with the values' offset 2^k taken off: the
+// token's nsum (at R14) shifted by k added to both sums first.
+#define G16OFF(k) \
+	VPBROADCASTD (R14), Y6 \
+	VPSLLD       $k, Y6, Y6 \
+	VPADDD       Y6, Y0, Y0 \
+	VPADDD       Y6, Y2, Y2 \
+	G16FLOAT
+
 // HALFPF9 and HALFPF5 prefetch the lines of a block 4 KiB on (Q8_0's 544
 // bytes, Q4_0's 288).
 #define HALFPF5 \

@@ -58,17 +58,7 @@ block:
 	G16(5)
 	G16(6)
 	G16(7)
-	VCVTPH2PS    (DI), Y13
-	VCVTPH2PS    16(DI), Y14
-	VBROADCASTSS (DX), Y6
-	VMULPS       Y6, Y13, Y13
-	VMULPS       Y6, Y14, Y14
-	VCVTDQ2PS    Y0, Y0
-	VCVTDQ2PS    Y2, Y2
-	VMULPS       Y13, Y0, Y0
-	VMULPS       Y14, Y2, Y2
-	VADDPS       Y0, Y4, Y4
-	VADDPS       Y2, Y5, Y5
+	G16FLOAT
 	G16STEP(544)
 	JNZ          block
 	G16END
@@ -111,21 +101,7 @@ vblock:
 	V16(7, 1, 3)
 	VPADDD       Y1, Y0, Y0
 	VPADDD       Y3, Y2, Y2
-	VPBROADCASTD (R14), Y6
-	VPSLLD       $7, Y6, Y6
-	VPADDD       Y6, Y0, Y0
-	VPADDD       Y6, Y2, Y2
-	VCVTDQ2PS    Y0, Y0
-	VCVTDQ2PS    Y2, Y2
-	VCVTPH2PS    (DI), Y13
-	VCVTPH2PS    16(DI), Y14
-	VBROADCASTSS (DX), Y6
-	VMULPS       Y6, Y13, Y13
-	VMULPS       Y6, Y14, Y14
-	VMULPS       Y13, Y0, Y0
-	VMULPS       Y14, Y2, Y2
-	VADDPS       Y0, Y4, Y4
-	VADDPS       Y2, Y5, Y5
+	G16OFF(7)
 	G16STEP(544)
 	JNZ          vblock
 	G16END

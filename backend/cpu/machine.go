@@ -63,8 +63,15 @@ func MeasureFMAPeak(threads int) float64 {
 	if !haveSIMD {
 		return 0
 	}
-	threads = max(threads, 1)
 	const iters = 20_000_000
+	return bestRate(threads, float64(iters)*160, func() { fmaPeakAVX2(iters) })
+}
+
+// bestRate runs work on threads goroutines at once, three times, and
+// returns the best of units (what one run of work does) times threads a
+// second, in billions.
+func bestRate(threads int, units float64, work func()) float64 {
+	threads = max(threads, 1)
 	best := 0.0
 	for range 3 {
 		var wg sync.WaitGroup
@@ -73,11 +80,11 @@ func MeasureFMAPeak(threads int) float64 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fmaPeakAVX2(iters)
+				work()
 			}()
 		}
 		wg.Wait()
-		best = max(best, float64(iters)*160*float64(threads)/time.Since(start).Seconds()/1e9)
+		best = max(best, units*float64(threads)/time.Since(start).Seconds()/1e9)
 	}
 	return best
 }
@@ -99,27 +106,16 @@ func MeasureInt8Peak(threads int) Int8Peak {
 	if !haveSIMD {
 		return p
 	}
-	threads = max(threads, 1)
 	const iters = 4_000_000
 	for form, out := range []*float64{&p.Sign, &p.Words, &p.Nibbles} {
 		products := 256.0
 		if form == 2 {
 			products = 1024
 		}
-		for range 3 {
-			var wg sync.WaitGroup
-			start := time.Now()
-			for range threads {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var buf [256]byte
-					int8PeakAVX2(form, &buf[0], iters)
-				}()
-			}
-			wg.Wait()
-			*out = max(*out, float64(iters)*products*float64(threads)/time.Since(start).Seconds()/1e9)
-		}
+		*out = bestRate(threads, iters*products, func() {
+			var buf [256]byte
+			int8PeakAVX2(form, &buf[0], iters)
+		})
 	}
 	return p
 }
