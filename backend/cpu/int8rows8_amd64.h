@@ -54,6 +54,15 @@ lbl: \
 	LEAQ sums(R9), AX \
 	MOVQ ntok+48(FP), R10
 
+// R8FOUR starts a group of four tokens: R11 two tokens on, their
+// super-block sums (Y4-Y7) zero.
+#define R8FOUR \
+	LEAQ  (BX)(R8*2), R11 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7
+
 // R8DONE4(END) ends a group of four tokens (END their super-block's
 // float step, S in Y4-Y7) and moves to the next four.
 #define R8DONE4(END) \
