@@ -190,3 +190,15 @@ func q40Packed16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride
 func iq4nlPacked16VNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
 	panic("no simd")
 }
+
+func q4kRowsFewVNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}
+
+func q6kRowsFewVNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}
+
+func q5kRowsFewVNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int) {
+	panic("no simd")
+}

@@ -156,6 +156,24 @@ func rowKernel(t quant.DType) rows16Kernel {
 	panic("no row kernel for " + t.String())
 }
 
+// fewTokens is the most tokens a matmul runs Q4_K, Q5_K and Q6_K on their
+// row-major kernels (int8fewk_amd64.s): the row lanes transpose sixteen
+// rows, work a prompt shares over its tokens but a decode step pays alone.
+const fewTokens = 1
+
+// fewKernel is t's row-major kernel for fewTokens or fewer, or nil.
+func fewKernel(t quant.DType) rows16Kernel {
+	switch t {
+	case quant.Q4_K:
+		return q4kRowsFewVNNI
+	case quant.Q5_K:
+		return q5kRowsFewVNNI
+	case quant.Q6_K:
+		return q6kRowsFewVNNI
+	}
+	return nil
+}
+
 // matmulRows16 is matmulInt8 on a row kernel: groups of sixteen rows
 // aligned to the matrix (a share's first and last group may reach outside
 // [lo, hi): computed whole, only its own rows kept), rows past the last
@@ -266,6 +284,9 @@ func (kn *kernels) rows16Route(w *model.Matrix, n, pass, nb, rb int, kern rows16
 	r := rows16Route{data: w.Data, kern: kern, many: kern, manyFrom: amxTokens, done: func() {}}
 	r.chunk = 16 * max(1, groupChunk/(16*rb))
 	p, pk := w.Packed(), packedKernel(w.Type)
+	if k := fewKernel(w.Type); k != nil && n <= fewTokens {
+		r.kern = k
+	}
 	if p == nil || pk == nil {
 		return r
 	}

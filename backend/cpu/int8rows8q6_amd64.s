@@ -56,7 +56,7 @@ GLOBL q6two<>(SB), RODATA|NOPTR, $64
 // Q6PF prefetches a super-block a few ahead: its 27 lines (R8PF's).
 #define Q6PF \
 	R8PF \
-	PF9(5248)
+	PF9(13440)
 
 // Q6SC(k): scale dwords k (sub-blocks 4k..4k+3) into their pairs.
 #define Q6SC(k) \
