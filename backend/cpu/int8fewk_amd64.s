@@ -2,20 +2,20 @@
 
 #include "textflag.h"
 
-// Row-major kernels for Q4_K, Q5_K and Q6_K at one token (decode), on the
-// sixteen-row kernels' contract (rows16Kernel, ntok 1): each row read
-// straight through, a super-block's values assembled into four vectors in
-// the activations' order and VPDPBUSD'd against them. The row-lane
-// kernels gather sixteen rows a dword at a time and transpose them: on
-// cached data they are the cheaper (2.2 against 4.4 ns a row's Q4_K
-// super-block), but their sixteen streams overlap badly with the memory,
-// and at batch 1 on wide rows (Gemma-3's 2560 columns) they ran at 70-75%
-// of the read bandwidth, this at 86-91%. At two tokens the row lanes are
-// the faster again (fewTokens).
+// Row-major kernels for Q4_K, Q5_K and Q6_K at one or two tokens (decode),
+// on the sixteen-row kernels' contract (rows16Kernel, ntok 1 or 2): each
+// row read straight through, a super-block's values assembled into four
+// vectors in the activations' order and VPDPBUSD'd against each token's.
+// The row-lane kernels gather sixteen rows a dword at a time and transpose
+// them: on cached data they are the cheaper (2.2 against 4.1 ns a row's
+// Q4_K super-block), but their sixteen streams overlap badly with the
+// memory, and at batch 1 on wide rows (Gemma-3's 2560 columns) they ran at
+// 70-75% of the read bandwidth, these at 97-99%. At three tokens the row
+// lanes share their transposes enough to win again (fewTokens).
 //
 // Two super-blocks go together: their sums are reduced together (VPHADDD)
-// and their float steps run as one vector, then add to the row's sum (X22)
-// in order. Two rows interleaved instead ran at half the speed: one
+// and their float steps run as one vector, then add to the row's sums (X22
+// for token 0, X23 for token 1) in order. Two rows interleaved instead ran at half the speed: one
 // stream a row is what the prefetchers follow.
 //
 // A dword of a VPDPBUSD sum is four products of 6-bit (or 4, 5-bit) values
@@ -91,27 +91,39 @@ GLOBL fewnib<>(SB), RODATA|NOPTR, $64
 	VPMOVZXBD    idx+32(SB), Z26 \
 	VPMOVZXBD    idx+48(SB), Z27
 
-// FEWROW starts a row: its sum zeroed, SI its first super-block, CX their
-// count; BX, DX and R10 the activations, scales and sums there.
+// FEWROW starts a row: its sums zeroed, SI its first super-block, CX their
+// count; BX, DX and R10 token 0's activations, scales and sums there.
 #define FEWROW \
 	VPXORD X22, X22, X22 \
+	VPXORD X23, X23, X23 \
 	MOVQ   DI, SI \
 	MOVQ   nb+56(FP), CX \
 	MOVQ   qs+16(FP), BX \
 	MOVQ   d+24(FP), DX \
 	MOVQ   nsum+32(FP), R10
 
-// FEWDOT: Z14 = the four value vectors Z0-Z3 against the activations,
-// each dword times its scale (Z8-Z11).
-#define FEWDOT \
+// FEWTOK1: R12, R14 and R13 token 1's activations, scales and sums at the
+// row's first super-block.
+#define FEWTOK1 \
+	MOVQ qstride+40(FP), R12 \
+	ADDQ BX, R12 \
+	MOVQ dstride+48(FP), R14 \
+	LEAQ (DX)(R14*4), R14 \
+	MOVQ nb+56(FP), R13 \
+	SHLQ $5, R13 \
+	ADDQ R10, R13
+
+// FEWDOT(x): Z14 = the four value vectors Z0-Z3 against the activations at
+// x, each dword times its scale (Z8-Z11).
+#define FEWDOT(x) \
 	VPXORD   Z14, Z14, Z14 \
 	VPXORD   Z15, Z15, Z15 \
 	VPXORD   Z16, Z16, Z16 \
 	VPXORD   Z17, Z17, Z17 \
-	VPDPBUSD 0(BX), Z0, Z14 \
-	VPDPBUSD 64(BX), Z1, Z15 \
-	VPDPBUSD 128(BX), Z2, Z16 \
-	VPDPBUSD 192(BX), Z3, Z17 \
+	VPDPBUSD 0(x), Z0, Z14 \
+	VPDPBUSD 64(x), Z1, Z15 \
+	VPDPBUSD 128(x), Z2, Z16 \
+	VPDPBUSD 192(x), Z3, Z17 \
 	VPMADDWD Z8, Z14, Z14 \
 	VPMADDWD Z9, Z15, Z15 \
 	VPMADDWD Z10, Z16, Z16 \
@@ -124,7 +136,7 @@ GLOBL fewnib<>(SB), RODATA|NOPTR, $64
 // bytes), prefetching the row's bytes (and the next rows') 6 KiB ahead:
 // the hardware's prefetch alone held Gemma-3's batch 1 at 85% of the
 // read bandwidth, 1.5 KiB ahead at 87-90%, 3 KiB at 96-97%, 6 KiB 97-99%
-// (and 12 KiB no better).
+// (and 12 KiB no better). FEWNEXT2 moves token 1's R12 and R13 too.
 #define FEWNEXT(size) \
 	PREFETCHT0 6144(SI) \
 	PREFETCHT0 6208(SI) \
@@ -134,39 +146,64 @@ GLOBL fewnib<>(SB), RODATA|NOPTR, $64
 	ADDQ $256, BX \
 	ADDQ $32, R10
 
+#define FEWNEXT2(size) \
+	FEWNEXT(size) \
+	ADDQ $256, R12 \
+	ADDQ $32, R13
+
 // FEWLOOP(size, two, one, out) ends two super-blocks (DX to the next
 // scales) and loops to two while two are left, to one if one is, else on
-// to out.
+// to out; FEWLOOP2 for two tokens.
 #define FEWLOOP(size, two, one, out) \
 	FEWNEXT(size) \
 	ADDQ $8, DX \
-	SUBQ $2, CX \
-	CMPQ CX, $2 \
-	JGE  two \
-	TESTQ CX, CX \
-	JNZ  one \
-	JMP  out
+	FEWCOUNT(two, one, out)
 
-// FEWOUT(row) stores the row's sum and loops to row while one is left.
+#define FEWLOOP2(size, two, one, out) \
+	FEWNEXT2(size) \
+	ADDQ $8, DX \
+	ADDQ $8, R14 \
+	FEWCOUNT(two, one, out)
+
+#define FEWCOUNT(two, one, out) \
+	SUBQ  $2, CX \
+	CMPQ  CX, $2 \
+	JGE   two \
+	TESTQ CX, CX \
+	JNZ   one \
+	JMP   out
+
+// FEWOUT(row) stores the row's sum and loops to row while one is left;
+// FEWOUT2 both tokens' (token 1's ostride on).
 #define FEWOUT(row) \
 	MOVQ   out+80(FP), R12 \
 	VMOVSS X22, (R12) \
-	ADDQ   $4, out+80(FP) \
-	ADDQ   rb+8(FP), DI \
-	DECQ   R9 \
-	JNZ    row \
+	FEWEND(row)
+
+#define FEWOUT2(row) \
+	MOVQ   out+80(FP), R12 \
+	VMOVSS X22, (R12) \
+	MOVQ   ostride+88(FP), R13 \
+	VMOVSS X23, (R12)(R13*4) \
+	FEWEND(row)
+
+#define FEWEND(row) \
+	ADDQ $4, out+80(FP) \
+	ADDQ rb+8(FP), DI \
+	DECQ R9 \
+	JNZ  row \
 	VZEROUPPER \
 	RET
 
-// FEWADD4: X22 = X22 + X14's four lanes in order.
-#define FEWADD4 \
-	VADDSS    X14, X22, X22 \
+// FEWADD4(acc): acc = acc + X14's four lanes in order.
+#define FEWADD4(acc) \
+	VADDSS    X14, acc, acc \
 	VMOVSHDUP X14, X15 \
-	VADDSS    X15, X22, X22 \
+	VADDSS    X15, acc, acc \
 	VMOVHLPS  X14, X14, X15 \
-	VADDSS    X15, X22, X22 \
+	VADDSS    X15, acc, acc \
 	VPSHUFD   $0xff, X14, X15 \
-	VADDSS    X15, X22, X22
+	VADDSS    X15, acc, acc
 
 // Q6_K (210-byte super-blocks: ql[128], qh[64], sixteen int8 scales, d).
 // Half h's values 128h+l, +32, +64, +96 are ql[64h+l] and ql[64h+32+l]'s
@@ -185,30 +222,69 @@ GLOBL fewnib<>(SB), RODATA|NOPTR, $64
 	VPSRLW          $4, Z4, Z4 \
 	VPTERNLOGD      $0xf8, Z31, Z4, hi
 
-// Q6S(R): R = S of the super-block as eight dwords: its values (Z0-Z3),
-// scales by vector (Z8-Z11) and -32 times its scales as words (Y7)
-// against the activations and their 16-sums.
-#define Q6S(R) \
+// Q6VALS: the super-block's values (Z0-Z3), scales by vector (Z8-Z11)
+// and -32 times its scales as words (Y7).
+#define Q6VALS \
 	Q6HALF(0, Z0, Z1) \
 	Q6HALF(1, Z2, Z3) \
-	VPMOVSXBD     192(SI), Z7 \
-	VPANDD        Z20, Z7, Z7 \
-	VPERMD        Z7, Z24, Z8 \
-	VPERMD        Z7, Z25, Z9 \
-	VPERMD        Z7, Z26, Z10 \
-	VPERMD        Z7, Z27, Z11 \
-	VPMOVSXBW     192(SI), Y7 \
-	VPMULLW       Y21, Y7, Y7 \
-	FEWDOT \
-	VPMADDWD      (R10), Y7, Y6 \
-	VPADDD        Z6, Z14, Z14 \
+	VPMOVSXBD 192(SI), Z7 \
+	VPANDD    Z20, Z7, Z7 \
+	VPERMD    Z7, Z24, Z8 \
+	VPERMD    Z7, Z25, Z9 \
+	VPERMD    Z7, Z26, Z10 \
+	VPERMD    Z7, Z27, Z11 \
+	VPMOVSXBW 192(SI), Y7 \
+	VPMULLW   Y21, Y7, Y7
+
+// Q6DOT(x, bs, R): R = S against the activations at x and their 16-sums
+// at bs, as eight dwords.
+#define Q6DOT(x, bs, R) \
+	FEWDOT(x) \
+	VPMADDWD      (bs), Y7, Y19 \
+	VPADDD        Z19, Z14, Z14 \
 	VEXTRACTI64X4 $1, Z14, Y15 \
 	VPADDD        Y15, Y14, R
 
+// Q6D2: X5 = the d of the super-block before SI and of SI's; Q6D1: SI's.
+#define Q6D2 \
+	VPBROADCASTW -2(SI), X5 \
+	VPINSRW      $1, 208(SI), X5, X5 \
+	VCVTPH2PS    X5, X5
+
+#define Q6D1 \
+	VPBROADCASTW 208(SI), X5 \
+	VCVTPH2PS    X5, X5
+
+// Q6FLOAT(RA, RB, da, acc): two super-blocks' S (RA, RB) for a token whose
+// scales are at da: acc = acc + (d_a d) S for each, in order.
+#define Q6FLOAT(RA, RB, da, acc) \
+	VPHADDD      RB, RA, Y14 \
+	VEXTRACTI128 $1, Y14, X15 \
+	VPADDD       X15, X14, X14 \
+	VPHADDD      X14, X14, X14 \
+	VCVTDQ2PS    X14, X14 \
+	VMOVQ        da, X15 \
+	VMULPS       X5, X15, X15 \
+	VMULPS       X14, X15, X14 \
+	VADDSS       X14, acc, acc \
+	VMOVSHDUP    X14, X15 \
+	VADDSS       X15, acc, acc
+
+// Q6ONE(RY, RX, da, acc): one super-block's.
+#define Q6ONE(RY, RX, da, acc) \
+	VEXTRACTI128 $1, RY, X15 \
+	VPADDD       X15, RX, X14 \
+	VPHADDD      X14, X14, X14 \
+	VPHADDD      X14, X14, X14 \
+	VCVTDQ2PS    X14, X14 \
+	VMULSS       da, X5, X15 \
+	VMULSS       X14, X15, X14 \
+	VADDSS       X14, acc, acc
+
 // func q6kRowsFewVNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 //
-// ntok 1; nsum: the activations' 16-sums (int16). Per super-block S =
-// sum_j scale_j (sum of values times activations) - 32 sum_j scale_j
+// ntok 1 or 2; nsum: the activations' 16-sums (int16). Per super-block S
+// = sum_j scale_j (sum of values times activations) - 32 sum_j scale_j
 // bs_j; acc = acc + (d_a d) S.
 TEXT ·q6kRowsFewVNNI(SB), NOSPLIT, $0-96
 	FEWSETUP(fewq6idx<>)
@@ -220,6 +296,8 @@ TEXT ·q6kRowsFewVNNI(SB), NOSPLIT, $0-96
 	VPBROADCASTD AX, Z20
 	MOVL         $0xffe0ffe0, AX
 	VPBROADCASTD AX, Z21
+	CMPQ         ntok+64(FP), $1
+	JGT          q6f_row2
 
 q6f_row:
 	FEWROW
@@ -227,42 +305,53 @@ q6f_row:
 	JLT  q6f_one
 
 q6f_two:
-	// X18: d_a d of the two.
-	VPBROADCASTW 208(SI), X18
-	VPINSRW      $1, 418(SI), X18, X18
-	VCVTPH2PS    X18, X18
-	VMOVQ        (DX), X13
-	VMULPS       X13, X18, X18
-	Q6S(Y12)
+	Q6VALS
+	Q6DOT(BX, R10, Y12)
 	FEWNEXT(210)
-	Q6S(Y13)
-	// [S0 S1 S0 S1]
-	VPHADDD      Y13, Y12, Y14
-	VEXTRACTI128 $1, Y14, X15
-	VPADDD       X15, X14, X14
-	VPHADDD      X14, X14, X14
-	VCVTDQ2PS    X14, X14
-	VMULPS       X14, X18, X14
-	VADDSS       X14, X22, X22
-	VMOVSHDUP    X14, X15
-	VADDSS       X15, X22, X22
+	Q6VALS
+	Q6DOT(BX, R10, Y13)
+	Q6D2
+	Q6FLOAT(Y12, Y13, (DX), X22)
 	FEWLOOP(210, q6f_two, q6f_one, q6f_out)
 
 q6f_one:
-	VPBROADCASTW 208(SI), X18
-	VCVTPH2PS    X18, X18
-	VMULSS       (DX), X18, X18
-	Q6S(Y12)
-	VEXTRACTI128 $1, Y12, X15
-	VPADDD       X15, X12, X14
-	VPHADDD      X14, X14, X14
-	VPHADDD      X14, X14, X14
-	VCVTDQ2PS    X14, X14
-	VMULSS       X14, X18, X14
-	VADDSS       X14, X22, X22
+	Q6VALS
+	Q6DOT(BX, R10, Y12)
+	Q6D1
+	Q6ONE(Y12, X12, (DX), X22)
 
 q6f_out:
 	FEWOUT(q6f_row)
+
+q6f_row2:
+	FEWROW
+	FEWTOK1
+	CMPQ CX, $2
+	JLT  q6f_one2
+
+q6f_two2:
+	Q6VALS
+	Q6DOT(BX, R10, Y12)
+	Q6DOT(R12, R13, Y6)
+	FEWNEXT2(210)
+	Q6VALS
+	Q6DOT(BX, R10, Y13)
+	Q6DOT(R12, R13, Y4)
+	Q6D2
+	Q6FLOAT(Y12, Y13, (DX), X22)
+	Q6FLOAT(Y6, Y4, (R14), X23)
+	FEWLOOP2(210, q6f_two2, q6f_one2, q6f_out2)
+
+q6f_one2:
+	Q6VALS
+	Q6DOT(BX, R10, Y12)
+	Q6DOT(R12, R13, Y13)
+	Q6D1
+	Q6ONE(Y12, X12, (DX), X22)
+	Q6ONE(Y13, X13, (R14), X23)
+
+q6f_out2:
+	FEWOUT2(q6f_row2)
 
 // Q4_K (144-byte super-blocks: d, dmin, twelve bytes of 6-bit scales and
 // mins, four chunks of 32 bytes whose low then high nibbles are sub-blocks
@@ -305,62 +394,111 @@ DATA fewk4hi<>+0(SB)/8, $0x3030303000000000
 DATA fewk4hi<>+8(SB)/8, $0x3030303000000000
 GLOBL fewk4hi<>(SB), RODATA|NOPTR, $16
 
-// K4SM(R): R = the super-block's S and M against the activations and
-// their negated 32-sums, VPHADDD'd as [s01 s23 m01 m23] in each lane.
-#define K4SM(R) \
-	FEWDOT \
-	VPMADDWD      (R10), Y7, Y5 \
+// K4SM(x, ns, R): R = the super-block's S and M against the activations
+// at x and their negated 32-sums at ns, VPHADDD'd as [s01 s23 m01 m23] in
+// each lane.
+#define K4SM(x, ns, R) \
+	FEWDOT(x) \
+	VPMADDWD      (ns), Y7, Y5 \
 	VEXTRACTI64X4 $1, Z14, Y15 \
 	VPADDD        Y15, Y14, Y14 \
 	VPHADDD       Y5, Y14, R
 
-// K4KERNEL(values, size, row, two, one, out): the loops of a kernel whose
-// super-blocks (size bytes) values assembles: acc = acc + (d_a d) S, then
-// acc + (d_a dmin) M, super-block by super-block.
-#define K4KERNEL(values, size, row, two, one, out) \
+// K4D2(size): X5 = d and dmin of the super-block before SI and of SI's;
+// K4D1: SI's.
+#define K4D2(size) \
+	VMOVD     -size(SI), X5 \
+	VPINSRD   $1, 0(SI), X5, X5 \
+	VCVTPH2PS X5, X5
+
+#define K4D1 \
+	VMOVD     0(SI), X5 \
+	VCVTPH2PS X5, X5
+
+// K4FLOAT(RA, RB, da, acc): two super-blocks' S and M (RA, RB) for a token
+// whose scales are at da: acc = acc + (d_a d) S, then acc + (d_a dmin) M,
+// for each in order.
+#define K4FLOAT(RA, RB, da, acc) \
+	VPHADDD      RB, RA, Y14 \
+	VEXTRACTI128 $1, Y14, X15 \
+	VPADDD       X15, X14, X14 \
+	VCVTDQ2PS    X14, X14 \
+	VMOVQ        da, X15 \
+	VUNPCKLPS    X15, X15, X15 \
+	VMULPS       X5, X15, X15 \
+	VMULPS       X14, X15, X14 \
+	FEWADD4(acc)
+
+// K4ONE(RY, RX, da, acc): one super-block's.
+#define K4ONE(RY, RX, da, acc) \
+	VEXTRACTI128 $1, RY, X15 \
+	VPADDD       X15, RX, X14 \
+	VPHADDD      X14, X14, X14 \
+	VCVTDQ2PS    X14, X14 \
+	VBROADCASTSS da, X15 \
+	VMULPS       X5, X15, X15 \
+	VMULPS       X14, X15, X14 \
+	VADDSS       X14, acc, acc \
+	VMOVSHDUP    X14, X15 \
+	VADDSS       X15, acc, acc
+
+// K4KERNEL(values, size, labels...): the loops of a kernel whose
+// super-blocks (size bytes) values assembles, for one token and for two.
+#define K4KERNEL(values, size, row, two, one, out, row2, two2, one2, out2) \
+	CMPQ ntok+64(FP), $1 \
+	JGT  row2 \
 row: \
 	FEWROW \
 	CMPQ CX, $2 \
 	JLT  one \
 two: \
-	VMOVD        0(SI), X6 \
-	VPINSRD      $1, size(SI), X6, X6 \
-	VCVTPH2PS    X6, X6 \
-	VMOVQ        (DX), X13 \
-	VUNPCKLPS    X13, X13, X13 \
-	VMULPS       X13, X6, X6 \
 	values \
 	K4SCALES \
-	K4SM(Y12) \
+	K4SM(BX, R10, Y12) \
 	FEWNEXT(size) \
 	values \
 	K4SCALES \
-	K4SM(Y13) \
-	VPHADDD      Y13, Y12, Y14 \
-	VEXTRACTI128 $1, Y14, X15 \
-	VPADDD       X15, X14, X14 \
-	VCVTDQ2PS    X14, X14 \
-	VMULPS       X14, X6, X14 \
-	FEWADD4 \
+	K4SM(BX, R10, Y13) \
+	K4D2(size) \
+	K4FLOAT(Y12, Y13, (DX), X22) \
 	FEWLOOP(size, two, one, out) \
 one: \
-	VMOVD        0(SI), X6 \
-	VCVTPH2PS    X6, X6 \
-	VBROADCASTSS (DX), X13 \
-	VMULPS       X13, X6, X6 \
 	values \
 	K4SCALES \
-	K4SM(Y12) \
-	VEXTRACTI128 $1, Y12, X15 \
-	VPADDD       X15, X12, X14 \
-	VPHADDD      X14, X14, X14 \
-	VCVTDQ2PS    X14, X14 \
-	VMULPS       X14, X6, X14 \
-	VADDSS       X14, X22, X22 \
-	VMOVSHDUP    X14, X15 \
-	VADDSS       X15, X22, X22 \
+	K4SM(BX, R10, Y12) \
+	K4D1 \
+	K4ONE(Y12, X12, (DX), X22) \
 out: \
-	FEWOUT(row)
+	FEWOUT(row) \
+row2: \
+	FEWROW \
+	FEWTOK1 \
+	CMPQ CX, $2 \
+	JLT  one2 \
+two2: \
+	values \
+	K4SCALES \
+	K4SM(BX, R10, Y12) \
+	K4SM(R12, R13, Y6) \
+	FEWNEXT2(size) \
+	values \
+	K4SCALES \
+	K4SM(BX, R10, Y13) \
+	K4SM(R12, R13, Y4) \
+	K4D2(size) \
+	K4FLOAT(Y12, Y13, (DX), X22) \
+	K4FLOAT(Y6, Y4, (R14), X23) \
+	FEWLOOP2(size, two2, one2, out2) \
+one2: \
+	values \
+	K4SCALES \
+	K4SM(BX, R10, Y12) \
+	K4SM(R12, R13, Y13) \
+	K4D1 \
+	K4ONE(Y12, X12, (DX), X22) \
+	K4ONE(Y13, X13, (R14), X23) \
+out2: \
+	FEWOUT2(row2)
 
 #define Q4VALUES \
 	Q4CHUNK(0, Z0) \
@@ -370,13 +508,13 @@ out: \
 
 // func q4kRowsFewVNNI(w *byte, rb int, qs *int8, d *float32, nsum *int32, qstride, dstride, nb, ntok int, acc, out *float32, ostride int)
 //
-// ntok 1; nsum: the activations' negated 32-sums. Per super-block S =
+// ntok 1 or 2; nsum: the activations' negated 32-sums. Per super-block S =
 // sum_j scale_j (sum of values times activations), M = sum_j min_j nsum_j
 // (dotQ4KRowGo).
 TEXT ·q4kRowsFewVNNI(SB), NOSPLIT, $0-96
 	FEWSETUP(fewq4idx<>)
 	VMOVDQU64 fewnib<>(SB), Z28
-	K4KERNEL(Q4VALUES, 144, q4f_row, q4f_two, q4f_one, q4f_out)
+	K4KERNEL(Q4VALUES, 144, q4f_row, q4f_two, q4f_one, q4f_out, q4f_row2, q4f_two2, q4f_one2, q4f_out2)
 
 // Q5_K (176 bytes: Q4_K's d, dmin and scales, 32 bytes of fifth bits, then
 // Q4_K's chunks): value l of sub-block j has bit j of qh[l] as its fifth
@@ -428,4 +566,4 @@ TEXT ·q5kRowsFewVNNI(SB), NOSPLIT, $0-96
 	VPBROADCASTQ fewq5rol<>+48(SB), Z4
 	VPBROADCASTQ fewq5rol<>+56(SB), Z5
 	VSHUFI64X2   $0x44, Z5, Z4, Z21
-	K4KERNEL(Q5VALUES, 176, q5f_row, q5f_two, q5f_one, q5f_out)
+	K4KERNEL(Q5VALUES, 176, q5f_row, q5f_two, q5f_one, q5f_out, q5f_row2, q5f_two2, q5f_one2, q5f_out2)

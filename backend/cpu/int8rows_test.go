@@ -29,7 +29,7 @@ func TestRowKernelsMatchGo(t *testing.T) {
 	for dt := range halves {
 		shapes := []struct{ rows, n, mid, cols int }{{16, 1, 16, 32}, {40, 7, 19, 256}, {35, 1, 16, 288}, {48, 70, 21, 96}}
 		if int8Kind(dt) == actQ8_K {
-			shapes = []struct{ rows, n, mid, cols int }{{16, 1, 16, 256}, {40, 7, 19, 512}, {35, 1, 16, 768}, {48, 70, 21, 256}, {40, 1, 19, 512}, {51, 1, 25, 1280}, {40, 2, 19, 512}}
+			shapes = []struct{ rows, n, mid, cols int }{{16, 1, 16, 256}, {40, 7, 19, 512}, {35, 1, 16, 768}, {48, 70, 21, 256}, {40, 1, 19, 512}, {51, 1, 25, 1280}, {40, 2, 19, 512}, {51, 2, 25, 1280}, {35, 3, 16, 768}}
 		}
 		for _, sh := range shapes {
 			for _, random := range []bool{true, false} {
