@@ -12,8 +12,9 @@ import (
 )
 
 // TestRowKernelsMatchGo: the sixteen-row VNNI kernels (the 32-value
-// formats, and IQ4_XS and the K-quants against q8_K activations) give exactly their
-// row-by-row Go loops' results, on random bytes
+// formats, and IQ4_XS and the K-quants against q8_K activations; Q4_K's,
+// Q5_K's and Q6_K's row-major ones at one and two tokens, over odd and even
+// counts of super-blocks) give exactly their row-by-row Go loops' results, on random bytes
 // (every nibble, fifth bit, grid index and byte value) and on quantized
 // rows, over groups split between shares, rows past the last group and
 // more tokens than a pass takes; and they stay within the activations'
