@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -18,9 +19,10 @@ import (
 
 // repacks is a model's repacked copies.
 type repacks struct {
-	mu   sync.Mutex
-	mems [][]byte  // anonymous mappings, unmapped by Close and DropResident
-	mats []*Matrix // the matrices that have them
+	mu      sync.Mutex
+	mems    [][]byte               // anonymous mappings, unmapped by Close and DropResident
+	mats    []*Matrix              // the matrices that have them
+	layouts map[quant.DType]string // each type's layout, as Repack was told
 }
 
 // Packed is the matrix's repacked copy (see Model.Repack), or nil.
@@ -33,10 +35,16 @@ func (m *Matrix) Packed() []byte {
 
 // Repack gives every matrix of type t that want accepts a repacked copy,
 // pack writing it from Data into dst (len(Data) bytes), unless it has one;
-// the file's pages of each packed matrix are then dropped.
-func (mo *Model) Repack(t quant.DType, want func(*Matrix) bool, pack func(dst []byte, w *Matrix)) error {
+// the file's pages of each packed matrix are then dropped. layout names
+// what pack writes: a type's matrices hold one layout at a time, so a
+// second backend asking for another (kernels of another family on the
+// same loaded model) gets an error rather than copies it would misread.
+func (mo *Model) Repack(t quant.DType, layout string, want func(*Matrix) bool, pack func(dst []byte, w *Matrix)) error {
 	mo.repacks.mu.Lock()
 	defer mo.repacks.mu.Unlock()
+	if have, ok := mo.repacks.layouts[t]; ok && have != layout {
+		return fmt.Errorf("model: its %s weights are repacked for %s, not %s: one kernel family per loaded model", t, have, layout)
+	}
 	var mats []*Matrix
 	total := 0
 	for _, w := range mo.matrices() {
@@ -58,6 +66,10 @@ func (mo *Model) Repack(t quant.DType, want func(*Matrix) bool, pack func(dst []
 		return err
 	}
 	mo.repacks.mems = append(mo.repacks.mems, mem)
+	if mo.repacks.layouts == nil {
+		mo.repacks.layouts = map[quant.DType]string{}
+	}
+	mo.repacks.layouts[t] = layout
 	off := roundUp(int(addr(mem)), hugePage) - int(addr(mem))
 	adviseHuge(mem[off:])
 	for _, w := range mats {
@@ -107,7 +119,7 @@ func (mo *Model) closeRepacks() {
 	for _, mem := range mo.repacks.mems {
 		_ = unix.Munmap(mem)
 	}
-	mo.repacks.mems, mo.repacks.mats = nil, nil
+	mo.repacks.mems, mo.repacks.mats, mo.repacks.layouts = nil, nil, nil
 }
 
 // matrices is every matrix of the model once (the classifier may be the

@@ -44,15 +44,19 @@ func TestRepackResidentOnce(t *testing.T) {
 	}
 	before := rss(t)
 	calls := 0
-	if err := m.Repack(quant.Q8_0, want, func(dst []byte, w *Matrix) { calls++; copy(dst, w.Data) }); err != nil {
+	if err := m.Repack(quant.Q8_0, "copy", want, func(dst []byte, w *Matrix) { calls++; copy(dst, w.Data) }); err != nil {
 		t.Fatal(err)
 	}
 	grew := rss(t) - before
 	if grew > bytes/4 {
 		t.Errorf("resident grew %d bytes for %d repacked: the file's pages stayed", grew, bytes)
 	}
-	if err := m.Repack(quant.Q8_0, want, func([]byte, *Matrix) { calls++ }); err != nil || calls != n {
+	if err := m.Repack(quant.Q8_0, "copy", want, func([]byte, *Matrix) { calls++ }); err != nil || calls != n {
 		t.Errorf("%v, %d packings: want each of %d matrices once", err, calls, n)
+	}
+	// Another layout of the same type is refused: the copies are in this one.
+	if err := m.Repack(quant.Q8_0, "other", want, func([]byte, *Matrix) { calls++ }); err == nil || calls != n {
+		t.Errorf("%v, %d packings: a second layout must be refused, nothing packed", err, calls)
 	}
 	after := 0
 	for _, w := range m.matrices() {
@@ -84,7 +88,7 @@ func TestRepackOnHugePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if err := m.Repack(quant.Q8_0, func(w *Matrix) bool { return w != m.Embed }, func(dst []byte, w *Matrix) { copy(dst, w.Data) }); err != nil {
+	if err := m.Repack(quant.Q8_0, "copy", func(w *Matrix) bool { return w != m.Embed }, func(dst []byte, w *Matrix) { copy(dst, w.Data) }); err != nil {
 		t.Fatal(err)
 	}
 	var lo, hi uintptr

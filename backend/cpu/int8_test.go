@@ -256,11 +256,14 @@ func checkRounding(t *testing.T, got float32, row, x, d []float32, block int) {
 // tokens fed back (teacher forcing), stay within 0.05 of llama.cpp's on the
 // dequantized twin: the rounding of 8-bit activations, nothing worse. On
 // this CPU's best kernels, and on the avxvnni family's where it has
-// AVX-VNNI (Alder Lake's row kernels: Q8_0's and IQ4_XS's are its own).
+// AVX-VNNI (Alder Lake's row kernels: Q8_0's and IQ4_XS's are its own),
+// and on plain AVX2's (a Zen 3's, whose Q8_0 is packed without its bias).
 func TestInt8StaysNearTheReference(t *testing.T) {
 	families := []string{""}
-	if _, err := chooseKernels("avxvnni"); err == nil {
-		families = append(families, "avxvnni")
+	for _, k := range []string{"avxvnni", "avx2"} {
+		if _, err := chooseKernels(k); err == nil {
+			families = append(families, k)
+		}
 	}
 	for _, k := range families {
 		t.Run("kernels="+k, func(t *testing.T) { int8NearReference(t, k) })

@@ -17,7 +17,6 @@
 
 #define PKS4(o) \
 	VMOVDQU o(DI), Y8 \
-	VPXOR   Y12, Y8, Y8 \
 	VPABSB  Y8, Y14 \
 	PKS(o, Y0) \
 	PKS(o+4, Y1) \

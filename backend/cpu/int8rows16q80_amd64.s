@@ -4,17 +4,15 @@
 #include "int8half_amd64.h"
 #include "avxvnni_amd64.h"
 
-// q80Rows16AVX2 is q80Rows8AVX2's sign trick on a whole packed group of
-// sixteen rows, a token at a time, for passes of one to three tokens
-// (batch-1 decode): the halves would each read half of every line of the
+// q80Rows16AVX2 is q80Rows8AVX2's sign trick on a whole group of sixteen
+// rows packed without the bias (packQ80S), a token at a time, for passes
+// of one to three tokens (batch-1 decode): the halves would each read half of every line of the
 // group, the second from cache after the first has streamed it all, so
 // a group's lines are consumed as they arrive here. The sums and the
 // float step are the half kernel's, so are the bits.
 
 DATA g8ones<>+0(SB)/4, $0x00010001
 GLOBL g8ones<>(SB), RODATA|NOPTR, $4
-DATA g8bias<>+0(SB)/4, $0x80808080
-GLOBL g8bias<>(SB), RODATA|NOPTR, $4
 
 // G16(v): dword vector v of both halves against the token's dword v (BX):
 // rows 0-7 into Y0, 8-15 into Y2.
@@ -22,8 +20,6 @@ GLOBL g8bias<>(SB), RODATA|NOPTR, $4
 	VPBROADCASTD (4*(v))(BX), Y6 \
 	VMOVDQU      (32+64*(v))(DI), Y8 \
 	VMOVDQU      (64+64*(v))(DI), Y9 \
-	VPXOR        Y12, Y8, Y8 \
-	VPXOR        Y12, Y9, Y9 \
 	VPABSB       Y8, Y10 \
 	VPABSB       Y9, Y11 \
 	VPSIGNB      Y8, Y6, Y7 \
@@ -42,7 +38,6 @@ GLOBL g8bias<>(SB), RODATA|NOPTR, $4
 TEXT ·q80Rows16AVX2(SB), NOSPLIT, $0-72
 	G16ARGS
 	VPBROADCASTD g8ones<>(SB), Y15
-	VPBROADCASTD g8bias<>(SB), Y12
 
 tok:
 	G16BEGIN

@@ -133,7 +133,7 @@ func TestHalvesMatchGo(t *testing.T) {
 		kern  halfKernel
 		group groupKernel
 	}
-	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2, nil}, {quant.Q4_0, packQ40, q40Rows8AVX2, q40Rows16AVX2}, {quant.Q8_0, packQ80, q80Rows8AVX2, nil}, {quant.Q8_0, packQ80, q80Rows8AVX2, q80Rows16AVX2}}
+	cases := []halfCase{{quant.Q4_0, packQ40, q40Rows8AVX2, nil}, {quant.Q4_0, packQ40, q40Rows8AVX2, q40Rows16AVX2}, {quant.Q8_0, packQ80S, q80Rows8AVX2, nil}, {quant.Q8_0, packQ80S, q80Rows8AVX2, q80Rows16AVX2}}
 	if haveAVXVNNI {
 		cases = append(cases, halfCase{quant.Q4_0, packQ40, q40Rows8AVXVNNI, nil}, halfCase{quant.Q4_0, packQ40, q40Rows8AVXVNNI, q40Rows16AVXVNNI}, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, nil}, halfCase{quant.Q8_0, packQ80, q80Rows8AVXVNNI, q80Rows16AVXVNNI})
 	} else {

@@ -3,24 +3,21 @@
 #include "textflag.h"
 #include "int8half_amd64.h"
 
-// q80Rows8AVX2 is q80Rows8AVXVNNI on plain AVX2 by the sign trick: the
-// packed values w+128 XORed back to w, VPMADDUBSW of |w| (at most 128) by
-// the activations given w's signs (VPSIGNB; q8_0 activations are within
-// ±127) pairs at most 2 x 128 x 127 = 32,512, so no word saturates; one
-// VPMADDWD by ones widens each token's pairs to 32 bits. The sums are the
-// exact sums of w times a, so no offset comes off (nsum is not read) and
-// the float step is the other kernels': rows32Go's bits.
+// q80Rows8AVX2 is q80Rows8AVXVNNI on plain AVX2 by the sign trick, on
+// groups packed without the bias (packQ80S): VPMADDUBSW of |w| (at most
+// 128) by the activations given w's signs (VPSIGNB; q8_0 activations are
+// within ±127) pairs at most 2 x 128 x 127 = 32,512, so no word
+// saturates; one VPMADDWD by ones widens each token's pairs to 32 bits.
+// The sums are the exact sums of w times a, so no offset comes off (nsum
+// is not read) and the float step is the other kernels': rows32Go's bits.
 
 DATA s8ones<>+0(SB)/4, $0x00010001
 GLOBL s8ones<>(SB), RODATA|NOPTR, $4
-DATA s8bias<>+0(SB)/4, $0x80808080
-GLOBL s8bias<>(SB), RODATA|NOPTR, $4
 
-// S8W(v): dword v of the half as signed values (Y8) and their magnitudes
+// S8W(v): dword v of the half, signed values (Y8), and their magnitudes
 // (Y14).
 #define S8W(v) \
 	VMOVDQU (32+64*(v))(DI)(R9*1), Y8 \
-	VPXOR   Y12, Y8, Y8 \
 	VPABSB  Y8, Y14
 
 // S8T(o, x, T, acc): the token's dword at o(x) against the half's dword,
@@ -76,7 +73,6 @@ GLOBL s8bias<>(SB), RODATA|NOPTR, $4
 TEXT ·q80Rows8AVX2(SB), NOSPLIT, $0-80
 	HALFARGS
 	VPBROADCASTD s8ones<>(SB), Y15
-	VPBROADCASTD s8bias<>(SB), Y12
 	CMPQ R10, $4
 	JLT  one
 
