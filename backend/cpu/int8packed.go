@@ -21,12 +21,12 @@ import (
 // Q8_0: fp16 scales, eight dwords of quants (q80Rows16VNNI's Z8..Z15).
 // MXFP4: E8M0 bytes, four dwords of nibbles (R16LOAD16's Z4..Z7).
 // Q4_0 and IQ4_NL: fp16 scales, four dwords of nibbles.
-func packQ80(dst, src []byte, rb, g int)   { packRows(dst, src, rb, g, 34, 2, 0x80808080) }
+func packQ80(dst, src []byte, rb, g int) { packRows(dst, src, rb, g, 34, 2, 0x80808080) }
 
 // packQ80S is packQ80 without the bias, for plain AVX2: its sign trick
 // takes w as it is, where the bias cost a VPXOR a vector (5-6% of a
 // prompt on Zen 5 with the AVX2 kernels).
-func packQ80S(dst, src []byte, rb, g int) { packRows(dst, src, rb, g, 34, 2, 0) }
+func packQ80S(dst, src []byte, rb, g int)  { packRows(dst, src, rb, g, 34, 2, 0) }
 func packMXFP4(dst, src []byte, rb, g int) { packRows(dst, src, rb, g, 17, 1, 0) }
 func packQ40(dst, src []byte, rb, g int)   { packRows(dst, src, rb, g, 18, 2, 0) }
 
