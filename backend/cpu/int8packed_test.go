@@ -150,3 +150,40 @@ func BenchmarkPackedFormats(b *testing.B) {
 		}
 	}
 }
+
+// TestRepackRefusesAnotherLayout: plain AVX2 packs Q8_0 without the bias
+// the VNNI families' kernels take, so a backend of such a family on a
+// model an avx2 backend has packed is refused with an error, not run on
+// copies it would misread; a second avx2 backend shares them.
+func TestRepackRefusesAnotherLayout(t *testing.T) {
+	if !haveAVXVNNI && !haveVNNI {
+		t.Skip("no VNNI family beside avx2 on this CPU")
+	}
+	path, _ := synth.WriteFile(t, synth.Options{Dim: 64, Layers: 1, Heads: 2, KVHeads: 2, FFN: 128, Vocab: 300,
+		Context: 64, DType: quant.Q8_0, Seed: 5})
+	m, err := model.Load(path, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	open := func(fam string) error {
+		b, err := New(m, backend.Options{NumBlocks: 4, BlockSize: 16, KV: backend.SameKV(quant.F16), QuantDot: "int8", Kernels: fam})
+		if err == nil {
+			b.Close()
+		}
+		return err
+	}
+	if err := open("avx2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := open("avx2"); err != nil {
+		t.Fatalf("a second avx2 backend: %v", err)
+	}
+	other := "avxvnni"
+	if !haveAVXVNNI {
+		other = "avx512"
+	}
+	if err := open(other); err == nil {
+		t.Fatalf("%s on avx2's Q8_0 copies: no error", other)
+	}
+}
