@@ -81,7 +81,7 @@ func repack(m *model.Model, kn *kernels) error {
 	case !kn.int8 || !kn.simd:
 	case kn.vnni:
 		for _, f := range packedFormats {
-			if err := m.Repack(f.t, layout16, want, packGroups(16, f.t, f.pack)); err != nil {
+			if err := m.Repack(f.t, layoutRows16, want, packGroups(16, f.t, f.pack)); err != nil {
 				return err
 			}
 		}
@@ -92,26 +92,32 @@ func repack(m *model.Model, kn *kernels) error {
 			if kn.rows8Format(f.t) != i {
 				continue
 			}
-			if err := m.Repack(f.t, "rows8", want, packGroups(8, f.t, f.pack)); err != nil {
+			if err := m.Repack(f.t, layoutRows8, want, packGroups(8, f.t, f.pack)); err != nil {
 				return err
 			}
 		}
 		// Q4_0 and Q8_0 in the VNNI kernels' groups (q40Rows8AVX2,
 		// q80Rows8AVX2 and q80Rows8AVXVNNI take halves); Q8_0 without its
 		// bias where no VPDPBUSD reads it.
-		if err := m.Repack(quant.Q4_0, layout16, want, packGroups(16, quant.Q4_0, packQ40)); err != nil {
+		if err := m.Repack(quant.Q4_0, layoutRows16, want, packGroups(16, quant.Q4_0, packQ40)); err != nil {
 			return err
 		}
 		if !kn.avxvnni {
-			return m.Repack(quant.Q8_0, "rows16-signed", want, packGroups(16, quant.Q8_0, packQ80S))
+			return m.Repack(quant.Q8_0, layoutRows16Signed, want, packGroups(16, quant.Q8_0, packQ80S))
 		}
-		return m.Repack(quant.Q8_0, layout16, want, packGroups(16, quant.Q8_0, packQ80))
+		return m.Repack(quant.Q8_0, layoutRows16, want, packGroups(16, quant.Q8_0, packQ80))
 	}
 	return nil
 }
 
-// layout16 names packRows' layout (with packQ80's bias) to Model.Repack.
-const layout16 = "rows16"
+// The layouts' names for Model.Repack: packRows' sixteen-row groups (Q8_0
+// with packQ80's bias), the same without it (packQ80S), and the AVX2
+// kernels' eight-row groups (rows8Formats).
+const (
+	layoutRows16       = "rows16"
+	layoutRows16Signed = "rows16-signed"
+	layoutRows8        = "rows8"
+)
 
 // packGroups is a Repack packer: pack (group g of rows rb bytes wide) over
 // a matrix's whole groups of size rows, the rows after them copied as

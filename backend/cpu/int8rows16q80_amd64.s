@@ -6,10 +6,10 @@
 
 // q80Rows16AVX2 is q80Rows8AVX2's sign trick on a whole group of sixteen
 // rows packed without the bias (packQ80S), a token at a time, for passes
-// of one to three tokens (batch-1 decode): the halves would each read half of every line of the
-// group, the second from cache after the first has streamed it all, so
-// a group's lines are consumed as they arrive here. The sums and the
-// float step are the half kernel's, so are the bits.
+// of one to three tokens (batch-1 decode): the halves would each read half
+// of every line of the group, the second from cache after the first has
+// streamed it all, so a group's lines are consumed as they arrive here.
+// The sums and the float step are the half kernel's, so are the bits.
 
 DATA g8ones<>+0(SB)/4, $0x00010001
 GLOBL g8ones<>(SB), RODATA|NOPTR, $4
