@@ -6,8 +6,19 @@ import (
 	"github.com/batchd/batchd/backend"
 )
 
-// ahead is how many KV blocks attention prefetches ahead of the one it reads.
-const ahead = 2
+// aheadBytes is how far ahead of its reads attention prefetches a head's K
+// or V: per thread the reads wait on memory (the blocks are scattered), and
+// the further the prefetch runs ahead the more lines are in flight. Two
+// blocks of a 64-wide F16 head (4 KiB) left decode at 512 positions 4-8%
+// slower than 8 KiB (L110, AVX2 and AVX-512); 12 and 16 KiB were slower
+// again at 128 positions, where a head's K is 16 KiB in all.
+const aheadBytes = 8 << 10
+
+// ahead is how many of s's blocks attention prefetches ahead of the one it
+// reads, span elements of a head a block: aheadBytes of them, at least two.
+func (s kvLayer) ahead(span int) int {
+	return max(2, aheadBytes/max(1, len(s.bytes(0, span))))
+}
 
 // attnJob is one layer's attention split by (query group, head) across the
 // pool.
@@ -150,16 +161,17 @@ func (j *attnJob) one(share, t, h int) {
 	}
 	scores := j.scores[share][:pos+1]
 	at := func(bi int) int { return b.kvAt(blocks[bi], h/group, 0) }
-	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+	ka, va := kc.ahead(span), vc.ahead(span)
+	for bi := b0; bi < min(b0+ka, len(blocks)); bi++ {
 		kc.prefetch(at(bi), span)
 	}
 	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
-		if bi+ahead < len(blocks) {
-			kc.prefetch(at(bi+ahead), span)
+		if bi+ka < len(blocks) {
+			kc.prefetch(at(bi+ka), span)
 		}
 		kc.dots(q, qa, at(bi), hd, min(bs, pos+1-p0), scores[p0:])
 	}
-	for bi := b0; bi < min(b0+ahead, len(blocks)); bi++ {
+	for bi := b0; bi < min(b0+va, len(blocks)); bi++ {
 		vc.prefetch(at(bi), span)
 	}
 	sum := j.softmax(scores[lo:], scale, h) // its 1/sum is applied to the output
@@ -167,8 +179,8 @@ func (j *attnJob) one(share, t, h int) {
 	out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 	clear(out)
 	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
-		if bi+ahead < len(blocks) {
-			vc.prefetch(at(bi+ahead), span)
+		if bi+va < len(blocks) {
+			vc.prefetch(at(bi+va), span)
 		}
 		vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out, j.vbuf[share])
 	}
@@ -337,16 +349,17 @@ func (j *attnJob) dots4(q []float32, qstride int, at func(int) int, n, first, la
 	b := j.b
 	hd, bs := b.c.HeadDim, b.blockSize
 	kc, vc := b.k[j.l], b.v[j.l]
-	for bi := first; bi < min(first+ahead, n); bi++ {
+	ka, va := kc.ahead(bs*hd), vc.ahead(bs*hd)
+	for bi := first; bi < min(first+ka, n); bi++ {
 		kc.prefetch(at(bi), bs*hd)
 	}
 	for bi, pb := first, first*bs; pb <= last; bi, pb = bi+1, pb+bs {
-		if bi+ahead < n {
-			kc.prefetch(at(bi+ahead), bs*hd)
+		if bi+ka < n {
+			kc.prefetch(at(bi+ka), bs*hd)
 		}
 		b.kern.attn4.dots(&q[0], qstride, &kc.f16[at(bi)], hd, hd, min(bs, last+1-pb), &buf[pb], stride)
 	}
-	for bi := first; bi < min(first+ahead, n); bi++ {
+	for bi := first; bi < min(first+va, n); bi++ {
 		vc.prefetch(at(bi), bs*hd)
 	}
 }
@@ -358,9 +371,10 @@ func (j *attnJob) accum4(buf []float32, stride int, at func(int) int, n, first, 
 	b := j.b
 	hd, bs := b.c.HeadDim, b.blockSize
 	vc := b.v[j.l]
+	va := vc.ahead(bs * hd)
 	for bi, pb := first, first*bs; pb <= last; bi, pb = bi+1, pb+bs {
-		if bi+ahead < n {
-			vc.prefetch(at(bi+ahead), bs*hd)
+		if bi+va < n {
+			vc.prefetch(at(bi+va), bs*hd)
 		}
 		b.kern.attn4.accum(&buf[pb], stride, &vc.f16[at(bi)], hd, hd, min(bs, last+1-pb), &out[0], ostride)
 	}

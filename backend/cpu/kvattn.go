@@ -26,9 +26,10 @@ func (j *attnJob) fourQ(share, t0, h int) {
 	rb := nb * kc.bb
 	var acc [48 * 4]float32
 	var res [16 * 4]float32
+	ka := kc.ahead(bs * hd)
 	for bi, pb := first, first*bs; pb <= p0+3; bi, pb = bi+1, pb+bs {
-		if bi+ahead < len(blocks) {
-			kc.prefetch(at(bi+ahead), bs*hd)
+		if bi+ka < len(blocks) {
+			kc.prefetch(at(bi+ka), bs*hd)
 		}
 		w := kc.bytes(at(bi), bs*hd)
 		for r0 := 0; r0 < bs && pb+r0 <= p0+3; r0 += 16 {
