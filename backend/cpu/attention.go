@@ -98,8 +98,17 @@ func (j *attnJob) do(share, lo, hi int) {
 			}
 			continue
 		}
+		// The share's next unit, if it is one(): its first K blocks are
+		// fetched while this one's last V blocks are read.
+		nt, nh := -1, 0
+		if i+1 < hi && !j.heads4 {
+			g2 := (i + 1) / heads
+			if s := int(j.groups[g2]); int(j.groups[g2+1])-s == 1 {
+				nt, nh = s, (i+1)%heads
+			}
+		}
 		for t := t0; t < t1; t++ {
-			j.one(share, t, h)
+			j.one(share, t, h, nt, nh)
 		}
 	}
 }
@@ -121,19 +130,17 @@ func (b *Backend) queryScale() float32 {
 	return float32(1 / math.Sqrt(float64(b.c.HeadDim)))
 }
 
-// one is token t's attention for query head h.
-func (j *attnJob) one(share, t, h int) {
+// keys is what token t's query sees: positions lo..pos (its own position
+// if causal, else its share's last: the backend has stored every token's K
+// and V), whose blocks are blocks[lo/blockSize:].
+func (j *attnJob) keys(t int) (lo, pos int, blocks []int) {
 	b, c := j.b, j.b.c
-	hd, group, bs := c.HeadDim, c.Heads/c.KVHeads, j.b.blockSize
-	span := bs * hd // one head's slice of a block
-	scale := b.attnScale()
 	window := 0
 	if c.Sliding(j.l) {
 		window = c.SlidingWindow
 	}
-	kc, vc := b.k[j.l], b.v[j.l]
-	pos := b.tokPos[t] // the last key the query sees: its own position if causal
-	if c.NonCausal {   // else the share's last (the backend has stored every token's K and V)
+	pos = b.tokPos[t]
+	if c.NonCausal {
 		s := j.batch.Seqs[b.tokSeq[t]]
 		pos = s.Pos + len(s.Tokens) - 1
 	}
@@ -141,15 +148,25 @@ func (j *attnJob) one(share, t, h int) {
 	// symmetric window (gemma-embedding) those within half of it either
 	// side. Whole blocks before lo are skipped, the rest of lo's block gets
 	// probability 0.
-	lo := 0
 	switch p := b.tokPos[t]; {
 	case window > 0 && c.SymmetricWindow:
 		lo, pos = max(0, p-window/2), min(pos, p+window/2)
 	case window > 0 && pos >= window:
 		lo = pos - window + 1
 	}
+	return lo, pos, b.table(&j.batch.Seqs[b.tokSeq[t]], j.l)[:pos/b.blockSize+1]
+}
+
+// one is token t's attention for query head h; nt >= 0 is the token whose
+// head nh the share takes next.
+func (j *attnJob) one(share, t, h, nt, nh int) {
+	b, c := j.b, j.b.c
+	hd, group, bs := c.HeadDim, c.Heads/c.KVHeads, j.b.blockSize
+	span := bs * hd // one head's slice of a block
+	scale := b.attnScale()
+	kc, vc := b.k[j.l], b.v[j.l]
+	lo, pos, blocks := j.keys(t)
 	b0 := lo / bs
-	blocks := b.table(&j.batch.Seqs[b.tokSeq[t]], j.l)[:pos/bs+1]
 	q := b.q[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 	var qa *q8Acts
 	if kc.q != nil {
@@ -178,9 +195,21 @@ func (j *attnJob) one(share, t, h int) {
 	clear(scores[b0*bs : lo])
 	out := b.att[t*c.QDim()+h*hd : t*c.QDim()+(h+1)*hd]
 	clear(out)
+	// Where V's prefetch runs out, the next unit's first K blocks take its
+	// place, so that unit does not start on a miss.
+	var next []int
+	nk, nlo := 0, 0
+	if nt >= 0 {
+		nlo, _, next = j.keys(nt)
+		nk = nlo / bs
+		next = next[:min(len(next), nk+ka)]
+	}
 	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
 		if bi+va < len(blocks) {
 			vc.prefetch(at(bi+va), span)
+		} else if nk < len(next) {
+			kc.prefetch(b.kvAt(next[nk], nh/group, 0), span)
+			nk++
 		}
 		vc.accum(scores[p0:min(p0+bs, pos+1)], at(bi), hd, out, j.vbuf[share])
 	}
