@@ -9,9 +9,9 @@ import (
 // aheadBytes is how far ahead of its reads attention prefetches a head's K
 // or V: per thread the reads wait on memory (the blocks are scattered), and
 // the further the prefetch runs ahead the more lines are in flight. Two
-// blocks of a 64-wide F16 head (4 KiB) left decode at 512 positions 4-8%
-// slower than 8 KiB (L110, AVX2 and AVX-512); 12 and 16 KiB were slower
-// again at 128 positions, where a head's K is 16 KiB in all.
+// blocks of a 64-wide F16 head (4 KiB) left decode at 512 positions 3-8%
+// slower than 8 KiB (L110 on AVX2, F16 and q8_0 K/V); 12 and 16 KiB were
+// slower again at 128 positions, where a head's K is 16 KiB in all.
 const aheadBytes = 8 << 10
 
 // ahead is how many of s's blocks attention prefetches ahead of the one it
