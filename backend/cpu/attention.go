@@ -17,7 +17,7 @@ const aheadBytes = 8 << 10
 // ahead is how many of s's blocks attention prefetches ahead of the one it
 // reads, span elements of a head a block: aheadBytes of them, at least two.
 func (s kvLayer) ahead(span int) int {
-	return max(2, aheadBytes/max(1, len(s.bytes(0, span))))
+	return max(2, aheadBytes/max(1, s.t.RowBytes(span)))
 }
 
 // attnJob is one layer's attention split by (query group, head) across the
@@ -198,11 +198,10 @@ func (j *attnJob) one(share, t, h, nt, nh int) {
 	// Where V's prefetch runs out, the next unit's first K blocks take its
 	// place, so that unit does not start on a miss.
 	var next []int
-	nk, nlo := 0, 0
+	nk := 0
 	if nt >= 0 {
-		nlo, _, next = j.keys(nt)
-		nk = nlo / bs
-		next = next[:min(len(next), nk+ka)]
+		nlo, _, nblocks := j.keys(nt)
+		nk, next = nlo/bs, nblocks[:min(len(nblocks), nlo/bs+ka)]
 	}
 	for bi, p0 := b0, b0*bs; p0 <= pos; bi, p0 = bi+1, p0+bs {
 		if bi+va < len(blocks) {
